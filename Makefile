@@ -1,0 +1,40 @@
+# mlte — every target bootstraps first (idempotent: Debian packages, OVS, .venv, pip install -e).
+PY := .venv/bin/python
+PYTEST := $(PY) -m pytest
+
+.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest soak clean
+
+bootstrap:
+	@bash scripts/bootstrap.sh --with-web
+
+demo: bootstrap
+	$(PY) -m app.cli.main lab testbed --discover --out demo-out
+
+test: bootstrap
+	$(PYTEST) tests
+
+test-unit: bootstrap
+	$(PYTEST) tests/unit
+
+test-integration: bootstrap
+	$(PYTEST) tests/integration
+
+lint: bootstrap
+	.venv/bin/ruff check .
+
+bench: bench-pce bench-monitor bench-rest
+
+bench-pce: bootstrap
+	$(PY) bench/run.py pce
+
+bench-monitor: bootstrap
+	$(PY) bench/run.py monitor
+
+bench-rest: bootstrap
+	$(PY) bench/run.py rest
+
+soak: bootstrap
+	$(PY) bench/run.py soak
+
+clean:
+	rm -rf demo-out bench/results .pytest_cache

@@ -1,0 +1,1 @@
+"""mlte app package."""

@@ -1,0 +1,1 @@
+"""The `mlte` command line: one module per subcommand, each exposing ``register(subparsers)``."""

@@ -1,0 +1,58 @@
+"""Entry point of the ``mlte`` command.
+
+Each subcommand lives in its own module (``app.cli.<name>``) exposing ``register(subparsers)``;
+heavy imports stay inside the handlers so ``mlte --help`` is fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from app.errors import MlteError
+
+#: Subcommand modules, in the order they appear in ``mlte --help``.
+COMMAND_MODULES = ["controller", "lab", "topology", "pce", "monitor", "web", "config_cmd"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mlte",
+        description="Multi-layer (packet + optical) SDN traffic engineering.",
+    )
+    parser.add_argument("-c", "--config", help="TOML config file (default: built-in defaults, see `mlte config show`)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"app.cli.{name}")
+        except ModuleNotFoundError as exc:  # a subcommand not built yet must not break the others
+            if exc.name != f"app.cli.{name}":
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        from app.config import load_config
+
+        args.cfg = load_config(args.config)
+        rc = args.func(args)
+    except MlteError as exc:
+        print(f"mlte: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The mlte configuration: TOML, every key declared here with its default and type.
+
+Unknown sections/keys and wrong types raise :class:`ConfigError` naming the key, so a typo never
+silently falls back to a default. ``mlte config show`` prints the effective configuration.
+Each area owns one section; add new keys to ``DEFAULTS`` with a comment saying what they mean.
+"""
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from app.errors import ConfigError
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "controller": {
+        "listen_host": "127.0.0.1",  # OpenFlow listener address
+        "listen_port": 6653,  # OpenFlow listener port (OF1.0 for OTS nodes, OF1.3 for packet switches)
+        "lldp_interval": 1.0,  # seconds between LLDP rounds on each packet port
+        "link_timeout": 5.0,  # a packet link not refreshed by LLDP for this long is deleted
+        "log_file": "",  # handler exceptions go here as well as to stderr ("" = stderr only)
+    },
+    "ots": {
+        "provision_delay_min": 0.150,  # seconds an XCON stays dark (drawn uniformly in [min, max])
+        "provision_delay_max": 0.220,
+        "unit_mbps": 1.0,  # lab scale: 1 bandwidth unit = this many Mbit/s (ODU0 = 1.25 units)
+    },
+    "monitor": {
+        "interval": 1.0,  # Ts: seconds between coarse port-counter polls
+        "ewma_alpha": 0.3,  # weight of the newest sample in the moving average
+        "growth_threshold": 0.70,  # balanced demand growth: smoothed utilization above this
+        "imbalance_util_max": 0.60,  # unconstrained imbalance: drops while utilization below this
+        "elephant_fraction": 0.10,  # a flow above this fraction of circuit capacity is an elephant
+        "elephant_gone_intervals": 3,  # intervals below threshold before "elephant gone"
+        "sflow_sampling": 64,  # 1-in-N packet sampling on hot spots
+        "sflow_polling": 1,  # seconds between sFlow counter samples
+        "sflow_collector_port": 6343,
+        "fine_backend": "sflow",  # sflow | flowstats | sflow-rt
+        "sflow_rt_url": "http://127.0.0.1:8008",
+        "retention_seconds": 3600,  # time series kept in the DB
+    },
+    "pce": {
+        "solver": "highs",  # highs | cbc
+        "k_paths": 4,
+    },
+    "db": {
+        "url": "sqlite:///mlte.db",  # SQLAlchemy URL; postgresql+psycopg://user@host/db for PostgreSQL
+    },
+    "web": {
+        "host": "127.0.0.1",
+        "port": 8080,
+        "hold_seconds": 300,  # a HELD reservation expires after this long unless committed
+    },
+}
+
+
+def _check(section: str, key: str, value: Any, default: Any) -> Any:
+    expected = type(default)
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise ConfigError(
+            f"[{section}] {key} must be {expected.__name__}, got {type(value).__name__} {value!r}"
+        )
+    return value
+
+
+def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Return DEFAULTS updated with ``overrides``; raise ConfigError on unknown keys or bad types."""
+    cfg = copy.deepcopy(DEFAULTS)
+    for section, values in overrides.items():
+        if section not in cfg:
+            raise ConfigError(f"unknown config section [{section}] (known: {', '.join(cfg)})")
+        if not isinstance(values, dict):
+            raise ConfigError(f"[{section}] must be a table")
+        for key, value in values.items():
+            if key not in cfg[section]:
+                raise ConfigError(f"unknown key [{section}] {key} (known: {', '.join(cfg[section])})")
+            cfg[section][key] = _check(section, key, value, DEFAULTS[section][key])
+    ots = cfg["ots"]
+    if not 0 <= ots["provision_delay_min"] <= ots["provision_delay_max"]:
+        raise ConfigError("[ots] needs 0 <= provision_delay_min <= provision_delay_max")
+    if not 0 < cfg["monitor"]["ewma_alpha"] <= 1:
+        raise ConfigError("[monitor] ewma_alpha must be in (0, 1]")
+    if cfg["monitor"]["interval"] <= 0:
+        raise ConfigError("[monitor] interval must be > 0")
+    return cfg
+
+
+def load_config(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """Load a TOML file over the defaults (``None`` = defaults only)."""
+    if path is None:
+        return merge_config({})
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: invalid TOML: {exc}") from None
+    return merge_config(data)
+
+
+def dump_toml(cfg: dict[str, dict[str, Any]]) -> str:
+    """Render a config as TOML (flat tables of scalars only)."""
+    lines: list[str] = []
+    for section, values in cfg.items():
+        lines.append(f"[{section}]")
+        for key, value in values.items():
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, str):
+                text = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            else:
+                text = repr(value)
+            lines.append(f"{key} = {text}")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""mlte mininet_labs package."""

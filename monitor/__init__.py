@@ -1,0 +1,1 @@
+"""mlte monitor package."""

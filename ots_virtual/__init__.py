@@ -1,0 +1,1 @@
+"""mlte ots_virtual package."""

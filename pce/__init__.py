@@ -1,0 +1,1 @@
+"""mlte pce package."""

@@ -1,0 +1,42 @@
+"""mlte: multi-layer (packet + optical) SDN traffic engineering."""
+from setuptools import find_packages, setup
+
+setup(
+    name="mlte",
+    version="0.1.0",
+    description="Multi-layer (packet + optical) SDN traffic engineering: OSCARS-TE with an OTTER LP PCE",
+    python_requires=">=3.10",
+    packages=find_packages(include=["app*", "ots_virtual*", "pce*", "monitor*", "topology*", "mininet_labs*"]),
+    include_package_data=True,
+    package_data={"app": ["web/templates/*.html", "web/templates/**/*.html", "web/static/**/*", "web/migrations/**/*", "*.toml"]},
+    install_requires=[
+        "os-ken==4.2.2",
+        "eventlet>=0.36",
+        "networkx>=3.2",
+        "matplotlib>=3.7",
+        "numpy>=1.24",
+        "scipy>=1.10",
+        "pulp>=2.8",
+        "highspy>=1.7",
+        "topohub>=0.1",
+        "SQLAlchemy>=2.0",
+        "alembic>=1.12",
+        "Flask>=3.0",
+        "Flask-WTF>=1.2",
+        "waitress>=3.0",
+        "psycopg[binary]>=3.1",
+        "PyYAML>=6.0",
+        "requests>=2.31",
+    ],
+    extras_require={
+        "dev": [
+            "pytest>=8",
+            "pytest-timeout>=2.2",
+            "hypothesis>=6.90",
+            "schemathesis>=3.25",
+            "playwright>=1.40",
+            "ruff>=0.4",
+        ],
+    },
+    entry_points={"console_scripts": ["mlte=app.cli.main:main"]},
+)
