@@ -2,7 +2,13 @@
 
 
 class MlteError(Exception):
-    """Base class of user-facing errors (bad input, bad config, unavailable resource)."""
+    """Base class of user-facing errors (bad input, bad config, unavailable resource).
+
+    Library packages (pce/, topology/, monitor/) do not import this; their own error bases set
+    ``user_error = True`` and the CLI treats those the same way.
+    """
+
+    user_error = True
 
 
 class ConfigError(MlteError):

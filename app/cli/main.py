@@ -10,8 +10,6 @@ import importlib
 import logging
 import sys
 
-from app.errors import MlteError
-
 #: Subcommand modules, in the order they appear in ``mlte --help``.
 COMMAND_MODULES = ["controller", "lab", "topology", "pce", "monitor", "web", "config_cmd"]
 
@@ -46,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
 
         args.cfg = load_config(args.config)
         rc = args.func(args)
-    except MlteError as exc:
+    except Exception as exc:  # user-facing errors from any package: one line, exit 2
+        if not getattr(exc, "user_error", False):
+            raise
         print(f"mlte: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
