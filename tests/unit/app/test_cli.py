@@ -1,0 +1,38 @@
+"""The CLI prints user errors as one line with exit status 2 and validates config files."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from app.cli.main import main
+
+
+def test_config_show_and_check(tmp_path, capsys):
+    assert main(["config", "show"]) == 0
+    shown = capsys.readouterr().out
+    assert "[controller]" in shown and "listen_port = 6653" in shown
+    good = tmp_path / "good.toml"
+    good.write_text(shown)
+    assert main(["config", "check", str(good)]) == 0
+
+
+def test_bad_config_is_one_line_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[monitor]\nbogus = 1\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.cli.main", "config", "check", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "unknown key [monitor] bogus" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_lists_subcommands():
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.cli.main", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0
+    assert "config" in proc.stdout and "pce" in proc.stdout

@@ -1,0 +1,55 @@
+"""The config loader rejects unknown keys and wrong types, naming the key."""
+from __future__ import annotations
+
+import pytest
+
+from app.config import DEFAULTS, dump_toml, load_config, merge_config
+from app.errors import ConfigError
+
+
+def test_defaults_load():
+    cfg = load_config(None)
+    assert cfg == DEFAULTS
+    assert cfg is not DEFAULTS
+
+
+def test_override_and_int_to_float(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text("[monitor]\ninterval = 2\newma_alpha = 0.5\n[controller]\nlisten_port = 6633\n")
+    cfg = load_config(f)
+    assert cfg["monitor"]["interval"] == 2.0 and isinstance(cfg["monitor"]["interval"], float)
+    assert cfg["controller"]["listen_port"] == 6633
+    assert cfg["pce"] == DEFAULTS["pce"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        ({"nope": {}}, "unknown config section [nope]"),
+        ({"monitor": {"intervall": 1.0}}, "unknown key [monitor] intervall"),
+        ({"controller": {"listen_port": "6653"}}, "[controller] listen_port must be int"),
+        ({"controller": {"listen_port": True}}, "[controller] listen_port must be int"),
+        ({"monitor": {"ewma_alpha": 0.0}}, "ewma_alpha"),
+        ({"ots": {"provision_delay_min": 0.3, "provision_delay_max": 0.2}}, "provision_delay_min"),
+        ({"monitor": 3}, "[monitor] must be a table"),
+    ],
+)
+def test_bad_config_names_the_key(overrides, needle):
+    with pytest.raises(ConfigError) as exc:
+        merge_config(overrides)
+    assert needle in str(exc.value)
+
+
+def test_missing_and_invalid_files(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[monitor\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(bad)
+
+
+def test_dump_round_trips(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text(dump_toml(DEFAULTS))
+    assert load_config(f) == DEFAULTS
