@@ -20,6 +20,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "lldp_interval": 1.0,  # seconds between LLDP rounds on each packet port
         "link_timeout": 5.0,  # a packet link not refreshed by LLDP for this long is deleted
         "log_file": "",  # handler exceptions go here as well as to stderr ("" = stderr only)
+        "api_host": "127.0.0.1",  # local control API (JSON over HTTP) address
+        "api_port": 8181,  # local control API port
+        "barrier_timeout": 5.0,  # seconds to wait for a BARRIER_REPLY (an XCON apply) before failing
+        "scan_settle": 0.25,  # optical scan: seconds without new PORT_STATUS before a probe is read
+        "static_file": "",  # optional static vendor topology file merged into the graph ("" = none)
     },
     "ots": {
         "provision_delay_min": 0.150,  # seconds an XCON stays dark (drawn uniformly in [min, max])
@@ -33,6 +38,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "imbalance_util_max": 0.60,  # unconstrained imbalance: drops while utilization below this
         "elephant_fraction": 0.10,  # a flow above this fraction of circuit capacity is an elephant
         "elephant_gone_intervals": 3,  # intervals below threshold before "elephant gone"
+        "dominant_share": 0.5,  # balanced growth only if no flow carries more than this share of the circuit's traffic
+        "min_small_flows": 2,  # unconstrained imbalance needs at least this many non-elephant flows beside the elephants
+        "clear_intervals": 3,  # calm intervals (no drops, below growth threshold) before a hot spot is cleared
+        "fine_window": 1.0,  # seconds of sFlow samples per flow-rate estimate (= Ts: elephants named one interval after the hot spot)
+        "probe_interval": 0.2,  # latency probes: seconds between probes per path (seed 001: 200 ms)
+        "path_change_tolerance_ms": 0.5,  # path-change detector: stable band and minimum shift (seed 001: 0.5 ms)
         "sflow_sampling": 64,  # 1-in-N packet sampling on hot spots
         "sflow_polling": 1,  # seconds between sFlow counter samples
         "sflow_collector_port": 6343,

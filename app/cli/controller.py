@@ -1,0 +1,49 @@
+"""``mlte controller``: run the os-ken controller (OF1.0 OTS + OF1.3 packet switches) and its API."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("controller", help="run the OpenFlow controller and its local control API")
+    p.add_argument("--listen-host", help="OpenFlow listen address (default [controller] listen_host)")
+    p.add_argument("--of-port", type=int, help="OpenFlow listen port (default [controller] listen_port, 6653)")
+    p.add_argument("--api-port", type=int, help="control API port (default [controller] api_port, 8181)")
+    p.add_argument("--static-file", help="static vendor topology file merged into the graph")
+    p.add_argument("--names", help='JSON file {"0xa1": "A", ...} naming datapaths')
+    p.add_argument("--db-url", help="capability store database (default [db] url)")
+    p.add_argument("--app", action="append", default=[], metavar="MODULE",
+                   help="also load this os-ken app module (repeatable), e.g. a monitor app")
+    p.add_argument("--log-file", help="also log handler exceptions to this file")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from app.errors import ConfigError
+
+    cfg = args.cfg
+    ctl = cfg["controller"]
+    if args.listen_host:
+        ctl["listen_host"] = args.listen_host
+    if args.of_port is not None:
+        ctl["listen_port"] = args.of_port
+    if args.api_port is not None:
+        ctl["api_port"] = args.api_port
+    if args.static_file:
+        ctl["static_file"] = args.static_file
+    if args.log_file:
+        ctl["log_file"] = args.log_file
+    if args.db_url:
+        cfg["db"]["url"] = args.db_url
+    names: dict[int, str] = {}
+    if args.names:
+        try:
+            with open(args.names) as f:
+                names = {int(k, 0): str(v) for k, v in json.load(f).items()}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"--names {args.names}: {exc}") from None
+    from app.controller.launcher import run
+
+    run(cfg, names, args.app)
+    return 0

@@ -1,0 +1,157 @@
+"""``mlte lab NAME``: run a Mininet lab (the Fig. 2 testbed or a generated one) with our controller.
+
+``--discover`` runs discovery (LLDP + optical scan, merged with the static optical-domain file),
+prints the multi-layer graph, writes it as JSON and PNG, and cleans everything up; without it the
+lab runs until Ctrl-C (the control API stays up for the monitor, the web service or curl).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from app.errors import MlteError
+
+
+class LabError(MlteError):
+    """The lab could not be run (not root, no OVS, a switch did not connect, ...)."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lab", help="run a Mininet lab with the controller (needs root and OVS)")
+    p.add_argument("name", help="testbed (= fig2, the paper's Fig. 2), mesh-<packet>x<ots>[-d<deg>][-s<seed>], "
+                                "topohub:<key>")
+    p.add_argument("--discover", action="store_true",
+                   help="discover the topology, print it, write JSON + PNG, then clean up and exit")
+    p.add_argument("--out", default="lab-out", help="output directory (default %(default)s)")
+    static = p.add_mutually_exclusive_group()
+    static.add_argument("--static-file", help="static vendor topology file (default: the lab's optical domain, "
+                                              "fibres only, written to OUT/optical-domain.json)")
+    static.add_argument("--no-static", action="store_true", help="use no static file (fibres stay unknown)")
+    p.add_argument("--scan-all", action="store_true", help="probe every free OTS port, even with known far ends")
+    p.add_argument("--circuit", choices=["initial", "bypass", "direct", "offload"],
+                   help="(testbed) after discovery, provision this circuit and show the packet links it makes")
+    p.add_argument("--unit-mbps", type=float, help="lab scale: Mbit/s per bandwidth unit (default [ots] unit_mbps)")
+    p.add_argument("--no-shaping", action="store_true", help="no HTB link shaping")
+    p.add_argument("--of-port", type=int, help="OpenFlow port (default: a free one)")
+    p.add_argument("--api-port", type=int, help="control API port (default: a free one)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds allowed for each discovery step")
+    p.set_defaults(func=_run)
+
+
+def _raise_interrupt(signum, frame):  # SIGTERM/SIGHUP clean up like Ctrl-C
+    raise KeyboardInterrupt
+
+
+def _run(args: argparse.Namespace) -> int:
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        raise LabError("mlte lab needs root (Mininet and OVS); run it with sudo")
+    if shutil.which("ovs-vsctl") is None:
+        raise LabError("Open vSwitch is not installed (run `make bootstrap`)")
+    from mininet_labs.session import LabSession  # (its testbed import puts the project root on sys.path)
+    from mininet_labs.spec import spec_by_name, spec_to_vendor_file
+    from tests.lib.netlock import net_lock  # the machine-wide lock every network builder holds
+    from topology.vendor_file import write_vendor_file
+
+    unit = args.unit_mbps or args.cfg["ots"]["unit_mbps"]
+    spec = spec_by_name("fig2" if args.name == "testbed" else args.name, unit)
+    if args.circuit and spec.name != "fig2":
+        raise LabError("--circuit names circuits of the testbed (fig2) only")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    static = args.static_file
+    if not static and not args.no_static:
+        doc = spec_to_vendor_file(spec, setup_time=sum(_delays(args)) / 2)
+        doc["adaptations"] = []  # the scan must find those; the operator's file gives the fibres
+        doc["packet_switches"] = []
+        static = str(out / "optical-domain.json")
+        write_vendor_file(doc, static)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupt)
+    workdir = tempfile.mkdtemp(prefix="mlte-lab-")
+    print(f"lab {spec.name}: {len(spec.switches)} packet switches, {len(spec.ots)} OTS, {len(spec.hosts)} hosts; "
+          f"logs in {workdir}", flush=True)
+    with net_lock(timeout=args.timeout * 5):
+        session = LabSession(spec, workdir, delay=_delays(args), shaping=not args.no_shaping,
+                             static_file=static, of_port=args.of_port, api_port=args.api_port)
+        try:
+            session.start(timeout=args.timeout)
+            print(f"controller API http://127.0.0.1:{session.api_port} (OpenFlow on {session.of_port}); "
+                  f"all {len(spec.switches) + len(spec.ots)} datapaths connected", flush=True)
+            if args.discover:
+                return _discover(args, spec, session, out)
+            print("lab running; Ctrl-C to stop", flush=True)
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("\ninterrupted: cleaning up", file=sys.stderr)
+            return 130
+        finally:
+            session.stop()
+            print("lab stopped: processes, bridges and interfaces removed", flush=True)
+
+
+def _delays(args: argparse.Namespace) -> tuple[float, float]:
+    ots = args.cfg["ots"]
+    return float(ots["provision_delay_min"]), float(ots["provision_delay_max"])
+
+
+def _discover(args: argparse.Namespace, spec, session, out: Path) -> int:
+    from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
+    from mininet_labs.spec import spec_to_graph
+    from topology.compare import graph_diff, without_hosts
+    from topology.draw import draw_png, format_graph
+    from topology.graph import MultiLayerGraph
+
+    t0 = time.monotonic()
+    session.wait_links(timeout=args.timeout)
+    n_links = len(spec.links_of_kind("packet"))
+    print(f"LLDP: {n_links} packet link(s) discovered in {time.monotonic() - t0:.1f}s", flush=True)
+    scan = session.client.scan(all_ports=args.scan_all, timeout=args.timeout)
+    print(f"optical scan: {scan['probes']} probe XCON(s) in {scan['seconds']:.1f}s, "
+          f"{len(scan['adaptations'])} packet-optical adjacenc(ies) found, "
+          f"{len(scan['ambiguous'])} ambiguous, probe XCONs left: {len(scan['leftover_xcons'])}", flush=True)
+    (out / "scan.json").write_text(json.dumps(scan, indent=2, sort_keys=True))
+    data = session.client.topology()
+    problems = data.pop("problems", [])
+    graph = MultiLayerGraph.from_dict(data)
+    expected = without_hosts(spec_to_graph(spec, setup_time=sum(_delays(args)) / 2))
+    diff = graph_diff(graph, expected, ignore_attrs=("source", "name"))
+    if args.circuit:
+        hops = FIG2_CIRCUITS[args.circuit]
+        t1 = time.monotonic()
+        session.client.circuit(hops)
+        session.wait_links(directed(FIG2_CIRCUIT_LINKS[args.circuit]), timeout=args.timeout)
+        print(f"circuit {args.circuit}: {len(hops)} XCON(s) applied, packet links "
+              f"{', '.join(f'{a}:{ap}-{b}:{bp}' for a, ap, b, bp in FIG2_CIRCUIT_LINKS[args.circuit])} "
+              f"seen by LLDP after {time.monotonic() - t1:.2f}s", flush=True)
+        data = session.client.topology()
+        problems += data.pop("problems", [])
+        graph = MultiLayerGraph.from_dict(data)
+    print()
+    print(format_graph(graph))
+    print()
+    for p in problems:
+        print(f"warning: {p}")
+    if diff:
+        print(f"discovered graph differs from the {spec.name} spec in {len(diff)} place(s):")
+        for line in diff[:40]:
+            print(f"  {line}")
+    else:
+        print(f"discovered graph = the {spec.name} spec (nodes, ports, adaptations, fibres, potential XCONs)")
+    (out / "topology.json").write_text(graph.to_json(indent=2))
+    title = f"{spec.name}: discovered multi-layer topology" + (f" + circuit {args.circuit}" if args.circuit else "")
+    png = draw_png(graph, out / "topology.png", title=title)
+    print(f"wrote {out / 'topology.json'}, {png}, {out / 'scan.json'}")
+    errors = session.controller_errors()
+    if errors:
+        print("controller handler errors:\n" + errors, file=sys.stderr)
+        return 1
+    return 0 if not diff and not scan["leftover_xcons"] else 1

@@ -1,0 +1,119 @@
+"""Python client of the controller's local control API (stdlib only: usable from labs and tests).
+
+Every method returns the decoded JSON; an HTTP error raises :class:`ControlApiError` carrying the
+status and the JSON body (e.g. the OpenFlow error an OTS returned for an XCON).
+"""
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+
+class ControlApiError(Exception):
+    """The control API answered with an error status (or could not be reached)."""
+
+    user_error = True
+
+    def __init__(self, status: int, body: Any, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class ControllerClient:
+    def __init__(self, host: str = "127.0.0.1", port: int = 8181, timeout: float = 30.0) -> None:
+        self.base = f"http://{host}:{port}"
+        self.timeout = timeout
+
+    def request(self, method: str, path: str, body: dict | None = None, timeout: float | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                payload = json.loads(raw)
+            except ValueError:
+                payload = raw.decode(errors="replace")
+            msg = payload.get("error") if isinstance(payload, dict) and "error" in payload else payload
+            raise ControlApiError(exc.code, payload, f"{method} {path}: HTTP {exc.code}: {msg}") from None
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
+            raise ControlApiError(0, None, f"controller API at {self.base} unreachable: {exc}") from None
+
+    # ---- endpoints -------------------------------------------------------------------------------
+    def health(self) -> dict:
+        return self.request("GET", "/health")
+
+    def switches(self) -> list[dict]:
+        return self.request("GET", "/switches")
+
+    def links(self) -> list[dict]:
+        return self.request("GET", "/links")
+
+    def hosts(self) -> list[dict]:
+        return self.request("GET", "/hosts")
+
+    def topology(self, sources: str | None = None) -> dict:
+        return self.request("GET", "/topology" + (f"?sources={sources}" if sources else ""))
+
+    def xcons(self) -> list[dict]:
+        return self.request("GET", "/xcon")
+
+    def xcon(self, ots: str, in_port: int, out_port: int, bidirectional: bool = True) -> dict:
+        return self.request("POST", "/xcon", {"ots": ots, "in_port": in_port, "out_port": out_port,
+                                              "bidirectional": bidirectional})
+
+    def remove_xcon(self, ots: str, in_port: int, bidirectional: bool = True) -> dict:
+        return self.request("DELETE", "/xcon", {"ots": ots, "in_port": in_port, "bidirectional": bidirectional})
+
+    def circuit(self, xcons: list[tuple[str, int, int]]) -> dict:
+        return self.request("POST", "/circuit", {"xcons": [{"ots": o, "in_port": a, "out_port": b}
+                                                           for o, a, b in xcons]})
+
+    def remove_circuit(self, xcons: list[tuple[str, int, int]]) -> dict:
+        return self.request("DELETE", "/circuit", {"xcons": [{"ots": o, "in_port": a} for o, a, _ in xcons]})
+
+    def scan(self, all_ports: bool = False, timeout: float = 300.0) -> dict:
+        return self.request("POST", "/scan", {"all": all_ports}, timeout=timeout)
+
+    def load_static(self, path: str) -> dict:
+        return self.request("POST", "/static", {"path": path})
+
+    def set_names(self, names: dict[int, str]) -> dict:
+        return self.request("POST", "/names", {"names": {hex(k): v for k, v in names.items()}})
+
+    def flowmod(self, ots: str, match: dict, out_port: int | None = None) -> dict:
+        return self.request("POST", "/flowmod", {"ots": ots, "match": match, "out_port": out_port})
+
+    def events(self, since: int = 0, kind: str | None = None) -> list[dict]:
+        path = f"/events?since={since}" + (f"&type={kind}" if kind else "")
+        return self.request("GET", path)
+
+    # ---- waiting ---------------------------------------------------------------------------------
+    def wait_ready(self, timeout: float = 20.0) -> dict:
+        return wait_until(lambda: self._try_health(), timeout, "controller API to answer")
+
+    def _try_health(self) -> dict | None:
+        try:
+            return self.health()
+        except ControlApiError:
+            return None
+
+
+def wait_until(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    """Poll ``check`` until it returns something truthy; TimeoutError naming ``what`` otherwise."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")

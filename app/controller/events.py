@@ -1,0 +1,60 @@
+"""Events the mlte controller apps broadcast to each other (os-ken ``event.py`` idiom).
+
+Each event carries value objects from :mod:`app.controller.model`, never a live Datapath.
+"""
+from __future__ import annotations
+
+from os_ken.controller import event
+
+from app.controller.model import HostInfo, PacketLink, PortInfo, SwitchInfo
+
+
+class EventSwitchEnter(event.EventBase):
+    """A datapath connected and was classified (packet switch or OTS); ports are known."""
+
+    def __init__(self, switch: SwitchInfo) -> None:
+        super().__init__()
+        self.switch = switch
+
+
+class EventSwitchLeave(event.EventBase):
+    """A datapath disconnected."""
+
+    def __init__(self, switch: SwitchInfo) -> None:
+        super().__init__()
+        self.switch = switch
+
+
+class EventPortChange(event.EventBase):
+    """A port was added, deleted, or went up/down (``old`` is None for a new port)."""
+
+    def __init__(self, switch: SwitchInfo, old: PortInfo | None, new: PortInfo | None, at: float) -> None:
+        super().__init__()
+        self.switch = switch
+        self.old = old
+        self.new = new
+        self.at = at
+
+
+class EventLinkAdd(event.EventBase):
+    """LLDP found a new directed packet link."""
+
+    def __init__(self, link: PacketLink) -> None:
+        super().__init__()
+        self.link = link
+
+
+class EventLinkDelete(event.EventBase):
+    """A directed packet link expired or one of its ports went down."""
+
+    def __init__(self, link: PacketLink) -> None:
+        super().__init__()
+        self.link = link
+
+
+class EventHostAdd(event.EventBase):
+    """Forwarding learned a host at an edge port."""
+
+    def __init__(self, host: HostInfo) -> None:
+        super().__init__()
+        self.host = host

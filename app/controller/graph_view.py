@@ -1,0 +1,100 @@
+"""Build the controller's live multi-layer graph from plain discovery state (no os-ken here).
+
+Live = connected datapaths (packet switches; OTSes with their virtual ports from FEATURES_REPLY /
+VENDOR capabilities) + LLDP packet links + adaptations learnt by the optical scan + active XCONs.
+The static vendor file is merged *after* it (``topology.merge``: observations win over the file).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.controller.model import OTS, PACKET, PacketLink, PortRef, SwitchInfo
+from topology import granularity as gran
+from topology.errors import TopologyError
+from topology.graph import DEFAULT_SETUP_TIME, MultiLayerGraph, oport_id
+from topology.merge import MergeResult, merge
+
+LIVE_SOURCE = "openflow"
+
+
+def _ots_ports(sw: SwitchInfo) -> dict[int, str]:
+    caps = sw.capabilities.get("ports") or {}
+    out: dict[int, str] = {}
+    for port_no, info in sw.ports.items():
+        g = (caps.get(str(port_no)) or {}).get("granularity") or gran.from_port_name(info.name)
+        if g:
+            out[port_no] = g
+    return out
+
+
+def live_graph(
+    switches: Iterable[SwitchInfo],
+    links: Iterable[PacketLink],
+    adaptations: dict[tuple[int, int], PortRef],
+    xcons: dict[int, dict[int, int]],
+    unit_mbps: float = 1.0,
+) -> tuple[MultiLayerGraph, list[str]]:
+    """(graph, problems): ``adaptations`` maps (OTS dpid, OTS port) -> packet port (from the scan)."""
+    g = MultiLayerGraph()
+    problems: list[str] = []
+    names: dict[int, str] = {}
+    for sw in sorted(switches, key=lambda s: s.name):
+        names[sw.dpid] = sw.name
+        if sw.kind == PACKET:
+            g.add_packet_switch(sw.name, sw.dpid)
+        elif sw.kind == OTS:
+            caps = sw.capabilities
+            setup = DEFAULT_SETUP_TIME
+            if caps.get("setup_time_min") is not None and caps.get("setup_time_max") is not None:
+                setup = round((caps["setup_time_min"] + caps["setup_time_max"]) / 2, 6)
+            g.add_ots(sw.name, sw.dpid, _ots_ports(sw), caps.get("unit_mbps") or unit_mbps, setup,
+                      source=LIVE_SOURCE)
+    for (odpid, oport), ref in sorted(adaptations.items()):
+        if odpid not in names or ref.dpid not in names:
+            continue
+        try:
+            g.add_adaptation(names[ref.dpid], ref.port_no, oport_id(names[odpid], oport), source="scan")
+        except TopologyError as exc:
+            problems.append(f"scan adaptation {ref} - {names[odpid]}:{oport}: {exc}")
+    adapt_cap = {(names[r.dpid], r.port_no): (odpid, op) for (odpid, op), r in adaptations.items()
+                 if odpid in names and r.dpid in names}
+    done: set[tuple[PortRef, PortRef]] = set()
+    for link in sorted(links):
+        a, b = sorted((link.src, link.dst))
+        if (a, b) in done or a.dpid not in names or b.dpid not in names:
+            continue
+        done.add((a, b))
+        na, nb = names[a.dpid], names[b.dpid]
+        cap = 0.0
+        caps = [g.g.nodes[oport_id(names[o[0]], o[1])]["capacity"] for o in
+                (adapt_cap.get((na, a.port_no)), adapt_cap.get((nb, b.port_no))) if o is not None]
+        if caps:
+            cap = min(caps)  # a circuit: as wide as its optical containers
+        try:
+            g.add_packet_link(na, a.port_no, nb, b.port_no, cap, source="lldp")
+        except TopologyError as exc:
+            problems.append(f"LLDP link {na}:{a.port_no}-{nb}:{b.port_no}: {exc}")
+    for dpid, table in sorted(xcons.items()):  # one direction is enough to light both ports
+        if dpid not in names:
+            continue
+        for a, b in sorted(table.items()):
+            try:
+                g.set_xcon_active(oport_id(names[dpid], a), oport_id(names[dpid], b), True)
+            except TopologyError as exc:
+                problems.append(f"XCON {names[dpid]}:{a}->{b}: {exc}")
+    return g, problems
+
+
+def strip(g: MultiLayerGraph, kinds: Iterable[str]) -> MultiLayerGraph:
+    """A copy of ``g`` without the edges of ``kinds``."""
+    out = g.copy()
+    kinds = set(kinds)
+    out.g.remove_edges_from([(u, v, k) for u, v, k, d in out.g.edges(keys=True, data=True) if d["kind"] in kinds])
+    return out
+
+
+def combined(live: MultiLayerGraph, static: MultiLayerGraph | None) -> MergeResult:
+    """The merged view: live observations first, then the static vendor file."""
+    if static is None:
+        return merge(live, names=["controller"])
+    return merge(live, static, names=["controller", "static file"])

@@ -1,0 +1,155 @@
+"""Inventory app: tracks connected datapaths, classifies them, and reports port changes.
+
+A datapath speaking OpenFlow 1.0 whose ports are named ``<granularity>-<n>`` (contract section 3)
+is an OTS; every OpenFlow 1.3 datapath is a packet switch. Other apps look the datapaths up here
+(``datapath(dpid)``) and receive the classified, Datapath-free events of :mod:`app.controller.events`.
+"""
+from __future__ import annotations
+
+import re
+import time
+
+from os_ken.base import app_manager
+from os_ken.controller import ofp_event
+from os_ken.controller.controller import Datapath
+from os_ken.controller.handler import DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
+
+from app.controller import events
+from app.controller.guard import loud
+from app.controller.journal import JOURNAL
+from app.controller.model import OTS, PACKET, PortInfo, SwitchInfo, dpid_label
+from app.controller.runtime import SETTINGS
+
+OFP_VERSIONS = [ofproto_v1_0.OFP_VERSION, ofproto_v1_3.OFP_VERSION]
+OTS_PORT_NAME = re.compile(r"^ODU[0-9A-Za-z]*-\d+$")
+
+
+def _port_info(ofp, port) -> PortInfo:
+    name = port.name.decode("utf-8", "replace") if isinstance(port.name, bytes) else str(port.name)
+    up = not (port.state & ofp.OFPPS_LINK_DOWN) and not (port.config & ofp.OFPPC_PORT_DOWN)
+    return PortInfo(port_no=port.port_no, name=name.rstrip("\x00"), hw_addr=port.hw_addr, up=up)
+
+
+def classify(ofp_version: int, port_names: list[str]) -> str:
+    """OTS if it speaks OF1.0 and names its ports like ``ODU2-3``; otherwise a packet switch."""
+    if ofp_version == ofproto_v1_0.OFP_VERSION and port_names and all(
+        OTS_PORT_NAME.match(n) for n in port_names
+    ):
+        return OTS
+    return PACKET
+
+
+class Inventory(app_manager.OSKenApp):
+    OFP_VERSIONS = OFP_VERSIONS
+    _EVENTS = [
+        events.EventSwitchEnter,
+        events.EventSwitchLeave,
+        events.EventPortChange,
+    ]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = "mlte_inventory"
+        self.switches: dict[int, SwitchInfo] = {}
+        self._datapaths: dict[int, Datapath] = {}
+
+    # ---- lookups used by the other apps and the control API -------------------------------------
+    def datapath(self, dpid: int) -> Datapath | None:
+        return self._datapaths.get(dpid)
+
+    def by_name(self, name: str) -> SwitchInfo | None:
+        for sw in self.switches.values():
+            if sw.name == name or dpid_label(sw.dpid) == name:
+                return sw
+        try:
+            return self.switches.get(int(name, 0))
+        except ValueError:
+            return None
+
+    def of_kind(self, kind: str) -> list[SwitchInfo]:
+        return [sw for sw in self.switches.values() if sw.kind == kind]
+
+    def rename(self, names: dict[int, str]) -> None:
+        SETTINGS.names.update(names)
+        for dpid, name in names.items():
+            if dpid in self.switches:
+                self.switches[dpid].name = name
+
+    # ---- connection life cycle -------------------------------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
+    @loud
+    def _state_change(self, ev) -> None:
+        dp = ev.datapath
+        if dp.id is None:
+            return
+        if ev.state == MAIN_DISPATCHER:
+            self._datapaths[dp.id] = dp
+            if dp.ofproto.OFP_VERSION == ofproto_v1_3.OFP_VERSION:
+                dp.send_msg(dp.ofproto_parser.OFPPortDescStatsRequest(dp, 0))
+            else:  # OF1.0: the FEATURES_REPLY carried the ports (os-ken stored them on dp.ports)
+                self._enter(dp, list((dp.ports or {}).values()))
+        elif ev.state == DEAD_DISPATCHER and self._datapaths.get(dp.id) is dp:
+            del self._datapaths[dp.id]
+            sw = self.switches.pop(dp.id, None)
+            if sw is not None:
+                JOURNAL.add("switch_leave", dpid=sw.dpid, name=sw.name, kind=sw.kind)
+                self.send_event_to_observers(events.EventSwitchLeave(sw))
+
+    @set_ev_cls(ofp_event.EventOFPPortDescStatsReply, MAIN_DISPATCHER)
+    @loud
+    def _port_desc(self, ev) -> None:
+        dp = ev.msg.datapath
+        if dp.id in self.switches:  # a later PORT_DESC (e.g. refresh): update ports only
+            for port in ev.msg.body:
+                self._update_port(dp, port, "modify")
+            return
+        self._enter(dp, list(ev.msg.body))
+
+    def _enter(self, dp: Datapath, ports: list) -> None:
+        ofp = dp.ofproto
+        infos = [_port_info(ofp, p) for p in ports]
+        local = [p.name for p in infos if p.port_no == ofp.OFPP_LOCAL]
+        real = {p.port_no: p for p in infos if p.port_no < ofp.OFPP_MAX}
+        kind = classify(ofp.OFP_VERSION, [p.name for p in real.values()])
+        name = SETTINGS.names.get(dp.id) or (local[0] if local else dpid_label(dp.id))
+        sw = SwitchInfo(dpid=dp.id, kind=kind, ofp_version=ofp.OFP_VERSION, name=name, ports=real)
+        self.switches[dp.id] = sw
+        self.logger.info("switch %s (dpid %016x) entered as %s with %d ports", name, dp.id, kind, len(real))
+        JOURNAL.add("switch_enter", dpid=dp.id, name=name, kind=kind)
+        self.send_event_to_observers(events.EventSwitchEnter(sw))
+
+    # ---- port changes ------------------------------------------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
+    @loud
+    def _port_status(self, ev) -> None:
+        msg = ev.msg
+        ofp = msg.datapath.ofproto
+        reason = {ofp.OFPPR_ADD: "add", ofp.OFPPR_DELETE: "delete"}.get(msg.reason, "modify")
+        self._update_port(msg.datapath, msg.desc, reason)
+
+    def _update_port(self, dp: Datapath, port, reason: str) -> None:
+        sw = self.switches.get(dp.id)
+        ofp = dp.ofproto
+        if sw is None or port.port_no >= ofp.OFPP_MAX:
+            return
+        new = None if reason == "delete" else _port_info(ofp, port)
+        old = sw.ports.get(port.port_no)
+        if new is None:
+            sw.ports.pop(port.port_no, None)
+        else:
+            sw.ports[port.port_no] = new
+        if old == new:
+            return
+        now = time.time()
+        JOURNAL.add(
+            "port",
+            dpid=sw.dpid,
+            node=sw.name,
+            kind=sw.kind,
+            port=port.port_no,
+            reason=reason,
+            up=bool(new and new.up),
+            was_up=bool(old and old.up),
+        )
+        self.send_event_to_observers(events.EventPortChange(sw, old, new, now))

@@ -1,0 +1,80 @@
+"""Start the mlte controller: os-ken on the eventlet hub with our apps, in this process.
+
+Why the eventlet hub: os-ken 4.x's default native hub ignores ``hub.Event().wait(timeout)``
+(docs/controller.md); we select eventlet through ``OSKEN_HUB_TYPE`` *before* the first os-ken
+import, because ``os_ken.lib.hub`` reads it at import time. The app modules are imported before
+``cfg.CONF`` is parsed so their options are registered (environment notes).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+from typing import Any
+
+APPS = [
+    "app.controller.inventory",
+    "app.controller.lldp",
+    "app.controller.forwarding",
+    "app.controller.ots_driver",
+    "app.controller.control_api",
+]
+
+LOG = logging.getLogger("mlte.controller")
+
+
+def _select_hub() -> None:
+    if "os_ken.lib.hub" in sys.modules:
+        from os_ken.lib import hub
+
+        if hub.HUB_TYPE != "eventlet":
+            raise RuntimeError("os_ken was imported with the native hub before the launcher ran")
+        return
+    os.environ["OSKEN_HUB_TYPE"] = "eventlet"
+    warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
+
+
+def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
+        extra_apps: list[str] | None = None) -> None:
+    """Run the controller until interrupted (blocks); ``extra_apps``: more os-ken app modules to load
+    (each must declare ``OFP_VERSIONS = [OF1.0, OF1.3]``, see docs/controller.md)."""
+    _select_hub()
+    from os_ken.lib import hub
+
+    hub.patch(thread=True)
+    import importlib
+
+    from os_ken import cfg as oscfg
+    from os_ken.base.app_manager import AppManager
+
+    from app.controller import guard
+    from app.controller.compat import patch_os_ken
+    from app.controller.runtime import SETTINGS
+
+    patch_os_ken()
+
+    apps = APPS + [m for m in (extra_apps or []) if m not in APPS]
+    for mod in apps:
+        importlib.import_module(mod)  # registers their options before parsing
+    ctl = cfg["controller"]
+    SETTINGS.controller = dict(ctl)
+    SETTINGS.ots = dict(cfg["ots"])
+    SETTINGS.db_url = cfg.get("db", {}).get("url", "")
+    SETTINGS.names = dict(names or {})
+    if ctl["log_file"]:
+        guard.add_log_file(ctl["log_file"])
+    oscfg.CONF(
+        args=[
+            "--ofp-listen-host",
+            str(ctl["listen_host"]),
+            "--ofp-tcp-listen-port",
+            str(ctl["listen_port"]),
+        ],
+        project="os_ken",
+    )
+    LOG.warning(
+        "mlte controller: OpenFlow on %s:%s, control API on http://%s:%s",
+        ctl["listen_host"], ctl["listen_port"], ctl["api_host"], ctl["api_port"],
+    )
+    AppManager.run_apps(apps)

@@ -1,0 +1,184 @@
+"""LLDP discovery of packet links on OpenFlow 1.3 switches, refreshed and expired.
+
+Our own small app rather than ``os_ken.topology.switches``: that app treats every datapath as a
+packet switch (it would send LLDP PACKET_OUTs and an LLDP FLOW_MOD to the OTS nodes, which accept
+only XCONs) and its refresh loop relies on ``hub.Event.wait(timeout)`` (broken on the native hub).
+Here LLDP goes only to packet switches, a port coming up is probed at once (circuits appear within
+milliseconds), and links expire after ``[controller] link_timeout`` seconds without a sighting.
+"""
+from __future__ import annotations
+
+import struct
+import time
+
+from os_ken.base import app_manager
+from os_ken.controller import ofp_event
+from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
+from os_ken.lib import hub
+from os_ken.lib.packet import ethernet, lldp, packet
+from os_ken.lib.packet.ether_types import ETH_TYPE_LLDP
+
+from app.controller import events
+from app.controller.guard import loud
+from app.controller.inventory import OFP_VERSIONS
+from app.controller.journal import JOURNAL
+from app.controller.links import LinkTable
+from app.controller.model import PACKET, PacketLink, PortRef
+from app.controller.runtime import SETTINGS
+
+CHASSIS_PREFIX = b"mlte:"
+LLDP_PRIORITY = 65000
+COOKIE_LLDP = 0x4D4C544500000001
+
+
+def lldp_frame(dpid: int, port_no: int, hw_addr: str) -> bytes:
+    """An LLDP frame naming (dpid, port_no) as its origin."""
+    pkt = packet.Packet()
+    pkt.add_protocol(ethernet.ethernet(lldp.LLDP_MAC_NEAREST_BRIDGE, hw_addr, ETH_TYPE_LLDP))
+    tlvs = (
+        lldp.ChassisID(subtype=lldp.ChassisID.SUB_LOCALLY_ASSIGNED, chassis_id=CHASSIS_PREFIX + b"%016x" % dpid),
+        lldp.PortID(subtype=lldp.PortID.SUB_PORT_COMPONENT, port_id=struct.pack("!I", port_no)),
+        lldp.TTL(ttl=120),
+        lldp.End(),
+    )
+    pkt.add_protocol(lldp.lldp(tlvs))
+    pkt.serialize()
+    return bytes(pkt.data)
+
+
+def parse_lldp(data: bytes) -> PortRef | None:
+    """The origin of one of our LLDP frames, or None for anything else."""
+    pkt = packet.Packet(data)
+    lldp_pkt = pkt.get_protocol(lldp.lldp)
+    if lldp_pkt is None or len(lldp_pkt.tlvs) < 2:
+        return None
+    chassis, port_id = lldp_pkt.tlvs[0], lldp_pkt.tlvs[1]
+    cid = getattr(chassis, "chassis_id", b"")
+    pid = getattr(port_id, "port_id", b"")
+    if not cid.startswith(CHASSIS_PREFIX) or len(pid) != 4:
+        return None
+    return PortRef(int(cid[len(CHASSIS_PREFIX):], 16), struct.unpack("!I", pid)[0])
+
+
+class LldpDiscovery(app_manager.OSKenApp):
+    OFP_VERSIONS = OFP_VERSIONS
+    _EVENTS = [events.EventLinkAdd, events.EventLinkDelete]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = "mlte_lldp"
+        self.table = LinkTable()
+        self.interval = float(SETTINGS.controller["lldp_interval"])
+        self.timeout = float(SETTINGS.controller["link_timeout"])
+        self._thread = None
+
+    def start(self):
+        thread = super().start()
+        self._thread = hub.spawn(self._loop)
+        return thread
+
+    def _inventory(self):
+        return app_manager.lookup_service_brick("mlte_inventory")
+
+    # ---- periodic probing and expiry -----------------------------------------------------------
+    def _loop(self) -> None:
+        while self.is_active:
+            try:
+                self._round()
+            except Exception:  # the loop must survive one bad round; guard logs it
+                from app.controller.guard import ERROR_LOG
+
+                ERROR_LOG.exception("LLDP round failed")
+            hub.sleep(self.interval)
+
+    def _round(self) -> None:
+        inv = self._inventory()
+        if inv is None:
+            return
+        for sw in inv.of_kind(PACKET):
+            for port in sw.ports.values():
+                if port.up:
+                    self._send(sw.dpid, port.port_no, port.hw_addr)
+        for link in self.table.expire(time.time(), self.timeout):
+            self._deleted(link, "expired")
+
+    def _send(self, dpid: int, port_no: int, hw_addr: str) -> None:
+        dp = self._inventory().datapath(dpid)
+        if dp is None:
+            return
+        parser, ofp = dp.ofproto_parser, dp.ofproto
+        out = parser.OFPPacketOut(
+            datapath=dp,
+            buffer_id=ofp.OFP_NO_BUFFER,
+            in_port=ofp.OFPP_CONTROLLER,
+            actions=[parser.OFPActionOutput(port_no)],
+            data=lldp_frame(dpid, port_no, hw_addr),
+        )
+        dp.send_msg(out)
+
+    def _deleted(self, link: PacketLink, why: str) -> None:
+        JOURNAL.add("link_delete", src=str(link.src), dst=str(link.dst), why=why)
+        self.send_event_to_observers(events.EventLinkDelete(link))
+
+    # ---- events ------------------------------------------------------------------------------------
+    @set_ev_cls(events.EventSwitchEnter)
+    @loud
+    def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
+        if ev.switch.kind != PACKET:
+            return
+        dp = self._inventory().datapath(ev.switch.dpid)
+        parser, ofp = dp.ofproto_parser, dp.ofproto
+        match = parser.OFPMatch(eth_type=ETH_TYPE_LLDP)
+        actions = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
+        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
+        dp.send_msg(
+            parser.OFPFlowMod(
+                datapath=dp, cookie=COOKIE_LLDP, priority=LLDP_PRIORITY, match=match, instructions=inst
+            )
+        )
+        for port in ev.switch.ports.values():
+            if port.up:
+                self._send(ev.switch.dpid, port.port_no, port.hw_addr)
+
+    @set_ev_cls(events.EventSwitchLeave)
+    @loud
+    def _switch_leave(self, ev: events.EventSwitchLeave) -> None:
+        for link in self.table.drop_switch(ev.switch.dpid):
+            self._deleted(link, "switch left")
+
+    @set_ev_cls(events.EventPortChange)
+    @loud
+    def _port_change(self, ev: events.EventPortChange) -> None:
+        if ev.switch.kind != PACKET:
+            return
+        if ev.new is not None and ev.new.up:
+            self._send(ev.switch.dpid, ev.new.port_no, ev.new.hw_addr)  # a circuit may just have come up
+            return
+        port_no = (ev.new or ev.old).port_no
+        for link in self.table.drop_port(PortRef(ev.switch.dpid, port_no)):
+            self._deleted(link, "port down")
+
+    @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
+    @loud
+    def _packet_in(self, ev) -> None:
+        msg = ev.msg
+        dp = msg.datapath
+        if dp.ofproto.OFP_VERSION != 4:
+            return
+        if len(msg.data) < 14 or struct.unpack_from("!H", msg.data, 12)[0] != ETH_TYPE_LLDP:
+            return
+        src = parse_lldp(msg.data)
+        inv = self._inventory()
+        if src is None or inv is None:
+            return
+        src_sw = inv.switches.get(src.dpid)
+        dst_sw = inv.switches.get(dp.id)
+        if src_sw is None or dst_sw is None or src_sw.kind != PACKET:
+            return
+        link = PacketLink(src, PortRef(dp.id, msg.match["in_port"]))
+        is_new, replaced = self.table.seen(link, time.time())
+        for old in replaced:
+            self._deleted(old, "replaced")
+        if is_new:
+            JOURNAL.add("link_add", src=str(link.src), dst=str(link.dst))
+            self.send_event_to_observers(events.EventLinkAdd(link))

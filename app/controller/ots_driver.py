@@ -1,0 +1,308 @@
+"""OTS driver app: cross-connects (XCONs) on OpenFlow 1.0 OTS nodes, with barriers and errors.
+
+An XCON is one OF1.0 FLOW_MOD ``match in_port=A, actions=output:B``. Every change is followed by a
+BARRIER_REQUEST; the OTS answers it only once the XCONs before it are *applied* (after the
+provisioning delay), so a caller waiting here knows the circuit is lit. An OpenFlow ERROR for any
+of the requests is returned to the caller (the control API turns it into a 4xx answer).
+Capabilities come from the OTS VENDOR message and go into the capability store.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from os_ken.base import app_manager
+from os_ken.controller import ofp_event
+from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
+from os_ken.lib import hub
+from os_ken.ofproto import ofproto_v1_0
+
+from app.controller import events
+from app.controller.guard import loud
+from app.controller.inventory import OFP_VERSIONS
+from app.controller.journal import JOURNAL
+from app.controller.model import OTS
+from app.controller.runtime import SETTINGS
+
+LOG = logging.getLogger("mlte.controller.ots")
+COOKIE_XCON = 0x4D4C544500000010
+
+
+def error_names(err_type: int, code: int) -> tuple[str, str]:
+    """OpenFlow 1.0 names of an error type and code (``OFPET_BAD_MATCH``, ``OFPBMC_BAD_FIELD``)."""
+    ofp = ofproto_v1_0
+    type_name = next(
+        (n for n in dir(ofp) if n.startswith("OFPET_") and getattr(ofp, n) == err_type), str(err_type)
+    )
+    prefix = {
+        "OFPET_HELLO_FAILED": "OFPHFC_",
+        "OFPET_BAD_REQUEST": "OFPBRC_",
+        "OFPET_BAD_ACTION": "OFPBAC_",
+        "OFPET_FLOW_MOD_FAILED": "OFPFMFC_",
+        "OFPET_PORT_MOD_FAILED": "OFPPMFC_",
+        "OFPET_QUEUE_OP_FAILED": "OFPQOFC_",
+        "OFPET_BAD_MATCH": "OFPBMC_",
+    }.get(type_name, "")
+    code_name = next(
+        (n for n in dir(ofp) if prefix and n.startswith(prefix) and getattr(ofp, n) == code), str(code)
+    )
+    return type_name, code_name
+
+
+@dataclass
+class OfError:
+    """An OpenFlow ERROR an OTS sent back for one of our requests."""
+
+    xid: int
+    type: int
+    code: int
+
+    def to_json(self) -> dict:
+        tn, cn = error_names(self.type, self.code)
+        return {"xid": self.xid, "type": self.type, "code": self.code, "type_name": tn, "code_name": cn}
+
+
+@dataclass
+class _Pending:
+    xids: set[int]
+    done: hub.Event = field(default_factory=hub.Event)
+    errors: list[OfError] = field(default_factory=list)
+
+
+@dataclass
+class XconResult:
+    """Outcome of an XCON change: ok, or the OpenFlow errors the OTS returned."""
+
+    ok: bool
+    ots: str
+    changes: list[dict]
+    errors: list[dict]
+    sent_at: float
+    applied_at: float | None
+
+    def to_json(self) -> dict:
+        return {
+            "ok": self.ok,
+            "ots": self.ots,
+            "changes": self.changes,
+            "errors": self.errors,
+            "sent_at": self.sent_at,
+            "applied_at": self.applied_at,
+        }
+
+
+class DriverError(Exception):
+    """A request the driver cannot even send (unknown OTS, not connected, barrier timeout)."""
+
+    user_error = True
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class OtsDriver(app_manager.OSKenApp):
+    OFP_VERSIONS = OFP_VERSIONS
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = "mlte_ots_driver"
+        self.xcons: dict[int, dict[int, int]] = {}  # dpid -> {in_port: out_port}, as confirmed by barriers
+        self._pending: dict[tuple[int, int], _Pending] = {}
+        self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
+        self.store = None
+        self._open_store()
+
+    def _open_store(self) -> None:
+        """The capability store (topology/); optional so the controller runs without a DB."""
+        if not SETTINGS.db_url:
+            return
+        try:
+            from topology.capabilities import CapabilityStore
+        except ImportError:
+            LOG.warning("topology.capabilities not available: capabilities kept in memory only")
+            return
+        self.store = CapabilityStore(SETTINGS.db_url)
+
+    def _inventory(self):
+        return app_manager.lookup_service_brick("mlte_inventory")
+
+    # ---- connection and capabilities ----------------------------------------------------------------
+    @set_ev_cls(events.EventSwitchEnter)
+    @loud
+    def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
+        if ev.switch.kind != OTS:
+            if self.store is not None:
+                from topology.capabilities import NodeCapabilities
+
+                # measured on the userspace datapath: FLOW_MOD + barrier ~1 ms (docs/controller.md)
+                self.store.upsert(NodeCapabilities(dpid=ev.switch.dpid, switch_type="packet",
+                                                   switching_time=0.001, name=ev.switch.name))
+            return
+        from ots_virtual import protocol
+
+        self.xcons.setdefault(ev.switch.dpid, {})
+        dp = self._inventory().datapath(ev.switch.dpid)
+        dp.send_msg(protocol.caps_request(dp))
+
+    @set_ev_cls(events.EventSwitchLeave)
+    @loud
+    def _switch_leave(self, ev: events.EventSwitchLeave) -> None:
+        self.xcons.pop(ev.switch.dpid, None)
+
+    @set_ev_cls(ofp_event.EventOFPVendor, MAIN_DISPATCHER)
+    @loud
+    def _vendor(self, ev) -> None:
+        from ots_virtual import protocol
+
+        if not protocol.is_caps_reply(ev.msg):
+            return
+        caps = protocol.parse_caps_reply(ev.msg)
+        dpid = ev.msg.datapath.id
+        sw = self._inventory().switches.get(dpid)
+        if sw is None:
+            return
+        import json
+
+        sw.capabilities = json.loads(caps.to_json())
+        JOURNAL.add("capabilities", dpid=dpid, name=sw.name)
+        if self.store is not None:
+            from dataclasses import replace
+
+            from topology.capabilities import NodeCapabilities
+
+            self.store.upsert(replace(NodeCapabilities.from_ots_report(sw.capabilities), name=sw.name))
+
+    # ---- replies ------------------------------------------------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPErrorMsg, MAIN_DISPATCHER)
+    @loud
+    def _error(self, ev) -> None:
+        msg = ev.msg
+        dpid = msg.datapath.id
+        err = OfError(msg.xid, msg.type, msg.code)
+        JOURNAL.add("of_error", dpid=dpid, **err.to_json())
+        LOG.warning("OpenFlow error from %016x: %s", dpid, err.to_json())
+        for (pdpid, _), pending in self._pending.items():
+            if pdpid == dpid and msg.xid in pending.xids:
+                pending.errors.append(err)
+
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    @loud
+    def _barrier(self, ev) -> None:
+        pending = self._pending.get((ev.msg.datapath.id, ev.msg.xid))
+        if pending is not None:
+            pending.done.set()
+
+    # ---- requests (called from control API greenthreads) ------------------------------------------
+    def resolve(self, ots: str | int) -> int:
+        """DPID of an OTS given by name, ``dp-…`` label or number; DriverError if unknown."""
+        inv = self._inventory()
+        sw = inv.switches.get(ots) if isinstance(ots, int) else inv.by_name(str(ots))
+        if sw is None:
+            raise DriverError(f"unknown switch {ots!r}", 404)
+        if sw.kind != OTS:
+            raise DriverError(f"{sw.name} is a packet switch, not an OTS", 400)
+        return sw.dpid
+
+    def send_and_barrier(self, dpid: int, msgs: list) -> tuple[list[OfError], float, float | None]:
+        """Send ``msgs`` then a barrier; wait for the BARRIER_REPLY; return (errors, sent, applied)."""
+        dp = self._inventory().datapath(dpid)
+        if dp is None:
+            raise DriverError(f"datapath {dpid:016x} is not connected", 409)
+        for m in msgs:
+            dp.set_xid(m)
+        barrier = dp.ofproto_parser.OFPBarrierRequest(dp)
+        dp.set_xid(barrier)
+        pending = _Pending(xids={m.xid for m in msgs})
+        self._pending[(dpid, barrier.xid)] = pending
+        sent = time.time()
+        try:
+            for m in msgs:
+                dp.send_msg(m)
+            dp.send_msg(barrier)
+            if not pending.done.wait(timeout=self.barrier_timeout):
+                raise DriverError(f"no BARRIER_REPLY from {dpid:016x} within {self.barrier_timeout}s", 504)
+            hub.sleep(0)  # let an ERROR queued just before the reply be handled
+            return pending.errors, sent, time.time()
+        finally:
+            self._pending.pop((dpid, barrier.xid), None)
+
+    def flow_mod(self, dpid: int, command: int, in_port: int | None, out_port: int | None, **extra):
+        """An OF1.0 FLOW_MOD for an XCON (``extra`` lets tests send non-XCON rules on purpose)."""
+        dp = self._inventory().datapath(dpid)
+        if dp is None:
+            raise DriverError(f"datapath {dpid:016x} is not connected", 409)
+        parser, ofp = dp.ofproto_parser, dp.ofproto
+        match_fields = dict(extra.pop("match", {}))
+        if in_port is not None:
+            match_fields["in_port"] = in_port
+        actions = [parser.OFPActionOutput(out_port)] if out_port is not None else []
+        actions += extra.pop("actions", [])
+        return parser.OFPFlowMod(
+            datapath=dp,
+            match=parser.OFPMatch(**match_fields),
+            cookie=COOKIE_XCON,
+            command=command,
+            idle_timeout=0,
+            hard_timeout=0,
+            priority=ofp.OFP_DEFAULT_PRIORITY,
+            buffer_id=0xFFFFFFFF,
+            out_port=ofp.OFPP_NONE,
+            flags=0,
+            actions=actions,
+        )
+
+    def install(self, ots: str | int, in_port: int, out_port: int, bidirectional: bool = True) -> XconResult:
+        """Cross-connect ``in_port``→``out_port`` (and back); wait until applied; roll back on error."""
+        dpid = self.resolve(ots)
+        ofp = ofproto_v1_0
+        pairs = [(in_port, out_port)] + ([(out_port, in_port)] if bidirectional else [])
+        msgs = [self.flow_mod(dpid, ofp.OFPFC_ADD, a, b) for a, b in pairs]
+        errors, sent, applied = self.send_and_barrier(dpid, msgs)
+        name = self._inventory().switches[dpid].name
+        failed_xids = {e.xid for e in errors}
+        changes = []
+        for m, (a, b) in zip(msgs, pairs, strict=True):
+            ok = m.xid not in failed_xids
+            changes.append({"in_port": a, "out_port": b, "ok": ok})
+            if ok:
+                self.xcons.setdefault(dpid, {})[a] = b
+        if errors:  # all or nothing: undo the directions that did go in
+            undo = [c for c in changes if c["ok"]]
+            if undo:
+                self._delete(dpid, [c["in_port"] for c in undo])
+        JOURNAL.add("xcon_add", ots=name, in_port=in_port, out_port=out_port, ok=not errors,
+                    errors=[e.to_json() for e in errors])
+        return XconResult(not errors, name, changes, [e.to_json() for e in errors], sent,
+                          None if errors else applied)
+
+    def remove(self, ots: str | int, in_port: int, bidirectional: bool = True) -> XconResult:
+        """Remove the XCON on ``in_port`` (and its reverse); wait until the OTS applied it."""
+        dpid = self.resolve(ots)
+        ports = [in_port]
+        peer = self.xcons.get(dpid, {}).get(in_port)
+        if bidirectional and peer is not None and self.xcons[dpid].get(peer) == in_port:
+            ports.append(peer)
+        errors, sent, applied = self._delete(dpid, ports)
+        name = self._inventory().switches[dpid].name
+        JOURNAL.add("xcon_delete", ots=name, ports=ports, ok=not errors)
+        return XconResult(not errors, name, [{"in_port": p, "deleted": True} for p in ports],
+                          [e.to_json() for e in errors], sent, None if errors else applied)
+
+    def _delete(self, dpid: int, in_ports: list[int]):
+        ofp = ofproto_v1_0
+        msgs = [self.flow_mod(dpid, ofp.OFPFC_DELETE_STRICT, p, None) for p in in_ports]
+        errors, sent, applied = self.send_and_barrier(dpid, msgs)
+        if not errors:
+            for p in in_ports:
+                self.xcons.get(dpid, {}).pop(p, None)
+        return errors, sent, applied
+
+    def active(self) -> list[dict]:
+        inv = self._inventory()
+        return [
+            {"ots": inv.switches[d].name if d in inv.switches else f"{d:016x}", "in_port": a, "out_port": b}
+            for d, table in sorted(self.xcons.items())
+            for a, b in sorted(table.items())
+        ]

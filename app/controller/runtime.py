@@ -1,0 +1,22 @@
+"""Process-wide settings the launcher hands to the apps before they are instantiated.
+
+os-ken instantiates apps itself (no constructor arguments), so the launcher stores the parsed
+mlte configuration here first; apps read it in ``__init__``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.config import DEFAULTS
+
+
+@dataclass
+class Settings:
+    controller: dict[str, Any] = field(default_factory=lambda: dict(DEFAULTS["controller"]))
+    ots: dict[str, Any] = field(default_factory=lambda: dict(DEFAULTS["ots"]))
+    db_url: str = ""  # capability store ("" = in-memory only)
+    names: dict[int, str] = field(default_factory=dict)  # dpid -> node name given by the lab
+
+
+SETTINGS = Settings()

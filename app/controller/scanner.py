@@ -1,0 +1,124 @@
+"""Run the optical scan against live OTS nodes (called from a control-API greenthread).
+
+For each OTS, ports are grouped by granularity; the free ports with unknown far ends are probed
+one XCON at a time (:mod:`app.controller.scan` plans and reads them): install the probe and wait
+for its barrier (= applied), wait until packet-layer PORT_STATUS settles, note which packet ports
+came up, remove the probe and wait until those ports are down again. OTS nodes are probed one
+after the other so every port that comes up can only be due to the current probe.
+Every probe XCON is removed, also when a step fails.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from os_ken.lib import hub
+
+from app.controller.journal import JOURNAL
+from app.controller.model import OTS, PACKET, PortRef
+from app.controller.scan import Attachment, infer_group, plan_group
+
+LOG = logging.getLogger("mlte.controller.scan")
+
+
+@dataclass
+class ScanReport:
+    attached: dict[tuple[int, int], Attachment] = field(default_factory=dict)  # (ots dpid, port) -> packet port
+    ambiguous: dict[tuple[int, int], list[PortRef]] = field(default_factory=dict)
+    unscannable: list[tuple[int, int]] = field(default_factory=list)
+    probes: int = 0
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _packet_ups(since: int) -> set[PortRef]:
+    """Packet ports that came up after journal entry ``since`` and have not gone down since."""
+    state: dict[PortRef, bool] = {}
+    for e in JOURNAL.since(since, "port"):
+        if e["kind"] == PACKET:
+            ref = PortRef(e["dpid"], e["port"])
+            if e["up"] and not e["was_up"]:
+                state[ref] = True
+            elif not e["up"]:
+                state[ref] = False
+    return {r for r, up in state.items() if up}
+
+
+def _wait_settled(since: int, settle: float, limit: float) -> set[PortRef]:
+    """Wait until no packet PORT_STATUS arrived for ``settle`` s (at most ``limit`` s)."""
+    start = time.monotonic()
+    last_seq = JOURNAL.last_seq
+    quiet_since = time.monotonic()
+    while time.monotonic() - start < limit:
+        hub.sleep(0.02)
+        if JOURNAL.last_seq != last_seq:
+            last_seq = JOURNAL.last_seq
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= settle:
+            break
+    return _packet_ups(since)
+
+
+def _wait_down(inventory, ports: set[PortRef], limit: float) -> None:
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        if not any(
+            (sw := inventory.switches.get(r.dpid)) and (p := sw.ports.get(r.port_no)) and p.up for r in ports
+        ):
+            return
+        hub.sleep(0.02)
+
+
+def run_scan(inventory, driver, known: dict[tuple[int, int], Attachment], settle: float) -> ScanReport:
+    """Scan every connected OTS; ``known`` holds attachments already known (skipped, used as partners)."""
+    report = ScanReport()
+    t0 = time.monotonic()
+    for sw in sorted(inventory.of_kind(OTS), key=lambda s: s.name):
+        busy = set(driver.xcons.get(sw.dpid, {})) | set(driver.xcons.get(sw.dpid, {}).values())
+        groups: dict[str, list[int]] = {}
+        for port_no in sorted(sw.ports):
+            g = (sw.capabilities.get("ports", {}).get(str(port_no)) or {}).get("granularity")
+            g = g or sw.ports[port_no].name.split("-")[0]
+            groups.setdefault(g, []).append(port_no)
+        for ports in groups.values():
+            free = [p for p in ports if p not in busy]
+            unknown = [p for p in free if (sw.dpid, p) not in known]
+            partners = {p: known[(sw.dpid, p)] for p in free if (sw.dpid, p) in known}
+            plan = plan_group(unknown, partners)
+            lit = []
+            for probe in plan.probes:
+                lit.append(frozenset(_probe(inventory, driver, sw.dpid, probe.a, probe.b, settle, report)))
+            if len(lit) != len(plan.probes):
+                continue
+            outcome = infer_group(plan, lit)
+            for p, att in outcome.attached.items():
+                report.attached[(sw.dpid, p)] = att
+            for p, cands in outcome.ambiguous.items():
+                report.ambiguous[(sw.dpid, p)] = cands
+            report.unscannable.extend((sw.dpid, p) for p in outcome.unscannable)
+    report.seconds = time.monotonic() - t0
+    JOURNAL.add("scan_done", probes=report.probes, found=sum(1 for a in report.attached.values() if a),
+                ambiguous=len(report.ambiguous), errors=report.errors)
+    return report
+
+
+def _probe(inventory, driver, dpid: int, a: int, b: int, settle: float, report: ScanReport) -> set[PortRef]:
+    report.probes += 1
+    since = JOURNAL.last_seq
+    installed = False
+    try:
+        res = driver.install(dpid, a, b, bidirectional=False)
+        if not res.ok:
+            report.errors.append(f"probe {dpid:x}:{a}->{b} refused: {res.errors}")
+            return set()
+        installed = True
+        ups = _wait_settled(since, settle, limit=max(2.0, 8 * settle))
+        JOURNAL.add("scan_probe", dpid=dpid, a=a, b=b, lit=[str(r) for r in sorted(ups)])
+        return ups
+    finally:
+        if installed:
+            res = driver.remove(dpid, a, bidirectional=False)
+            if not res.ok:
+                report.errors.append(f"probe {dpid:x}:{a}->{b} removal failed: {res.errors}")
+            _wait_down(inventory, _packet_ups(since), limit=2.0)

@@ -1,0 +1,98 @@
+"""Admission control: a reservation is accepted only if pce/ finds a path with enough headroom.
+
+Capacity already booked by overlapping reservations (HELD and not expired, RESERVED, ACTIVE) is
+passed to :func:`pce.reservation.compute_path` as :class:`pce.reservation.Booking` objects, so in any
+instant of any window the booked bandwidth never exceeds capacity or granularity rules. Callers must
+run this inside a transaction holding the admission lock (:meth:`app.web.db.Database.lock_for_write`)
+and write the reservation in the same transaction, or two racing requests could both pass.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session
+
+from app.web.errors import ApiError, Conflict
+from app.web.models import Reservation
+from app.web.states import BOOKING_STATES, HELD
+
+if TYPE_CHECKING:
+    from pce.reservation import Booking, PathResult
+    from topology.graph import MultiLayerGraph
+
+
+def overlapping(session: Session, start: float, end: float, now: float,
+                exclude_id: int | None = None) -> list[Reservation]:
+    """Reservations that hold capacity somewhere in ``[start, end)``."""
+    stmt = select(Reservation).where(
+        Reservation.state.in_(BOOKING_STATES),
+        Reservation.start_ts < end,
+        Reservation.end_ts > start,
+        or_(Reservation.state != HELD, and_(Reservation.hold_expires_ts.is_not(None),
+                                            Reservation.hold_expires_ts > now)),
+    )
+    if exclude_id is not None:
+        stmt = stmt.where(Reservation.id != exclude_id)
+    return list(session.execute(stmt).scalars())
+
+
+def to_booking(res: Reservation) -> Booking:
+    from pce.reservation import Booking
+
+    path = res.path or {}
+    return Booking(id=str(res.id), start=res.start_ts, end=res.end_ts, bandwidth=res.bandwidth,
+                   edges=tuple(path.get("edges", ())), oports=tuple(path.get("oports", ())))
+
+
+def path_to_json(result: PathResult) -> dict[str, Any]:
+    data = asdict(result)
+    data["xcons"] = [list(x) for x in data.get("xcons", [])]
+    return data
+
+
+def find_path(graph: MultiLayerGraph, session: Session, *, src: str, dst: str, bandwidth: float, start: float,
+              end: float, now: float, ero: list[str] | None = None,
+              exclude_id: int | None = None) -> PathResult:
+    """Compute a path for the request against current bookings; raise an :class:`ApiError` if none."""
+    from pce.errors import InvalidInputError, NoPathError, PceError, UnknownTopologyError
+    from pce.reservation import PathRequest, compute_path
+
+    bookings = [to_booking(r) for r in overlapping(session, start, end, now, exclude_id)]
+    req = PathRequest(src=src, dst=dst, bandwidth=bandwidth, start=start, end=end,
+                      ero=tuple(ero) if ero else None)
+    try:
+        return compute_path(graph, req, bookings)
+    except NoPathError as exc:
+        raise Conflict(f"not admitted: {exc}", field="ero" if ero else "bandwidth",
+                       bottleneck=exc.bottleneck, available=exc.available) from None
+    except UnknownTopologyError as exc:
+        raise ApiError(str(exc), field=_field_for(str(exc), src, dst, ero)) from None
+    except InvalidInputError as exc:
+        raise ApiError(str(exc), field=_field_for(str(exc), src, dst, ero)) from None
+    except PceError as exc:
+        raise Conflict(f"not admitted: {exc}", field="bandwidth") from None
+
+
+def _field_for(message: str, src: str, dst: str, ero: list[str] | None) -> str:
+    """Best guess of the request field a PCE input error is about."""
+    for field, value in (("src", src), ("dst", dst)):
+        if value in message or value.split(":")[0] in message.split():
+            return field
+    if ero and any(hop in message for hop in ero):
+        return "ero"
+    return "bandwidth"
+
+
+def available(graph: MultiLayerGraph, session: Session, *, src: str, dst: str, start: float, end: float,
+              now: float) -> tuple[float, PathResult | None]:
+    """What-if: the most bandwidth a new reservation could get between ``src`` and ``dst``."""
+    from pce.errors import InvalidInputError, UnknownTopologyError
+    from pce.reservation import available_bandwidth
+
+    bookings = [to_booking(r) for r in overlapping(session, start, end, now)]
+    try:
+        return available_bandwidth(graph, src, dst, start, end, bookings)
+    except (UnknownTopologyError, InvalidInputError) as exc:
+        raise ApiError(str(exc), field=_field_for(str(exc), src, dst, None)) from None

@@ -1,0 +1,56 @@
+"""Model → JSON (the shapes documented in :mod:`app.web.openapi`)."""
+from __future__ import annotations
+
+from typing import Any
+
+from app.web.models import AuditEntry, Circuit, Event, Reservation
+from app.web.timeutil import to_iso
+
+
+def reservation(res: Reservation) -> dict[str, Any]:
+    return {
+        "id": res.id,
+        "name": res.name,
+        "description": res.description,
+        "src": res.src,
+        "src_vlan": res.src_vlan,
+        "dst": res.dst,
+        "dst_vlan": res.dst_vlan,
+        "bandwidth": res.bandwidth,
+        "start": to_iso(res.start_ts),
+        "end": to_iso(res.end_ts),
+        "mode": res.mode,
+        "state": res.state,
+        "state_reason": res.state_reason,
+        "ero": res.ero,
+        "path": res.path,
+        "owner": res.owner.name,
+        "hold_expires": to_iso(res.hold_expires_ts),
+        "created": to_iso(res.created_ts),
+        "updated": to_iso(res.updated_ts),
+    }
+
+
+def circuit(c: Circuit) -> dict[str, Any]:
+    return {
+        "id": c.id,
+        "name": c.name,
+        "reservation_id": c.reservation_id,
+        "a_end": c.a_end,
+        "z_end": c.z_end,
+        "capacity": c.capacity,
+        "state": c.state,
+        "xcons": [{"ots": x.ots, "in_port": x.in_port, "out_port": x.out_port, "active": x.active}
+                  for x in c.xcons],
+        "created": to_iso(c.created_ts),
+        "updated": to_iso(c.updated_ts),
+    }
+
+
+def event(e: Event) -> dict[str, Any]:
+    return {"id": e.id, "time": to_iso(e.ts), "kind": e.kind, "severity": e.severity, "message": e.message,
+            "detail": e.detail}
+
+
+def audit(a: AuditEntry) -> dict[str, Any]:
+    return {"id": a.id, "time": to_iso(a.ts), "user_id": a.user_id, "action": a.action, "detail": a.detail}

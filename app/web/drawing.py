@@ -1,0 +1,111 @@
+"""Layout of the multi-layer graph as SVG primitives for the templates (no JS needed to draw it).
+
+Two bands: the packet layer (switches, hosts above them) on top, the optical layer (OTS boxes with
+their ports around them) below; adaptation links cross between the bands. Horizontal order comes
+from a seeded spring layout of the graph with every OTS port folded into its OTS, so neighbours sit
+near each other and the picture is the same on every request.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import networkx as nx
+
+if TYPE_CHECKING:
+    from topology.graph import MultiLayerGraph
+
+WIDTH = 900
+HOST_Y, PACKET_Y, OPTICAL_Y = 50, 160, 360
+PORT_RADIUS = 42
+
+
+@dataclass
+class Drawing:
+    width: int
+    height: int
+    nodes: list[dict] = field(default_factory=list)
+    lines: list[dict] = field(default_factory=list)
+    boxes: list[dict] = field(default_factory=list)
+
+
+def _owner(graph: MultiLayerGraph, node: str) -> str:
+    data = graph.g.nodes[node]
+    return data["ots"] if data.get("kind") == "oport" else node
+
+
+def layout(graph: MultiLayerGraph) -> dict[str, tuple[float, float]]:
+    """Node → (x, y) in SVG coordinates."""
+    g = graph.g
+    folded = nx.Graph()
+    for n in g.nodes:
+        folded.add_node(_owner(graph, n))
+    for u, v in g.edges():
+        a, b = _owner(graph, u), _owner(graph, v)
+        if a != b:
+            folded.add_edge(a, b)
+    pos = nx.spring_layout(folded, seed=7) if len(folded) > 1 else {n: (0.0, 0.0) for n in folded}
+    kinds = {n: g.nodes[n].get("kind") for n in folded}
+    out: dict[str, tuple[float, float]] = {}
+    for kind, y in (("packet", PACKET_Y), ("optical", OPTICAL_Y)):
+        members = sorted((n for n in folded if kinds[n] == kind), key=lambda n: (pos[n][0], n))
+        step = WIDTH / (len(members) + 1) if members else 0
+        for i, n in enumerate(members):
+            out[n] = (step * (i + 1), y)
+    hosts_of: dict[str, list[str]] = {}
+    for n in folded:
+        if kinds[n] == "host":
+            sw = next((m for m in folded.neighbors(n) if kinds.get(m) == "packet"), None)
+            hosts_of.setdefault(sw or "", []).append(n)
+    for sw, hosts in hosts_of.items():
+        cx = out.get(sw, (WIDTH / 2, 0))[0]
+        for i, h in enumerate(sorted(hosts)):
+            out[h] = (cx + (i - (len(hosts) - 1) / 2) * 48, HOST_Y)
+    for n, data in g.nodes(data=True):
+        if data.get("kind") != "oport":
+            continue
+        cx, cy = out[data["ots"]]
+        ports = sorted(graph.oports(data["ots"]), key=lambda p: g.nodes[p]["port"])
+        i = ports.index(n)
+        angle = math.pi + 2 * math.pi * i / len(ports)
+        out[n] = (cx + PORT_RADIUS * math.cos(angle), cy + PORT_RADIUS * math.sin(angle))
+    return out
+
+
+def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes: tuple[str, ...] = (),
+         circuit_edges: tuple[str, ...] = ()) -> Drawing:
+    """SVG primitives; ``path_*`` are highlighted as the reservation's path, circuits in their own colour."""
+    pos = layout(graph)
+    g = graph.g
+    d = Drawing(WIDTH, OPTICAL_Y + PORT_RADIUS + 50)
+    d.boxes.append({"x": 5, "y": HOST_Y - 30, "w": WIDTH - 10, "h": PACKET_Y - HOST_Y + 60,
+                    "cls": "band-packet", "label": "packet layer"})
+    d.boxes.append({"x": 5, "y": OPTICAL_Y - PORT_RADIUS - 25, "w": WIDTH - 10, "h": 2 * PORT_RADIUS + 60,
+                    "cls": "band-optical", "label": "optical layer"})
+    on_path = set(path_edges)
+    circuits = set(circuit_edges)
+    for u, v, key, data in g.edges(keys=True, data=True):
+        kind = data.get("kind", "")
+        if kind == "xcon" and not data.get("active") and key not in on_path:
+            continue  # potential XCONs exist between every same-granularity port pair: draw only used ones
+        (x1, y1), (x2, y2) = pos[u], pos[v]
+        cls = [f"edge-{kind}"]
+        if data.get("source") == "circuit" or (kind == "xcon" and data.get("active")) or key in circuits:
+            cls.append("circuit")
+        if key in on_path:
+            cls.append("on-path")
+        title = f"{key} ({kind}, {data.get('capacity', 0):g} Mbit/s)"
+        d.lines.append({"key": key, "x1": x1, "y1": y1, "x2": x2, "y2": y2, "cls": " ".join(cls), "title": title,
+                        "curved": kind == "packet" and data.get("source") == "circuit"})
+    marked = set(path_nodes)
+    for n, data in g.nodes(data=True):
+        x, y = pos[n]
+        kind = data.get("kind", "")
+        label = f"{data['ots']}:{data['port']}" if kind == "oport" else n
+        d.nodes.append({"id": n, "x": x, "y": y, "kind": kind, "label": label, "short": str(data.get("port", n)),
+                        "on_path": n in marked, "title": f"{n} ({kind}, {data.get('granularity', '')})"
+                        if kind == "oport" else f"{n} ({kind})"})
+    kind_order = {"optical": 0, "oport": 1, "packet": 2, "host": 3}
+    d.nodes.sort(key=lambda nd: kind_order.get(nd["kind"], 9))
+    return d

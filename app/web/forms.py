@@ -1,0 +1,40 @@
+"""HTML forms (Flask-WTF: every POST form carries a CSRF token)."""
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from wtforms import (
+    DateTimeLocalField,
+    FloatField,
+    IntegerField,
+    PasswordField,
+    SelectField,
+    StringField,
+    TextAreaField,
+)
+from wtforms.validators import DataRequired, Length, NumberRange, Optional, Regexp
+
+from app.web.validation import ENDPOINT_RE
+
+
+class LoginForm(FlaskForm):
+    username = StringField("User", validators=[DataRequired(), Length(max=64)])
+    password = PasswordField("Password", validators=[DataRequired()])
+
+
+class ActionForm(FlaskForm):
+    """An empty form: commit / cancel / logout buttons only need the CSRF token."""
+
+
+class ReservationForm(FlaskForm):
+    name = StringField("Name", validators=[DataRequired(), Length(max=128)])
+    description = TextAreaField("Description", validators=[Optional(), Length(max=4000)])
+    src = StringField("Source port", validators=[DataRequired(), Regexp(ENDPOINT_RE, message="SWITCH:PORT, e.g. A:1")])
+    src_vlan = IntegerField("Source VLAN", validators=[Optional(), NumberRange(1, 4094)])
+    dst = StringField("Destination port",
+                      validators=[DataRequired(), Regexp(ENDPOINT_RE, message="SWITCH:PORT, e.g. C:3")])
+    dst_vlan = IntegerField("Destination VLAN", validators=[Optional(), NumberRange(1, 4094)])
+    bandwidth = FloatField("Bandwidth (Mbit/s)", validators=[DataRequired(), NumberRange(min=0.001, max=1e9)])
+    start = DateTimeLocalField("Start (UTC)", format="%Y-%m-%dT%H:%M", validators=[Optional()])
+    end = DateTimeLocalField("End (UTC)", format="%Y-%m-%dT%H:%M", validators=[DataRequired()])
+    mode = SelectField("Mode", choices=["static", "elastic"], default="static")
+    ero = StringField("Explicit route (optional, node ids separated by spaces)", validators=[Optional(), Length(max=2000)])

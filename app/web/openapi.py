@@ -1,0 +1,268 @@
+"""The OpenAPI 3.0 document of ``/api/v1`` (served at ``/api/v1/openapi.json``).
+
+Written by hand next to the code and checked by schemathesis in tests/unit/web/test_schemathesis.py,
+so the document and the behaviour cannot drift apart silently.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from app.web.states import STATES
+
+_STR = {"type": "string"}
+_DT = {"type": "string", "format": "date-time"}
+_NULLABLE_DT = {"type": "string", "format": "date-time", "nullable": True}
+_ENDPOINT = {"type": "string", "pattern": r"^[A-Za-z0-9_.\-]{1,48}:[0-9]{1,9}$", "example": "A:1"}
+_VLAN = {"type": "integer", "minimum": 1, "maximum": 4094, "nullable": True}
+_BANDWIDTH = {"type": "number", "exclusiveMinimum": True, "minimum": 0, "maximum": 1e9,
+              "description": "Mbit/s"}
+_ID = {"name": "res_id", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    text = {400: "invalid input (the error names the field)", 401: "missing or invalid bearer token",
+            403: "not your reservation / admin only", 404: "no such object",
+            409: "not admitted (bottleneck named) or illegal state transition",
+            415: "Content-Type is not application/json", 503: "no topology available yet"}
+    return {str(c): _json(_ref("Error"), text[c]) for c in codes}
+
+
+def _op(op_id: str, summary: str, ok: dict[str, Any], errors: tuple[int, ...], *, params: list | None = None,
+        body: dict[str, Any] | None = None, ok_code: str = "200", tag: str = "reservations") -> dict[str, Any]:
+    op: dict[str, Any] = {"operationId": op_id, "summary": summary, "tags": [tag],
+                          "responses": {ok_code: ok, **_errors(*errors)}}
+    if params:
+        op["parameters"] = params
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    return op
+
+
+def _q(name: str, schema: dict[str, Any], description: str = "", required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "schema": schema, "description": description}
+
+
+SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object", "required": ["error"],
+        "properties": {"error": {
+            "type": "object", "required": ["status", "message", "field"],
+            "properties": {
+                "status": {"type": "integer"}, "message": _STR,
+                "field": {"type": "string", "nullable": True,
+                          "description": "the request field (or header) that caused the error"},
+                "bottleneck": {"type": "string", "nullable": True,
+                               "description": "edge key or optical port limiting the request"},
+                "available": {"type": "number", "nullable": True},
+                "state": {"type": "string"},
+            },
+        }},
+    },
+    "Path": {
+        "type": "object", "nullable": True,
+        "required": ["nodes", "edges", "oports", "xcons", "latency", "available"],
+        "properties": {
+            "nodes": {"type": "array", "items": _STR}, "edges": {"type": "array", "items": _STR},
+            "oports": {"type": "array", "items": _STR},
+            "xcons": {"type": "array", "items": {"type": "array", "items": _STR}},
+            "latency": {"type": "number"}, "available": {"type": "number"},
+        },
+    },
+    "ReservationCreate": {
+        "type": "object", "additionalProperties": False, "required": ["name", "src", "dst", "bandwidth", "end"],
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 128},
+            "description": {"type": "string", "maxLength": 4000},
+            "src": _ENDPOINT, "src_vlan": _VLAN, "dst": _ENDPOINT, "dst_vlan": _VLAN,
+            "bandwidth": _BANDWIDTH,
+            "start": {**_DT, "nullable": True, "description": "default: now"},
+            "end": _DT,
+            "mode": {"type": "string", "enum": ["static", "elastic"], "default": "static"},
+            "ero": {"type": "array", "minItems": 2, "maxItems": 64, "nullable": True,
+                    "items": {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,64}$"},
+                    "description": "explicit route: node ids the path must follow"},
+        },
+    },
+    "ReservationModify": {
+        "type": "object", "additionalProperties": False, "minProperties": 1,
+        "properties": {"bandwidth": _BANDWIDTH, "end": _DT},
+    },
+    "FailRequest": {
+        "type": "object", "additionalProperties": False,
+        "properties": {"reason": {"type": "string", "minLength": 1, "maxLength": 500}},
+    },
+    "Reservation": {
+        "type": "object",
+        "required": ["id", "name", "description", "src", "src_vlan", "dst", "dst_vlan", "bandwidth", "start",
+                     "end", "mode", "state", "state_reason", "ero", "path", "owner", "hold_expires", "created",
+                     "updated"],
+        "properties": {
+            "id": {"type": "integer"}, "name": _STR, "description": _STR, "src": _STR, "src_vlan": _VLAN,
+            "dst": _STR, "dst_vlan": _VLAN, "bandwidth": {"type": "number"}, "start": _DT, "end": _DT,
+            "mode": {"type": "string", "enum": ["static", "elastic"]},
+            "state": {"type": "string", "enum": list(STATES)}, "state_reason": _STR,
+            "ero": {"type": "array", "items": _STR, "nullable": True}, "path": _ref("Path"), "owner": _STR,
+            "hold_expires": _NULLABLE_DT, "created": _DT, "updated": _DT,
+        },
+    },
+    "ReservationList": {
+        "type": "object", "required": ["items", "total", "limit", "offset"],
+        "properties": {"items": {"type": "array", "items": _ref("Reservation")}, "total": {"type": "integer"},
+                       "limit": {"type": "integer"}, "offset": {"type": "integer"}},
+    },
+    "AuditList": {
+        "type": "object", "required": ["items"],
+        "properties": {"items": {"type": "array", "items": {
+            "type": "object", "required": ["id", "time", "user_id", "action", "detail"],
+            "properties": {"id": {"type": "integer"}, "time": _DT, "user_id": {"type": "integer", "nullable": True},
+                           "action": _STR, "detail": {"type": "object"}}}}},
+    },
+    "Available": {
+        "type": "object", "required": ["src", "dst", "start", "end", "available", "path"],
+        "properties": {"src": _STR, "dst": _STR, "start": _DT, "end": _DT, "available": {"type": "number"},
+                       "path": _ref("Path")},
+    },
+    "Topology": {
+        "type": "object", "required": ["graph", "layers"],
+        "properties": {
+            "graph": {"type": "object", "required": ["nodes", "links"],
+                      "properties": {"nodes": {"type": "array", "items": {"type": "object"}},
+                                     "links": {"type": "array", "items": {"type": "object"}}}},
+            "layers": {"type": "object", "required": ["packet", "optical", "adaptation"],
+                       "properties": {"packet": {"type": "object"}, "optical": {"type": "object"},
+                                      "adaptation": {"type": "object"}}},
+        },
+    },
+    "CircuitList": {
+        "type": "object", "required": ["items"],
+        "properties": {"items": {"type": "array", "items": {
+            "type": "object", "required": ["id", "name", "reservation_id", "a_end", "z_end", "capacity", "state",
+                                           "xcons", "created", "updated"],
+            "properties": {
+                "id": {"type": "integer"}, "name": _STR, "reservation_id": {"type": "integer", "nullable": True},
+                "a_end": _STR, "z_end": _STR, "capacity": {"type": "number"}, "state": _STR,
+                "xcons": {"type": "array", "items": {
+                    "type": "object", "required": ["ots", "in_port", "out_port", "active"],
+                    "properties": {"ots": _STR, "in_port": {"type": "integer"}, "out_port": {"type": "integer"},
+                                   "active": {"type": "boolean"}}}},
+                "created": _DT, "updated": _DT}}}},
+    },
+    "Utilization": {
+        "type": "object", "required": ["since", "series"],
+        "properties": {"since": _DT, "series": {"type": "object", "additionalProperties": {
+            "type": "array", "items": {"type": "object", "required": ["time", "mbps", "utilization"],
+                                       "properties": {"time": _DT, "mbps": {"type": "number"},
+                                                      "utilization": {"type": "number"}}}}}},
+    },
+    "EventList": {
+        "type": "object", "required": ["items"],
+        "properties": {"items": {"type": "array", "items": {
+            "type": "object", "required": ["id", "time", "kind", "severity", "message", "detail"],
+            "properties": {"id": {"type": "integer"}, "time": _DT, "kind": _STR,
+                           "severity": {"type": "string", "enum": ["info", "warning", "error"]},
+                           "message": _STR, "detail": {"type": "object"}}}}},
+    },
+    "Me": {"type": "object", "required": ["id", "name", "admin"],
+           "properties": {"id": {"type": "integer"}, "name": _STR, "admin": {"type": "boolean"}}},
+}
+
+_LIST_PARAMS = [
+    _q("state", {"type": "string", "pattern": "^(" + "|".join(STATES) + ")(,(" + "|".join(STATES) + "))*$"},
+       "comma-separated states"),
+    _q("endpoint", {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,64}$"}, "switch or switch port"),
+    _q("from", _DT, "only reservations whose window ends after this"),
+    _q("to", _DT, "only reservations whose window starts before this"),
+    _q("min_bandwidth", {"type": "number", "minimum": 0}),
+    _q("max_bandwidth", {"type": "number", "minimum": 0}),
+    _q("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}),
+    _q("offset", {"type": "integer", "minimum": 0, "maximum": 10**9, "default": 0}),
+]
+
+_RES = _json(_ref("Reservation"), "the reservation")
+_MUT_ERRORS = (400, 401, 403, 404, 409)
+
+
+_LINKS = {name: {"operationId": op_id, "parameters": {"res_id": "$response.body#/id"}}
+          for name, op_id in (("get", "getReservation"), ("commit", "commitReservation"),
+                              ("cancel", "cancelReservation"), ("modify", "modifyReservation"),
+                              ("history", "reservationHistory"), ("fail", "failReservation"))}
+
+#: A valid request (far-future window, the Fig. 2 testbed's host ports) used as the documented example.
+CREATE_EXAMPLE = {"name": "backup A to C", "description": "nightly backup", "src": "A:1", "dst": "C:3",
+                  "bandwidth": 2.0, "start": "2099-01-01T00:00:00Z", "end": "2099-01-01T02:00:00Z",
+                  "mode": "static"}
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI document as a dict."""
+    create = _op("createReservation", "Create a reservation (state HELD); admission-checked",
+                 _json(_ref("Reservation"), "held"), (400, 401, 409, 415), body=_ref("ReservationCreate"),
+                 ok_code="201")
+    create["responses"]["201"]["links"] = _LINKS
+    create["requestBody"]["content"]["application/json"]["example"] = CREATE_EXAMPLE
+    paths = {
+        "/api/v1/reservations": {
+            "post": create,
+            "get": _op("listReservations", "List reservations (own; admins: all) with filters and pagination",
+                       _json(_ref("ReservationList"), "a page"), (400, 401), params=_LIST_PARAMS),
+        },
+        "/api/v1/reservations/{res_id}": {
+            "get": _op("getReservation", "Get one reservation", _RES, (401, 403, 404), params=[_ID]),
+            "patch": _op("modifyReservation", "Modify bandwidth and/or end time (re-checked by admission control)", _RES,
+                         (*_MUT_ERRORS, 415), params=[_ID], body=_ref("ReservationModify")),
+        },
+        "/api/v1/reservations/{res_id}/commit": {
+            "post": _op("commitReservation", "HELD → RESERVED", _RES, _MUT_ERRORS, params=[_ID])},
+        "/api/v1/reservations/{res_id}/cancel": {
+            "post": _op("cancelReservation", "Cancel (HELD, RESERVED or ACTIVE → CANCELLED)", _RES, _MUT_ERRORS, params=[_ID])},
+        "/api/v1/reservations/{res_id}/fail": {
+            "post": _op("failReservation", "Mark FAILED (admins / the controller)", _RES, (*_MUT_ERRORS, 415), params=[_ID],
+                        body=_ref("FailRequest"))},
+        "/api/v1/reservations/{res_id}/history": {
+            "get": _op("reservationHistory", "Audit log of one reservation", _json(_ref("AuditList"), "entries"), (401, 403, 404),
+                       params=[_ID])},
+        "/api/v1/available": {
+            "get": _op("availableBandwidth", "What-if: available bandwidth between two ports over a window",
+                       _json(_ref("Available"), "the widest feasible path"), (400, 401),
+                       params=[_q("src", _ENDPOINT, required=True), _q("dst", _ENDPOINT, required=True),
+                               _q("start", _DT, "default: now"), _q("end", _DT, required=True)])},
+        "/api/v1/topology": {
+            "get": _op("getTopology", "The multi-layer topology (packet + optical layers)", _json(_ref("Topology"), "graph"),
+                       (400, 401, 503), tag="network")},
+        "/api/v1/circuits": {
+            "get": _op("listCircuits", "Optical circuits and their XCONs", _json(_ref("CircuitList"), "circuits"), (400, 401),
+                       params=[_q("state", {"type": "string", "maxLength": 16})], tag="network")},
+        "/api/v1/utilization": {
+            "get": _op("getUtilization", "Link utilization time series", _json(_ref("Utilization"), "series"), (400, 401),
+                       params=[{**_q("link", {"type": "array", "items": {"type": "string", "minLength": 1,
+                                                                         "maxLength": 128}}),
+                                "style": "form", "explode": True},
+                               _q("since", _DT, "default: 5 minutes ago"),
+                               _q("limit", {"type": "integer", "minimum": 1, "maximum": 20000})],
+                       tag="telemetry")},
+        "/api/v1/events": {
+            "get": _op("listEvents", "Controller and service events, newest first", _json(_ref("EventList"), "events"),
+                       (400, 401), params=[_q("since", _DT), _q("kind", {"type": "string", "maxLength": 64}),
+                                           _q("limit", {"type": "integer", "minimum": 1, "maximum": 1000})],
+                       tag="telemetry")},
+        "/api/v1/me": {"get": _op("getMe", "The authenticated user", _json(_ref("Me"), "user"), (400, 401), tag="auth")},
+    }
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "mlte reservation service", "version": "1.0.0",
+                 "description": "Bandwidth reservations over a multi-layer packet + optical network "
+                                "(hold → commit → cancel), with admission control by the mlte PCE."},
+        "servers": [{"url": "/"}],
+        "security": [{"bearer": []}],
+        "paths": paths,
+        "components": {"schemas": SCHEMAS,
+                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+    }

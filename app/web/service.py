@@ -1,0 +1,130 @@
+"""Reservation operations shared by the REST API and the web UI.
+
+Each function runs inside the caller's transaction, which must hold the admission lock for anything
+that books capacity; it validates first and raises :class:`ApiError` before writing anything.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.web import admission
+from app.web.errors import ApiError, Conflict
+from app.web.models import AuditEntry, Event, Reservation, User
+from app.web.states import (
+    ACTIVE,
+    CANCELLED,
+    FAILED,
+    FINISHED,
+    HELD,
+    MODIFIABLE_STATES,
+    RESERVED,
+    IllegalTransition,
+    check_transition,
+)
+from app.web.topology_source import check_endpoint_in_graph
+from app.web.validation import ReservationInput
+
+if TYPE_CHECKING:
+    from topology.graph import MultiLayerGraph
+
+
+def audit(db: Session, user: User | None, action: str, res: Reservation, **detail: Any) -> None:
+    db.add(AuditEntry(ts=time.time(), user_id=None if user is None else user.id, action=action,
+                      entity="reservation", entity_id=res.id, detail=detail))
+
+
+def transition(db: Session, user: User | None, res: Reservation, target: str, reason: str, now: float) -> None:
+    """Move ``res`` to ``target`` through the checked table; raise Conflict (409) if illegal."""
+    try:
+        check_transition(res.state, target)
+    except IllegalTransition as exc:
+        raise Conflict(str(exc), field="state", state=res.state) from None
+    old = res.state
+    res.state = target
+    res.state_reason = reason
+    res.updated_ts = now
+    if target != HELD:
+        res.hold_expires_ts = None
+    db.flush()
+    audit(db, user, "transition", res, **{"from": old, "to": target, "reason": reason})
+    db.add(Event(ts=now, kind=f"reservation.{target.lower()}", severity="error" if target == FAILED else "info",
+                 message=f"reservation {res.id} ({res.name}) {old} → {target}: {reason}",
+                 detail={"reservation": res.id}))
+
+
+def create(db: Session, graph: MultiLayerGraph, user: User, inp: ReservationInput, now: float,
+           hold_seconds: float) -> Reservation:
+    """Admit and store a new reservation in state HELD."""
+    check_endpoint_in_graph(graph, inp.src, "src")
+    check_endpoint_in_graph(graph, inp.dst, "dst")
+    if inp.src.split(":")[0] == inp.dst.split(":")[0]:
+        raise ApiError("src and dst are on the same switch: a local connection needs no network path",
+                       field="dst")
+    result = admission.find_path(graph, db, src=inp.src, dst=inp.dst, bandwidth=inp.bandwidth,
+                                 start=inp.start, end=inp.end, now=now, ero=inp.ero)
+    res = Reservation(name=inp.name, description=inp.description, src=inp.src, src_vlan=inp.src_vlan,
+                      dst=inp.dst, dst_vlan=inp.dst_vlan, bandwidth=inp.bandwidth, start_ts=inp.start,
+                      end_ts=inp.end, mode=inp.mode, state=HELD, state_reason="held; commit before it expires",
+                      ero=inp.ero, path=admission.path_to_json(result), owner_id=user.id,
+                      hold_expires_ts=now + hold_seconds, created_ts=now, updated_ts=now)
+    db.add(res)
+    db.flush()
+    audit(db, user, "create", res, bandwidth=inp.bandwidth, src=inp.src, dst=inp.dst,
+          start=inp.start, end=inp.end, path=res.path["nodes"] if res.path else None)
+    return res
+
+
+def commit(db: Session, user: User, res: Reservation, now: float) -> None:
+    expired = res.state == CANCELLED and res.state_reason == "hold expired"
+    if expired or (res.state == HELD and res.hold_expires_ts is not None and res.hold_expires_ts <= now):
+        raise Conflict(f"the hold of reservation {res.id} expired; create it again", field="state",
+                       state="EXPIRED")
+    transition(db, user, res, RESERVED, "committed", now)
+
+
+def cancel(db: Session, user: User, res: Reservation, now: float) -> None:
+    transition(db, user, res, CANCELLED, f"cancelled by {user.name}", now)
+
+
+def fail(db: Session, user: User, res: Reservation, reason: str, now: float) -> None:
+    transition(db, user, res, FAILED, reason, now)
+
+
+def modify(db: Session, graph: MultiLayerGraph, user: User, res: Reservation, bandwidth: float | None,
+           end: float | None, now: float) -> None:
+    """Change bandwidth and/or end; the new values are re-admitted against everybody else's bookings."""
+    if res.state not in MODIFIABLE_STATES:
+        raise Conflict(f"a {res.state} reservation cannot be modified", field="state", state=res.state)
+    if res.state == HELD and res.hold_expires_ts is not None and res.hold_expires_ts <= now:
+        raise Conflict(f"the hold of reservation {res.id} expired", field="state", state="EXPIRED")
+    new_bw = res.bandwidth if bandwidth is None else bandwidth
+    new_end = res.end_ts if end is None else end
+    result = admission.find_path(graph, db, src=res.src, dst=res.dst, bandwidth=new_bw, start=res.start_ts,
+                                 end=new_end, now=now, ero=res.ero, exclude_id=res.id)
+    old = {"bandwidth": res.bandwidth, "end": res.end_ts}
+    res.bandwidth, res.end_ts = new_bw, new_end
+    res.path = admission.path_to_json(result)
+    res.updated_ts = now
+    db.flush()
+    audit(db, user, "modify", res, old=old, new={"bandwidth": new_bw, "end": new_end})
+
+
+def advance(db: Session, now: float) -> int:
+    """Time-driven transitions: expire holds, start and finish windows. Returns how many changed."""
+    changed = 0
+    rows = db.execute(select(Reservation).where(Reservation.state.in_((HELD, RESERVED, ACTIVE)))).scalars()
+    for res in list(rows):
+        if res.state == HELD and res.hold_expires_ts is not None and res.hold_expires_ts <= now:
+            transition(db, None, res, CANCELLED, "hold expired", now)
+        elif res.state in (RESERVED, ACTIVE) and res.end_ts <= now:
+            transition(db, None, res, FINISHED, "end time reached", now)
+        elif res.state == RESERVED and res.start_ts <= now:
+            transition(db, None, res, ACTIVE, "start time reached", now)
+        else:
+            continue
+        changed += 1
+    return changed

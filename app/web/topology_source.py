@@ -1,0 +1,92 @@
+"""Where the web service gets the multi-layer graph from.
+
+``fig2`` (default): the Fig. 2 testbed from ``mininet_labs.spec``; a ``*.json`` file in
+``MultiLayerGraph.to_json()`` format; or ``controller``: the newest snapshot the controller wrote to
+the ``topology_snapshots`` table (the web service never talks to the controller process directly).
+"""
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.web.errors import ApiError
+from app.web.models import TopologySnapshot
+
+if TYPE_CHECKING:
+    from topology.graph import MultiLayerGraph
+
+
+class TopologyUnavailable(ApiError):
+    status = 503
+
+
+class TopologySource:
+    """Loads and caches the graph; thread-safe (waitress serves requests from several threads)."""
+
+    def __init__(self, source: str = "fig2", unit_mbps: float = 1.0) -> None:
+        self.source = source
+        self.unit_mbps = unit_mbps
+        self._lock = threading.Lock()
+        self._static: MultiLayerGraph | None = None
+        self._snapshot: tuple[int, MultiLayerGraph] | None = None
+        if source not in ("fig2", "controller") and not Path(source).is_file():
+            raise ApiError(f"topology file not found: {source}", field="topology")
+
+    def graph(self, session: Session) -> MultiLayerGraph:
+        from topology.graph import MultiLayerGraph
+
+        if self.source == "controller":
+            row = session.execute(
+                select(TopologySnapshot).order_by(TopologySnapshot.id.desc()).limit(1)).scalar()
+            if row is None:
+                raise TopologyUnavailable("the controller has not written a topology yet", field=None)
+            with self._lock:
+                if self._snapshot is None or self._snapshot[0] != row.id:
+                    self._snapshot = (row.id, MultiLayerGraph.from_dict(row.graph))
+                return self._snapshot[1]
+        with self._lock:
+            if self._static is None:
+                if self.source == "fig2":
+                    from mininet_labs.spec import fig2_testbed, spec_to_graph
+
+                    self._static = spec_to_graph(fig2_testbed(unit_mbps=self.unit_mbps))
+                else:
+                    self._static = MultiLayerGraph.from_dict(json.loads(Path(self.source).read_text()))
+            return self._static
+
+
+def node_kind(graph: MultiLayerGraph, node: str) -> str | None:
+    data = graph.g.nodes.get(node)
+    return None if data is None else data.get("kind")
+
+
+def switch_ports(graph: MultiLayerGraph, switch: str) -> set[int]:
+    """Port numbers of ``switch`` that appear on some edge of the graph."""
+    ports: set[int] = set()
+    for _u, _v, data in graph.g.edges(switch, data=True):
+        p = (data.get("ports") or {}).get(switch)
+        if p is not None:
+            ports.add(int(p))
+    return ports
+
+
+def check_endpoint_in_graph(graph: MultiLayerGraph, endpoint: str, field: str) -> None:
+    """The endpoint must be a port of a packet switch of the current topology."""
+    switch, _, port = endpoint.rpartition(":")
+    kind = node_kind(graph, switch)
+    if kind is None:
+        raise ApiError(f"{field}: unknown switch {switch!r}", field=field)
+    if kind != "packet":
+        raise ApiError(f"{field}: {switch!r} is a {kind} node, not a packet switch", field=field)
+    known = switch_ports(graph, switch)
+    if known and int(port) not in known:
+        raise ApiError(f"{field}: switch {switch} has no port {port} (ports: {sorted(known)})", field=field)
+
+
+def graph_json(graph: MultiLayerGraph) -> dict[str, Any]:
+    return graph.to_dict()

@@ -1,0 +1,152 @@
+"""A lab session: our controller process + a Mininet lab from a spec, started and cleaned up together.
+
+Used by ``mlte lab`` and by the integration tests (one session per test module). Everything it
+starts is stopped by PID; bridges and interfaces are deleted by their exact (prefixed) names.
+Hold :func:`tests.lib.netlock.net_lock` (the CLI does) while a session runs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import string
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from app.controller.client import ControllerClient, wait_until
+from mininet_labs.spec import LabSpec
+from mininet_labs.testbed import PROJECT_ROOT, LabNet
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def random_prefix() -> str:
+    """Two characters that keep node, bridge and interface names unique and short."""
+    return random.choice(string.ascii_lowercase) + random.choice(string.digits)
+
+
+class LabSession:
+    """Controller (subprocess) + Mininet lab; a context manager that always cleans up."""
+
+    def __init__(self, spec: LabSpec, workdir: str | Path, prefix: str | None = None,
+                 delay: tuple[float, float] = (0.150, 0.220), shaping: bool = True,
+                 static_file: str | None = None, of_port: int | None = None, api_port: int | None = None,
+                 extra_apps: tuple[str, ...] = (), controller_args: tuple[str, ...] = (),
+                 config_file: str | None = None) -> None:
+        self.spec = spec
+        self.workdir = Path(workdir)
+        self.prefix = random_prefix() if prefix is None else prefix
+        self.delay = delay
+        self.shaping = shaping
+        self.static_file = static_file
+        self.of_port = of_port or free_port()
+        self.api_port = api_port or free_port()
+        self.extra_apps = extra_apps  # more os-ken app modules for the controller (e.g. a monitor)
+        self.controller_args = controller_args  # more `mlte controller` arguments
+        self.config_file = config_file  # `mlte -c FILE` for the controller (e.g. [controller] lldp_interval)
+        self.client = ControllerClient(port=self.api_port)
+        self.controller: subprocess.Popen | None = None
+        self.lab: LabNet | None = None
+
+    # ---- life cycle ------------------------------------------------------------------------------
+    def start(self, timeout: float = 60.0) -> LabSession:
+        try:
+            self._start_controller()
+            self.lab = LabNet(self.spec, prefix=self.prefix, controller=("127.0.0.1", self.of_port),
+                              delay=self.delay, shaping=self.shaping, agent_log_dir=str(self.workdir))
+            self.lab.start()
+            self.wait_connected(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_controller(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        names = self.workdir / "names.json"
+        names.write_text(json.dumps({hex(k): v for k, v in self._names().items()}))
+        cmd = [sys.executable, "-m", "app.cli.main", *(["-c", str(self.config_file)] if self.config_file else []),
+               "controller", "--of-port", str(self.of_port),
+               "--api-port", str(self.api_port), "--names", str(names),
+               "--db-url", f"sqlite:///{self.workdir / 'capabilities.db'}",
+               "--log-file", str(self.workdir / "controller-errors.log")]
+        if self.static_file:
+            cmd += ["--static-file", str(self.static_file)]
+        for mod in self.extra_apps:
+            cmd += ["--app", mod]
+        cmd += list(self.controller_args)
+        log = open(self.workdir / "controller.log", "w")
+        env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+        self.controller = subprocess.Popen(cmd, cwd=str(PROJECT_ROOT), env=env, stdin=subprocess.DEVNULL,
+                                           stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.controller.poll() is not None:
+                raise RuntimeError(f"controller exited with {self.controller.returncode}; see "
+                                   f"{self.workdir / 'controller.log'}")
+            if self.client._try_health():
+                return
+            time.sleep(0.1)
+        raise TimeoutError("controller API did not come up within 30 s")
+
+    def _names(self) -> dict[int, str]:
+        return {s.dpid: s.name for s in self.spec.switches} | {o.dpid: o.name for o in self.spec.ots}
+
+    def wait_connected(self, timeout: float = 60.0) -> list[dict]:
+        """Wait until every switch and OTS of the spec is connected (OTS capabilities known)."""
+        want = set(self._names().values())
+
+        def ready() -> list[dict] | None:
+            sws = self.client.switches()
+            have = {s["name"] for s in sws if s["kind"] == "packet" or s["capabilities"]}
+            return sws if want <= have else None
+
+        return wait_until(ready, timeout, f"{len(want)} datapaths to connect")
+
+    def expected_links(self) -> set[tuple[str, int, str, int]]:
+        """Directed packet links the spec's copper must produce in LLDP."""
+        out = set()
+        for link in self.spec.links_of_kind("packet"):
+            out |= {(link.a, link.a_port, link.b, link.b_port), (link.b, link.b_port, link.a, link.a_port)}
+        return out
+
+    def seen_links(self) -> set[tuple[str, int, str, int]]:
+        return {(x["src"]["node"], x["src"]["port"], x["dst"]["node"], x["dst"]["port"]) for x in self.client.links()}
+
+    def wait_links(self, expected: set[tuple[str, int, str, int]] | None = None, timeout: float = 30.0) -> None:
+        want = self.expected_links() if expected is None else expected
+        wait_until(lambda: want <= self.seen_links(), timeout, f"{len(want)} LLDP links")
+
+    def stop(self) -> None:
+        lab, self.lab = self.lab, None
+        if lab is not None:
+            lab.stop()
+        proc, self.controller = self.controller, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+    def controller_errors(self) -> str:
+        """Contents of the controller's handler-exception log ("" when nothing failed)."""
+        p = self.workdir / "controller-errors.log"
+        return p.read_text() if p.exists() else ""
+
+    def __enter__(self) -> LabSession:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

@@ -1,0 +1,275 @@
+"""Mininet networks built from a :class:`~mininet_labs.spec.LabSpec` (the Fig. 2 testbed and generated labs).
+
+- Packet switches: OVS userspace bridges (``datapath='user'``), OpenFlow 1.3, connected to the mlte
+  controller.
+- OTS nodes: OVS userspace bridges each owned by one virtual OTS agent process
+  (``python -m ots_virtual``), started when the switch starts and stopped (by PID) when it stops;
+  the agent speaks OpenFlow 1.0 to the controller.
+- Links: TCLink with HTB shaping at the spec's rate (no delay/loss: there is no netem here).
+- Hosts: TCP checksum offload off (``ethtool -K <intf> tx off``), or TCP between hosts fails.
+
+Also a ``mn`` custom file::
+
+    sudo .venv/bin/python /usr/bin/mn --custom mininet_labs/testbed.py --topo mlte \\
+        --controller remote,ip=127.0.0.1,port=6653
+
+(plain ``sudo mn --custom ...`` works too: the file puts the project and its .venv on sys.path).
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _bootstrap_path() -> Path:
+    """When ``mn`` execs this file, make the project and its venv importable."""
+    here = Path(inspect.currentframe().f_code.co_filename).resolve()  # type: ignore[union-attr]
+    root = here.parents[1]
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    venv_site = root / ".venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    if venv_site.is_dir() and str(venv_site) not in sys.path:
+        sys.path.append(str(venv_site))
+    return root
+
+
+PROJECT_ROOT = _bootstrap_path()
+
+from mininet.link import TCLink  # noqa: E402
+from mininet.log import lg  # noqa: E402
+from mininet.net import Mininet  # noqa: E402
+from mininet.node import Host, OVSSwitch, RemoteController  # noqa: E402
+from mininet.topo import Topo  # noqa: E402
+
+from mininet_labs.spec import LabSpec, fig2_testbed  # noqa: E402
+
+
+class _QuietHtb:
+    """Drop the kernel's harmless "quantum of class ... is big" HTB warning (rates > ~16 Mbit/s)."""
+
+    @staticmethod
+    def filter(record) -> bool:
+        return "quantum of class" not in str(record.getMessage())
+
+
+lg.addFilter(_QuietHtb())
+
+
+def agent_python() -> str:
+    """A Python that can import os_ken (the project venv when mn runs under Debian's python3)."""
+    venv = PROJECT_ROOT / ".venv" / "bin" / "python"
+    try:
+        import os_ken  # noqa: F401
+
+        return sys.executable
+    except ImportError:
+        return str(venv)
+
+
+class OffloadOffHost(Host):
+    """A host with TX checksum offload off on its interfaces (else TCP over veth + OVS fails)."""
+
+    def config(self, **params):
+        result = super().config(**params)
+        for intf in self.intfList():
+            if intf.name != "lo":
+                self.cmd("ethtool -K", intf.name, "tx off >/dev/null 2>&1")
+        return result
+
+
+class PacketSwitch(OVSSwitch):
+    """OpenFlow 1.3 packet switch on the userspace datapath."""
+
+    def __init__(self, name: str, **params):
+        params.setdefault("datapath", "user")
+        params.setdefault("protocols", "OpenFlow13")
+        params.setdefault("failMode", "secure")
+        super().__init__(name, **params)
+
+
+class OtsSwitch(OVSSwitch):
+    """An OVS bridge driven by a virtual OTS agent process (OpenFlow 1.0 towards the controller).
+
+    Extra params: ``ots_ports`` ("1:ODU2,2:ODU2,6:ODU0"), ``delay_min``/``delay_max`` (s),
+    ``unit_mbps``, ``agent_log`` (file, default: discard).
+    """
+
+    def __init__(self, name: str, ots_ports: str = "", delay_min: float = 0.150, delay_max: float = 0.220,
+                 unit_mbps: float = 1.0, agent_log: str = "", **params):
+        params.setdefault("datapath", "user")
+        params.setdefault("protocols", "OpenFlow10")
+        params.setdefault("failMode", "secure")
+        super().__init__(name, **params)
+        self.ots_ports = ots_ports
+        self.delay = (float(delay_min), float(delay_max))
+        self.unit_mbps = float(unit_mbps)
+        self.agent_log = agent_log
+        self.agent: subprocess.Popen | None = None
+
+    def start(self, controllers):
+        super().start([])  # the agent, not the controller, is this bridge's OpenFlow peer
+        ctl = next((c for c in controllers if hasattr(c, "port")), None)
+        target = f"{ctl.IP()}:{ctl.port}" if ctl is not None else "127.0.0.1:6653"
+        cmd = [agent_python(), "-m", "ots_virtual", "--bridge", self.name, "--dpid", f"0x{self.dpid}",
+               "--ports", self.ots_ports, "--controller", target, "--delay-min", str(self.delay[0]),
+               "--delay-max", str(self.delay[1]), "--unit-mbps", str(self.unit_mbps)]
+        if self.agent_log:
+            cmd += ["--log", self.agent_log]
+        env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+        self.agent = subprocess.Popen(cmd, cwd=str(PROJECT_ROOT), env=env, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=None if self.agent_log else subprocess.DEVNULL)
+
+    def stop_agent(self, timeout: float = 5.0) -> None:
+        """Stop this switch's agent by PID (SIGTERM, then SIGKILL)."""
+        proc, self.agent = self.agent, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout)
+
+    def stop(self, deleteIntfs=True):
+        self.stop_agent()
+        super().stop(deleteIntfs)
+
+
+def ots_port_arg(ports: dict[int, str]) -> str:
+    return ",".join(f"{p}:{g}" for p, g in sorted(ports.items()))
+
+
+class SpecTopo(Topo):
+    """A Mininet topology from a LabSpec; node names get ``prefix`` (unique names for tests)."""
+
+    def build(self, spec: LabSpec | None = None, prefix: str = "", delay: tuple[float, float] = (0.150, 0.220),
+              shaping: bool = True, agent_log_dir: str = "") -> None:
+        spec = spec or fig2_testbed()
+        n = lambda name: prefix + name  # noqa: E731
+        for s in spec.switches:
+            self.addSwitch(n(s.name), cls=PacketSwitch, dpid=f"{s.dpid:016x}")
+        for o in spec.ots:
+            log = os.path.join(agent_log_dir, f"ots-{o.name}.log") if agent_log_dir else ""
+            self.addSwitch(n(o.name), cls=OtsSwitch, dpid=f"{o.dpid:016x}", ots_ports=ots_port_arg(o.ports),
+                           delay_min=delay[0], delay_max=delay[1], unit_mbps=spec.unit_mbps, agent_log=log)
+        for h in spec.hosts:
+            self.addHost(n(h.name), cls=OffloadOffHost, ip=f"{h.ip}/8", mac=h.mac)
+        for link in spec.links:
+            opts = {"cls": TCLink, "bw": link.mbps} if shaping else {}
+            self.addLink(n(link.a), n(link.b), port1=link.a_port, port2=link.b_port, **opts)
+
+
+class LabNet:
+    """A running Mininet lab from a spec, attached to a controller; a context manager.
+
+    ``stop()`` stops the OTS agents (by PID), the Mininet network, and deletes any bridge or
+    interface with one of this lab's names that is still there.
+    """
+
+    def __init__(self, spec: LabSpec, prefix: str = "", controller: tuple[str, int] = ("127.0.0.1", 6653),
+                 delay: tuple[float, float] = (0.150, 0.220), shaping: bool = True, agent_log_dir: str = "") -> None:
+        self.spec = spec
+        self.prefix = prefix
+        self.controller = controller
+        self.delay = delay
+        self.shaping = shaping
+        self.agent_log_dir = agent_log_dir
+        self.net: Mininet | None = None
+
+    # ---- names -----------------------------------------------------------------------------------
+    def names(self) -> dict[int, str]:
+        """dpid -> spec name (what the controller should call each datapath)."""
+        return {s.dpid: s.name for s in self.spec.switches} | {o.dpid: o.name for o in self.spec.ots}
+
+    def node(self, name: str):
+        assert self.net is not None, "lab not started"
+        return self.net.get(self.prefix + name)
+
+    def bridge(self, name: str) -> str:
+        return self.prefix + name
+
+    # ---- life cycle ------------------------------------------------------------------------------
+    def start(self) -> LabNet:
+        topo = SpecTopo(spec=self.spec, prefix=self.prefix, delay=self.delay, shaping=self.shaping,
+                        agent_log_dir=self.agent_log_dir)
+        self.net = Mininet(topo=topo, controller=None, build=False, autoSetMacs=False, autoStaticArp=False,
+                           waitConnected=False)
+        self.net.addController(RemoteController(self.prefix + "c0", ip=self.controller[0], port=self.controller[1]))
+        try:
+            self.net.build()
+            self.net.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def agents_alive(self) -> dict[str, bool]:
+        assert self.net is not None
+        return {o.name: (sw := self.net.get(self.prefix + o.name)).agent is not None and sw.agent.poll() is None
+                for o in self.spec.ots}
+
+    def stop(self) -> None:
+        net, self.net = self.net, None
+        if net is not None:
+            for o in self.spec.ots:
+                try:
+                    net.get(self.prefix + o.name).stop_agent()
+                except KeyError:
+                    pass
+            try:
+                net.stop()
+            except Exception:  # keep cleaning up below
+                pass
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Delete this lab's bridges and interfaces if anything is left (by exact name only)."""
+        bridges = [self.prefix + s.name for s in self.spec.switches] + [self.prefix + o.name for o in self.spec.ots]
+        for br in bridges:
+            subprocess.run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br], capture_output=True)
+        links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+        ours = {self.prefix + n for n in [*bridges_names(self.spec)]}
+        for line in links.splitlines():
+            ifname = line.split(":", 2)[1].strip().split("@")[0]
+            if "-eth" in ifname and ifname.rsplit("-eth", 1)[0] in ours:
+                subprocess.run(["ip", "link", "del", ifname], capture_output=True)
+
+    def __enter__(self) -> LabNet:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def bridges_names(spec: LabSpec) -> list[str]:
+    return [s.name for s in spec.switches] + [o.name for o in spec.ots] + [h.name for h in spec.hosts]
+
+
+def ping(src, dst_ip: str, count: int = 1, wait: float = 1.0) -> bool:
+    """One ping from Mininet host ``src``; True if a reply came back."""
+    out = src.cmd(f"ping -c {count} -W {wait} -n {dst_ip}")
+    return " 0% packet loss" in out or f"{count} received" in out
+
+
+def wait_ping(src, dst_ip: str, timeout: float) -> bool:
+    """Ping until one succeeds or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ping(src, dst_ip, wait=0.5):
+            return True
+    return False
+
+
+class MlteTopo(SpecTopo):
+    """``--topo mlte``: the Fig. 2 testbed (``--topo mlte,unit_mbps=2`` scales it)."""
+
+    def build(self, unit_mbps: float = 1.0, **kwargs) -> None:  # type: ignore[override]
+        super().build(spec=fig2_testbed(float(unit_mbps)), **kwargs)
+
+
+topos = {"mlte": MlteTopo}

@@ -1,0 +1,116 @@
+"""The monitor's plain core: circuits, coarse counters → events → fine-monitoring actions.
+
+The os-ken shim (``app/controller/monitor_app.py``) feeds it port/queue statistics as they
+arrive and calls :meth:`MonitorCore.tick` once per interval Ts with ``now``; the core returns
+what happened (samples, events, fine actions) and the shim executes the actions. No os-ken here.
+
+A *circuit* is a packet-layer link (``kind == "packet"`` in the multi-layer graph, e.g. the
+A:3–B:1 link over the A↔X↔Y↔B optical path) with a provisioned capacity; it is monitored at the
+egress ports of its two ends. Utilization = the larger end's smoothed rate / capacity; drops =
+the drops counted at both ends during the interval.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from monitor.counters import CounterTracker, PointSample, PortSnapshot
+from monitor.events import Event, EventClassifier, Thresholds
+from monitor.fine import FineAction, FineMonitorManager
+from monitor.sflow.estimator import FlowRate
+
+
+@dataclass(frozen=True)
+class Circuit:
+    id: str
+    ends: tuple[tuple[str, int], ...]  # (switch, egress port) at each end
+    capacity_mbps: float
+
+    @property
+    def switches(self) -> tuple[str, ...]:
+        return tuple(sorted({s for s, _ in self.ends}))
+
+
+def circuits_from_graph(graph: Any) -> list[Circuit]:
+    """Packet links with a capacity from a ``MultiLayerGraph`` (or anything with ``.g`` edges)."""
+    out = []
+    for _u, _v, key, d in graph.g.edges(keys=True, data=True):
+        if d.get("kind") != "packet" or not d.get("capacity"):
+            continue
+        ends = tuple(sorted((str(n), int(p)) for n, p in d.get("ports", {}).items()))
+        if ends:
+            out.append(Circuit(str(key), ends, float(d["capacity"])))
+    return sorted(out, key=lambda c: c.id)
+
+
+class FineSource(Protocol):
+    def flow_rates(self, now: float | None = None, agents: set[str] | None = None) -> list[FlowRate]: ...
+
+
+@dataclass
+class TickResult:
+    circuits: dict[str, dict[str, float]] = field(default_factory=dict)  # id -> {util, drops, mbps}
+    events: list[Event] = field(default_factory=list)
+    actions: list[FineAction] = field(default_factory=list)
+    samples: list[PointSample] = field(default_factory=list)
+
+
+def point_id(switch: str, port: int) -> str:
+    return f"{switch}:{port}"
+
+
+class MonitorCore:
+    def __init__(self, monitor_cfg: Mapping[str, Any], fine: FineSource | None = None,
+                 agents: Mapping[str, str] | None = None) -> None:
+        """``agents`` maps switch name → sFlow agent address (to read only a circuit's switches)."""
+        self.cfg = dict(monitor_cfg)
+        self.tracker = CounterTracker(float(self.cfg.get("ewma_alpha", 0.3)))
+        self.classifier = EventClassifier(Thresholds.from_config(self.cfg))
+        self.fine = fine
+        self.agents = dict(agents or {})
+        self.circuits: dict[str, Circuit] = {}
+        self.manager = FineMonitorManager(lambda cid: self.circuits[cid].switches if cid in self.circuits else ())
+        self._pending: dict[str, PointSample] = {}
+
+    def set_circuits(self, circuits: Iterable[Circuit]) -> None:
+        self.circuits = {c.id: c for c in circuits}
+        for c in self.circuits.values():
+            for sw, port in c.ends:
+                self.tracker.set_capacity(point_id(sw, port), c.capacity_mbps)
+
+    def port_stats(self, now: float, switch: str, port: int, snap: PortSnapshot) -> PointSample | None:
+        s = self.tracker.update(point_id(switch, port), now, snap)
+        if s is not None:
+            self._pending[s.point] = s
+        return s
+
+    def _flows(self, circuit: Circuit, now: float) -> list[FlowRate] | None:
+        if self.fine is None:
+            return None
+        agents = {self.agents[s] for s in circuit.switches if s in self.agents} or None
+        return self.fine.flow_rates(now, agents)
+
+    def tick(self, now: float) -> TickResult:
+        res = TickResult(samples=list(self._pending.values()))
+        for c in self.circuits.values():
+            ends = [self._pending.get(point_id(s, p)) for s, p in c.ends]
+            ends = [e for e in ends if e is not None]
+            if not ends:
+                continue
+            util = max((e.smoothed_util or 0.0) for e in ends)
+            drops = sum(e.drops for e in ends)
+            mbps = max(e.smoothed_mbps for e in ends)
+            res.circuits[c.id] = {"util": util, "drops": drops, "mbps": mbps}
+            flows = self._flows(c, now) if self.classifier.is_hot(c.id) else None
+            evs = self.classifier.observe(c.id, now, util, drops, c.capacity_mbps, flows)
+            for ev in evs:
+                res.actions += self.manager.on_event(ev)
+            res.events += evs
+        if self.classifier.tracked and self.fine is not None:
+            gone = self.classifier.observe_flows(now, self.fine.flow_rates(now))
+            for ev in gone:
+                res.actions += self.manager.on_event(ev)
+            res.events += gone
+        self._pending.clear()
+        return res

@@ -1,0 +1,92 @@
+"""Monitoring time series and events in SQL (SQLAlchemy 2), with bounded retention.
+
+Own ``DeclarativeBase`` and ``mon_``-prefixed tables, so the web service can read them from the
+same database without importing the controller. :meth:`MonitorStore.prune` deletes rows older
+than ``[monitor] retention_seconds``; the controller calls it once per interval.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import Float, Index, Integer, String, Text, create_engine, delete, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from monitor.events import Event
+
+
+class MonBase(DeclarativeBase):
+    pass
+
+
+class MonSample(MonBase):
+    __tablename__ = "mon_samples"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    t: Mapped[float] = mapped_column(Float, index=True)
+    point: Mapped[str] = mapped_column(String(128))
+    metric: Mapped[str] = mapped_column(String(64))
+    value: Mapped[float] = mapped_column(Float)
+    __table_args__ = (Index("ix_mon_samples_point_metric_t", "point", "metric", "t"),)
+
+
+class MonEvent(MonBase):
+    __tablename__ = "mon_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    t: Mapped[float] = mapped_column(Float, index=True)
+    circuit: Mapped[str] = mapped_column(String(128), index=True)
+    kind: Mapped[str] = mapped_column(String(64), index=True)
+    flows: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of 5-tuple dicts
+    detail: Mapped[str] = mapped_column(Text, default="{}")  # JSON object
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    t: float
+    value: float
+
+
+class MonitorStore:
+    """Write samples/events, read series back, prune by age."""
+
+    def __init__(self, url_or_engine: str | Engine = "sqlite://", retention_seconds: float = 3600) -> None:
+        self.engine = create_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
+        self.retention = retention_seconds
+        MonBase.metadata.create_all(self.engine)
+
+    def add_samples(self, rows: Iterable[tuple[float, str, str, float]]) -> int:
+        """Rows of (t, point, metric, value); returns how many were written."""
+        objs = [MonSample(t=t, point=p, metric=m, value=float(v)) for t, p, m, v in rows]
+        with Session(self.engine) as s, s.begin():
+            s.add_all(objs)
+        return len(objs)
+
+    def add_event(self, ev: Event) -> None:
+        d = ev.as_dict()
+        with Session(self.engine) as s, s.begin():
+            s.add(MonEvent(t=ev.t, circuit=ev.circuit, kind=ev.kind, flows=json.dumps(d["flows"]),
+                           detail=json.dumps(d["detail"], default=str)))
+
+    def series(self, point: str, metric: str, since: float = 0.0) -> list[SeriesPoint]:
+        q = (select(MonSample.t, MonSample.value).where(MonSample.point == point, MonSample.metric == metric,
+                                                         MonSample.t >= since).order_by(MonSample.t))
+        with Session(self.engine) as s:
+            return [SeriesPoint(t, v) for t, v in s.execute(q)]
+
+    def events(self, since: float = 0.0, kind: str | None = None, limit: int = 1000) -> list[dict]:
+        q = select(MonEvent).where(MonEvent.t >= since)
+        if kind:
+            q = q.where(MonEvent.kind == kind)
+        q = q.order_by(MonEvent.t.desc(), MonEvent.id.desc()).limit(limit)
+        with Session(self.engine) as s:
+            return [{"t": e.t, "circuit": e.circuit, "kind": e.kind, "flows": json.loads(e.flows),
+                     "detail": json.loads(e.detail)} for e in s.scalars(q)]
+
+    def prune(self, now: float) -> int:
+        """Delete samples and events older than the retention; returns rows deleted."""
+        cutoff = now - self.retention
+        with Session(self.engine) as s, s.begin():
+            n = s.execute(delete(MonSample).where(MonSample.t < cutoff)).rowcount or 0
+            n += s.execute(delete(MonEvent).where(MonEvent.t < cutoff)).rowcount or 0
+        return n

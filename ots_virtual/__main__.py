@@ -1,0 +1,79 @@
+"""``python -m ots_virtual``: run one virtual OTS agent until SIGINT/SIGTERM (docs/ots.md, "CLI")."""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from ots_virtual.agent import OtsAgent
+from ots_virtual.granularity import PortSpecError, parse_ports
+
+
+def _controller(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"controller must be HOST:PORT, got {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def _dpid(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"dpid must be an integer (e.g. 0x0f01), got {text!r}") from None
+    if not 0 <= value < 1 << 64:
+        raise argparse.ArgumentTypeError("dpid must fit in 64 bits")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ots_virtual",
+                                description="Virtual Open Transport Switch: OpenFlow 1.0 over an OVS bridge.")
+    p.add_argument("--bridge", required=True, help="existing OVS bridge to own (userspace datapath)")
+    p.add_argument("--dpid", required=True, type=_dpid, help="datapath id reported to the controller")
+    p.add_argument("--ports", required=True,
+                   help="virtual ports: <of_port>:<granularity>,... e.g. 1:ODU2,2:ODU2,6:ODU0")
+    p.add_argument("--controller", default="127.0.0.1:6653", type=_controller, help="HOST:PORT (default %(default)s)")
+    p.add_argument("--delay-min", type=float, default=0.150, help="provisioning delay lower bound, s (default 0.150)")
+    p.add_argument("--delay-max", type=float, default=0.220, help="provisioning delay upper bound, s (default 0.220)")
+    p.add_argument("--unit-mbps", type=float, default=1.0, help="Mbit/s per bandwidth unit (default 1; ODU2 = 10 units)")
+    p.add_argument("--listen-port", type=int, default=0,
+                   help="127.0.0.1 port the bridge connects to (default: any free port)")
+    p.add_argument("--log", default="", help="log file (default: stderr)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        filename=args.log or None,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        ports = parse_ports(args.ports)
+        if not 0 <= args.delay_min <= args.delay_max:
+            raise PortSpecError("need 0 <= --delay-min <= --delay-max")
+        if args.unit_mbps <= 0:
+            raise PortSpecError("--unit-mbps must be > 0")
+        agent = OtsAgent(args.bridge, args.dpid, ports, args.controller, args.delay_min, args.delay_max,
+                         args.unit_mbps, listen_port=args.listen_port)
+        agent.start()
+    except Exception as exc:
+        if getattr(exc, "user_error", False):
+            print(f"ots_virtual: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    logging.getLogger("ots_virtual").info("OTS %s (dpid %#x) up; OVS connects to 127.0.0.1:%d",
+                                          args.bridge, args.dpid, agent.ovs_port)
+    done.wait()
+    agent.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

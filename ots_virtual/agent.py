@@ -1,0 +1,519 @@
+"""The virtual OTS agent: an OpenFlow 1.0 switch upstream, the controller of one OVS bridge downstream.
+
+Threads: the upstream session (connect with backoff, read, answer), the OVS link (accept, read),
+and one provisioning worker that applies accepted XCON changes in arrival order. FLOW_MODs are
+checked the moment they arrive (:mod:`ots_virtual.rules`, against the accepted table, so a second
+rule on a busy port is refused even while the first one is still dark); BARRIER_REQUESTs go
+through the worker's queue, so their reply leaves only after every XCON before them is lit.
+
+Light model (docs/ots.md): a port is admin-down ("dark") unless it is in an applied XCON. A batch
+of changes darkens every affected port, removes deleted XCON flows, waits the provisioning delay
+(only if it sets up a circuit), installs the new flows, then lights the ports of applied XCONs.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from os_ken.ofproto import ofproto_v1_0 as ofp
+
+from ots_virtual import of10, protocol
+from ots_virtual.granularity import GRANULARITY_UNITS, capacity_mbps, port_name, speed_bits
+from ots_virtual.ovs import OvsError, OvsLink, claim_bridge, release_bridge
+from ots_virtual.rules import Change, Xcon, XconRejected, XconTable, exact_fields
+
+LOG = logging.getLogger("ots_virtual.agent")
+
+SW_VERSION = "mlte ots_virtual 0.1"
+BACKOFF_MIN, BACKOFF_MAX = 0.25, 8.0
+
+
+@dataclass
+class _Session:
+    """One upstream TCP session; replies queued by an older session are dropped."""
+
+    sock: socket.socket
+    number: int
+
+
+class OtsAgent:
+    """A virtual Open Transport Switch over the OVS bridge ``bridge``.
+
+    ``ports`` maps OpenFlow port numbers (the same on the bridge and towards the controller) to
+    granularity names. ``delay`` overrides the provisioning delay draw (a callable returning seconds),
+    e.g. ``lambda: 0.5`` in tests. ``claim`` = False leaves the bridge's OVS configuration alone
+    (the caller points it at :attr:`ovs_port`).
+    """
+
+    def __init__(self, bridge: str, dpid: int, ports: dict[int, str], controller: tuple[str, int],
+                 delay_min: float = 0.150, delay_max: float = 0.220, unit_mbps: float = 1.0,
+                 listen_port: int = 0, delay: Callable[[], float] | None = None, claim: bool = True,
+                 ovs_wait: float = 10.0) -> None:
+        if not 0 <= delay_min <= delay_max:
+            raise ValueError("need 0 <= delay_min <= delay_max")
+        self.bridge = bridge
+        self.dpid = dpid
+        self.controller = controller
+        self.unit_mbps = unit_mbps
+        self.delay_min, self.delay_max = delay_min, delay_max
+        self._delay = delay or (lambda: random.uniform(self.delay_min, self.delay_max))
+        self._claim = claim
+        self._ovs_wait = ovs_wait
+        self.table = XconTable(ports)  # accepted XCONs (the controller's view)
+        self._applied: dict[int, tuple[Xcon, float]] = {}  # in_port -> (xcon, time lit), the data plane
+        self._dark: set[int] = set()  # ports held dark by a batch in progress
+        self._state_lock = threading.RLock()  # table, _applied, _dark
+        self._apply_lock = threading.Lock()  # one writer to the bridge at a time (worker vs resync)
+        self._sent: dict[int, tuple[int, int]] = {}  # port -> (config, state) last reported upstream
+        self._report_lock = threading.Lock()  # guards _sent; held while computing and sending a PORT_STATUS
+        self._work: queue.Queue[tuple[str, Any, int]] = queue.Queue()
+        self._stop = threading.Event()
+        self._session: _Session | None = None
+        self._sessions = 0
+        self._up_lock = threading.Lock()
+        self._switch_config = (ofp.OFPC_FRAG_NORMAL, 128)
+        self._threads: list[threading.Thread] = []
+        self.ovs = OvsLink(self._resync, self._ovs_port_changed, listen_port)
+        self.connected_upstream = threading.Event()
+
+    @property
+    def ports(self) -> dict[int, str]:
+        return self.table.ports
+
+    @property
+    def ovs_port(self) -> int:
+        """TCP port on 127.0.0.1 where the OVS bridge must connect."""
+        return self.ovs.port
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Claim the bridge and start all threads; returns at once (the controller may be down)."""
+        self.ovs.start()
+        if self._claim:
+            claim_bridge(self.bridge, self.ovs.port)
+        for target, name in ((self._worker, "ots-worker"), (self._upstream_loop, "ots-upstream")):
+            t = threading.Thread(target=target, name=f"{name}-{self.bridge}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        """Disconnect from both sides and stop the threads; the bridge keeps its flows."""
+        self._stop.set()
+        self._work.put(("stop", None, 0))
+        with self._up_lock:
+            session = self._session
+        if session is not None:
+            _close(session.sock)
+        if self._claim:
+            release_bridge(self.bridge)
+        self.ovs.stop()
+        for t in self._threads:
+            t.join(timeout=5)
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Wait until every change queued so far has been applied (for tests and labs)."""
+        done = threading.Event()
+        self._work.put(("call", done.set, 0))
+        return done.wait(timeout)
+
+    # --- upstream session ---------------------------------------------------------------------
+
+    def _upstream_loop(self) -> None:
+        # the controller should see the OTS only once its data plane answers (bounded wait)
+        deadline = time.monotonic() + self._ovs_wait
+        while not self.ovs.connected.wait(0.1) and not self._stop.is_set() and time.monotonic() < deadline:
+            pass
+        if not self.ovs.connected.is_set() and not self._stop.is_set():
+            LOG.warning("OVS bridge %s has not connected after %.0fs; connecting upstream anyway",
+                        self.bridge, self._ovs_wait)
+        backoff = BACKOFF_MIN
+        while not self._stop.is_set():
+            try:
+                sock = socket.create_connection(self.controller, timeout=5)
+            except OSError as exc:
+                LOG.info("controller %s:%d unreachable (%s); retry in %.2fs", *self.controller, exc, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX)
+                continue
+            sock.settimeout(None)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._up_lock:
+                self._sessions += 1
+                session = _Session(sock, self._sessions)
+                self._session = session
+            with self._report_lock:
+                self._sent.clear()
+            if self._stop.is_set():  # stop() ran while we were connecting
+                _close(sock)
+                return
+            started = time.monotonic()
+            self._serve(session)
+            with self._up_lock:
+                if self._session is session:
+                    self._session = None
+            self.connected_upstream.clear()
+            _close(sock)
+            if time.monotonic() - started > 5:
+                backoff = BACKOFF_MIN
+            if not self._stop.is_set():
+                LOG.info("controller session ended; reconnect in %.2fs", backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX)
+
+    def _serve(self, session: _Session) -> None:
+        reader = of10.MessageReader()
+        try:
+            session.sock.sendall(of10.hello(0))
+            while not self._stop.is_set():
+                data = session.sock.recv(65536)
+                if not data:
+                    return
+                for raw in reader.feed(data):
+                    try:
+                        self._handle(raw, session)
+                    except (OvsError, of10.DecodeError, struct.error) as exc:
+                        LOG.warning("request failed: %s", exc)
+                        self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM
+                                    if isinstance(exc, OvsError) else ofp.OFPBRC_BAD_LEN)
+                    except Exception:  # never let one bad message take the switch down
+                        LOG.exception("error handling message type %d", raw[1])
+                        self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM)
+        except of10.FramingError as exc:
+            LOG.warning("controller stream unusable (%s); reconnecting", exc)
+        except OSError as exc:
+            if not self._stop.is_set():
+                LOG.info("controller connection lost: %s", exc)
+
+    def _send(self, session: _Session | int, data: bytes) -> None:
+        number = session if isinstance(session, int) else session.number
+        with self._up_lock:
+            current = self._session
+            if current is None or current.number != number:
+                return
+            try:
+                current.sock.sendall(data)
+            except OSError as exc:
+                LOG.info("send to controller failed: %s", exc)
+
+    def _error(self, session: _Session, raw: bytes, err_type: int, code: int) -> None:
+        self._send(session, of10.error(of10.parse_header(raw).xid, err_type, code, raw))
+
+    # --- upstream messages --------------------------------------------------------------------
+
+    def _handle(self, raw: bytes, session: _Session) -> None:
+        h = of10.parse_header(raw)
+        if h.msg_type == ofp.OFPT_HELLO:
+            if h.version < ofp.OFP_VERSION:
+                self._send(session, of10.error(h.xid, ofp.OFPET_HELLO_FAILED, ofp.OFPHFC_INCOMPATIBLE,
+                                               b"OpenFlow 1.0 required"))
+                raise OSError(f"controller speaks OpenFlow version {h.version}")
+            return
+        if h.version != ofp.OFP_VERSION:
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VERSION)
+            return
+        t = h.msg_type
+        if t == ofp.OFPT_ECHO_REQUEST:
+            self._send(session, of10.echo_reply(h.xid, raw[ofp.OFP_HEADER_SIZE:]))
+        elif t == ofp.OFPT_FEATURES_REQUEST:
+            with self._report_lock:
+                ports = [self.virtual_port(p) for p in sorted(self.ports)]
+                self._sent.update({p.port_no: (p.config, p.state) for p in ports})
+                self._send(session, of10.features_reply(h.xid, self.dpid, ports))
+            self.connected_upstream.set()
+        elif t == ofp.OFPT_GET_CONFIG_REQUEST:
+            self._send(session, of10.get_config_reply(h.xid, *self._switch_config))
+        elif t == ofp.OFPT_SET_CONFIG:
+            self._switch_config = of10.decode_set_config(raw)
+        elif t == ofp.OFPT_FLOW_MOD:
+            self._flow_mod(raw, session)
+        elif t == ofp.OFPT_BARRIER_REQUEST:
+            self._work.put(("barrier", h.xid, session.number))
+        elif t == ofp.OFPT_STATS_REQUEST:
+            self._stats(raw, session)
+        elif t == ofp.OFPT_VENDOR:
+            self._vendor(raw, session)
+        elif t == ofp.OFPT_QUEUE_GET_CONFIG_REQUEST:
+            port_no = of10.decode_queue_get_config_request(raw)
+            if port_no in self.ports:
+                self._send(session, of10.queue_get_config_reply(h.xid, port_no))
+            else:
+                self._error(session, raw, ofp.OFPET_QUEUE_OP_FAILED, ofp.OFPQOFC_BAD_PORT)
+        elif t == ofp.OFPT_PORT_MOD:
+            # light follows the XCONs; the controller cannot switch a port on or off by itself
+            if len(raw) >= 10 and struct.unpack_from("!H", raw, 8)[0] not in self.ports:
+                self._error(session, raw, ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_BAD_PORT)
+            else:
+                self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM)
+        elif t == ofp.OFPT_PACKET_OUT:
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_TYPE)
+        elif t in (ofp.OFPT_ECHO_REPLY, ofp.OFPT_ERROR):
+            if t == ofp.OFPT_ERROR and len(raw) >= 12:
+                LOG.warning("controller sent error type %d code %d", *struct.unpack_from("!HH", raw, 8))
+        else:
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_TYPE)
+
+    def _flow_mod(self, raw: bytes, session: _Session) -> None:
+        try:
+            fm = of10.decode_flow_mod(raw)
+        except of10.BadActionLength:
+            self._error(session, raw, ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_LEN)
+            return
+        try:
+            with self._state_lock:
+                changes = self.table.apply_flow_mod(fm)
+        except XconRejected as rej:
+            LOG.info("rejected FLOW_MOD xid %#x: %s", fm.xid, rej.reason)
+            self._error(session, raw, rej.err_type, rej.code)
+            return
+        if changes:
+            LOG.info("accepted %s", ", ".join(f"{c.op} {c.xcon.in_port}->{c.xcon.out_port}" for c in changes))
+            self._work.put(("changes", changes, session.number))
+
+    def _vendor(self, raw: bytes, session: _Session) -> None:
+        h = of10.parse_header(raw)
+        vendor_id, payload = of10.decode_vendor(raw)
+        if vendor_id != protocol.MLTE_VENDOR_ID:
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VENDOR)
+            return
+        parts = protocol.split_vendor_payload(payload)
+        if parts is None or parts[0] != protocol.CAPS_REQUEST:
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_SUBTYPE)
+            return
+        body = protocol.vendor_payload(protocol.CAPS_REPLY, self.capabilities().to_json().encode())
+        self._send(session, of10.vendor(h.xid, protocol.MLTE_VENDOR_ID, body))
+
+    def capabilities(self) -> protocol.Capabilities:
+        ports = {p: protocol.PortCaps(g, GRANULARITY_UNITS[g], capacity_mbps(g, self.unit_mbps))
+                 for p, g in sorted(self.ports.items())}
+        return protocol.Capabilities(
+            dpid=self.dpid, name=self.bridge, ports=ports, unit_mbps=self.unit_mbps,
+            setup_time_min=self.delay_min, setup_time_max=self.delay_max, table_capacity=len(self.ports),
+            granularities={g: GRANULARITY_UNITS[g] for g in sorted(set(self.ports.values()))},
+        )
+
+    # --- statistics ---------------------------------------------------------------------------
+
+    def _stats(self, raw: bytes, session: _Session) -> None:
+        req = of10.decode_stats_request(raw)
+        h = of10.parse_header(raw)
+        if req.stats_type == ofp.OFPST_DESC:
+            body = [of10.desc_stats("mlte", "virtual OTS (OVS userspace datapath)", SW_VERSION,
+                                    f"{self.dpid:016x}", self.bridge)]
+        elif req.stats_type in (ofp.OFPST_FLOW, ofp.OFPST_AGGREGATE):
+            body = self._flow_stats(req)
+        elif req.stats_type == ofp.OFPST_TABLE:
+            with self._state_lock:
+                active = len(self.table)
+            body = [of10.table_stats(0, "xcon", len(self.ports), active, 0, 0)]
+        elif req.stats_type == ofp.OFPST_PORT:
+            if req.port_no != ofp.OFPP_NONE and req.port_no not in self.ports:
+                self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM)
+                return
+            counters = self.ovs.port_counters() if self.ovs.connected.is_set() else {}
+            wanted = sorted(self.ports) if req.port_no == ofp.OFPP_NONE else [req.port_no]
+            body = [of10.port_stats(p, counters[p]._asdict() if p in counters else {}) for p in wanted]
+        elif req.stats_type == ofp.OFPST_QUEUE:
+            body = []  # no queues on an OTS port
+        elif req.stats_type == ofp.OFPST_VENDOR:
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VENDOR)
+            return
+        else:
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_STAT)
+            return
+        for msg in of10.stats_replies(h.xid, req.stats_type, body):
+            self._send(session, msg)
+
+    def _flow_stats(self, req: of10.StatsRequest) -> list[bytes]:
+        wc = req.match.wildcards
+        with self._state_lock:
+            xcons = list(self.table)
+            lit_since = {i: t for i, (_, t) in self._applied.items()}
+        if exact_fields(wc):
+            xcons = []
+        elif not wc & ofp.OFPFW_IN_PORT:
+            xcons = [x for x in xcons if x.in_port == req.match.in_port]
+        if req.out_port != ofp.OFPP_NONE:
+            xcons = [x for x in xcons if x.out_port == req.out_port]
+        if req.table_id not in (0, 0xFF):
+            xcons = []
+        counters = self.ovs.xcon_flow_counters() if xcons and self.ovs.connected.is_set() else {}
+        now = time.monotonic()
+        if req.stats_type == ofp.OFPST_AGGREGATE:
+            pkts = sum(counters.get(x.in_port, (0, 0))[0] for x in xcons)
+            byts = sum(counters.get(x.in_port, (0, 0))[1] for x in xcons)
+            return [of10.aggregate_stats(pkts, byts, len(xcons))]
+        return [of10.flow_stats(x.in_port, x.out_port, now - lit_since.get(x.in_port, now), x.priority, x.cookie,
+                                *counters.get(x.in_port, (0, 0))) for x in xcons]
+
+    # --- ports and light ----------------------------------------------------------------------
+
+    def _lit(self, port_no: int) -> bool:
+        return port_no not in self._dark and any(port_no in x.ports for x, _ in self._applied.values())
+
+    def virtual_port(self, port_no: int) -> of10.PhyPort:
+        """The controller's view of one virtual port (name ``ODU2-3``, speed bits, light state)."""
+        gran = self.ports[port_no]
+        speed = speed_bits(capacity_mbps(gran, self.unit_mbps))
+        with self._state_lock:
+            lit = self._lit(port_no)
+        ovs_port = self.ovs.ports.get(port_no)
+        config = 0 if lit else ofp.OFPPC_PORT_DOWN
+        link_down = not lit or ovs_port is None or bool(ovs_port.state & ofp.OFPPS_LINK_DOWN)
+        hw = struct.pack("!BBHH", 0x02, 0x0F, self.dpid & 0xFFFF, port_no)
+        return of10.PhyPort(port_no, hw, port_name(port_no, gran), config,
+                            ofp.OFPPS_LINK_DOWN if link_down else 0, speed, speed, speed, 0)
+
+    def _report_port(self, port_no: int) -> None:
+        """Send PORT_STATUS(MODIFY) upstream if the port's config/state changed since last reported.
+
+        Computing and sending happen under one lock, so the last message always shows the latest state
+        even when the worker and the OVS reader report the same port at once.
+        """
+        if port_no not in self.ports:
+            return
+        with self._report_lock:
+            with self._up_lock:
+                session = self._session
+            if session is None:
+                return
+            port = self.virtual_port(port_no)
+            if self._sent.get(port_no) == (port.config, port.state):
+                return
+            self._sent[port_no] = (port.config, port.state)
+            self._send(session, of10.port_status(ofp.OFPPR_MODIFY, port))
+
+    def _ovs_port_changed(self, port_no: int) -> None:
+        self._report_port(port_no)
+
+    def _set_light(self, ports: set[int]) -> None:
+        for p in sorted(ports):
+            with self._state_lock:
+                lit = self._lit(p)
+            if self.ovs.connected.is_set():
+                try:
+                    self.ovs.set_light(p, lit)
+                except OvsError as exc:
+                    LOG.warning("port %d light: %s", p, exc)
+            self._report_port(p)
+
+    # --- provisioning -------------------------------------------------------------------------
+
+    def _worker(self) -> None:
+        while True:
+            kind, arg, session = self._work.get()
+            if kind == "stop" or self._stop.is_set():
+                return
+            if kind == "barrier":
+                self._send(session, of10.barrier_reply(arg))
+            elif kind == "call":
+                arg()
+            elif kind == "changes":
+                batch: list[tuple[Change, int]] = [(c, session) for c in arg]
+                # everything already queued up to the next barrier is provisioned together
+                while True:
+                    try:
+                        nxt = self._work.queue[0]
+                    except IndexError:
+                        break
+                    if nxt[0] != "changes":
+                        break
+                    self._work.get_nowait()
+                    batch.extend((c, nxt[2]) for c in nxt[1])
+                try:
+                    self._apply(batch)
+                except Exception:
+                    LOG.exception("applying XCON changes failed")
+
+    def _apply(self, batch: list[tuple[Change, int]]) -> None:
+        """Provision ``batch`` (changes in arrival order, with the session each came from)."""
+        affected = {p for c, _ in batch for x in (c.xcon, c.old) if x is not None for p in x.ports}
+        with self._apply_lock:
+            with self._state_lock:
+                before = dict(self._applied)
+                kept = dict(self._applied)  # applied XCONs this batch does not touch
+                setup: dict[int, Xcon] = {}  # XCONs this batch lights, by in_port
+                removed: list[tuple[Xcon, float, int]] = []  # explicitly deleted, for FLOW_REMOVED
+                for c, session in batch:
+                    i = c.xcon.in_port
+                    if c.op == "delete":
+                        if setup.pop(i, None) is None and i in kept:
+                            x, since = kept.pop(i)
+                            removed.append((x, since, session))
+                    else:
+                        kept.pop(i, None)
+                        setup[i] = c.xcon
+                self._applied = kept
+                stale = [i for i in before if i not in kept and i not in setup]
+                still_used = {p for x, _ in kept.values() for p in x.ports}
+                # new circuits go dark while they are set up; a teardown darkens only ports nothing else uses
+                self._dark |= {p for x in setup.values() for p in x.ports}
+                self._dark |= {p for i in stale for p in before[i][0].ports} - still_used
+            counters: dict[int, tuple[int, int]] = {}
+            if any(x.send_flow_removed for x, _, _ in removed) and self.ovs.connected.is_set():
+                try:
+                    counters = self.ovs.xcon_flow_counters()
+                except OvsError as exc:
+                    LOG.warning("flow counters for FLOW_REMOVED: %s", exc)
+            self._set_light(affected)  # dark first: the attached packet ports see the link go down
+            if self.ovs.connected.is_set():
+                for i in stale:
+                    self._ovs_try(self.ovs.remove_xcon, i)
+            delay = max((self._delay() for _ in setup), default=0.0)
+            if delay > 0:
+                self._stop.wait(delay)
+            if self._stop.is_set():
+                return
+            if self.ovs.connected.is_set() and setup:
+                for x in setup.values():
+                    self._ovs_try(self.ovs.install_xcon, x.in_port, x.out_port)
+                self._ovs_try(self.ovs.barrier)  # the flows are in before the light comes on
+            now = time.monotonic()
+            with self._state_lock:
+                for i, x in setup.items():
+                    self._applied[i] = (x, now)
+                self._dark -= affected
+            self._set_light(affected)
+            if self.ovs.connected.is_set():
+                self._ovs_try(self.ovs.barrier)
+        for x, since, session in removed:
+            if x.send_flow_removed:
+                pk, by = counters.get(x.in_port, (0, 0))
+                self._send(session, of10.flow_removed(x.in_port, x.cookie, x.priority, ofp.OFPRR_DELETE,
+                                                      time.monotonic() - since, pk, by))
+        LOG.info("applied %d change(s) after %.3fs dark; XCONs now %s", len(batch), delay,
+                 sorted((x.in_port, x.out_port) for x, _ in self._applied.values()))
+
+    def _ovs_try(self, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except OvsError as exc:
+            LOG.warning("%s%s: %s", fn.__name__, args, exc)
+
+    def _resync(self) -> None:
+        """After (re)connecting to OVS: flows and port light from the applied XCONs."""
+        with self._apply_lock:
+            self.ovs.reset_flows()
+            with self._state_lock:
+                applied = [x for x, _ in self._applied.values()]
+            for x in applied:
+                self.ovs.install_xcon(x.in_port, x.out_port)
+            self.ovs.barrier()
+            self._set_light(set(self.ports))
+            self.ovs.barrier()
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()

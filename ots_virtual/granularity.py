@@ -1,0 +1,100 @@
+"""Switching granularities of the virtual OTS and how they map to lab bandwidth and OF1.0 speed bits.
+
+An OTS port carries exactly one ODU container; the controller learns the container from the port
+name (``ODU2-3``) and the capabilities message. Sizes are in *units* (docs/graph-model.md); the
+lab scale ``unit_mbps`` turns units into Mbit/s. Kept here (not imported from topology/) so the
+agent stays a stand-alone process; the values must match ``topology/granularity.py``.
+"""
+from __future__ import annotations
+
+import math
+
+from os_ken.ofproto import ofproto_v1_0 as ofp
+
+#: container -> capacity in units (ODU0 = 1.25 Gbit/s in real networks; 1 unit = 1 Gbit/s there)
+GRANULARITY_UNITS: dict[str, float] = {
+    "ODU0": 1.25,
+    "ODU1": 2.5,
+    "ODU2": 10.0,
+    "ODU2e": 10.4,
+    "ODU3": 40.0,
+    "ODU4": 100.0,
+}
+
+# OF1.0 full-duplex rate bits and the rate each stands for (Mbit/s)
+_SPEED_BITS: tuple[tuple[int, float], ...] = (
+    (ofp.OFPPF_10MB_FD, 10.0),
+    (ofp.OFPPF_100MB_FD, 100.0),
+    (ofp.OFPPF_1GB_FD, 1000.0),
+    (ofp.OFPPF_10GB_FD, 10000.0),
+)
+
+
+class PortSpecError(ValueError):
+    """A ``--ports`` specification or granularity name is invalid."""
+
+    user_error = True
+
+
+def canonical_granularity(name: str) -> str:
+    """Return the canonical spelling of a granularity name (case-insensitive), or raise."""
+    for known in GRANULARITY_UNITS:
+        if known.lower() == name.strip().lower():
+            return known
+    raise PortSpecError(f"unknown granularity {name!r} (known: {', '.join(GRANULARITY_UNITS)})")
+
+
+def capacity_mbps(granularity: str, unit_mbps: float = 1.0) -> float:
+    """Capacity of one port of ``granularity`` in Mbit/s at lab scale ``unit_mbps``."""
+    return GRANULARITY_UNITS[canonical_granularity(granularity)] * unit_mbps
+
+
+def speed_bits(mbps: float) -> int:
+    """The OF1.0 ``curr`` feature bits closest (on a log scale) to ``mbps``, plus FIBER."""
+    if mbps <= 0:
+        return ofp.OFPPF_FIBER
+    bit = min(_SPEED_BITS, key=lambda b: abs(math.log10(b[1]) - math.log10(mbps)))[0]
+    return bit | ofp.OFPPF_FIBER
+
+
+def parse_ports(text: str) -> dict[int, str]:
+    """Parse ``"1:ODU2,2:ODU2,6:ODU0"`` into ``{1: "ODU2", 2: "ODU2", 6: "ODU0"}``.
+
+    Port numbers are OpenFlow port numbers of the OVS bridge underneath (1..0xfeff).
+    """
+    ports: dict[int, str] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        num, sep, gran = item.partition(":")
+        if not sep:
+            raise PortSpecError(f"port spec {item!r} must be <port>:<granularity>, e.g. 3:ODU2")
+        try:
+            port_no = int(num, 0)
+        except ValueError:
+            raise PortSpecError(f"port number {num!r} in {item!r} is not an integer") from None
+        if not 1 <= port_no < ofp.OFPP_MAX:
+            raise PortSpecError(f"port number {port_no} out of range 1..{ofp.OFPP_MAX - 1}")
+        if port_no in ports:
+            raise PortSpecError(f"port {port_no} listed twice")
+        ports[port_no] = canonical_granularity(gran)
+    if not ports:
+        raise PortSpecError("no ports given (e.g. --ports 1:ODU2,2:ODU2)")
+    return ports
+
+
+def port_name(port_no: int, granularity: str) -> str:
+    """The OpenFlow port name the controller sees, e.g. ``ODU2-3``."""
+    return f"{granularity}-{port_no}"
+
+
+def granularity_from_port_name(name: str) -> str | None:
+    """Inverse of :func:`port_name` for the granularity part; None if the name is not an OTS port name."""
+    gran, sep, num = name.rpartition("-")
+    if not sep or not num.isdigit():
+        return None
+    try:
+        return canonical_granularity(gran)
+    except PortSpecError:
+        return None

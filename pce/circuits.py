@@ -1,0 +1,396 @@
+"""Multi-layer circuit planning: route demands on existing packet capacity or light new circuits.
+
+A *circuit* is an XCON chain ``switch port -> oport -> XCON -> oport -> fibre -> ... -> oport ->
+switch port``; lighting it creates a packet link between the two switch ports with the port
+granularity's capacity (one whole unit: a virtual port is taken whole). Candidate circuits are the
+few shortest optical chains between every pair of packet switches with free uplinks
+(:func:`candidate_circuits`).
+
+One model decides routing and lighting jointly (:func:`build_circuit_model`):
+
+* ``y_c`` in {0, 1} lights candidate ``c`` (``integer=True``) or in [0, 1] (the LP relaxation);
+* ``f[d, arc]`` >= 0 is demand ``d``'s Mbit/s on a directed packet arc (existing links and
+  candidate circuits), with flow conservation and ``s_d`` <= bandwidth served;
+* a link's two directions share its capacity (as in the reservation CSPF); a circuit's capacity
+  is ``capacity_c * y_c``; two candidates sharing an optical port are exclusive
+  (``sum y_c <= 1`` per port);
+* a demand whose deadline is shorter than a circuit's setup time has no variable on that circuit;
+* objective: minimise ``unserved_penalty * unserved Mbit/s + circuit_cost * circuits lit +
+  hop_cost * Mbit/s * hops`` — serve as much as possible, then with as few new circuits as
+  possible, then on short routes.
+
+``model.solve()`` solves the integer model exactly (HiGHS by default, CBC available).
+:func:`plan_circuits` with ``method="relax"`` solves the LP relaxation, rounds it by diving (fix
+the most-lit fractional circuit to 1 and its port conflicts to 0, re-solve, repeat until no
+circuit is fractional), then re-solves the routing LP with those circuits fixed and drops
+circuits that carry nothing. docs/pce-paths.md reports the
+measured gap between the two.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pulp
+
+from pce.cspf import Constraints, RoutingView, nx_graph
+from pce.errors import InvalidInputError, SolverError, UnknownTopologyError
+from pce.ksp import yen
+
+METHODS = ("integer", "relax")
+SOLVERS = ("highs", "cbc")
+
+
+@dataclass(frozen=True)
+class Demand:
+    """``bandwidth`` Mbit/s from ``src`` to ``dst`` (switches or hosts), needed within ``deadline``
+    seconds (None = no hurry: any circuit may be lit for it)."""
+
+    id: str
+    src: str
+    dst: str
+    bandwidth: float
+    deadline: float | None = None
+
+
+@dataclass(frozen=True)
+class Circuit:
+    """A candidate XCON chain and the packet link it would create."""
+
+    id: str
+    a: str
+    a_port: int
+    b: str
+    b_port: int
+    oports: tuple[str, ...]
+    xcons: tuple[tuple[str, str], ...]
+    capacity: float
+    setup_time: float
+    latency: float = 0.0
+
+
+@dataclass
+class CircuitPlan:
+    """What the model decided: circuits to light, each demand's flow per edge and what is served."""
+
+    method: str
+    status: str
+    objective: float
+    lit: list[Circuit]
+    served: dict[str, float]
+    unserved: dict[str, float]
+    flows: dict[str, dict[str, float]]  # demand id -> edge key or circuit id -> Mbit/s
+    build_seconds: float = 0.0
+    solve_seconds: float = 0.0
+    lp_bound: float | None = None  # objective of the LP relaxation (relax method)
+    candidates: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["lit"] = [asdict(c) for c in self.lit]
+        return d
+
+
+def _var(prob: pulp.LpProblem, name: str, low: float | None = None, up: float | None = None,
+         cat: str = pulp.LpContinuous) -> pulp.LpVariable:
+    """A variable attached to ``prob`` (PuLP >= 3.3 API; plain LpVariable on older PuLP)."""
+    if hasattr(prob, "add_variable"):
+        return prob.add_variable(name, low, up, cat)
+    return pulp.LpVariable(name, low, up, cat)
+
+
+def _solver(name: str) -> Any:
+    if name == "highs":
+        return pulp.HiGHS(msg=False)
+    if name == "cbc":
+        import warnings
+
+        with warnings.catch_warnings():  # PuLP 3.3 deprecates the bundled CBC; it still works
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return pulp.PULP_CBC_CMD(msg=False)
+    raise InvalidInputError(f"unknown solver {name!r} (choose: {', '.join(SOLVERS)})")
+
+
+# ---------------------------------------------------------------------- candidates
+def _uplinks(g: Any) -> dict[str, list[tuple[int, str]]]:
+    """Packet switch -> [(port, oport)] of adaptation edges on ports not held by an active XCON."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    for u, v, d in g.edges(data=True):
+        if d.get("kind") != "adaptation":
+            continue
+        sw, op = (u, v) if g.nodes[v].get("kind") == "oport" else (v, u)
+        if any(dd.get("kind") == "xcon" and dd.get("active") for _, _, dd in g.edges(op, data=True)):
+            continue
+        out.setdefault(sw, []).append((int(d.get("ports", {}).get(sw, 0)), op))
+    return out
+
+
+def candidate_circuits(graph: Any, per_pair: int = 8, pairs: Iterable[tuple[str, str]] | None = None
+                       ) -> list[Circuit]:
+    """The ``per_pair`` shortest XCON chains between each pair of switches with free uplinks.
+
+    Chains cross only optical ports (no packet switch in the middle) and only free ports of one
+    granularity; ``pairs`` restricts the switch pairs considered (default: all).
+    """
+    g = nx_graph(graph)
+    view = RoutingView.build(graph)
+    ups = _uplinks(g)
+    switches = sorted(ups)
+    blocked = frozenset(n for n, k in view.kind.items() if k in ("packet", "host"))
+    todo = sorted({tuple(sorted(p)) for p in pairs}) if pairs is not None else [
+        (a, b) for i, a in enumerate(switches) for b in switches[i + 1:]]
+    out: list[Circuit] = []
+    for a, b in todo:
+        if a not in ups or b not in ups:
+            continue
+        cons = Constraints(min_width=1e-6, banned_bases=blocked - {a, b})
+        for route in _take(yen(view, (a, ""), {b}, "shortest", cons), per_pair):
+            first, last = route.arcs[0], route.arcs[-1]
+            a_port = int(view.edge_attrs[first.key].get("ports", {}).get(a, 0))
+            b_port = int(view.edge_attrs[last.key].get("ports", {}).get(b, 0))
+            oports = tuple(v[0] for v in route.vertices[1:-1])
+            xcons = tuple((route.vertices[i][0], arc.head[0]) for i, arc in enumerate(route.arcs)
+                          if arc.kind == "xcon")
+            setup = max((float(view.edge_attrs[arc.key].get("setup_time") or 0.0)
+                         for arc in route.arcs if arc.kind == "xcon"), default=0.0)
+            cap = min(float(g.nodes[p].get("capacity", math.inf)) for p in oports)
+            out.append(Circuit(f"c{len(out)}:{a}:{a_port}-{b}:{b_port}", a, a_port, b, b_port, oports, xcons,
+                               cap, setup, route.latency))
+    return out
+
+
+def _take(it: Iterable[Any], n: int) -> list[Any]:
+    out = []
+    for x in it:
+        if len(out) >= n:
+            break
+        out.append(x)
+    return out
+
+
+# ---------------------------------------------------------------------- model
+@dataclass
+class CircuitModel:
+    """The PuLP problem and its variables (inspectable before solving)."""
+
+    problem: pulp.LpProblem
+    demands: list[Demand]
+    circuits: list[Circuit]
+    links: dict[str, tuple[str, str, float]]  # existing packet link key -> (u, v, capacity)
+    y: dict[str, pulp.LpVariable]
+    flow: dict[tuple[str, str, str, str], pulp.LpVariable]  # (demand, link/circuit id, tail, head)
+    served: dict[str, pulp.LpVariable]
+    integer: bool
+    build_seconds: float = 0.0
+    params: dict[str, float] = field(default_factory=dict)
+
+    def fix(self, lit: Iterable[str]) -> None:
+        """Fix every circuit variable: 1 for the ids in ``lit``, 0 for the others."""
+        on = set(lit)
+        for cid, var in self.y.items():
+            var.lowBound = var.upBound = 1 if cid in on else 0
+
+    def solve(self, solver: str = "highs", method: str | None = None) -> CircuitPlan:
+        """Solve and read the plan back; raises SolverError if the solver does not reach optimality."""
+        t0 = time.perf_counter()
+        try:
+            self.problem.solve(_solver(solver))
+        except pulp.PulpSolverError as exc:
+            raise SolverError(f"{solver} failed: {exc}") from None
+        dt = time.perf_counter() - t0
+        status = pulp.LpStatus[self.problem.status]
+        if status != "Optimal":
+            raise SolverError(f"circuit model not solved to optimality ({status})")
+        lit = [c for c in self.circuits if (self.y[c.id].value() or 0) > 0.5]
+        served = {d.id: max(0.0, self.served[d.id].value() or 0.0) for d in self.demands}
+        flows: dict[str, dict[str, float]] = {d.id: {} for d in self.demands}
+        for (did, eid, _, _), var in self.flow.items():
+            val = var.value() or 0.0
+            if val > 1e-7:
+                flows[did][eid] = flows[did].get(eid, 0.0) + val
+        return CircuitPlan(
+            method=method or ("integer" if self.integer else "lp"),
+            status=status,
+            objective=float(pulp.value(self.problem.objective) or 0.0),
+            lit=lit,
+            served=served,
+            unserved={d.id: max(0.0, d.bandwidth - served[d.id]) for d in self.demands},
+            flows=flows,
+            build_seconds=self.build_seconds,
+            solve_seconds=dt,
+            candidates=len(self.circuits),
+        )
+
+    def fractional(self) -> dict[str, float]:
+        """Circuit variable values after a solve (fractional for the relaxation)."""
+        return {cid: float(v.value() or 0.0) for cid, v in self.y.items()}
+
+
+def _endpoint(g: Any, name: str) -> str:
+    if name not in g:
+        raise UnknownTopologyError(f"unknown demand endpoint {name!r}")
+    kind = g.nodes[name].get("kind")
+    if kind == "packet":
+        return name
+    if kind == "host":
+        for _, sw, d in g.edges(name, data=True):
+            if d.get("kind") == "access":
+                return sw
+        raise InvalidInputError(f"host {name!r} is not attached to a switch")
+    raise InvalidInputError(f"demand endpoint {name!r} is an {kind} node, not a switch or host")
+
+
+def check_demands(graph: Any, demands: Sequence[Demand]) -> list[Demand]:
+    """Validate demands and map host endpoints to their switches."""
+    g = nx_graph(graph)
+    out, ids = [], set()
+    for d in demands:
+        if d.id in ids:
+            raise InvalidInputError(f"duplicate demand id {d.id!r}")
+        ids.add(d.id)
+        bw = d.bandwidth
+        if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not math.isfinite(bw) or bw <= 0:
+            raise InvalidInputError(f"demand {d.id}: bandwidth must be a finite number > 0, got {bw!r}")
+        if d.deadline is not None and (not isinstance(d.deadline, (int, float)) or d.deadline < 0):
+            raise InvalidInputError(f"demand {d.id}: deadline must be >= 0 seconds or null")
+        src, dst = _endpoint(g, d.src), _endpoint(g, d.dst)
+        if src == dst:
+            raise InvalidInputError(f"demand {d.id}: both ends are on switch {src}")
+        out.append(Demand(d.id, src, dst, float(bw), d.deadline))
+    return out
+
+
+def build_circuit_model(
+    graph: Any,
+    demands: Sequence[Demand],
+    circuits: Sequence[Circuit] | None = None,
+    *,
+    integer: bool = True,
+    circuit_cost: float = 1.0,
+    unserved_penalty: float = 1000.0,
+    hop_cost: float = 1e-3,
+) -> CircuitModel:
+    """Build (not solve) the joint routing + circuit lighting model."""
+    t0 = time.perf_counter()
+    g = nx_graph(graph)
+    dem = check_demands(graph, demands)
+    if circuits is None:
+        circuits = candidate_circuits(graph)
+    nodes = sorted(n for n, d in g.nodes(data=True) if d.get("kind") == "packet")
+    links = {k: (u, v, float(d.get("capacity") or 0.0)) for u, v, k, d in g.edges(keys=True, data=True)
+             if d.get("kind") == "packet"}
+    prob = pulp.LpProblem("circuits", pulp.LpMinimize)
+    row = itertools.count()
+    cat = pulp.LpBinary if integer else pulp.LpContinuous
+    y = {c.id: _var(prob, f"y_{i}", 0, 1, cat) for i, c in enumerate(circuits)}
+    served = {d.id: _var(prob, f"s_{i}", 0, d.bandwidth) for i, d in enumerate(dem)}
+    flow: dict[tuple[str, str, str, str], pulp.LpVariable] = {}
+    out_arcs: dict[tuple[str, str], list[pulp.LpVariable]] = {}
+    in_arcs: dict[tuple[str, str], list[pulp.LpVariable]] = {}
+    per_edge: dict[str, list[pulp.LpVariable]] = {}
+    hop_terms = []
+    for i, d in enumerate(dem):
+        arcs: list[tuple[str, str, str]] = []
+        for k, (u, v, _) in links.items():
+            arcs += [(k, u, v), (k, v, u)]
+        for c in circuits:
+            if d.deadline is not None and d.deadline < c.setup_time:
+                continue  # the circuit would come up too late for this demand
+            arcs += [(c.id, c.a, c.b), (c.id, c.b, c.a)]
+        for j, (eid, tail, head) in enumerate(arcs):
+            var = _var(prob, f"f_{i}_{j}", 0)
+            flow[(d.id, eid, tail, head)] = var
+            out_arcs.setdefault((d.id, tail), []).append(var)
+            in_arcs.setdefault((d.id, head), []).append(var)
+            per_edge.setdefault(eid, []).append(var)
+            hop_terms.append(var)
+    for d in dem:
+        for n in nodes:
+            rhs = served[d.id] if n == d.src else (-served[d.id] if n == d.dst else 0)
+            prob += (pulp.lpSum(out_arcs.get((d.id, n), [])) - pulp.lpSum(in_arcs.get((d.id, n), []))
+                     == rhs), f"conserve_{next(row)}"
+    for k, (_, _, cap) in links.items():
+        if per_edge.get(k):
+            prob += pulp.lpSum(per_edge[k]) <= cap, f"cap_{next(row)}"
+    for c in circuits:
+        prob += pulp.lpSum(per_edge.get(c.id, [])) <= c.capacity * y[c.id], f"circ_{next(row)}"
+    ports: dict[str, list[pulp.LpVariable]] = {}
+    for c in circuits:
+        for p in c.oports:
+            ports.setdefault(p, []).append(y[c.id])
+    for p, ys in sorted(ports.items()):
+        if len(ys) > 1:
+            prob += pulp.lpSum(ys) <= 1, f"port_{next(row)}"
+    prob += (unserved_penalty * pulp.lpSum(d.bandwidth - served[d.id] for d in dem)
+             + circuit_cost * pulp.lpSum(y.values()) + hop_cost * pulp.lpSum(hop_terms))
+    return CircuitModel(prob, dem, list(circuits), links, y, flow, served, integer,
+                        time.perf_counter() - t0,
+                        {"circuit_cost": circuit_cost, "unserved_penalty": unserved_penalty, "hop_cost": hop_cost})
+
+
+def plan_circuits(graph: Any, demands: Sequence[Demand], *, method: str = "integer", solver: str = "highs",
+                  circuits: Sequence[Circuit] | None = None, **weights: float) -> CircuitPlan:
+    """Plan circuits for ``demands``: ``integer`` (exact MIP) or ``relax`` (LP + rounding)."""
+    if method not in METHODS:
+        raise InvalidInputError(f"unknown method {method!r} (choose: {', '.join(METHODS)})")
+    if circuits is None:
+        circuits = candidate_circuits(graph)
+    if method == "integer":
+        return build_circuit_model(graph, demands, circuits, integer=True, **weights).solve(solver, "integer")
+    lp = build_circuit_model(graph, demands, circuits, integer=False, **weights)
+    relaxed = lp.solve(solver, "lp")
+    plan = _dive(lp, solver)
+    plan.lp_bound = relaxed.objective
+    plan.build_seconds = lp.build_seconds
+    plan.solve_seconds += relaxed.solve_seconds
+    return plan
+
+
+def _dive(lp: CircuitModel, solver: str) -> CircuitPlan:
+    """Round the relaxation by diving: fix the most-lit fractional circuit to 1 (and the circuits
+    sharing a port with it to 0), re-solve, until no circuit is fractional; then fix the result,
+    switch off lit circuits that carry nothing, and re-solve the routing."""
+    by_id = {c.id: c for c in lp.circuits}
+    on: set[str] = set()
+    off: set[str] = set()
+    solves = 0.0
+    while True:
+        frac = lp.fractional()
+        free = [cid for cid, v in frac.items() if cid not in on | off and 1e-6 < v < 1 - 1e-6]
+        if not free:
+            break
+        pick = max(free, key=lambda cid: (frac[cid], cid))
+        on.add(pick)
+        ports = set(by_id[pick].oports)
+        off |= {c.id for c in lp.circuits if c.id != pick and ports & set(c.oports)}
+        for cid in on:
+            lp.y[cid].lowBound = 1
+        for cid in off:
+            lp.y[cid].upBound = 0
+        solves += lp.solve(solver, "relax").solve_seconds
+    frac = lp.fractional()
+    chosen = round_circuits(lp.circuits, {cid: v for cid, v in frac.items() if v > 1 - 1e-6 or cid in on})
+    lp.fix(chosen)
+    plan = lp.solve(solver, "relax")
+    idle = [c.id for c in plan.lit if not any(f.get(c.id) for f in plan.flows.values())]
+    if idle:  # a rounded-up circuit nobody uses only costs: switch it off
+        lp.fix(set(chosen) - set(idle))
+        plan = lp.solve(solver, "relax")
+    plan.solve_seconds += solves
+    return plan
+
+
+def round_circuits(circuits: Sequence[Circuit], frac: dict[str, float], threshold: float = 1e-6) -> list[str]:
+    """Circuits by decreasing fractional value, each kept unless it shares a port with a kept one."""
+    taken: set[str] = set()
+    chosen: list[str] = []
+    for c in sorted(circuits, key=lambda c: (-frac.get(c.id, 0.0), c.id)):
+        if frac.get(c.id, 0.0) <= threshold or taken & set(c.oports):
+            continue
+        chosen.append(c.id)
+        taken.update(c.oports)
+    return chosen

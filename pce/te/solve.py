@@ -1,0 +1,230 @@
+"""Solve a WAN TE instance end to end: arrays, candidate paths, LP(s), combined result.
+
+``solve_te`` is the library entry point behind ``mlte pce te``. With ``partitions=K > 1`` it runs
+the POP split of :mod:`pce.te.pop`; otherwise one LP. The result holds the per-demand allocation,
+per-arc loads and the build/solve seconds of every stage.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from pce.errors import InvalidInputError
+from pce.te.edge_lp import build_edge_lp
+from pce.te.matrix import LP_METHODS, SOLVERS, solve
+from pce.te.network import Demands, TeNetwork, demands_to_arrays, network_from_graph
+from pce.te.path_lp import OBJECTIVES, build_path_lp
+from pce.te.paths import PATH_METHODS, PathSet, Progress, compute_paths
+
+FORMULATIONS = ("path", "edge")
+
+
+@dataclass
+class SubResult:
+    """One LP solved: allocation of its demands, its arc loads, timings and sizes."""
+
+    allocation: np.ndarray
+    arc_load: np.ndarray
+    build_seconds: float
+    solve_seconds: float
+    sizes: dict[str, int]
+    lp_objective: float
+
+
+@dataclass
+class TeResult:
+    """Combined TE solution; ``objective_value`` is recomputed from the combined allocation."""
+
+    objective: str
+    formulation: str
+    objective_value: float
+    network: TeNetwork
+    demands: Demands
+    allocation: np.ndarray
+    arc_load: np.ndarray
+    timings: dict[str, float]
+    sizes: dict[str, Any]
+    settings: dict[str, Any] = field(default_factory=dict)
+    paths: PathSet | None = None
+
+    @property
+    def utilization(self) -> np.ndarray:
+        return self.arc_load / self.network.arc_cap
+
+    @property
+    def mlu(self) -> float:
+        return float(self.utilization.max()) if self.arc_load.size else 0.0
+
+    @property
+    def total_flow(self) -> float:
+        return float(self.allocation.sum())
+
+    def summary(self) -> dict[str, Any]:
+        """Everything but the per-demand and per-link lists."""
+        total = float(self.demands.volume.sum())
+        return {
+            "objective": {"name": self.objective, "value": self.objective_value},
+            "formulation": self.formulation,
+            **self.settings,
+            "mlu": self.mlu,
+            "total_flow": self.total_flow,
+            "demands": {
+                "count": len(self.demands),
+                "total": total,
+                "allocated": self.total_flow,
+                "satisfied_fraction": self.total_flow / total if total else 0.0,
+            },
+            "timings": self.timings,
+            "sizes": self.sizes,
+        }
+
+    def to_json(self, details: bool = True) -> dict[str, Any]:
+        """The ``--json`` document: summary, per-demand allocation and per-link utilization."""
+        out = self.summary()
+        if not details:
+            return out
+        nodes = self.network.nodes
+        out["allocations"] = [
+            {"src": nodes[s], "dst": nodes[t], "demand": v, "allocated": a}
+            for s, t, v, a in zip(self.demands.src.tolist(), self.demands.dst.tolist(),
+                                  self.demands.volume.tolist(), self.allocation.tolist(), strict=True)
+        ]
+        net = self.network
+        out["links"] = [
+            {"src": nodes[u], "dst": nodes[v], "capacity": c, "load": ld, "utilization": ld / c}
+            for u, v, c, ld in zip(net.arc_src.tolist(), net.arc_dst.tolist(), net.arc_cap.tolist(),
+                                   self.arc_load.tolist(), strict=True)
+        ]
+        return out
+
+
+def solve_subproblem(
+    network: TeNetwork,
+    demands: Demands,
+    paths: PathSet | None,
+    formulation: str,
+    objective: str,
+    capacity_factor: float = 1.0,
+    solver: str = "highs",
+    lp_method: str = "auto",
+    threads: int = 1,
+    time_limit: float | None = None,
+) -> SubResult:
+    """Build and solve one LP (the whole instance, or one POP partition with 1/K capacities)."""
+    t0 = time.perf_counter()
+    if formulation == "path":
+        assert paths is not None
+        model = build_path_lp(network, demands, paths, objective, capacity_factor)
+    else:
+        model = build_edge_lp(network, demands, objective, capacity_factor)
+    t1 = time.perf_counter()
+    kwargs: dict[str, Any] = {"time_limit": time_limit}
+    if solver == "highs":
+        kwargs.update(method=lp_method, threads=threads)
+    sol = solve(model.lp, solver, **kwargs)
+    x = sol.x
+    return SubResult(
+        allocation=model.allocation(x),
+        arc_load=model.arc_load(x, network.n_arcs),
+        build_seconds=t1 - t0,
+        solve_seconds=time.perf_counter() - t1,
+        sizes=model.lp.sizes(),
+        lp_objective=sol.objective,
+    )
+
+
+def combined_objective(objective: str, network: TeNetwork, allocation: np.ndarray, arc_load: np.ndarray) -> float:
+    if objective == "mlu":
+        return float((arc_load / network.arc_cap).max())
+    return float(allocation.sum())
+
+
+def check_options(objective: str, formulation: str, k: int, partitions: int, solver: str,
+                  lp_method: str, path_method: str, workers: int) -> None:
+    """InvalidInputError for any unknown or out-of-range option."""
+    checks = [
+        (objective in OBJECTIVES, f"unknown objective {objective!r} ({', '.join(OBJECTIVES)})"),
+        (formulation in FORMULATIONS, f"unknown formulation {formulation!r} ({', '.join(FORMULATIONS)})"),
+        (k >= 1, f"--paths must be at least 1, got {k}"),
+        (partitions >= 1, f"--partitions must be at least 1, got {partitions}"),
+        (solver in SOLVERS, f"unknown solver {solver!r} ({', '.join(SOLVERS)})"),
+        (lp_method in LP_METHODS, f"unknown LP method {lp_method!r} ({', '.join(LP_METHODS)})"),
+        (path_method in PATH_METHODS, f"unknown path method {path_method!r} ({', '.join(PATH_METHODS)})"),
+        (workers >= 1, f"--workers must be at least 1, got {workers}"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise InvalidInputError(message)
+
+
+def solve_te(
+    graph: nx.Graph,
+    demands: dict[tuple[str, str], float],
+    objective: str = "total-flow",
+    formulation: str = "path",
+    k: int = 4,
+    partitions: int = 1,
+    solver: str = "highs",
+    lp_method: str = "auto",
+    path_method: str = "ksp",
+    weight: str = "auto",
+    workers: int = 2,
+    seed: int = 0,
+    time_limit: float | None = None,
+    progress: Progress | None = None,
+) -> TeResult:
+    """Solve the WAN TE LP on ``graph`` (edge attribute ``capacity``) for ``demands``.
+
+    ``formulation``: ``path`` (``k`` paths per demand by ``path_method``) or ``edge`` (exact).
+    ``partitions`` > 1: POP — demands split at random (``seed``) into that many groups, each solved
+    with 1/K of every capacity in ``workers`` processes, allocations summed.
+    """
+    from pce.te.pop import solve_partitioned
+
+    check_options(objective, formulation, k, partitions, solver, lp_method, path_method, workers)
+    say = progress or (lambda _msg: None)
+    t_start = time.perf_counter()
+    network = network_from_graph(graph, weight)
+    dem = demands_to_arrays(network, demands)
+    say(f"instance: {network.n_nodes} nodes, {network.n_arcs} arcs, {len(dem)} demands")
+    timings: dict[str, float] = {"prepare_s": time.perf_counter() - t_start}
+    paths = None
+    if formulation == "path":
+        t0 = time.perf_counter()
+        paths = compute_paths(network, dem, k, path_method, workers=workers, progress=progress)
+        timings["paths_s"] = time.perf_counter() - t0
+        say(f"paths: {paths.n_paths} paths ({paths.arcs.size} arc entries) in {timings['paths_s']:.1f}s")
+    settings: dict[str, Any] = {
+        "paths": k if formulation == "path" else None,
+        "path_method": path_method if formulation == "path" else None,
+        "path_weight": network.weight_name if formulation == "path" else None,
+        "partitions": partitions,
+        "solver": solver,
+        "lp_method": lp_method,
+        "workers": workers,
+        "seed": seed,
+    }
+    if partitions > 1:
+        combined = solve_partitioned(network, dem, paths, formulation, objective, partitions, solver,
+                                     lp_method, workers, seed, time_limit, progress)
+        allocation, arc_load = combined.allocation, combined.arc_load
+        timings.update(combined.timings)
+        sizes = combined.sizes
+    else:
+        say(f"LP: building and solving ({formulation}, {objective})")
+        sub = solve_subproblem(network, dem, paths, formulation, objective, 1.0, solver, lp_method,
+                               threads=workers, time_limit=time_limit)
+        allocation, arc_load = sub.allocation, sub.arc_load
+        timings.update(build_s=sub.build_seconds, solve_s=sub.solve_seconds,
+                       lp_s=sub.build_seconds + sub.solve_seconds)
+        sizes = dict(sub.sizes)
+        say(f"LP: built in {sub.build_seconds:.1f}s, solved in {sub.solve_seconds:.1f}s")
+    timings["total_s"] = time.perf_counter() - t_start
+    value = combined_objective(objective, network, allocation, arc_load)
+    return TeResult(objective=objective, formulation=formulation, objective_value=value, network=network,
+                    demands=dem, allocation=allocation, arc_load=arc_load, timings=timings, sizes=sizes,
+                    settings=settings, paths=paths)

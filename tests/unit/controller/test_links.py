@@ -1,0 +1,44 @@
+"""LinkTable: refresh, replacement on re-patching, expiry, port/switch loss."""
+from app.controller.links import LinkTable
+from app.controller.model import PacketLink, PortRef
+
+AB = PacketLink(PortRef(1, 2), PortRef(2, 1))
+BA = AB.reverse()
+
+
+def test_new_then_refresh():
+    t = LinkTable()
+    assert t.seen(AB, 0.0) == (True, [])
+    assert t.seen(AB, 1.0) == (False, [])
+    assert t.last_seen(AB) == 1.0
+    assert t.links() == [AB]
+
+
+def test_expiry_only_of_stale_links():
+    t = LinkTable()
+    t.seen(AB, 0.0)
+    t.seen(BA, 4.0)
+    assert t.expire(5.5, timeout=5.0) == [AB]
+    assert t.links() == [BA]
+    assert t.expire(9.0, timeout=5.0) == []
+
+
+def test_repatched_port_replaces_old_link():
+    t = LinkTable()
+    t.seen(AB, 0.0)
+    ac = PacketLink(PortRef(1, 2), PortRef(3, 1))  # same source port, new far end (circuit moved)
+    is_new, replaced = t.seen(ac, 1.0)
+    assert is_new and replaced == [AB]
+    assert t.links() == [ac]
+
+
+def test_port_and_switch_loss():
+    t = LinkTable()
+    t.seen(AB, 0.0)
+    t.seen(BA, 0.0)
+    cd = PacketLink(PortRef(3, 1), PortRef(4, 1))
+    t.seen(cd, 0.0)
+    assert t.drop_port(PortRef(2, 1)) == sorted([AB, BA])
+    assert t.ports_in_links() == {PortRef(3, 1), PortRef(4, 1)}
+    assert t.drop_switch(4) == [cd]
+    assert t.links() == []

@@ -1,0 +1,72 @@
+"""The plain monitor core end to end on synthetic counters: hot spot → fine on → imbalance → off."""
+from __future__ import annotations
+
+from app.config import load_config
+from monitor.core import Circuit, MonitorCore, circuits_from_graph
+from monitor.counters import PortSnapshot
+from monitor.events import HOT_SPOT, HOT_SPOT_CLEARED, UNCONSTRAINED_IMBALANCE
+from monitor.fine import DISABLE, ENABLE, FineAction
+from monitor.sflow import FiveTuple
+from monitor.sflow.estimator import FlowRate
+from topology.graph import MultiLayerGraph
+
+EL = FiveTuple("10.0.0.1", "10.0.0.3", 6, 40000, 5001)
+
+
+class FakeFine:
+    def __init__(self):
+        self.flows: list[FlowRate] = []
+        self.calls: list[set | None] = []
+
+    def flow_rates(self, now=None, agents=None):
+        self.calls.append(agents)
+        return [f for f in self.flows if agents is None or f.points[0][0] in agents]
+
+
+def fr(key, mbps, agent="127.0.1.1"):
+    return FlowRate(key, mbps * 1e6 / 8, 10, ((agent, 1),))
+
+
+def test_circuits_from_graph():
+    g = MultiLayerGraph()
+    g.add_packet_switch("A", 0xA1)
+    g.add_packet_switch("B", 0xB1)
+    g.add_packet_link("A", 3, "B", 1, 10.0, source="lldp")
+    (c,) = circuits_from_graph(g)
+    assert c.ends == (("A", 3), ("B", 1)) and c.capacity_mbps == 10.0 and c.switches == ("A", "B")
+
+
+def test_core_imbalance_cycle():
+    fine = FakeFine()
+    core = MonitorCore(load_config()["monitor"], fine, agents={"A": "127.0.1.1", "B": "127.0.1.2"})
+    core.set_circuits([Circuit("A-B", (("A", 3), ("B", 1)), 10.0), Circuit("B-C", (("B", 2), ("C", 1)), 10.0)])
+    tx = {"A:3": 0, "B:1": 0, "B:2": 0, "C:1": 0}
+    drops = 0
+    events, actions = [], []
+    for t in range(12):
+        lossy = 2 <= t < 6
+        drops += 50 if lossy else 0
+        for pt in tx:
+            tx[pt] += 500_000 if pt in ("A:3", "B:1") else 10_000  # A-B at 4 Mbit/s (40%), B-C idle
+            sw, port = pt.split(":")
+            core.port_stats(float(t), sw, int(port), PortSnapshot(tx[pt], 0, drops=drops if pt == "A:3" else 0))
+        fine.flows = [fr(EL, 3.0)] + [fr(FiveTuple("10.0.0.2", "10.0.0.4", 6, 41000 + i, 80), 0.1) for i in range(5)]
+        res = core.tick(float(t))
+        events += [(t, e.kind, e.flows) for e in res.events]
+        actions += [(t, a) for a in res.actions]
+    assert [(t, k) for t, k, _ in events] == [(2, HOT_SPOT), (3, UNCONSTRAINED_IMBALANCE), (8, HOT_SPOT_CLEARED)]
+    assert events[1][2] == (EL,)
+    assert actions[:2] == [(2, FineAction(ENABLE, "A")), (2, FineAction(ENABLE, "B"))]
+    assert ("C" not in {a.switch for _, a in actions})  # fine data only on the hot circuit's switches
+    assert {"127.0.1.1", "127.0.1.2"} in fine.calls  # read only that circuit's agents
+    # the elephant keeps A and B on after the hot spot clears, until it is gone
+    assert not [a for _, a in actions if a.op == DISABLE]
+    fine.flows = []
+    t = 12
+    for t in range(12, 16):
+        for pt in tx:
+            sw, port = pt.split(":")
+            core.port_stats(float(t), sw, int(port), PortSnapshot(tx[pt], 0, drops=drops if pt == "A:3" else 0))
+        res = core.tick(float(t))
+        actions += [(t, a) for a in res.actions]
+    assert [a for _, a in actions if a.op == DISABLE] == [FineAction(DISABLE, "A"), FineAction(DISABLE, "B")]

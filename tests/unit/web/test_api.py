@@ -1,0 +1,201 @@
+"""REST API: every endpoint and the whole life cycle (hold → commit → active → finished, cancel, fail,
+expired hold, modify) against the Fig. 2 testbed through the real PCE."""
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from app.web.feed import Feed
+from app.web.models import AuditEntry
+from tests.unit.web.conftest import T0, body, counts, iso
+
+API = "/api/v1"
+
+
+def create(client, users, who="alice", **over):  # noqa: ANN001, ANN003, ANN201
+    r = client.post(f"{API}/reservations", json=body(**over), headers=users.h(who))
+    return r
+
+
+def test_create_hold_commit_cancel(client, users, app) -> None:  # noqa: ANN001
+    r = create(client, users)
+    assert r.status_code == 201, r.get_json()
+    res = r.get_json()
+    assert res["state"] == "HELD" and res["owner"] == "alice"
+    assert r.headers["Location"] == f"{API}/reservations/{res['id']}"
+    assert res["path"]["nodes"][0] == "A" and res["path"]["nodes"][-1] == "C"
+    assert res["hold_expires"] == iso(T0 + 300)
+    rid = res["id"]
+
+    r = client.post(f"{API}/reservations/{rid}/commit", headers=users.h("alice"))
+    assert r.status_code == 200 and r.get_json()["state"] == "RESERVED"
+    assert r.get_json()["hold_expires"] is None
+    r = client.post(f"{API}/reservations/{rid}/commit", headers=users.h("alice"))
+    assert r.status_code == 409
+    assert r.get_json()["error"]["field"] == "state" and "RESERVED" in r.get_json()["error"]["message"]
+
+    r = client.post(f"{API}/reservations/{rid}/cancel", headers=users.h("alice"))
+    assert r.status_code == 200 and r.get_json()["state"] == "CANCELLED"
+    r = client.post(f"{API}/reservations/{rid}/cancel", headers=users.h("alice"))
+    assert r.status_code == 409
+
+    hist = client.get(f"{API}/reservations/{rid}/history", headers=users.h("alice")).get_json()["items"]
+    assert [h["action"] for h in hist] == ["create", "transition", "transition"]
+    assert [h["detail"].get("to") for h in hist[1:]] == ["RESERVED", "CANCELLED"]
+    events = client.get(f"{API}/events", headers=users.h("alice")).get_json()["items"]
+    assert {e["kind"] for e in events} == {"reservation.reserved", "reservation.cancelled"}
+
+
+def test_activation_and_finish_follow_the_clock(client, users, clock) -> None:  # noqa: ANN001
+    rid = create(client, users).get_json()["id"]
+    client.post(f"{API}/reservations/{rid}/commit", headers=users.h("alice"))
+    clock.t = T0 + 601
+    assert client.get(f"{API}/reservations/{rid}", headers=users.h("alice")).get_json()["state"] == "ACTIVE"
+    clock.t = T0 + 4200
+    r = client.get(f"{API}/reservations/{rid}", headers=users.h("alice")).get_json()
+    assert r["state"] == "FINISHED" and r["state_reason"] == "end time reached"
+    r = client.post(f"{API}/reservations/{rid}/cancel", headers=users.h("alice"))
+    assert r.status_code == 409 and "final state" in r.get_json()["error"]["message"]
+
+
+def test_cancel_active(client, users, clock) -> None:  # noqa: ANN001
+    rid = create(client, users).get_json()["id"]
+    client.post(f"{API}/reservations/{rid}/commit", headers=users.h("alice"))
+    clock.t = T0 + 700
+    r = client.post(f"{API}/reservations/{rid}/cancel", headers=users.h("alice"))
+    assert r.status_code == 200 and r.get_json()["state"] == "CANCELLED"
+
+
+def test_expired_hold_cannot_be_committed_and_frees_capacity(client, users, clock, app) -> None:  # noqa: ANN001
+    # two A:1→C:3 reservations fill both optical routes out of A (oports are taken whole)
+    ids = [create(client, users, name=f"r{i}").get_json()["id"] for i in range(2)]
+    assert create(client, users, name="third").status_code == 409
+    clock.t = T0 + 301
+    before = counts(app)
+    r = client.post(f"{API}/reservations/{ids[0]}/commit", headers=users.h("alice"))
+    assert r.status_code == 409
+    assert r.get_json()["error"]["state"] == "EXPIRED" and "expired" in r.get_json()["error"]["message"]
+    assert counts(app) == before  # the rejected request wrote nothing (not even the expiry)
+    got = client.get(f"{API}/reservations/{ids[0]}", headers=users.h("alice")).get_json()
+    assert got["state"] == "CANCELLED" and got["state_reason"] == "hold expired"
+    assert create(client, users, name="after-expiry").status_code == 201
+
+
+def test_fail_is_admin_only(client, users) -> None:  # noqa: ANN001
+    rid = create(client, users).get_json()["id"]
+    client.post(f"{API}/reservations/{rid}/commit", headers=users.h("alice"))
+    r = client.post(f"{API}/reservations/{rid}/fail", json={"reason": "fibre cut"}, headers=users.h("alice"))
+    assert r.status_code == 403 and r.get_json()["error"]["field"] == "Authorization"
+    r = client.post(f"{API}/reservations/{rid}/fail", json={"reason": "fibre cut"}, headers=users.h("root"))
+    assert r.status_code == 200 and r.get_json()["state"] == "FAILED"
+    assert r.get_json()["state_reason"] == "fibre cut"
+    r = client.post(f"{API}/reservations/{rid}/fail", json={"reason": "again"}, headers=users.h("root"))
+    assert r.status_code == 409
+
+
+def test_modify_is_rechecked(client, users, app) -> None:  # noqa: ANN001
+    rid = create(client, users, bandwidth=2).get_json()["id"]
+    r = client.patch(f"{API}/reservations/{rid}", json={"bandwidth": 8}, headers=users.h("alice"))
+    assert r.status_code == 200 and r.get_json()["bandwidth"] == 8
+    before = counts(app)
+    r = client.patch(f"{API}/reservations/{rid}", json={"bandwidth": 50}, headers=users.h("alice"))
+    err = r.get_json()["error"]
+    assert r.status_code == 409 and err["field"] == "bandwidth" and err["bottleneck"]
+    assert counts(app) == before
+    assert client.get(f"{API}/reservations/{rid}", headers=users.h("alice")).get_json()["bandwidth"] == 8
+    r = client.patch(f"{API}/reservations/{rid}", json={"end": iso(T0 + 7200)}, headers=users.h("alice"))
+    assert r.status_code == 200 and r.get_json()["end"] == iso(T0 + 7200)
+    r = client.patch(f"{API}/reservations/{rid}", json={"end": iso(T0 + 100)}, headers=users.h("alice"))
+    assert r.status_code == 400 and r.get_json()["error"]["field"] == "end"
+    r = client.patch(f"{API}/reservations/{rid}", json={"name": "x"}, headers=users.h("alice"))
+    assert r.status_code == 400 and r.get_json()["error"]["field"] == "name"
+    actions = [a.action for a in app.extensions["mlte"].db.session().execute(select(AuditEntry)).scalars()]
+    assert actions == ["create", "modify", "modify"]
+
+
+def test_modify_extension_collides_with_later_booking(client, users) -> None:  # noqa: ANN001
+    first = create(client, users, name="early", end=iso(T0 + 4200)).get_json()["id"]
+    # fill both optical routes right after `first` ends
+    for i in range(2):
+        assert create(client, users, name=f"late{i}", start=iso(T0 + 4200), end=iso(T0 + 8000)).status_code == 201
+    r = client.patch(f"{API}/reservations/{first}", json={"end": iso(T0 + 5000)}, headers=users.h("alice"))
+    assert r.status_code == 409 and r.get_json()["error"]["bottleneck"]
+
+
+def test_owner_checks(client, users) -> None:  # noqa: ANN001
+    rid = create(client, users).get_json()["id"]
+    for method, path in (("get", ""), ("post", "/commit"), ("post", "/cancel"), ("get", "/history")):
+        r = getattr(client, method)(f"{API}/reservations/{rid}{path}", headers=users.h("bob"))
+        assert r.status_code == 403 and r.get_json()["error"]["field"] == "id", path
+    r = client.patch(f"{API}/reservations/{rid}", json={"bandwidth": 1}, headers=users.h("bob"))
+    assert r.status_code == 403
+    assert client.get(f"{API}/reservations/{rid}", headers=users.h("root")).status_code == 200
+    assert client.post(f"{API}/reservations/{rid}/cancel", headers=users.h("root")).status_code == 200
+    assert client.get(f"{API}/reservations/999", headers=users.h("alice")).status_code == 404
+    assert client.get(f"{API}/reservations/99999999999999999999", headers=users.h("alice")).status_code == 404
+
+
+def test_list_filters_and_pagination(client, users, clock) -> None:  # noqa: ANN001
+    made = []
+    for i, (bw, start) in enumerate([(1, 600), (2, 10_000), (3, 20_000), (4, 30_000)]):
+        r = create(client, users, name=f"r{i}", bandwidth=bw, start=iso(T0 + start), end=iso(T0 + start + 3000))
+        assert r.status_code == 201
+        made.append(r.get_json()["id"])
+    create(client, users, who="bob", name="bobs", src="A:2", dst="C:4", bandwidth=1)
+    client.post(f"{API}/reservations/{made[1]}/commit", headers=users.h("alice"))
+
+    def ids(query: str, who: str = "alice") -> list[int]:
+        r = client.get(f"{API}/reservations{query}", headers=users.h(who))
+        assert r.status_code == 200, r.get_json()
+        return [x["id"] for x in r.get_json()["items"]]
+
+    assert ids("") == made[::-1]
+    assert len(ids("", "root")) == 5
+    assert ids("?state=RESERVED") == [made[1]]
+    assert ids("?state=HELD,RESERVED") == made[::-1]
+    assert ids("?min_bandwidth=2&max_bandwidth=3") == [made[2], made[1]]
+    assert ids(f"?from={iso(T0 + 12_000)}&to={iso(T0 + 25_000)}") == [made[2], made[1]]
+    assert ids("?endpoint=C:4", "root") == [made[-1] + 1]
+    assert ids("?endpoint=A") == made[::-1]
+    page = client.get(f"{API}/reservations?limit=2&offset=2", headers=users.h("alice")).get_json()
+    assert page["total"] == 4 and [x["id"] for x in page["items"]] == made[1::-1]
+
+
+def test_what_if(client, users) -> None:  # noqa: ANN001
+    q = f"{API}/available?src=A:1&dst=C:3&start={iso(T0 + 600)}&end={iso(T0 + 4200)}"
+    before = client.get(q, headers=users.h("alice")).get_json()
+    assert before["available"] > 0 and before["path"]["nodes"][0] == "A"
+    for i in range(2):
+        assert create(client, users, name=f"r{i}").status_code == 201
+    after = client.get(q, headers=users.h("alice")).get_json()
+    assert after["available"] < before["available"]
+    r = client.get(f"{API}/available?src=A:1&dst=Q:3&end={iso(T0 + 4200)}", headers=users.h("alice"))
+    assert r.status_code == 400 and r.get_json()["error"]["field"] == "dst"
+
+
+def test_topology_circuits_utilization_events(client, users, app, clock) -> None:  # noqa: ANN001
+    topo = client.get(f"{API}/topology", headers=users.h("alice")).get_json()
+    assert {"A", "B", "C"} <= set(topo["layers"]["packet"]["nodes"])
+    assert {"X", "Y", "Z", "X:1"} <= set(topo["layers"]["optical"]["nodes"])
+    assert "adaptation:A:3-X:1" in topo["layers"]["adaptation"]["links"]
+    feed = Feed(app.config["DATABASE"], migrate=False)
+    try:
+        cid = feed.circuit("A-C", "A:3", "C:1", 10.0, [("X", 1, 3), ("Z", 3, 2)])
+        feed.samples([(clock.t - 10 + i, "adaptation:A:3-X:1", 1.0 + i, 0.1 * (1 + i)) for i in range(5)])
+        feed.samples([(clock.t - 1000, "adaptation:A:3-X:1", 9.0, 0.9)])  # older than the default 5 min
+        feed.event("link.down", "A:3 down", severity="warning", port="A:3")
+    finally:
+        feed.close()
+    circ = client.get(f"{API}/circuits", headers=users.h("alice")).get_json()["items"]
+    assert circ[0]["id"] == cid and [x["ots"] for x in circ[0]["xcons"]] == ["X", "Z"]
+    util = client.get(f"{API}/utilization?link=adaptation:A:3-X:1", headers=users.h("alice")).get_json()
+    assert [p["mbps"] for p in util["series"]["adaptation:A:3-X:1"]] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    ev = client.get(f"{API}/events?kind=link.down", headers=users.h("alice")).get_json()["items"]
+    assert ev[0]["severity"] == "warning" and ev[0]["detail"] == {"port": "A:3"}
+    assert client.get(f"{API}/me", headers=users.h("root")).get_json() == {"id": 3, "name": "root", "admin": True}
+
+
+def test_unknown_api_route_is_json(client, users) -> None:  # noqa: ANN001
+    r = client.get(f"{API}/nope", headers=users.h("alice"))
+    assert r.status_code == 404 and r.get_json()["error"]["status"] == 404
+    r = client.delete(f"{API}/reservations", headers=users.h("alice"))
+    assert r.status_code == 405 and "GET" in r.headers["Allow"]

@@ -1,0 +1,39 @@
+"""The transition table: every (from, to) pair is either allowed by the table or refused with a reason."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from app.web.states import (ACTIVE, CANCELLED, FAILED, FINISHED, HELD, RESERVED, STATES, TRANSITIONS,
+                            IllegalTransition, check_transition)
+
+EXPECTED = {
+    (HELD, RESERVED), (HELD, CANCELLED), (HELD, FAILED),
+    (RESERVED, ACTIVE), (RESERVED, CANCELLED), (RESERVED, FAILED), (RESERVED, FINISHED),
+    (ACTIVE, FINISHED), (ACTIVE, CANCELLED), (ACTIVE, FAILED),
+}
+
+
+@pytest.mark.parametrize(("current", "target"), list(itertools.product(STATES, STATES)))
+def test_every_pair(current: str, target: str) -> None:
+    if (current, target) in EXPECTED:
+        assert check_transition(current, target) == target
+    else:
+        with pytest.raises(IllegalTransition) as err:
+            check_transition(current, target)
+        assert current in str(err.value) and target in str(err.value)
+
+
+def test_final_states_have_no_exit() -> None:
+    for s in (FINISHED, CANCELLED, FAILED):
+        assert TRANSITIONS[s] == {}
+        with pytest.raises(IllegalTransition, match="final state"):
+            check_transition(s, HELD)
+
+
+def test_unknown_state_refused() -> None:
+    with pytest.raises(IllegalTransition):
+        check_transition("BOGUS", HELD)
+    with pytest.raises(IllegalTransition):
+        check_transition(HELD, "BOGUS")

@@ -1,0 +1,76 @@
+"""The reservation service on a real PostgreSQL server: migrations, the API life cycle, and the
+50-request admission race (row lock on ``admission_lock``)."""
+from __future__ import annotations
+
+import pytest
+import requests
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from app.web import create_app
+from app.web.auth import create_user
+from app.web.models import Base
+from tests.lib.webrace import committed_peak, iso, line_topology, run_race
+from tests.lib.webserver import serve_app
+
+pytestmark = pytest.mark.postgres
+
+
+def _app(url: str, **extra):  # noqa: ANN003, ANN202
+    app = create_app({"DATABASE": url, "SECRET_KEY": "pg", **extra})
+    st = app.extensions["mlte"]
+    with st.db.session() as s:
+        _, token = create_user(s, "racer", admin=True)
+        s.commit()
+    return app, token
+
+
+def test_migrations_on_postgres(pg) -> None:  # noqa: ANN001
+    app, _ = _app(pg.create_database("mig"))
+    db = app.extensions["mlte"].db
+    try:
+        assert db.engine.dialect.name == "postgresql"
+        with db.engine.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+    finally:
+        db.dispose()
+
+
+def test_life_cycle_on_postgres(pg) -> None:  # noqa: ANN001
+    app, token = _app(pg.create_database("life"))
+    h = {"Authorization": f"Bearer {token}"}
+    c = app.test_client()
+    try:
+        body = {"name": "pg", "src": "A:1", "dst": "C:3", "bandwidth": 2, "start": iso(4e9), "end": iso(4e9 + 3600)}
+        r = c.post("/api/v1/reservations", json=body, headers=h)
+        assert r.status_code == 201, r.get_json()
+        rid = r.get_json()["id"]
+        assert c.post(f"/api/v1/reservations/{rid}/commit", headers=h).get_json()["state"] == "RESERVED"
+        r = c.post("/api/v1/reservations", json={**body, "bandwidth": 1e6}, headers=h)
+        assert r.status_code == 409 and r.get_json()["error"]["bottleneck"]
+        r = c.get("/api/v1/reservations?endpoint=A&state=RESERVED&min_bandwidth=1", headers=h).get_json()
+        assert [x["id"] for x in r["items"]] == [rid]
+        assert c.get("/api/v1/reservations/99999999999", headers=h).status_code == 404
+    finally:
+        app.extensions["mlte"].db.dispose()
+
+
+@pytest.mark.parametrize("scenario", ["packet-line", "fig2"])
+def test_race_postgres(pg, tmp_path, scenario) -> None:  # noqa: ANN001
+    topo = "fig2" if scenario == "fig2" else str(line_topology(tmp_path / "line.json"))
+    app, token = _app(pg.create_database(f"race_{scenario.replace('-', '_')}"), TOPOLOGY=topo)
+    st = app.extensions["mlte"]
+    with st.db.session() as s:
+        graph = st.topology.graph(s)
+    try:
+        with serve_app(app, threads=16) as url:
+            winners, expected, codes = run_race(url, token, graph, scenario)
+            assert set(codes) <= {201, 409}, codes
+            assert expected >= 2 and winners == expected, (winners, expected)
+            if scenario == "packet-line":
+                assert committed_peak(url, token, "packet:S1:2-S2:2") <= 100.0
+            listed = requests.get(f"{url}/api/v1/reservations?limit=500", headers={"Authorization": f"Bearer {token}"},
+                                  timeout=30).json()
+            assert listed["total"] == winners + (1 if scenario == "packet-line" else 0)
+    finally:
+        st.db.dispose()
