@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest soak clean
+.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots soak clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh --with-web
@@ -22,7 +22,7 @@ test-integration: bootstrap
 lint: bootstrap
 	.venv/bin/ruff check .
 
-bench: bench-pce bench-monitor bench-rest
+bench: bench-pce bench-monitor bench-rest bench-ots
 
 bench-pce: bootstrap
 	$(PY) bench/run.py pce
@@ -32,6 +32,9 @@ bench-monitor: bootstrap
 
 bench-rest: bootstrap
 	$(PY) bench/run.py rest
+
+bench-ots: bootstrap
+	$(PY) bench/run.py ots
 
 soak: bootstrap
 	$(PY) bench/run.py soak

@@ -129,16 +129,18 @@ class LabSession:
 
     def stop(self) -> None:
         lab, self.lab = self.lab, None
-        if lab is not None:
-            lab.stop()
-        proc, self.controller = self.controller, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        try:
+            if lab is not None:
+                lab.stop()
+        finally:
+            proc, self.controller = self.controller, None
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
 
     def controller_errors(self) -> str:
         """Contents of the controller's handler-exception log ("" when nothing failed)."""

@@ -60,14 +60,13 @@ lg.addFilter(_QuietHtb())
 
 
 def agent_python() -> str:
-    """A Python that can import os_ken (the project venv when mn runs under Debian's python3)."""
-    venv = PROJECT_ROOT / ".venv" / "bin" / "python"
-    try:
-        import os_ken  # noqa: F401
+    """The project venv's Python (has os_ken) when there is one, else this interpreter.
 
-        return sys.executable
-    except ImportError:
-        return str(venv)
+    Under ``mn`` this process is Debian's python3 with the venv appended to ``sys.path``; a child
+    started with it would not see the venv, so the venv interpreter is preferred.
+    """
+    venv = PROJECT_ROOT / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
 
 
 class OffloadOffHost(Host):
@@ -138,6 +137,13 @@ class OtsSwitch(OVSSwitch):
     def stop(self, deleteIntfs=True):
         self.stop_agent()
         super().stop(deleteIntfs)
+
+    @classmethod
+    def batchShutdown(cls, switches, **kwargs):  # noqa: N802 (Mininet's name)
+        """``net.stop()`` shuts OVS switches down in a batch without calling ``stop()``: stop the agents first."""
+        for sw in switches:
+            sw.stop_agent()
+        return super().batchShutdown(switches, **kwargs)
 
 
 def ots_port_arg(ports: dict[int, str]) -> str:
@@ -214,16 +220,17 @@ class LabNet:
                 for o in self.spec.ots}
 
     def stop(self) -> None:
+        """Stop agents, the network, then sweep; each step runs even if an earlier one failed."""
         net, self.net = self.net, None
         if net is not None:
             for o in self.spec.ots:
                 try:
                     net.get(self.prefix + o.name).stop_agent()
-                except KeyError:
+                except Exception:  # noqa: BLE001 - a dead agent must not stop the cleanup
                     pass
             try:
                 net.stop()
-            except Exception:  # keep cleaning up below
+            except Exception:  # noqa: BLE001 - keep cleaning up below
                 pass
         self._sweep()
 

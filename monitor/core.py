@@ -33,14 +33,29 @@ class Circuit:
 
 
 def circuits_from_graph(graph: Any) -> list[Circuit]:
-    """Packet links with a capacity from a ``MultiLayerGraph`` (or anything with ``.g`` edges)."""
+    """Packet links of a ``MultiLayerGraph`` with their capacity.
+
+    A link discovered by LLDP over a circuit may carry capacity 0 when its adaptations came from
+    the static vendor file rather than the scan; its capacity is then the narrowest adaptation
+    (optical container) at its ports. Links with no known capacity are not monitored.
+    """
+    adapt: dict[tuple[str, int], float] = {}
+    for _u, _v, _k, d in graph.g.edges(keys=True, data=True):
+        if d.get("kind") == "adaptation" and d.get("capacity"):
+            for n, p in (d.get("ports") or {}).items():
+                if p is not None:
+                    adapt[(str(n), int(p))] = float(d["capacity"])
     out = []
     for _u, _v, key, d in graph.g.edges(keys=True, data=True):
-        if d.get("kind") != "packet" or not d.get("capacity"):
+        if d.get("kind") != "packet":
             continue
-        ends = tuple(sorted((str(n), int(p)) for n, p in d.get("ports", {}).items()))
-        if ends:
-            out.append(Circuit(str(key), ends, float(d["capacity"])))
+        ends = tuple(sorted((str(n), int(p)) for n, p in (d.get("ports") or {}).items()))
+        cap = float(d.get("capacity") or 0.0)
+        if not cap:
+            caps = [adapt[e] for e in ends if e in adapt]
+            cap = min(caps) if caps else 0.0
+        if ends and cap > 0:
+            out.append(Circuit(str(key), ends, cap))
     return sorted(out, key=lambda c: c.id)
 
 

@@ -1,1 +1,6 @@
-"""mlte ots_virtual package."""
+"""mlte's virtual Open Transport Switch: an OpenFlow 1.0 agent that turns an OVS bridge into a circuit switch.
+
+Modules: ``agent`` (OtsAgent: the process), ``rules`` (pure XCON checks), ``protocol`` (controller-side
+helpers for the capabilities VENDOR message), ``of10`` (wire helpers), ``ovs`` (the bridge underneath),
+``granularity`` (ODU sizes). User documentation: docs/ots.md.
+"""

@@ -36,6 +36,10 @@ SW_VERSION = "mlte ots_virtual 0.1"
 BACKOFF_MIN, BACKOFF_MAX = 0.25, 8.0
 
 
+class _CloseSession(Exception):
+    """End the upstream session (and reconnect after the backoff)."""
+
+
 @dataclass
 class _Session:
     """One upstream TCP session; replies queued by an older session are dropped."""
@@ -130,9 +134,9 @@ class OtsAgent:
     def _upstream_loop(self) -> None:
         # the controller should see the OTS only once its data plane answers (bounded wait)
         deadline = time.monotonic() + self._ovs_wait
-        while not self.ovs.connected.wait(0.1) and not self._stop.is_set() and time.monotonic() < deadline:
+        while not self.ovs.ready.wait(0.1) and not self._stop.is_set() and time.monotonic() < deadline:
             pass
-        if not self.ovs.connected.is_set() and not self._stop.is_set():
+        if not self.ovs.ready.is_set() and not self._stop.is_set():
             LOG.warning("OVS bridge %s has not connected after %.0fs; connecting upstream anyway",
                         self.bridge, self._ovs_wait)
         backoff = BACKOFF_MIN
@@ -180,6 +184,8 @@ class OtsAgent:
                 for raw in reader.feed(data):
                     try:
                         self._handle(raw, session)
+                    except _CloseSession:
+                        raise
                     except (OvsError, of10.DecodeError, struct.error) as exc:
                         LOG.warning("request failed: %s", exc)
                         self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM
@@ -187,8 +193,8 @@ class OtsAgent:
                     except Exception:  # never let one bad message take the switch down
                         LOG.exception("error handling message type %d", raw[1])
                         self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM)
-        except of10.FramingError as exc:
-            LOG.warning("controller stream unusable (%s); reconnecting", exc)
+        except (of10.FramingError, _CloseSession) as exc:
+            LOG.warning("controller session unusable (%s); reconnecting", exc)
         except OSError as exc:
             if not self._stop.is_set():
                 LOG.info("controller connection lost: %s", exc)
@@ -215,7 +221,7 @@ class OtsAgent:
             if h.version < ofp.OFP_VERSION:
                 self._send(session, of10.error(h.xid, ofp.OFPET_HELLO_FAILED, ofp.OFPHFC_INCOMPATIBLE,
                                                b"OpenFlow 1.0 required"))
-                raise OSError(f"controller speaks OpenFlow version {h.version}")
+                raise _CloseSession(f"controller speaks OpenFlow version {h.version}")
             return
         if h.version != ofp.OFP_VERSION:
             self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VERSION)

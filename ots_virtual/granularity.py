@@ -2,8 +2,8 @@
 
 An OTS port carries exactly one ODU container; the controller learns the container from the port
 name (``ODU2-3``) and the capabilities message. Sizes are in *units* (docs/graph-model.md); the
-lab scale ``unit_mbps`` turns units into Mbit/s. Kept here (not imported from topology/) so the
-agent stays a stand-alone process; the values must match ``topology/granularity.py``.
+lab scale ``unit_mbps`` turns units into Mbit/s. The sizes come from ``topology/granularity.py``
+(a plain library with no controller imports); this module adds the OpenFlow 1.0 side.
 """
 from __future__ import annotations
 
@@ -11,15 +11,10 @@ import math
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
-#: container -> capacity in units (ODU0 = 1.25 Gbit/s in real networks; 1 unit = 1 Gbit/s there)
-GRANULARITY_UNITS: dict[str, float] = {
-    "ODU0": 1.25,
-    "ODU1": 2.5,
-    "ODU2": 10.0,
-    "ODU2e": 10.4,
-    "ODU3": 40.0,
-    "ODU4": 100.0,
-}
+from topology.granularity import UNITS
+
+#: container -> capacity in units: one table for the whole project (topology/ is a plain library)
+GRANULARITY_UNITS: dict[str, float] = UNITS
 
 # OF1.0 full-duplex rate bits and the rate each stands for (Mbit/s)
 _SPEED_BITS: tuple[tuple[int, float], ...] = (

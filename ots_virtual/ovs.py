@@ -87,7 +87,8 @@ class OvsLink:
         self._listener.listen(4)
         self.port: int = self._listener.getsockname()[1]
         self.ports: dict[int, Any] = {}  # OVS port_no -> os-ken OFPPhyPort
-        self.connected = threading.Event()
+        self.connected = threading.Event()  # a session is up and its FEATURES_REPLY is in
+        self.ready = threading.Event()  # ... and on_connect (the agent's resync) has finished
         self._sock: socket.socket | None = None
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -120,6 +121,7 @@ class OvsLink:
             sock, self._sock = self._sock, None
             pending, self._pending = self._pending, {}
         self.connected.clear()
+        self.ready.clear()
         if sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
@@ -177,8 +179,9 @@ class OvsLink:
         self.connected.set()
         try:
             self._on_connect()
-        except Exception:  # the agent logs; a failed resync must not kill the session
+        except Exception:  # a failed resync must not kill the session; the next reconnect retries
             LOG.exception("resync after OVS connect failed")
+        self.ready.set()
 
     # --- messages -----------------------------------------------------------------------------
 

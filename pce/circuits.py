@@ -103,15 +103,20 @@ def _var(prob: pulp.LpProblem, name: str, low: float | None = None, up: float | 
     return pulp.LpVariable(name, low, up, cat)
 
 
-def _solver(name: str) -> Any:
+#: Absolute MIP gap: below one circuit's cost, so "optimal" means no cheaper plan exists
+#: (HiGHS' default relative gap of 1e-4 could hide whole circuits behind the unserved penalty).
+MIP_GAP_ABS = 1e-4
+
+
+def _solver(name: str, time_limit: float | None = None) -> Any:
     if name == "highs":
-        return pulp.HiGHS(msg=False)
+        return pulp.HiGHS(msg=False, gapAbs=MIP_GAP_ABS, gapRel=0.0, timeLimit=time_limit)
     if name == "cbc":
         import warnings
 
         with warnings.catch_warnings():  # PuLP 3.3 deprecates the bundled CBC; it still works
             warnings.simplefilter("ignore", DeprecationWarning)
-            return pulp.PULP_CBC_CMD(msg=False)
+            return pulp.PULP_CBC_CMD(msg=False, gapAbs=MIP_GAP_ABS, gapRel=0.0, timeLimit=time_limit)
     raise InvalidInputError(f"unknown solver {name!r} (choose: {', '.join(SOLVERS)})")
 
 
@@ -194,17 +199,24 @@ class CircuitModel:
         for cid, var in self.y.items():
             var.lowBound = var.upBound = 1 if cid in on else 0
 
-    def solve(self, solver: str = "highs", method: str | None = None) -> CircuitPlan:
-        """Solve and read the plan back; raises SolverError if the solver does not reach optimality."""
+    def solve(self, solver: str = "highs", method: str | None = None, time_limit: float | None = None
+              ) -> CircuitPlan:
+        """Solve and read the plan back.
+
+        With ``time_limit`` (seconds) a MIP stopped early returns its best integer plan with
+        status ``"Feasible"``; no solution at all (or a solver failure) raises SolverError.
+        """
         t0 = time.perf_counter()
         try:
-            self.problem.solve(_solver(solver))
+            self.problem.solve(_solver(solver, time_limit))
         except pulp.PulpSolverError as exc:
             raise SolverError(f"{solver} failed: {exc}") from None
         dt = time.perf_counter() - t0
         status = pulp.LpStatus[self.problem.status]
         if status != "Optimal":
-            raise SolverError(f"circuit model not solved to optimality ({status})")
+            raise SolverError(f"circuit model not solved ({status})")
+        if getattr(self.problem, "sol_status", pulp.LpSolutionOptimal) == pulp.LpSolutionIntegerFeasible:
+            status = "Feasible"  # stopped by the time limit: best plan found, optimality not proven
         lit = [c for c in self.circuits if (self.y[c.id].value() or 0) > 0.5]
         served = {d.id: max(0.0, self.served[d.id].value() or 0.0) for d in self.demands}
         flows: dict[str, dict[str, float]] = {d.id: {} for d in self.demands}
@@ -271,7 +283,7 @@ def build_circuit_model(
     *,
     integer: bool = True,
     circuit_cost: float = 1.0,
-    unserved_penalty: float = 1000.0,
+    unserved_penalty: float = 100.0,
     hop_cost: float = 1e-3,
 ) -> CircuitModel:
     """Build (not solve) the joint routing + circuit lighting model."""
@@ -322,7 +334,7 @@ def build_circuit_model(
     for c in circuits:
         for p in c.oports:
             ports.setdefault(p, []).append(y[c.id])
-    for p, ys in sorted(ports.items()):
+    for _port, ys in sorted(ports.items()):
         if len(ys) > 1:
             prob += pulp.lpSum(ys) <= 1, f"port_{next(row)}"
     prob += (unserved_penalty * pulp.lpSum(d.bandwidth - served[d.id] for d in dem)
@@ -333,14 +345,17 @@ def build_circuit_model(
 
 
 def plan_circuits(graph: Any, demands: Sequence[Demand], *, method: str = "integer", solver: str = "highs",
-                  circuits: Sequence[Circuit] | None = None, **weights: float) -> CircuitPlan:
-    """Plan circuits for ``demands``: ``integer`` (exact MIP) or ``relax`` (LP + rounding)."""
+                  circuits: Sequence[Circuit] | None = None, time_limit: float | None = None,
+                  **weights: float) -> CircuitPlan:
+    """Plan circuits for ``demands``: ``integer`` (exact MIP; ``time_limit`` seconds caps it and
+    returns the best plan found, status "Feasible") or ``relax`` (LP + rounding)."""
     if method not in METHODS:
         raise InvalidInputError(f"unknown method {method!r} (choose: {', '.join(METHODS)})")
     if circuits is None:
         circuits = candidate_circuits(graph)
     if method == "integer":
-        return build_circuit_model(graph, demands, circuits, integer=True, **weights).solve(solver, "integer")
+        return build_circuit_model(graph, demands, circuits, integer=True, **weights).solve(
+            solver, "integer", time_limit)
     lp = build_circuit_model(graph, demands, circuits, integer=False, **weights)
     relaxed = lp.solve(solver, "lp")
     plan = _dive(lp, solver)

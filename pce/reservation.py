@@ -152,7 +152,9 @@ def _resolve_endpoint(g: Any, name: str, role: str) -> _Endpoint:
     return _Endpoint(node)
 
 
-def _known(view: RoutingView, names: Iterable[str], what: str) -> list[set[str]]:
+def _known(view: RoutingView, names: Iterable[str] | str, what: str) -> list[set[str]]:
+    if isinstance(names, str):  # a single node id, not its characters
+        names = (names,)
     out = []
     for n in names:
         if not isinstance(n, str):
@@ -177,13 +179,13 @@ def _problem(graph: Any, req: PathRequest, bookings: Any, bandwidth_required: bo
     if src.node == dst.node:
         raise InvalidInputError(f"src and dst are on the same node {src.node!r}: no path to compute")
     view = RoutingView.build(graph, as_calendar(bookings).usage(start, end))
-    excluded = set().union(*_known(view, req.exclude, "exclude")) if req.exclude else set()
+    excluded: set[str] = set().union(*_known(view, req.exclude, "exclude")) if req.exclude else set()
     if {src.node, dst.node} & excluded:
         raise InvalidInputError("an endpoint cannot be excluded")
     include = _known(view, req.include, "include")
     ero = None
     if req.ero is not None:
-        hops = list(req.ero)
+        hops = [req.ero] if isinstance(req.ero, str) else list(req.ero)
         if hops and hops[0] in (req.src, src.node):
             hops = hops[1:]
         if hops and hops[-1] in (req.dst, dst.node):

@@ -89,9 +89,12 @@ def _layout(graph: MultiLayerGraph, seed: int) -> dict[str, tuple[float, float]]
     xs = {s: sum(v) / len(v) for s, v in attach.items()}
     ordered = sorted(switches, key=lambda s: (xs[s], s))
     depth = {s: 0.0 for s in switches}
+    wanted = sum(xs.values()) / max(len(xs), 1)
     for prev, cur in zip(ordered, ordered[1:], strict=False):  # keep switches ~1 unit apart
         if xs[cur] - xs[prev] < 1.0:
             xs[cur] = xs[prev] + 1.0
+    drift = sum(xs.values()) / max(len(xs), 1) - wanted  # re-centre the row over the OTSes
+    xs = {sw: x - drift for sw, x in xs.items()}
     for i, s in enumerate(ordered):
         depth[s] = 0.35 * ((i % 3) - 1) if len(switches) > 6 else 0.0
         pos[s] = (xs[s], _PACKET_Y + depth[s])

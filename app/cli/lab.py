@@ -94,6 +94,10 @@ def _run(args: argparse.Namespace) -> int:
             print("\ninterrupted: cleaning up", file=sys.stderr)
             return 130
         finally:
+            # a second Ctrl-C / SIGTERM (e.g. `timeout` signals the whole process group) must not
+            # interrupt the cleanup half-way
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_IGN)
             session.stop()
             print("lab stopped: processes, bridges and interfaces removed", flush=True)
 

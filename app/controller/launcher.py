@@ -24,6 +24,25 @@ APPS = [
 LOG = logging.getLogger("mlte.controller")
 
 
+class PortInUse(Exception):
+    """The OpenFlow or API port is taken (another controller running?)."""
+
+    user_error = True
+
+
+def _check_free(host: str, port: int, what: str) -> None:
+    """Fail with a one-line message now rather than with a traceback inside os-ken later."""
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise PortInUse(f"{what} {host}:{port} is not available ({exc.strerror}); "
+                            f"is another controller running? (see --of-port / --api-port)") from None
+
+
 def _select_hub() -> None:
     if "os_ken.lib.hub" in sys.modules:
         from os_ken.lib import hub
@@ -39,6 +58,9 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
         extra_apps: list[str] | None = None) -> None:
     """Run the controller until interrupted (blocks); ``extra_apps``: more os-ken app modules to load
     (each must declare ``OFP_VERSIONS = [OF1.0, OF1.3]``, see docs/controller.md)."""
+    ctl = cfg["controller"]
+    _check_free(str(ctl["listen_host"]), int(ctl["listen_port"]), "OpenFlow listen address")
+    _check_free(str(ctl["api_host"]), int(ctl["api_port"]), "control API address")
     _select_hub()
     from os_ken.lib import hub
 
@@ -57,7 +79,6 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
     apps = APPS + [m for m in (extra_apps or []) if m not in APPS]
     for mod in apps:
         importlib.import_module(mod)  # registers their options before parsing
-    ctl = cfg["controller"]
     SETTINGS.controller = dict(ctl)
     SETTINGS.ots = dict(cfg["ots"])
     SETTINGS.db_url = cfg.get("db", {}).get("url", "")

@@ -11,16 +11,20 @@ stored (``mon_events``) when a database is configured.
 from __future__ import annotations
 
 import logging
+import os
 import random
+import socket
 import time
+from typing import Any
 
+from eventlet.green import socket as green_socket
 from os_ken.base import app_manager
 from os_ken.controller import event, ofp_event
 from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
-from app.config import DEFAULTS
+from app.config import DEFAULTS, load_config
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
@@ -44,6 +48,16 @@ class EventMonitor(event.EventBase):
         self.event = ev
 
 
+def monitor_settings() -> dict[str, Any]:
+    """The ``[monitor]`` section: from the launcher's settings when it passes them, else from the
+    TOML file named by ``MLTE_CONFIG`` (labs and tests), else the defaults."""
+    cfg = getattr(SETTINGS, "monitor", None)
+    if cfg:
+        return dict(cfg)
+    path = os.environ.get("MLTE_CONFIG", "")
+    return dict(load_config(path)["monitor"]) if path else dict(DEFAULTS["monitor"])
+
+
 def agent_address(index: int) -> str:
     """A distinct sFlow agent address per local bridge (127.0.1.N), so samples name their switch."""
     return f"127.0.{1 + index // 250}.{1 + index % 250}"
@@ -56,7 +70,7 @@ class MonitorApp(app_manager.OSKenApp):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_monitor"
-        self.cfg = dict(getattr(SETTINGS, "monitor", None) or DEFAULTS["monitor"])
+        self.cfg = monitor_settings()
         self.interval = float(self.cfg["interval"])
         self.collector: SflowCollector | None = None
         fine = None
@@ -81,9 +95,23 @@ class MonitorApp(app_manager.OSKenApp):
     def start(self):
         thread = super().start()
         if self.collector is not None:
-            self.collector.start()
+            # the launcher green-patches threads only, so the collector's own (blocking) receive
+            # thread would stall the hub: receive on a green socket here and feed the collector
+            self._sflow_sock = green_socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self._sflow_sock.bind((self.collector.host, self.collector.port))
+            self._receiver = hub.spawn(self._sflow_loop)
         self._poller = hub.spawn(self._poll_loop)
         return thread
+
+    def _sflow_loop(self) -> None:
+        assert self.collector is not None
+        while True:
+            try:
+                data = self._sflow_sock.recv(65535)
+            except OSError:
+                LOG.exception("sFlow socket failed")
+                return
+            self.collector.feed(data, time.monotonic())
 
     def stop(self):
         for bridge in sorted(self.fine_on):
@@ -92,16 +120,18 @@ class MonitorApp(app_manager.OSKenApp):
             except OvsdbError:
                 LOG.exception("could not disable sFlow on %s", bridge)
         if self.collector is not None:
-            self.collector.stop()
+            self._sflow_sock.close()
         super().stop()
 
     # ---- polling --------------------------------------------------------------------------------
     def _poll_loop(self) -> None:
+        settle = min(0.2, 0.2 * self.interval)  # time for the stats replies to come back
         while True:
-            hub.sleep(self.interval * random.uniform(0.95, 1.05))
+            hub.sleep(self.interval * random.uniform(0.95, 1.05) - settle)
             try:
-                self._tick()
                 self._request_stats()
+                hub.sleep(settle)
+                self._tick()
             except Exception:  # keep polling; the failure is logged loudly
                 LOG.exception("monitor poll failed")
 
@@ -153,11 +183,15 @@ class MonitorApp(app_manager.OSKenApp):
         now = time.monotonic()
         res = self.core.tick(now)
         self.last = {"t": time.time(), "circuits": res.circuits}
+        for cid, vals in res.circuits.items():
+            if vals["drops"] or vals["util"] > float(self.cfg["growth_threshold"]):
+                JOURNAL.add("monitor_load", circuit=cid, **{k: round(v, 4) for k, v in vals.items()})
         for action in res.actions:
             self._execute(action)
         for ev in res.events:
             LOG.warning("monitor event %s on %s %s", ev.kind, ev.circuit, [str(f) for f in ev.flows])
-            JOURNAL.add("monitor", **ev.as_dict())
+            d = ev.as_dict()
+            JOURNAL.add("monitor", event=ev.kind, circuit=ev.circuit, flows=d["flows"], detail=d["detail"])
             self.send_event_to_observers(EventMonitor(ev))
         if self.store is not None:
             wall = time.time()
@@ -187,6 +221,8 @@ class MonitorApp(app_manager.OSKenApp):
                 agent = agent_address(index)
                 self.core.agents[sw.name] = agent
                 self.sflow.enable(bridge, agent=agent)
+                if self.collector is not None:
+                    self.collector.estimator.mark_start(agent, time.monotonic())
                 self.fine_on.add(bridge)
             else:
                 self.sflow.disable(bridge)

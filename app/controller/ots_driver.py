@@ -22,7 +22,7 @@ from app.controller import events
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
-from app.controller.model import OTS
+from app.controller.model import OTS, dpid_label
 from app.controller.runtime import SETTINGS
 
 LOG = logging.getLogger("mlte.controller.ots")
@@ -166,6 +166,8 @@ class OtsDriver(app_manager.OSKenApp):
         import json
 
         sw.capabilities = json.loads(caps.to_json())
+        if sw.name == dpid_label(dpid) and caps.name and dpid not in SETTINGS.names:
+            sw.name = caps.name  # no name from the lab: the OTS's own (its bridge name)
         JOURNAL.add("capabilities", dpid=dpid, name=sw.name)
         if self.store is not None:
             from dataclasses import replace

@@ -17,6 +17,7 @@ from os_ken.lib import hub
 
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortRef
+from app.controller.ots_driver import DriverError
 from app.controller.scan import Attachment, infer_group, plan_group
 
 LOG = logging.getLogger("mlte.controller.scan")
@@ -87,9 +88,11 @@ def run_scan(inventory, driver, known: dict[tuple[int, int], Attachment], settle
             partners = {p: known[(sw.dpid, p)] for p in free if (sw.dpid, p) in known}
             plan = plan_group(unknown, partners)
             lit = []
-            for probe in plan.probes:
-                lit.append(frozenset(_probe(inventory, driver, sw.dpid, probe.a, probe.b, settle, report)))
-            if len(lit) != len(plan.probes):
+            try:
+                for probe in plan.probes:
+                    lit.append(frozenset(_probe(inventory, driver, sw.dpid, probe.a, probe.b, settle, report)))
+            except DriverError as exc:  # an OTS that stops answering: report it, scan the others
+                report.errors.append(f"{sw.name}: {exc}")
                 continue
             outcome = infer_group(plan, lit)
             for p, att in outcome.attached.items():
@@ -108,7 +111,11 @@ def _probe(inventory, driver, dpid: int, a: int, b: int, settle: float, report: 
     since = JOURNAL.last_seq
     installed = False
     try:
-        res = driver.install(dpid, a, b, bidirectional=False)
+        try:
+            res = driver.install(dpid, a, b, bidirectional=False)
+        except DriverError:
+            installed = True  # state unknown (no barrier reply): try to remove it anyway
+            raise
         if not res.ok:
             report.errors.append(f"probe {dpid:x}:{a}->{b} refused: {res.errors}")
             return set()
@@ -118,7 +125,10 @@ def _probe(inventory, driver, dpid: int, a: int, b: int, settle: float, report: 
         return ups
     finally:
         if installed:
-            res = driver.remove(dpid, a, bidirectional=False)
-            if not res.ok:
-                report.errors.append(f"probe {dpid:x}:{a}->{b} removal failed: {res.errors}")
+            try:
+                res = driver.remove(dpid, a, bidirectional=False)
+                if not res.ok:
+                    report.errors.append(f"probe {dpid:x}:{a}->{b} removal failed: {res.errors}")
+            except DriverError as exc:
+                report.errors.append(f"probe {dpid:x}:{a}->{b} removal failed: {exc}")
             _wait_down(inventory, _packet_ups(since), limit=2.0)

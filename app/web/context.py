@@ -64,6 +64,7 @@ def write_tx() -> Iterator[Session]:
     """
     from app.web import service
 
+    close_session()  # give the read connection back first: a request never holds two connections
     st = state()
     s = st.db.session()
     try:

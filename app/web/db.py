@@ -33,14 +33,16 @@ def make_engine(url: str) -> Engine:
     """Create an engine with the transaction behaviour described in the module docstring."""
     url = normalise_url(url)
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False})
+        memory = ":memory:" in url or url in ("sqlite://", "sqlite:///")
+        pool = {} if memory else {"pool_size": 20, "max_overflow": 40, "pool_timeout": 60}
+        engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False}, **pool)
 
         @event.listens_for(engine, "connect")
         def _sqlite_connect(dbapi_conn, _record) -> None:  # noqa: ANN001 (DBAPI objects)
             dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (see _sqlite_begin)
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA foreign_keys=ON")
-            if ":memory:" not in url and url not in ("sqlite://", "sqlite:///"):
+            if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA busy_timeout=60000")
             cur.close()
@@ -51,7 +53,7 @@ def make_engine(url: str) -> Engine:
             conn.exec_driver_sql(f"BEGIN {mode}")
 
         return engine
-    return create_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True)
+    return create_engine(url, pool_size=10, max_overflow=40, pool_timeout=60, pool_pre_ping=True)
 
 
 def upgrade(engine: Engine) -> None:

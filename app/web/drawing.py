@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from topology.graph import MultiLayerGraph
 
 WIDTH = 900
-HOST_Y, PACKET_Y, OPTICAL_Y = 50, 160, 360
+HOST_Y, PACKET_Y, OPTICAL_Y = 50, 160, 430
 PORT_RADIUS = 42
 
 
@@ -78,16 +78,16 @@ def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes
     """SVG primitives; ``path_*`` are highlighted as the reservation's path, circuits in their own colour."""
     pos = layout(graph)
     g = graph.g
-    d = Drawing(WIDTH, OPTICAL_Y + PORT_RADIUS + 50)
+    d = Drawing(WIDTH, OPTICAL_Y + PORT_RADIUS + 80)
     d.boxes.append({"x": 5, "y": HOST_Y - 30, "w": WIDTH - 10, "h": PACKET_Y - HOST_Y + 60,
                     "cls": "band-packet", "label": "packet layer"})
-    d.boxes.append({"x": 5, "y": OPTICAL_Y - PORT_RADIUS - 25, "w": WIDTH - 10, "h": 2 * PORT_RADIUS + 60,
+    d.boxes.append({"x": 5, "y": OPTICAL_Y - PORT_RADIUS - 95, "w": WIDTH - 10, "h": 2 * PORT_RADIUS + 165,
                     "cls": "band-optical", "label": "optical layer"})
     on_path = set(path_edges)
     circuits = set(circuit_edges)
     for u, v, key, data in g.edges(keys=True, data=True):
         kind = data.get("kind", "")
-        if kind == "xcon" and not data.get("active") and key not in on_path:
+        if kind == "xcon" and not data.get("active") and key not in on_path and key not in circuits:
             continue  # potential XCONs exist between every same-granularity port pair: draw only used ones
         (x1, y1), (x2, y2) = pos[u], pos[v]
         cls = [f"edge-{kind}"]
@@ -96,8 +96,17 @@ def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes
         if key in on_path:
             cls.append("on-path")
         title = f"{key} ({kind}, {data.get('capacity', 0):g} Mbit/s)"
+        bend = 0.0
+        if kind == "packet" and data.get("source") == "circuit":
+            bend = -70.0  # a circuit seen as a packet link arcs above the copper links
+        elif kind == "optical":
+            # fibres between far-apart OTSes arc away from the OTS row so they do not cross other OTSes
+            above = [pos[n][1] < pos[g.nodes[n]["ots"]][1] - 1 for n in (u, v)]
+            below = [pos[n][1] > pos[g.nodes[n]["ots"]][1] + 1 for n in (u, v)]
+            if all(above) or all(below):
+                bend = (-1 if all(above) else 1) * (0.08 * abs(x2 - x1) + 8)
         d.lines.append({"key": key, "x1": x1, "y1": y1, "x2": x2, "y2": y2, "cls": " ".join(cls), "title": title,
-                        "curved": kind == "packet" and data.get("source") == "circuit"})
+                        "bend": bend, "cx": (x1 + x2) / 2, "cy": (y1 + y2) / 2 + 2 * bend})
     marked = set(path_nodes)
     for n, data in g.nodes(data=True):
         x, y = pos[n]

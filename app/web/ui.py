@@ -206,9 +206,24 @@ def reservation_action(user: User, res_id: int, action: str):  # noqa: ANN201
 
 
 def _circuit_edges(g: Any) -> tuple[str, ...]:
+    """Edges to highlight as circuits: circuit packet links and active XCONs of the graph, plus the
+    XCONs and end adaptations of the circuits the controller recorded in the database."""
     keys = [k for k in g.edges_of_kind("packet") if g.edge(k).get("source") == "circuit"]
-    keys += [k for k in g.active_xcons()]
-    return tuple(keys)
+    keys += list(g.active_xcons())
+    rows = read_session().execute(select(Circuit).options(selectinload(Circuit.xcons))
+                                  .where(Circuit.state.in_(("ACTIVE", "UP", "PLANNED")))).scalars()
+    for c in rows:
+        ports: set[str] = set()
+        for x in c.xcons:
+            a, b = f"{x.ots}:{x.in_port}", f"{x.ots}:{x.out_port}"
+            ports |= {a, b}
+            keys += [k for k in g.edges_of_kind("xcon") if set(g.edge_ends(k)) == {a, b}]
+        keys += [k for k in g.edges_of_kind("optical") if set(g.edge_ends(k)) <= ports]
+        for end in (c.a_end, c.z_end):
+            sw, _, port = end.rpartition(":")
+            if sw in g.g and port.isdigit():
+                keys += g.edges_at_port(sw, int(port), kinds=("adaptation", "packet"))
+    return tuple(dict.fromkeys(keys))
 
 
 @ui_bp.get("/topology")

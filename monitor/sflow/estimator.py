@@ -45,7 +45,21 @@ class FlowRateEstimator:
             raise ValueError("window must be > 0")
         self.window = window
         self._samples: deque[tuple[float, Point, FiveTuple, int]] = deque()
+        self._started: dict[str, float] = {}
         self._lock = threading.Lock()
+
+    def mark_start(self, agent: str, now: float) -> None:
+        """Sampling just started at ``agent``: until a full window has passed, its rates are
+        divided by the time since ``now`` instead of the whole window (no underestimate while
+        fine monitoring warms up). At least 0.2 s is used, so one early sample cannot explode."""
+        with self._lock:
+            self._started[agent] = now
+
+    def _span(self, agent: str, now: float) -> float:
+        start = self._started.get(agent)
+        if start is None:
+            return self.window
+        return min(self.window, max(0.2, now - start))
 
     def add(self, sample: FlowSample, now: float) -> None:
         """Record one sample; samples without an IP 5-tuple are ignored."""
@@ -74,7 +88,8 @@ class FlowRateEstimator:
                 acc[1] += 1
         out = []
         for key, points in per_point.items():
-            best = max(points.values(), key=lambda a: a[0])
-            out.append(FlowRate(key, best[0] / self.window, best[1], tuple(sorted(points))))
+            rates = {p: (acc[0] / self._span(p[0], now), acc[1]) for p, acc in points.items()}
+            best = max(rates.values())
+            out.append(FlowRate(key, best[0], best[1], tuple(sorted(points))))
         out.sort(key=lambda r: (-r.bytes_per_s, r.key))
         return out

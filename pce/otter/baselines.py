@@ -24,6 +24,9 @@ from pce.otter.profiles import SENSITIVE
 from pce.otter.scenario import FlowSet, Network
 
 PIN_NONE, PIN_PATH, PIN_DST = "none", "path", "dst"
+#: Equal best scores: "first" = the literal argmax (first candidate: lowest destination, then path
+#: index); "room" = the candidate with most room (a stronger, load-balancing greedy).
+GREEDY_TIES = ("first", "room")
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,10 @@ def sensitive_flows(flows: FlowSet) -> np.ndarray:
 class Placement:
     """Where every flow is placed and what that uses; rates in Mbit/s."""
 
-    def __init__(self, network: Network, flows: FlowSet, cand: Candidates):
+    def __init__(self, network: Network, flows: FlowSet, cand: Candidates, greedy_ties: str = "first"):
+        if greedy_ties not in GREEDY_TIES:
+            raise InvalidInputError(f"unknown greedy tie rule {greedy_ties!r} (choose from {', '.join(GREEDY_TIES)})")
+        self.tie_first = greedy_ties == "first"
         self.net, self.flows, self.cand = network, flows, cand
         n = len(flows)
         self.link_load = np.zeros(network.n_links)
@@ -89,19 +95,20 @@ class Placement:
         valid = paths >= 0
         p = np.where(valid, paths, 0)
         bw = float(self.flows.bw[f])
-        avail = np.minimum(self._path_residual(p), bw)
+        room = self._path_residual(p)
         need = self.flows.res[f]
         d = net.path_dst[p]
         free = net.dest_cap[d] - self.dest_use[d]  # (C, 3); inf at DCs
         with np.errstate(divide="ignore", invalid="ignore"):
             lim = np.where(need > 0, free / np.where(need > 0, need, 1.0) * bw, np.inf).min(axis=1)
-        avail = np.where(valid, np.minimum(avail, lim), 0.0)
+        room = np.where(valid, np.minimum(room, lim), 0.0)
+        avail = np.minimum(room, bw)
         ok = avail > 1e-9 * bw
         if not ok.any():
             return 0.0
         s = np.where(ok, cand.score[f], -np.inf)
         best = np.flatnonzero(s >= s.max() - 1e-9)
-        j = int(best[np.argmax(avail[best])])  # ties: the candidate with most room
+        j = int(best[0]) if self.tie_first else int(best[np.argmax(room[best])])
         amount = float(avail[j])
         self._set_group(f, (paths[j : j + 1], np.array([amount / bw]), np.array([j])))
         return amount

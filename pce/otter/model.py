@@ -8,6 +8,7 @@ optimum, used by the tests.
 from __future__ import annotations
 
 import time
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -25,7 +26,9 @@ def pulp_solver(name: str):
     if name == "highs":
         solver = pulp.HiGHS(msg=False, simplex_strategy=4)  # primal simplex: see matrix.py
     elif name == "cbc":
-        solver = pulp.PULP_CBC_CMD(msg=False)
+        with warnings.catch_warnings():  # PuLP 3 deprecates the bundled CBC it still ships
+            warnings.simplefilter("ignore", DeprecationWarning)
+            solver = pulp.PULP_CBC_CMD(msg=False)
     else:
         raise InvalidInputError(f"unknown solver {name!r} (choose from {', '.join(SOLVERS)})")
     if not solver.available():
@@ -59,12 +62,19 @@ class OtterModel:
         return LpSolution(self.problem, np.maximum(x, 0.0), obj, status, self.build_seconds, dt)
 
 
+def _var(lp: pulp.LpProblem, name: str):
+    """A continuous variable ≥ 0 (PuLP ≥ 3.3 attaches variables to the model)."""
+    if hasattr(lp, "add_variable"):
+        return lp.add_variable(name, lowBound=0)
+    return pulp.LpVariable(name, lowBound=0)
+
+
 def build_model(problem: OtterProblem, *, explicit_resources: bool = False) -> OtterModel:
     """Objective max Σ coef·x; c2 per aggregate, c3 per link, c4(+c5) per edge site and resource."""
     t0 = time.perf_counter()
     net = problem.network
     lp = pulp.LpProblem("otter", pulp.LpMaximize)
-    x = [pulp.LpVariable(f"x_{c}", lowBound=0) for c in range(problem.n_cols)]  # c1
+    x = [_var(lp, f"x_{c}") for c in range(problem.n_cols)]  # c1: x ≥ 0
     lp += pulp.lpSum(float(problem.col_coef[c]) * x[c] for c in range(problem.n_cols)), "satisfaction"
     by_agg: dict[int, list[int]] = defaultdict(list)
     by_link: dict[int, list[int]] = defaultdict(list)
@@ -93,7 +103,7 @@ def build_model(problem: OtterProblem, *, explicit_resources: bool = False) -> O
                     # y_{a,d}^π with c5: y = r_a^π · (Σ_{p∈P_d} x_{a,p}) / bw_a, then c4: Σ_a y ≤ c_d^π
                     ys = []
                     for a, cs in pairs:
-                        y = pulp.LpVariable(f"y_{a}_{d}_{pi}", lowBound=0)
+                        y = _var(lp, f"y_{a}_{d}_{pi}")
                         ratio = float(problem.agg_res[a, pi] / problem.agg_bw[a])
                         lp += y == pulp.lpSum(ratio * x[c] for c in cs), f"c5_{a}_{d}_{pi}"
                         ys.append(y)

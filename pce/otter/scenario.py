@@ -156,7 +156,7 @@ class FlowSet:
         if self.shapes.shape != (n, 3) or self.breakpoints.shape != (n, 3) or self.res.shape != (n, 3):
             raise InvalidInputError("shapes, breakpoints and res must be (flows, 3)")
         if np.any(~(self.bw > 0)):
-            raise InvalidInputError("flow bandwidth must be > 0 (got %s)" % self.bw[~(self.bw > 0)][:3].tolist())
+            raise InvalidInputError(f"flow bandwidth must be > 0 (got {self.bw[~(self.bw > 0)][:3].tolist()})")
         if np.any(self.res < 0):
             raise InvalidInputError("flow resource needs must be ≥ 0")
         if np.any(self.duration < 0):

@@ -11,8 +11,8 @@ Events in time order (ties: departures, then LP installs, then LP starts, then a
 - OPT (infinitely fast optimiser, re-optimising at every arrival) is approximated by
   re-optimising at every ``opt_epoch`` boundary with zero delay, arrivals in between placed
   greedily; ``opt_epoch → 0`` is exact OPT (one LP per arrival is intractable here).
-Arrivals stop at the horizon (last arrival); from then on allocations are frozen and every
-active flow keeps its rate until it departs.
+The run continues until the last flow departs: PER keeps re-optimising every period while flows
+are active; OPT re-optimises only at epochs that saw an arrival (no arrival, nothing to re-do).
 
 Metrics per policy: ``allocated_bytes_fraction`` = Σ allocated bytes / Σ requested bytes
 (bw_f × duration_f); ``mean_flow_allocated_fraction`` = the per-flow mean of the same ratio;
@@ -96,6 +96,7 @@ def simulate(
     backend: str = "matrix",
     solver: str = "highs",
     progress: Callable[[str], None] | None = None,
+    greedy_ties: str = "first",
 ) -> PolicyResult:
     """Run one policy over the flows' arrivals; see the module docstring for the semantics."""
     policy = get_policy(policy) if isinstance(policy, str) else policy
@@ -106,12 +107,12 @@ def simulate(
     wall0 = time.perf_counter()
     n = len(flows)
     cand = candidates(network, flows, top_n) if cand is None else cand
-    place = Placement(network, flows, cand)
+    place = Placement(network, flows, cand, greedy_ties)
     clock = _Clock(n)
     arrival, end = flows.arrival, flows.arrival + flows.duration
     order = np.argsort(arrival, kind="stable")
     dep = np.argsort(end, kind="stable")
-    horizon = float(arrival.max()) if n else 0.0
+    horizon = float(end.max()) if n else 0.0
     active = np.zeros(n, bool)
     arrived_at = np.full(n, -1, np.int64)  # arrival sequence number
     result = PolicyResult(policy.name, n, 0.0, 0.0, 0.0)
@@ -145,9 +146,15 @@ def simulate(
         t_arr = arrival[order[ia]] if ia < n else np.inf
         t_dep = end[dep[idp]] if idp < n else np.inf
         t_inst = pending[0] if pending is not None else np.inf
-        t_solve = next_solve if (pending is None and next_solve <= horizon) else np.inf
+        t_solve = next_solve if pending is None else np.inf
+        if policy.mode == "opt" and t_solve < np.inf and ia > 0 and arrival[order[ia - 1]] <= t_solve - step:
+            # OPT: no arrival in the last epoch → nothing to re-optimise; jump to the next arrival's epoch
+            if ia >= n:
+                t_solve = np.inf
+            else:
+                t_solve = next_solve = (np.floor(t_arr / step) + 1) * step
         t = min(t_arr, t_dep, t_inst, t_solve)
-        if t == np.inf or t > horizon:
+        if t == np.inf or (t_dep == np.inf and t_arr == np.inf) or (not active.any() and ia >= n):
             break
         if t_dep == t:
             f = int(dep[idp])
@@ -159,6 +166,8 @@ def simulate(
         elif t_inst == t:
             install(t, pending[1], pending[2])
             pending = None
+        elif t_solve == t and not active.any():
+            next_solve = t + step
         elif t_solve == t:
             sol, secs = run_lp(t)
             if policy.mode == "opt":
@@ -180,11 +189,6 @@ def simulate(
             progress(
                 f"{policy.name}: t={t:.2f}/{horizon:.2f}s arrived={ia} active={int(active.sum())} solves={result.solves}"
             )
-    # frozen after the horizon: every flow still active keeps its rate until it departs
-    act = np.flatnonzero(active)
-    dt = end[act] - clock.last[act]
-    clock.bytes[act] += place.rate[act] * dt
-    clock.sat[act] += place.sat[act] * dt
     m = arrival >= measure_from
     requested = flows.bw[m] * flows.duration[m]
     result.allocated_bytes_fraction = float(clock.bytes[m].sum() / requested.sum()) if m.any() else 0.0

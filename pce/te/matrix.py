@@ -127,12 +127,11 @@ def solve_highs(
 def cbc_path() -> str:
     """Path of the CBC binary shipped with PuLP (or on PATH)."""
     try:
-        import pulp
+        from pulp.apis.coin_api import pulp_cbc_path
 
-        path = pulp.PULP_CBC_CMD().path
-        if path and os.path.exists(path):
-            return path
-    except Exception:  # noqa: BLE001 - fall back to PATH
+        if os.path.exists(pulp_cbc_path):
+            return pulp_cbc_path
+    except ImportError:  # no PuLP: fall back to PATH
         pass
     found = shutil.which("cbc")
     if not found:

@@ -1,7 +1,9 @@
 """The virtual OTS over a real OVS bridge (userspace datapath) with hosts in network namespaces.
 
-h1, h2, h3 sit behind bridge ports 1, 2, 3 (all ODU2); virtual port 6 (ODU0) has no interface.
-A test-side OpenFlow 1.0 controller drives the agent and the data plane is checked with ping.
+h1, h2, h3 sit behind bridge ports 1, 2, 3 (all ODU2); port 4 (ODU2) is wired to port 1 of a second
+OVS bridge standing in for a packet switch (it has its own test controller, which records the
+PORT_STATUS the light model causes); virtual port 6 (ODU0) has no interface. A test-side OpenFlow 1.0
+controller drives the agent and the data plane is checked with ping.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from tests.lib.of10_client import Of10Controller, delete_xcon, error_of, xcon
 pytestmark = pytest.mark.integration
 
 DELAY = 1.5  # long enough that a ping sent right after the FLOW_MOD ends well inside the dark period
-PORTS = {1: "ODU2", 2: "ODU2", 3: "ODU2", 6: "ODU0"}
+PORTS = {1: "ODU2", 2: "ODU2", 3: "ODU2", 4: "ODU2", 6: "ODU0"}
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -36,6 +38,7 @@ def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
 @dataclass
 class Net:
     bridge: str
+    packet_bridge: str  # its port 1 is wired to OTS port 4
     ns: dict[int, str]  # port -> namespace
     ip: dict[int, str]
 
@@ -55,7 +58,7 @@ class Net:
 @pytest.fixture(scope="module")
 def net() -> Iterator[Net]:
     tag = secrets.token_hex(2)
-    bridge = f"otsit{tag}"
+    bridge, pbridge = f"otsit{tag}", f"otsit{tag}p"
     ns = {p: f"otsit{tag}n{p}" for p in (1, 2, 3)}
     ips = {p: f"10.77.{int(tag, 16) % 200}.{p}" for p in (1, 2, 3)}
     with net_lock():
@@ -74,11 +77,21 @@ def net() -> Iterator[Net]:
                 sh("ip", "netns", "exec", name, "ethtool", "-K", "eth0", "tx", "off", check=False)
                 sh("ip", "link", "set", sw, "up")
                 sh("ovs-vsctl", "add-port", bridge, sw, "--", "set", "interface", sw, f"ofport_request={p}")
-            if bridge not in sh("ip", "-br", "link", "show").stdout:
-                pytest.fail(f"OVS did not create bridge {bridge} (add-br returns 0 even on failure)")
-            yield Net(bridge, ns, ips)
+            sh("ovs-vsctl", "add-br", pbridge, "--", "set", "bridge", pbridge, "datapath_type=netdev",
+               "fail-mode=secure", "protocols=OpenFlow10")
+            sh("ip", "link", "add", f"otsit{tag}s4", "type", "veth", "peer", "name", f"otsit{tag}p1")
+            for intf, br, ofport in ((f"otsit{tag}s4", bridge, 4), (f"otsit{tag}p1", pbridge, 1)):
+                sh("ip", "link", "set", intf, "up")
+                sh("ovs-vsctl", "add-port", br, intf, "--", "set", "interface", intf, f"ofport_request={ofport}")
+            links = sh("ip", "-br", "link", "show").stdout
+            for br in (bridge, pbridge):
+                if br not in links:
+                    pytest.fail(f"OVS did not create bridge {br} (add-br returns 0 even on failure)")
+            yield Net(bridge, pbridge, ns, ips)
         finally:
-            sh("ovs-vsctl", "--if-exists", "del-br", bridge, check=False)
+            for br in (bridge, pbridge):
+                sh("ovs-vsctl", "--if-exists", "del-br", br, check=False)
+            sh("ip", "link", "del", f"otsit{tag}s4", check=False)
             for p, name in ns.items():
                 sh("ip", "link", "del", f"otsit{tag}s{p}", check=False)
                 sh("ip", "netns", "del", name, check=False)
@@ -90,7 +103,7 @@ def rig(net: Net) -> Iterator[tuple[Net, OtsAgent, Of10Controller]]:
     agent = OtsAgent(net.bridge, 0x0F01, PORTS, ctl.address, delay_min=DELAY, delay_max=DELAY)
     try:
         agent.start()
-        assert agent.ovs.connected.wait(20), "OVS bridge never connected to the agent"
+        assert agent.ovs.ready.wait(20), "OVS bridge never connected to the agent"
         ctl.wait_connected()
         agent.wait_idle()
         yield net, agent, ctl
@@ -107,7 +120,7 @@ def flows_on_bridge(bridge: str) -> list[str]:
 def test_ports_start_dark(rig):
     net, agent, ctl = rig
     f = ctl.features()
-    assert sorted(f.ports) == [1, 2, 3, 6]
+    assert sorted(f.ports) == [1, 2, 3, 4, 6]
     assert all(p.config & ofp.OFPPC_PORT_DOWN for p in f.ports.values())
     assert not net.carrier(1) and not net.carrier(2)
     assert not net.ping(1, 2)
@@ -162,7 +175,7 @@ def test_non_xcon_flow_mods_are_refused_and_change_nothing(rig):
 def test_port_stats_count_the_pings(rig):
     net, agent, ctl = rig
     before = {s.port_no: s for s in ctl.stats(parser.OFPPortStatsRequest(of10.DP, 0, ofp.OFPP_NONE))}
-    assert sorted(before) == [1, 2, 3, 6]
+    assert sorted(before) == [1, 2, 3, 4, 6]
     assert net.ping(1, 2, count=3)
     after = {s.port_no: s for s in ctl.stats(parser.OFPPortStatsRequest(of10.DP, 0, ofp.OFPP_NONE))}
     for port in (1, 2):
@@ -171,6 +184,41 @@ def test_port_stats_count_the_pings(rig):
     assert after[6].rx_packets == 0
     flows = ctl.stats(parser.OFPFlowStatsRequest(of10.DP, 0, parser.OFPMatch(in_port=1), 0xFF, ofp.OFPP_NONE))
     assert [(f.match.in_port, f.actions[0].port) for f in flows] == [(1, 2)] and flows[0].packet_count >= 3
+
+
+@pytest.fixture
+def packet_switch(net: Net) -> Iterator[Of10Controller]:
+    """The packet-switch bridge attached to OTS port 4, connected to its own test controller."""
+    ctl = Of10Controller()
+    sh("ovs-vsctl", "set-controller", net.packet_bridge, f"tcp:127.0.0.1:{ctl.port}")
+    try:
+        ctl.wait_connected(timeout=20)
+        yield ctl
+    finally:
+        sh("ovs-vsctl", "del-controller", net.packet_bridge, check=False)
+        ctl.close()
+
+
+def packet_port_status(ctl: Of10Controller, link_up: bool, start: int) -> None:
+    ctl.wait_for(lambda r: r.header.msg_type == ofp.OFPT_PORT_STATUS and r.msg.desc.port_no == 1
+                 and bool(r.msg.desc.state & ofp.OFPPS_LINK_DOWN) != link_up, timeout=15, start=start)
+
+
+def test_attached_packet_switch_sees_the_circuit_come_up_and_go_down(rig, packet_switch):
+    net, agent, ctl = rig
+    assert packet_switch.features().ports[1].state & ofp.OFPPS_LINK_DOWN  # OTS port 4 is dark
+    mark = packet_switch.mark()
+    ctl.send(xcon(4, 3))
+    ctl.send(xcon(3, 4))
+    ctl.barrier()
+    packet_port_status(packet_switch, link_up=True, start=mark)
+    assert net.carrier(3)
+    mark = packet_switch.mark()
+    ctl.send(delete_xcon(4))
+    ctl.send(delete_xcon(3))
+    ctl.barrier()
+    packet_port_status(packet_switch, link_up=False, start=mark)
+    assert not net.carrier(3)
 
 
 def test_capabilities(rig):

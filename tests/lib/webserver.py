@@ -41,19 +41,30 @@ def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen | None = N
 @contextlib.contextmanager
 def serve_app(app, threads: int = 16) -> Iterator[str]:  # noqa: ANN001
     """Serve a Flask app with waitress in a background thread; yields the base URL."""
+    from waitress import wasyncore
     from waitress.server import create_server
 
     server = create_server(app, host="127.0.0.1", port=0, threads=threads, ident="mlte-test",
                            connection_limit=200, backlog=256)
     url = f"http://127.0.0.1:{server.effective_port}"
-    t = threading.Thread(target=server.run, daemon=True, name="waitress-test")
+    stop = threading.Event()
+
+    def loop() -> None:
+        # waitress's own run() never returns; poll in short rounds so the loop thread itself can close
+        # every socket (closing them from another thread makes the poll fail on a dead descriptor)
+        while not stop.is_set():
+            wasyncore.loop(timeout=0.1, map=server._map, use_poll=True, count=1)
+        server.task_dispatcher.shutdown(timeout=10)
+        wasyncore.close_all(server._map)
+
+    t = threading.Thread(target=loop, daemon=True, name="waitress-test")
     t.start()
     try:
         wait_http(url + "/api/v1/openapi.json")
         yield url
     finally:
-        server.close()
-        t.join(timeout=10)
+        stop.set()
+        t.join(timeout=30)
 
 
 @contextlib.contextmanager

@@ -40,7 +40,7 @@
     svg.appendChild(node("line", {"class": "axis", x1: L, x2: W - R, y1: H - B, y2: H - B}));
     svg.appendChild(node("text", {x: L, y: H - 8}, new Date(tmin).toISOString().substr(11, 8)));
     svg.appendChild(node("text", {x: W - R, y: H - 8, "text-anchor": "end"}, new Date(tmax).toISOString().substr(11, 8) + " UTC"));
-    svg.appendChild(node("text", {x: 4, y: T + 4}, "Mbit/s"));
+    svg.appendChild(node("text", {x: 4, y: (H - B + T) / 2, transform: "rotate(-90 12 " + (H - B + T) / 2 + ")"}, "Mbit/s"));
     var legend = document.createElement("div");
     legend.className = "chart-legend";
     var samples = 0;

@@ -46,6 +46,20 @@ def test_estimator_rate_window_and_max_over_points():
     assert est.rates(now=20.0) == []  # all expired
 
 
+def test_estimator_warm_up_after_mark_start():
+    est = FlowRateEstimator(window=1.0)
+    est.mark_start("192.0.2.1", 10.0)
+    for i in range(5):  # 0.5 s of samples since sampling started: 5 × 150 kB
+        est.add(fs(K1), now=10.05 + i * 0.1)
+    (r,) = est.rates(now=10.5)
+    assert r.bytes_per_s == pytest.approx(5 * 150_000 / 0.5)
+    (r,) = est.rates(now=10.9)  # 0.9 s since start, same samples in the window
+    assert r.bytes_per_s == pytest.approx(5 * 150_000 / 0.9)
+    est.add(fs(K1), now=12.0)
+    (r,) = est.rates(now=12.0)  # a full window later: plain window
+    assert r.bytes_per_s == pytest.approx(150_000 / 1.0)
+
+
 def test_collector_over_udp_counts_good_and_bad():
     frames = [encode_flow_sample(EncFlow(build_frame(K1, 1000), sampling_rate=50, sequence=i)) for i in range(5)]
     good = encode_datagram(frames + [encode_counter_sample(EncCounters(if_index=7, out_discards=9))])

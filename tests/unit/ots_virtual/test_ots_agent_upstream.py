@@ -200,3 +200,10 @@ def test_flow_removed_on_delete_when_asked(ctl, agent):
     ctl.send(delete_xcon(3))
     removed = ctl.wait_for(lambda r: r.header.msg_type == ofp.OFPT_FLOW_REMOVED, start=mark).msg
     assert (removed.match.in_port, removed.cookie, removed.reason) == (3, 0xABC, ofp.OFPRR_DELETE)
+
+
+def test_hello_below_1_0_is_refused_and_the_session_closed(ctl, agent):
+    ctl.send(struct.pack("!BBHI", 0, ofp.OFPT_HELLO, 8, 4242))
+    etype, code, _ = error_of(ctl.reply(4242))
+    assert (etype, code) == (ofp.OFPET_HELLO_FAILED, ofp.OFPHFC_INCOMPATIBLE)
+    wait_until(lambda: ctl.connections == 2)  # it reconnects after the backoff

@@ -272,3 +272,41 @@ def test_result_to_dict_is_json_friendly():
     res = compute_path(diamond(), req())
     d = res.to_dict()
     assert json.loads(json.dumps(d))["edges"] == [AB, BC]
+
+
+def test_single_string_include_is_one_node(fig2):
+    res = compute_path(fig2, req(include="Y", exclude="X:3"))
+    assert any(n.startswith("Y:") for n in res.nodes) and "X:3" not in res.nodes
+
+
+def test_k_paths_with_include_all_cross_the_waypoint(fig2):
+    paths = k_shortest_paths(fig2, req(include=("Y",)), k=3)
+    assert len(paths) == 3
+    assert all(any(n.startswith("Y:") for n in p.nodes) for p in paths)
+
+
+def test_what_if_on_a_blocked_pair(fig2):
+    books = [Booking("all", 0, 100, 1, (), tuple(fig2.oports("X")))]
+    bw, path = available_bandwidth(fig2, "A", "C", 10, 20, books)
+    assert bw == 0 and path is not None and path.bottleneck.startswith("X:")
+    g = diamond()
+    g.add_packet_switch("E")
+    assert available_bandwidth(g, "A", "E", 0, 10) == (0.0, None)
+
+
+def test_calendar_is_reused_between_windows():
+    g = diamond()
+    cal = BookingCalendar([Booking("r1", 0, 10, 10, (AB,))])
+    assert compute_path(g, req(bw=1, start=0, end=5), cal).edges == [AD, DC]
+    assert compute_path(g, req(bw=1, start=10, end=15), cal).edges == [AB, BC]
+    assert set(cal._cache) == {(0.0, 5.0), (10.0, 15.0)}
+
+
+def test_pce_library_does_not_import_controller_or_web():
+    import subprocess
+    import sys
+
+    code = ("import sys, pce.reservation, pce.circuits, pce.cli_path; "
+            "bad = [m for m in sys.modules if m.startswith(('os_ken', 'flask', 'app.'))]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -5,8 +5,18 @@ import itertools
 
 import pytest
 
-from app.web.states import (ACTIVE, CANCELLED, FAILED, FINISHED, HELD, RESERVED, STATES, TRANSITIONS,
-                            IllegalTransition, check_transition)
+from app.web.states import (
+    ACTIVE,
+    CANCELLED,
+    FAILED,
+    FINISHED,
+    HELD,
+    RESERVED,
+    STATES,
+    TRANSITIONS,
+    IllegalTransition,
+    check_transition,
+)
 
 EXPECTED = {
     (HELD, RESERVED), (HELD, CANCELLED), (HELD, FAILED),

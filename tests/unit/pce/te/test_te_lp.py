@@ -146,8 +146,9 @@ def test_path_vs_edge_relations(seed: int) -> None:
         assert path_tf.objective_value <= edge_tf + 1e-6
         check_conservation(path_mlu)
         check_feasible(path_tf, routed_all=False)
-    # enough paths to cover every simple path: equal to the exact optimum
-    k_all = max(sum(1 for _ in nx.all_simple_paths(g, s, t)) for s, t in dem)
+    # enough paths to cover every simple path from each source (to any node, as ksp prunes at
+    # intermediate nodes): equal to the exact optimum
+    k_all = max(sum(1 for _ in nx.all_simple_paths(g, s, t)) for s in {s for s, _ in dem} for t in g if t != s)
     for method in ("ksp", "yen"):
         full = solve_te(g, dem, "mlu", "path", k=k_all, path_method=method, workers=1)
         assert full.objective_value == pytest.approx(edge_mlu, rel=1e-6)

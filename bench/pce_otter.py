@@ -1,0 +1,127 @@
+"""OTTER benchmarks (issue 3): allocation of the §7.2 policies and LP scale.
+
+1. Allocation: 8×8 sources×destinations, 8 paths, rates 20K/30K/40K flows/s, 10 s flows, run at
+   ``--scale`` (rate AND capacities × scale; full 40K flows/s is 400K active flows, beyond two
+   cores for the LP policies), every destination a candidate (``--top-n 8``, the plain §4 LP);
+   GREEDY and PER+PATHPIN are repeated with top-4 destinations for comparison. Ratios in the same run: PER+PATHPIN vs GREEDY (target ≥ 1.26) and vs
+   OPT+PATHPIN / OPT (target ≥ 0.90).
+2. Scale: 64×64, 8 paths, 20,000 active flows, top-4 destinations: problem + build + solve time of
+   the highspy matrix path (target ≤ 10 s) against the PuLP path on the same problem.
+
+Usage: bench/pce_otter.py --json PATH [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pce.otter.aggregate import candidates  # noqa: E402
+from pce.otter.matrix import build_matrix  # noqa: E402
+from pce.otter.model import build_model  # noqa: E402
+from pce.otter.problem import make_problem  # noqa: E402
+from pce.otter.scenario import generate_flows, generate_network  # noqa: E402
+from pce.otter.sim import simulate  # noqa: E402
+
+POLICIES = ("GREEDY", "PER+PATHPIN", "OPT+PATHPIN", "OPT")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def allocation(rates, scale: float, duration: float, seed: int, top_n: int) -> list[dict]:
+    out = []
+    for rate in rates:
+        net = generate_network(8, 8, 8, seed=seed, scale=scale)
+        flows = generate_flows(net, rate=rate * scale, duration=duration, seed=seed)
+        cand = candidates(net, flows, top_n)
+        row = {"rate": rate, "scale": scale, "effective_rate": rate * scale, "flows": len(flows), "top_n": top_n,
+               "policies": {}}
+        for pol in POLICIES:
+            r = simulate(net, flows, pol, cand=cand, top_n=top_n, period=1.0, opt_epoch=0.1)
+            row["policies"][pol] = r.as_dict()
+            log(f"rate {rate:g} ×{scale:g}: {pol:12s} bytes {r.allocated_bytes_fraction:.3f} "
+                f"sat {r.satisfaction:.3f} solves {r.solves} wall {r.wall_seconds:.1f}s")
+        b = {k: v["allocated_bytes_fraction"] for k, v in row["policies"].items()}
+        row["ratios"] = {
+            "PER+PATHPIN/GREEDY": b["PER+PATHPIN"] / b["GREEDY"],
+            "PER+PATHPIN/OPT+PATHPIN": b["PER+PATHPIN"] / b["OPT+PATHPIN"],
+            "PER+PATHPIN/OPT": b["PER+PATHPIN"] / b["OPT"],
+        }
+        row["targets_met"] = {
+            "vs_greedy_ge_1.26": row["ratios"]["PER+PATHPIN/GREEDY"] >= 1.26,
+            "vs_opt_pathpin_within_10pct": row["ratios"]["PER+PATHPIN/OPT+PATHPIN"] >= 0.90,
+            "vs_opt_within_10pct": row["ratios"]["PER+PATHPIN/OPT"] >= 0.90,
+        }
+        log(f"rate {rate:g}: ratios {row['ratios']}")
+        # the same flows with only the top-4 destinations (the LP scaling measure)
+        cand4 = candidates(net, flows, 4)
+        row["top4"] = {pol: simulate(net, flows, pol, cand=cand4, top_n=4, period=1.0).as_dict()
+                       for pol in ("GREEDY", "PER+PATHPIN")}
+        log(f"rate {rate:g} top-4: " + ", ".join(f"{k} {v['allocated_bytes_fraction']:.3f}" for k, v in row["top4"].items()))
+        out.append(row)
+    return out
+
+
+def scale_lp(n_flows: int, sd: int, seed: int, pulp_too: bool) -> dict:
+    net = generate_network(sd, sd, 8, seed=seed)
+    flows = generate_flows(net, n=n_flows, seed=seed)
+    t0 = time.perf_counter()
+    prob = make_problem(net, flows, top_n=4)
+    t_prob = time.perf_counter() - t0
+    mm = build_matrix(prob)
+    sol = mm.solve()
+    res = {
+        "sources": sd, "dests": sd, "paths": 8, "flows": n_flows, "top_n": 4,
+        "aggregates": prob.n_aggs, "columns": prob.n_cols, "rows": mm.n_rows, "nnz": mm.nnz,
+        "matrix": {"problem_seconds": t_prob, "build_seconds": mm.build_seconds,
+                   "solve_seconds": sol.solve_seconds,
+                   "total_seconds": t_prob + mm.build_seconds + sol.solve_seconds,
+                   "objective": sol.objective},
+        "cpus": os.cpu_count(),
+    }
+    res["target_total_le_10s"] = res["matrix"]["total_seconds"] <= 10.0
+    log(f"scale {sd}x{sd} {n_flows} flows: matrix {res['matrix']['total_seconds']:.2f}s ({prob.n_cols} columns)")
+    if pulp_too:
+        pm = build_model(prob)
+        ps = pm.solve("highs")
+        res["pulp"] = {"problem_seconds": t_prob, "build_seconds": pm.build_seconds, "solve_seconds": ps.solve_seconds,
+                       "total_seconds": t_prob + pm.build_seconds + ps.solve_seconds, "objective": ps.objective}
+        res["pulp_over_matrix_time"] = res["pulp"]["total_seconds"] / res["matrix"]["total_seconds"]
+        res["objective_rel_diff"] = abs(ps.objective - sol.objective) / max(1.0, abs(sol.objective))
+        log(f"  pulp {res['pulp']['total_seconds']:.2f}s, ratio {res['pulp_over_matrix_time']:.1f}, "
+            f"objective diff {res['objective_rel_diff']:.2e}")
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--quick", action="store_true", help="smoke run: small scale, short, small LP")
+    ap.add_argument("--scale", type=float, default=None, help="allocation scale (default 0.005, quick 0.002)")
+    ap.add_argument("--top-n", type=int, default=8, help="allocation runs: candidate destinations (default all 8)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    scale = args.scale or (0.002 if args.quick else 0.005)
+    t0 = time.perf_counter()
+    doc = {
+        "benchmark": "pce_otter",
+        "quick": args.quick,
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "allocation": allocation((20000, 30000, 40000), scale, 5.0 if args.quick else 10.0, args.seed, args.top_n),
+        "scale": scale_lp(2000 if args.quick else 20000, 16 if args.quick else 64, args.seed, pulp_too=True),
+    }
+    doc["wall_seconds"] = time.perf_counter() - t0
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Benchmark of the WAN TE LPs (pce.te): CAIDA AS7018, POP partitions, backbone/world, edge vs path.
+
+Every ratio is against a baseline measured in the same run:
+
+* ``caida``: AS7018 (594 nodes), gravity demands, 4 paths, total-flow LP, unpartitioned (baseline)
+  vs ``--partitions 16``: speed-up of the LP stage and objective gap.
+* ``world``: backbone/world (3,815 nodes) end to end with 16 partitions (time reported).
+* ``edge_vs_path``: MLU on a mid-size SNDlib network with its own demand matrix, the exact edge
+  formulation (baseline) vs the path formulation with 1, 2, 4, 8 paths: objective ratio and time.
+
+``--quick`` shrinks every case (fewer traffic endpoints) to stay around a minute.
+Usage: ``bench/pce_te.py --json PATH [--quick]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pce.te.solve import TeResult, solve_te  # noqa: E402
+from pce.topologies import load_demands, load_topology  # noqa: E402
+
+CAIDA = "caida/2024-08/7018"
+WORLD = "backbone/world"
+CAPACITY = 10_000.0  # Mbit/s on every link (topohub has no capacities)
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def record(res: TeResult) -> dict[str, Any]:
+    s = res.summary()
+    return {k: s[k] for k in ("objective", "mlu", "total_flow", "demands", "timings", "sizes", "partitions",
+                              "paths", "path_method", "lp_method")}
+
+
+def caida_case(quick: bool, load: float, time_limit: float) -> dict[str, Any]:
+    endpoints = 150 if quick else None
+    g = load_topology(CAIDA, capacity=CAPACITY)
+    dem = load_demands(CAIDA, g, load=load, endpoints=endpoints)
+    log(f"caida: {len(dem)} demands, load {load}")
+    base = solve_te(g, dem, "total-flow", "path", k=4, time_limit=time_limit, progress=log)
+    pop = solve_te(g, dem, "total-flow", "path", k=4, partitions=16, time_limit=time_limit, progress=log)
+    opt, got = base.objective_value, pop.objective_value
+    return {
+        "topology": CAIDA, "capacity": CAPACITY, "load": load, "endpoints": endpoints,
+        "unpartitioned": record(base), "pop16": record(pop),
+        "speedup_lp": base.timings["lp_s"] / pop.timings["lp_s"],
+        "speedup_end_to_end": base.timings["total_s"] / pop.timings["total_s"],
+        "objective_gap": (opt - got) / opt,
+        "targets": {"unpartitioned_lp_s_max": 30.0, "speedup_min": 10.0, "gap_max": 0.015},
+    }
+
+
+def world_case(quick: bool, endpoints: int, load: float, time_limit: float) -> dict[str, Any]:
+    endpoints = 100 if quick else endpoints
+    t0 = time.perf_counter()
+    g = load_topology(WORLD, capacity=CAPACITY)
+    dem = load_demands(WORLD, g, load=load, endpoints=endpoints)
+    load_s = time.perf_counter() - t0
+    log(f"world: {g.number_of_nodes()} nodes, {len(dem)} demands among {endpoints} endpoints")
+    pop = solve_te(g, dem, "total-flow", "path", k=4, partitions=16, time_limit=time_limit, progress=log)
+    return {
+        "topology": WORLD, "nodes": g.number_of_nodes(), "links": g.number_of_edges(), "capacity": CAPACITY,
+        "load": load, "endpoints": endpoints, "load_s": load_s, "pop16": record(pop),
+        "end_to_end_s": load_s + pop.timings["total_s"],
+    }
+
+
+def edge_vs_path_case(quick: bool, topology: str, time_limit: float) -> dict[str, Any]:
+    g = load_topology(topology, capacity=CAPACITY)
+    dem = load_demands(topology, g, kind="sndlib")
+    log(f"edge vs path: {topology}, {len(dem)} SNDlib demands")
+    edge = solve_te(g, dem, "mlu", "edge", time_limit=time_limit)
+    out: dict[str, Any] = {"topology": topology, "capacity": CAPACITY, "edge": record(edge), "path": {}}
+    for k in ((1, 4) if quick else (1, 2, 4, 8)):
+        path = solve_te(g, dem, "mlu", "path", k=k, time_limit=time_limit)
+        out["path"][str(k)] = {
+            **record(path),
+            "mlu_ratio_to_edge": path.objective_value / edge.objective_value,
+            "lp_time_ratio_to_edge": path.timings["lp_s"] / edge.timings["lp_s"],
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", required=True, help="write results here")
+    p.add_argument("--quick", action="store_true", help="small instances, about a minute")
+    p.add_argument("--load", type=float, default=0.5, help="gravity load factor (see docs/te.md)")
+    p.add_argument("--world-endpoints", type=int, default=400, help="traffic endpoints on backbone/world")
+    p.add_argument("--edge-topology", default="sndlib/germany50")
+    p.add_argument("--time-limit", type=float, default=900.0, help="seconds per LP solve")
+    p.add_argument("--only", choices=["caida", "world", "edge_vs_path"], action="append",
+                   help="run only these cases (repeatable)")
+    args = p.parse_args(argv)
+    cases = args.only or ["edge_vs_path", "caida", "world"]
+    out: dict[str, Any] = {
+        "benchmark": "pce_te", "quick": args.quick, "python": platform.python_version(),
+        "cpus": os.cpu_count(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+    }
+    t0 = time.perf_counter()
+    if "edge_vs_path" in cases:
+        out["edge_vs_path"] = edge_vs_path_case(args.quick, args.edge_topology, args.time_limit)
+    if "caida" in cases:
+        out["caida"] = caida_case(args.quick, args.load, args.time_limit)
+    if "world" in cases:
+        out["world"] = world_case(args.quick, args.world_endpoints, args.load, args.time_limit)
+    out["seconds"] = time.perf_counter() - t0
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.json, "w", encoding="utf-8") as fh:
+        json.dump(out, fh, indent=1)
+    if "caida" in out:
+        c = out["caida"]
+        log(f"caida: unpartitioned LP {c['unpartitioned']['timings']['lp_s']:.1f}s, POP16 "
+            f"{c['pop16']['timings']['lp_s']:.1f}s, speed-up {c['speedup_lp']:.1f}x, gap {100 * c['objective_gap']:.3f}%")
+    if "world" in out:
+        log(f"world: end to end {out['world']['end_to_end_s']:.1f}s")
+    if "edge_vs_path" in out:
+        e = out["edge_vs_path"]
+        log("edge vs path MLU ratio: " + ", ".join(f"k={k} {v['mlu_ratio_to_edge']:.4f}" for k, v in e["path"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

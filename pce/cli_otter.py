@@ -1,0 +1,151 @@
+"""``mlte pce otter-sim`` (flow-arrival simulation of the §7.2 policies) and ``mlte pce otter-solve``
+(one OTTER LP on a generated Table 4 instance). Heavy imports stay inside the handlers."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def _network_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sources", type=int, default=8, help="number of sources (default 8)")
+    p.add_argument("--dests", type=int, default=8, help="destinations; 25%% are DCs, the rest edge sites (default 8)")
+    p.add_argument("--paths", type=int, default=8, help="paths per source/destination pair (default 8)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--top-n", type=int, default=4, help="candidate destinations per flow (default 4)")
+    p.add_argument("--solver", choices=("highs", "cbc"), default=None, help="LP solver (default: config pce.solver)")
+    p.add_argument("--backend", choices=("matrix", "pulp"), default="matrix",
+                   help="matrix = direct highspy sparse build (default); pulp = PuLP model (needed for cbc)")
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("otter-sim", help="simulate OTTER's GREEDY/PER/OPT policies on Poisson flow arrivals")
+    _network_args(p)
+    p.add_argument("--rate", type=float, default=40000.0, help="mean flow arrivals per second (default 40000)")
+    p.add_argument("--duration", type=float, default=10.0, help="simulated seconds of measured arrivals (default 10)")
+    p.add_argument("--warmup", type=float, default=0.0,
+                   help="seconds of arrivals before the measured ones (they load the network, not the metrics)")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="multiply the arrival rate AND every link/edge capacity by this (e.g. 0.01)")
+    p.add_argument("--policies", default="GREEDY,PER,PER+PATHPIN,PER+DSTPIN,OPT,OPT+PATHPIN,OPT+DSTPIN",
+                   help="comma-separated policies")
+    p.add_argument("--period", type=float, default=1.0, help="PER: simulated seconds between LP runs (default 1)")
+    p.add_argument("--solve-delay", default="measured",
+                   help="PER: simulated LP delay in seconds, or 'measured' = the real build+solve wall time")
+    p.add_argument("--opt-epoch", type=float, default=0.1,
+                   help="OPT: re-optimise at epochs of this many simulated seconds (default 0.1)")
+    p.add_argument("--greedy-ties", choices=("first", "room"), default="first",
+                   help="GREEDY among equal best scores: first candidate (default) or most room")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=_sim)
+    s = sub.add_parser("otter-solve", help="build and solve one OTTER LP over N generated flows")
+    _network_args(s)
+    s.add_argument("--flows", type=int, default=20000, help="active flows (default 20000)")
+    s.add_argument("--scale", type=float, default=1.0, help="multiply link/edge capacities by this")
+    s.add_argument("--no-aggregate", action="store_true", help="one LP variable set per flow")
+    s.add_argument("--no-c4", action="store_true", help="drop the destination resource constraints")
+    s.set_defaults(func=_solve)
+
+
+def _solver(args) -> str:
+    if args.solver:
+        return args.solver
+    cfg = getattr(args, "cfg", None) or {}
+    return cfg.get("pce", {}).get("solver", "highs")
+
+
+def _backend(args, solver: str) -> str:
+    return "pulp" if solver == "cbc" else args.backend
+
+
+def _write(args, doc: dict) -> None:
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(doc, fh, indent=2)
+            fh.write("\n")
+
+
+def _sim(args: argparse.Namespace) -> int:
+    from pce.errors import InvalidInputError
+    from pce.otter.aggregate import candidates
+    from pce.otter.baselines import get_policy
+    from pce.otter.scenario import generate_flows, generate_network
+    from pce.otter.sim import simulate, stderr_progress
+
+    if args.scale <= 0 or args.rate <= 0 or args.duration <= 0 or args.warmup < 0:
+        raise InvalidInputError("--scale, --rate and --duration must be > 0, --warmup ≥ 0")
+    delay = None if args.solve_delay == "measured" else _float(args.solve_delay, "--solve-delay")
+    policies = [get_policy(p.strip()) for p in args.policies.split(",") if p.strip()]
+    solver = _solver(args)
+    net = generate_network(args.sources, args.dests, args.paths, seed=args.seed, scale=args.scale)
+    flows = generate_flows(net, rate=args.rate * args.scale, duration=args.duration + args.warmup, seed=args.seed)
+    flows.arrival[:] = flows.arrival - args.warmup
+    cand = candidates(net, flows, args.top_n)
+    progress = None if args.quiet else stderr_progress
+    if progress:
+        progress(f"otter-sim: {len(flows)} flows ({args.rate * args.scale:g}/s, scale {args.scale:g}), "
+                 f"{net.n_paths} paths, policies {', '.join(p.name for p in policies)}")
+    results = []
+    for pol in policies:
+        r = simulate(net, flows, pol, cand=cand, top_n=args.top_n, period=args.period, solve_delay=delay,
+                     opt_epoch=args.opt_epoch, measure_from=0.0, backend=_backend(args, solver), solver=solver,
+                     progress=progress, greedy_ties=args.greedy_ties)
+        results.append(r.as_dict())
+        print(f"{pol.name:12s} allocated bytes {r.allocated_bytes_fraction:.3f}  per-flow {r.mean_flow_allocated_fraction:.3f}"
+              f"  satisfaction {r.satisfaction:.3f}  solves {r.solves}"
+              + (f" (mean {sum(r.solve_seconds) / r.solves:.2f}s)" if r.solves else ""))
+    by = {r["policy"]: r["allocated_bytes_fraction"] for r in results}
+    ratios = {f"{a}/{b}": by[a] / by[b] for a in by for b in by if a != b and by[b] > 0
+              and (b == "GREEDY" or (b.startswith("OPT") and a.replace("PER", "OPT") == b))}
+    for k, v in ratios.items():
+        print(f"{k}: {v:.3f}")
+    _write(args, {
+        "command": "otter-sim",
+        "config": {k: v for k, v in vars(args).items() if k not in ("func", "cfg")},
+        "effective_rate": args.rate * args.scale,
+        "flows_measured": results[0]["flows"] if results else 0,
+        "results": results,
+        "ratios": ratios,
+    })
+    return 0
+
+
+def _solve(args: argparse.Namespace) -> int:
+    from pce.errors import InvalidInputError
+    from pce.otter.matrix import solve_problem
+    from pce.otter.problem import make_problem
+    from pce.otter.scenario import generate_flows, generate_network
+
+    if args.flows < 1 or args.scale <= 0:
+        raise InvalidInputError("--flows must be ≥ 1 and --scale > 0")
+    solver = _solver(args)
+    net = generate_network(args.sources, args.dests, args.paths, seed=args.seed, scale=args.scale)
+    flows = generate_flows(net, n=args.flows, seed=args.seed)
+    t0 = time.perf_counter()
+    prob = make_problem(net, flows, top_n=args.top_n, aggregate=not args.no_aggregate, use_c4=not args.no_c4)
+    t_prob = time.perf_counter() - t0
+    sol = solve_problem(prob, _backend(args, solver), solver)
+    doc = {
+        "command": "otter-solve",
+        "config": {k: v for k, v in vars(args).items() if k not in ("func", "cfg")},
+        "aggregates": prob.n_aggs, "columns": prob.n_cols, "objective": sol.objective,
+        "allocated_mbps": sol.allocated(), "requested_mbps": float(flows.bw.sum()),
+        "problem_seconds": t_prob, "build_seconds": sol.build_seconds, "solve_seconds": sol.solve_seconds,
+    }
+    print(json.dumps({k: v for k, v in doc.items() if k != "config"}, indent=2), file=sys.stdout)
+    _write(args, doc)
+    return 0
+
+
+def _float(text: str, flag: str) -> float:
+    from pce.errors import InvalidInputError
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise InvalidInputError(f"{flag}: expected seconds or 'measured', got {text!r}") from None
+    if v < 0:
+        raise InvalidInputError(f"{flag} must be ≥ 0")
+    return v

@@ -1,0 +1,116 @@
+"""The web UI in headless Debian chromium (Playwright): log in, create a reservation through the
+form, find it in the list, open its page with the path drawn, cancel it. Screenshots of every page
+go to ``test-artifacts/web/``; the server is the real ``mlte web`` command (waitress)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from app.web.feed import Feed
+from tests.lib.webserver import ROOT, create_user_cli, serve_cli
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARTIFACTS = ROOT / "test-artifacts" / "web"
+
+
+@pytest.fixture
+def browser_page(tmp_path):  # noqa: ANN001, ANN201
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(str(tmp_path / "profile"), executable_path=CHROMIUM, args=ARGS,
+                                                   headless=True, viewport={"width": 1280, "height": 900})
+        try:
+            page = ctx.new_page()
+            page.set_default_timeout(20_000)
+            yield page
+        finally:
+            ctx.close()
+
+
+def shot(page, name: str) -> Path:  # noqa: ANN001
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def test_reserve_and_cancel_in_the_browser(tmp_path, browser_page) -> None:  # noqa: ANN001
+    try:
+        _scenario(tmp_path, browser_page)
+    except BaseException:
+        shot(browser_page, "failure")  # what the page showed when it went wrong
+        raise
+
+
+def _scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
+    db = str(tmp_path / "ui.db")
+    create_user_cli(db, "ada", password="ada-secret")
+    with serve_cli(db, log_path=tmp_path / "server.log") as url:
+        # what the controller would write: a circuit, utilization samples of the path's first links, events
+        feed = Feed(db, migrate=False)
+        try:
+            feed.circuit("A-C via X,Z", "A:3", "C:1", 10.0, [("X", 1, 3), ("Z", 3, 2)])
+            now = time.time()
+            feed.samples([(now - 60 + 2 * i, link, base + (i % 7) * 0.8, (base + (i % 7) * 0.8) / 20)
+                          for i in range(30) for link, base in (("access:A:1-h1", 3.0),
+                                                                 ("adaptation:A:3-X:1", 2.0))])
+            feed.event("circuit.up", "circuit A-C via X,Z is up")
+        finally:
+            feed.close()
+
+        page.goto(f"{url}/reservations")
+        assert "/login" in page.url
+        page.fill("#username", "ada")
+        page.fill("#password", "ada-secret")
+        shot(page, "01-login")
+        page.click("#login-form button[type=submit]")
+        page.wait_for_url(f"{url}/reservations")
+
+        page.click("text=New reservation")
+        page.fill("#name", "browser backup")
+        page.fill("#src", "A:1")
+        page.fill("#dst", "C:3")
+        page.fill("#bandwidth", "4")
+        page.fill("#start", time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() + 3600)))
+        page.fill("#end", time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() + 7200)))
+        shot(page, "02-form")
+        page.click("#reservation-form button[type=submit]")
+        page.wait_for_selector("#res-state")
+        assert page.inner_text("#res-state") == "HELD"
+        detail_url = page.url
+
+        page.click("text=Reservations")
+        row = page.locator("#reservation-list tbody tr", has_text="browser backup")
+        assert row.count() == 1 and "HELD" in row.inner_text()
+        shot(page, "03-list")
+
+        row.locator("a").first.click()
+        page.wait_for_url(detail_url)
+        assert page.locator("svg.topology .edge.on-path").count() >= 3
+        assert page.locator("svg.topology .node.on-path").count() >= 2
+        page.wait_for_selector("#chart polyline.series")  # live chart drew the samples
+        assert int(page.get_attribute("#chart", "data-samples")) > 0
+        shot(page, "04-detail")
+
+        page.click("#commit-btn")
+        page.wait_for_selector("#res-state:text('RESERVED')")
+        page.click("#cancel-btn")
+        page.wait_for_selector("#res-state:text('CANCELLED')")
+        assert page.locator("#cancel-btn").count() == 0
+        shot(page, "05-cancelled")
+
+        page.click("text=Topology")
+        assert page.locator("svg.topology .band-optical").count() == 1
+        assert page.locator("svg.topology .edge.circuit").count() >= 2
+        shot(page, "06-topology")
+        page.click("text=Events")
+        assert page.locator("#event-list", has_text="cancelled by ada").count() == 1
+        shot(page, "07-events")
