@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots soak clean
+.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh --with-web
@@ -35,9 +35,6 @@ bench-rest: bootstrap
 
 bench-ots: bootstrap
 	$(PY) bench/run.py ots
-
-soak: bootstrap
-	$(PY) bench/run.py soak
 
 clean:
 	rm -rf demo-out bench/results .pytest_cache

@@ -7,9 +7,10 @@ Each area owns one section; add new keys to ``DEFAULTS`` with a comment saying w
 from __future__ import annotations
 
 import copy
-import tomllib
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from app.errors import ConfigError
 

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--time-limit", type=float, default=60.0, help="MIP time limit per instance (s)")
+    ap.add_argument("--time-limit", type=float, default=30.0, help="MIP time limit per instance (s)")
     ap.add_argument("--load", choices=["heavy", "light"], default="heavy",
                     help="heavy: 2-15 Mbit/s demands (often more than fits); light: 1-6 Mbit/s")
     args = ap.parse_args(argv)

@@ -30,8 +30,17 @@ def free_port() -> int:
 
 
 def random_prefix() -> str:
-    """Two characters that keep node, bridge and interface names unique and short."""
-    return random.choice(string.ascii_lowercase) + random.choice(string.digits)
+    """Two characters that keep node, bridge and interface names unique and short (one no
+    interface or bridge on the machine starts with, when there is such a one)."""
+    names = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    names += subprocess.run(["ovs-vsctl", "--timeout=10", "list-br"], capture_output=True, text=True).stdout
+    taken = {w.split(":", 2)[1].strip()[:2] for w in names.splitlines() if w.count(":") >= 2}
+    taken |= {line[:2] for line in names.splitlines()}
+    for _ in range(50):
+        prefix = random.choice(string.ascii_lowercase) + random.choice(string.digits)
+        if prefix not in taken:
+            return prefix
+    return prefix
 
 
 class LabSession:
@@ -70,7 +79,22 @@ class LabSession:
             raise
         return self
 
-    def _start_controller(self) -> None:
+    def _start_controller(self, attempts: int = 3) -> None:
+        """Start the controller; if a free port was taken meanwhile (a race), retry on new ports."""
+        for attempt in range(attempts):
+            try:
+                return self._start_controller_once()
+            except RuntimeError as exc:
+                if "is not available" not in str(exc) or attempt == attempts - 1:
+                    raise
+                self.of_port, self.api_port = free_port(), free_port()
+                self.client = ControllerClient(port=self.api_port)
+
+    def _log_tail(self, name: str, lines: int = 15) -> str:
+        p = self.workdir / name
+        return "\n".join(p.read_text(errors="replace").splitlines()[-lines:]) if p.exists() else ""
+
+    def _start_controller_once(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         names = self.workdir / "names.json"
         names.write_text(json.dumps({hex(k): v for k, v in self._names().items()}))
@@ -92,8 +116,8 @@ class LabSession:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.controller.poll() is not None:
-                raise RuntimeError(f"controller exited with {self.controller.returncode}; see "
-                                   f"{self.workdir / 'controller.log'}")
+                raise RuntimeError(f"controller exited with {self.controller.returncode}:\n"
+                                   f"{self._log_tail('controller.log')}")
             if self.client._try_health():
                 return
             time.sleep(0.1)

@@ -206,6 +206,7 @@ class LabNet:
         self.net = Mininet(topo=topo, controller=None, build=False, autoSetMacs=False, autoStaticArp=False,
                            waitConnected=False)
         self.net.addController(RemoteController(self.prefix + "c0", ip=self.controller[0], port=self.controller[1]))
+        self._sweep()  # leftovers with exactly our names (a crashed earlier run) would break the build
         try:
             self.net.build()
             self.net.start()

@@ -7,6 +7,9 @@ import json
 import sys
 import time
 
+#: Above this many active flows the LP policies are slow on two cores (see docs/otter.md).
+LARGE_ACTIVE = 50_000
+
 
 def _network_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sources", type=int, default=8, help="number of sources (default 8)")
@@ -84,6 +87,10 @@ def _sim(args: argparse.Namespace) -> int:
     flows.arrival[:] = flows.arrival - args.warmup
     cand = candidates(net, flows, args.top_n)
     progress = None if args.quiet else stderr_progress
+    active = args.rate * args.scale * 10.0  # mean duration 10 s
+    if active > LARGE_ACTIVE and any(p.mode != "greedy" for p in policies):
+        print(f"otter-sim: warning: ~{active:,.0f} active flows; each LP of PER/OPT will take long on this machine "
+              f"(try --scale 0.01, which scales the rate and every capacity)", file=sys.stderr)
     if progress:
         progress(f"otter-sim: {len(flows)} flows ({args.rate * args.scale:g}/s, scale {args.scale:g}), "
                  f"{net.n_paths} paths, policies {', '.join(p.name for p in policies)}")

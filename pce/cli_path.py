@@ -46,6 +46,8 @@ def register(psub: argparse._SubParsersAction) -> None:
                    help="LP relaxation + rounding (diving)")
     c.add_argument("--solver", choices=["highs", "cbc"], help="default: [pce] solver")
     c.add_argument("--per-pair", type=int, default=8, help="candidate XCON chains per switch pair")
+    c.add_argument("--time-limit", type=float, default=60.0,
+                   help="MIP time limit, s (then the best plan found is returned, status Feasible)")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.set_defaults(func=_circuits, method="integer")
 
@@ -169,12 +171,14 @@ def _circuits(args: argparse.Namespace) -> int:
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInputError(f"{args.demands}: each demand needs id, src, dst, bandwidth: {exc}") from None
     solver = args.solver or args.cfg.get("pce", {}).get("solver", "highs")
-    plan = plan_circuits(graph, demands, method=args.method, solver=solver,
+    if args.per_pair < 1 or args.time_limit <= 0:
+        raise InvalidInputError("--per-pair must be >= 1 and --time-limit > 0")
+    plan = plan_circuits(graph, demands, method=args.method, solver=solver, time_limit=args.time_limit,
                          circuits=candidate_circuits(graph, per_pair=args.per_pair))
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
         return 0
-    print(f"{plan.method}: objective {plan.objective:.4f} ({plan.candidates} candidate circuits, "
+    print(f"{plan.method} ({plan.status}): objective {plan.objective:.4f} ({plan.candidates} candidate circuits, "
           f"solve {plan.solve_seconds:.3f} s)" + (f", LP bound {plan.lp_bound:.4f}" if plan.lp_bound else ""))
     for c in plan.lit:
         print(f"  light {c.a}:{c.a_port} <-> {c.b}:{c.b_port} via {' '.join(c.oports)} "

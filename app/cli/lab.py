@@ -112,7 +112,7 @@ def _discover(args: argparse.Namespace, spec, session, out: Path) -> int:
     from mininet_labs.spec import spec_to_graph
     from topology.compare import graph_diff, without_hosts
     from topology.draw import draw_png, format_graph
-    from topology.graph import MultiLayerGraph
+    from topology.graph import EDGE_KINDS, MultiLayerGraph
 
     t0 = time.monotonic()
     session.wait_links(timeout=args.timeout)
@@ -127,7 +127,8 @@ def _discover(args: argparse.Namespace, spec, session, out: Path) -> int:
     problems = data.pop("problems", [])
     graph = MultiLayerGraph.from_dict(data)
     expected = without_hosts(spec_to_graph(spec, setup_time=sum(_delays(args)) / 2))
-    diff = graph_diff(graph, expected, ignore_attrs=("source", "name"))
+    edge_kinds = [k for k in EDGE_KINDS if not (args.no_static and k == "optical")]  # no file: no fibres
+    diff = graph_diff(graph, expected, edge_kinds=edge_kinds, ignore_attrs=("source", "name"))
     if args.circuit:
         hops = FIG2_CIRCUITS[args.circuit]
         t1 = time.monotonic()
@@ -149,7 +150,9 @@ def _discover(args: argparse.Namespace, spec, session, out: Path) -> int:
         for line in diff[:40]:
             print(f"  {line}")
     else:
-        print(f"discovered graph = the {spec.name} spec (nodes, ports, adaptations, fibres, potential XCONs)")
+        what = "adaptations, potential XCONs; no fibres: --no-static" if args.no_static else \
+            "adaptations, fibres, potential XCONs"
+        print(f"discovered graph = the {spec.name} spec (nodes, ports, {what})")
     (out / "topology.json").write_text(graph.to_json(indent=2))
     title = f"{spec.name}: discovered multi-layer topology" + (f" + circuit {args.circuit}" if args.circuit else "")
     png = draw_png(graph, out / "topology.png", title=title)

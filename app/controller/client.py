@@ -73,9 +73,9 @@ class ControllerClient:
     def remove_xcon(self, ots: str, in_port: int, bidirectional: bool = True) -> dict:
         return self.request("DELETE", "/xcon", {"ots": ots, "in_port": in_port, "bidirectional": bidirectional})
 
-    def circuit(self, xcons: list[tuple[str, int, int]]) -> dict:
+    def circuit(self, xcons: list[tuple[str, int, int]], parallel: bool = False) -> dict:
         return self.request("POST", "/circuit", {"xcons": [{"ots": o, "in_port": a, "out_port": b}
-                                                           for o, a, b in xcons]})
+                                                           for o, a, b in xcons], "parallel": parallel})
 
     def remove_circuit(self, xcons: list[tuple[str, int, int]]) -> dict:
         return self.request("DELETE", "/circuit", {"xcons": [{"ots": o, "in_port": a} for o, a, _ in xcons]})

@@ -229,23 +229,34 @@ class ControlApi(app_manager.OSKenApp):
         return self._xcon_result(driver.remove(ots, port, bidir not in (False, "false", "0")))
 
     def r_circuit_add(self, q: dict, d: dict):
-        """A chain of XCONs ``{"xcons": [{"ots", "in_port", "out_port"}, ...]}``; all or nothing."""
+        """A chain of XCONs ``{"xcons": [{"ots", "in_port", "out_port"}, ...], "parallel": false}``; all or
+        nothing."""
         hops = d.get("xcons")
         if not isinstance(hops, list) or not hops:
             raise ApiError(400, "'xcons' must be a non-empty list of {ots, in_port, out_port}")
         driver = self.app("mlte_ots_driver")
-        done, results = [], []
         for hop in hops:
             if not isinstance(hop, dict) or "ots" not in hop:
                 raise ApiError(400, "each XCON needs 'ots', 'in_port', 'out_port'")
-            res = driver.install(hop["ots"], self._int(hop, "in_port"), self._int(hop, "out_port"))
-            results.append(res.to_json())
-            if not res.ok:
-                for ots, port in reversed(done):
-                    driver.remove(ots, port)
-                return 422, {"ok": False, "xcons": results, "rolled_back": len(done)}
-            done.append((hop["ots"], hop["in_port"]))
-        return {"ok": True, "xcons": results}
+            self._int(hop, "in_port"), self._int(hop, "out_port")
+            driver.resolve(hop["ots"])
+        if d.get("parallel"):  # every hop at once: one provisioning delay instead of one per hop
+            threads = [hub.spawn(driver.install, h["ots"], h["in_port"], h["out_port"], raise_error=True)
+                       for h in hops]
+            outcomes = [t.wait() for t in threads]
+        else:  # hop by hop, each applied before the next
+            outcomes = []
+            for h in hops:
+                outcomes.append(driver.install(h["ots"], h["in_port"], h["out_port"]))
+                if not outcomes[-1].ok:
+                    break
+        results = [r.to_json() for r in outcomes]
+        if all(r.ok for r in outcomes) and len(outcomes) == len(hops):
+            return {"ok": True, "xcons": results}
+        done = [(h["ots"], h["in_port"]) for h, r in zip(hops, outcomes, strict=False) if r.ok]
+        for ots, port in reversed(done):
+            driver.remove(ots, port)
+        return 422, {"ok": False, "xcons": results, "rolled_back": len(done)}
 
     def r_circuit_delete(self, q: dict, d: dict):
         hops = d.get("xcons")

@@ -17,7 +17,6 @@ import socket
 import time
 from typing import Any
 
-from eventlet.green import socket as green_socket
 from os_ken.base import app_manager
 from os_ken.controller import event, ofp_event
 from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
@@ -97,6 +96,8 @@ class MonitorApp(app_manager.OSKenApp):
         if self.collector is not None:
             # the launcher green-patches threads only, so the collector's own (blocking) receive
             # thread would stall the hub: receive on a green socket here and feed the collector
+            from eventlet.green import socket as green_socket  # the hub's (the launcher selects eventlet)
+
             self._sflow_sock = green_socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self._sflow_sock.bind((self.collector.host, self.collector.port))
             self._receiver = hub.spawn(self._sflow_loop)
@@ -143,8 +144,10 @@ class MonitorApp(app_manager.OSKenApp):
                 continue
             ofp, parser = dp.ofproto, dp.ofproto_parser
             if ofp.OFP_VERSION == ofproto_v1_3.OFP_VERSION:
-                dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
+                # queue stats first: the switch answers in order, so each PORT_STATS reply is
+                # combined with the queue drops of the same poll
                 dp.send_msg(parser.OFPQueueStatsRequest(dp, 0, ofp.OFPP_ANY, ofp.OFPQ_ALL))
+                dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
             elif ofp.OFP_VERSION == ofproto_v1_0.OFP_VERSION:
                 dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_NONE))
 

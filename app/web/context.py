@@ -66,17 +66,18 @@ def write_tx() -> Iterator[Session]:
 
     close_session()  # give the read connection back first: a request never holds two connections
     st = state()
-    s = st.db.session()
-    try:
-        st.db.lock_for_write(s)
-        service.advance(s, st.clock())
-        yield s
-        s.commit()
-    except BaseException:
-        s.rollback()
-        raise
-    finally:
-        s.close()
+    with st.db.writer():
+        s = st.db.session()
+        try:
+            st.db.lock_for_write(s)
+            service.advance(s, st.clock())
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise
+        finally:
+            s.close()
 
 
 def advance_if_due() -> None:

@@ -25,6 +25,7 @@ from app.web.states import (
     IllegalTransition,
     check_transition,
 )
+from app.web.timeutil import to_iso
 from app.web.topology_source import check_endpoint_in_graph
 from app.web.validation import ReservationInput
 
@@ -74,7 +75,7 @@ def create(db: Session, graph: MultiLayerGraph, user: User, inp: ReservationInpu
     db.add(res)
     db.flush()
     audit(db, user, "create", res, bandwidth=inp.bandwidth, src=inp.src, dst=inp.dst,
-          start=inp.start, end=inp.end, path=res.path["nodes"] if res.path else None)
+          start=to_iso(inp.start), end=to_iso(inp.end), path=res.path["nodes"] if res.path else None)
     return res
 
 
@@ -105,12 +106,12 @@ def modify(db: Session, graph: MultiLayerGraph, user: User, res: Reservation, ba
     new_end = res.end_ts if end is None else end
     result = admission.find_path(graph, db, src=res.src, dst=res.dst, bandwidth=new_bw, start=res.start_ts,
                                  end=new_end, now=now, ero=res.ero, exclude_id=res.id)
-    old = {"bandwidth": res.bandwidth, "end": res.end_ts}
+    old = {"bandwidth": res.bandwidth, "end": to_iso(res.end_ts)}
     res.bandwidth, res.end_ts = new_bw, new_end
     res.path = admission.path_to_json(result)
     res.updated_ts = now
     db.flush()
-    audit(db, user, "modify", res, old=old, new={"bandwidth": new_bw, "end": new_end})
+    audit(db, user, "modify", res, old=old, new={"bandwidth": new_bw, "end": to_iso(new_end)})
 
 
 def advance(db: Session, now: float) -> int:

@@ -23,6 +23,8 @@ SOLVERS = ("highs", "cbc")
 LP_METHODS = ("auto", "simplex", "ipm", "pdlp")
 INF = float("inf")
 
+_scheduler_threads: int | None = None  # thread count HiGHS's global scheduler was started with
+
 
 @dataclass
 class LinearProgram:
@@ -96,8 +98,14 @@ def solve_highs(
     if method == "auto":
         method = "choose"
     h.setOptionValue("solver", method)
-    if threads:
-        h.setOptionValue("threads", int(threads))
+    global _scheduler_threads
+    threads = int(threads) or (os.cpu_count() or 1)
+    if _scheduler_threads not in (None, threads):
+        # HiGHS's global thread scheduler keeps the thread count of its first use; a solve asking
+        # for another count fails ("Not Set") unless the scheduler is restarted
+        highspy.Highs.resetGlobalScheduler(True)
+    _scheduler_threads = threads
+    h.setOptionValue("threads", threads)
     if time_limit:
         h.setOptionValue("time_limit", float(time_limit))
     status = h.passModel(_highs_lp(lp))

@@ -45,7 +45,10 @@ def _worker_init() -> None:
     ends "Not Set"), so each worker starts its own."""
     import highspy
 
+    from pce.te import matrix
+
     highspy.Highs.resetGlobalScheduler(True)
+    matrix._scheduler_threads = None
 
 
 def _solve_group(idx: np.ndarray):

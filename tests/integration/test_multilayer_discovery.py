@@ -154,3 +154,22 @@ def test_xcon_chain_connects_clusters_only_after_provisioning(testbed):
     assert not ping(h1, "10.0.0.3", wait=1)
     for ots in ("X", "Y", "Z"):
         assert ots_flows(testbed, ots) == []
+
+
+def test_parallel_circuit_and_its_packet_link(testbed):
+    """All hops of a circuit at once (one provisioning delay): LLDP sees A:4-C:2, removal drops it."""
+    from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
+
+    hops = FIG2_CIRCUITS["offload"]
+    result = testbed.client.circuit(hops, parallel=True)
+    try:
+        assert result["ok"] and len(result["xcons"]) == 2
+        testbed.wait_links(directed(FIG2_CIRCUIT_LINKS["offload"]), timeout=20)
+        graph = testbed.client.topology(sources="lldp,scan")
+        assert any(link["key"] == "packet:A:4-C:2" for link in graph["links"])
+        active = {link["key"] for link in graph["links"] if link["kind"] == "xcon" and link["active"]}
+        assert active == {"xcon:X:4-X:5", "xcon:Z:4-Z:5"}
+    finally:
+        testbed.client.remove_circuit(hops)
+    wait_until(lambda: not testbed.seen_links(), 20, "offload link to go")
+    assert testbed.client.xcons() == []

@@ -70,3 +70,16 @@ def test_core_imbalance_cycle():
         res = core.tick(float(t))
         actions += [(t, a) for a in res.actions]
     assert [a for _, a in actions if a.op == DISABLE] == [FineAction(DISABLE, "A"), FineAction(DISABLE, "B")]
+
+
+def test_monitor_app_settings_and_agent_addresses(tmp_path, monkeypatch):
+    from app.controller import monitor_app
+
+    assert monitor_app.agent_address(0) == "127.0.1.1" and monitor_app.agent_address(251) == "127.0.2.2"
+    conf = tmp_path / "m.toml"
+    conf.write_text("[monitor]\ninterval = 0.5\nsflow_collector_port = 16343\n")
+    monkeypatch.setenv("MLTE_CONFIG", str(conf))
+    cfg = monitor_app.monitor_settings()
+    assert cfg["interval"] == 0.5 and cfg["sflow_collector_port"] == 16343 and cfg["ewma_alpha"] == 0.3
+    monkeypatch.delenv("MLTE_CONFIG")
+    assert monitor_app.monitor_settings()["interval"] == 1.0

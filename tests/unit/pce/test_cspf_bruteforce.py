@@ -206,3 +206,23 @@ def test_include_and_exclude_equal_brute_force(seed):
     res = compute_path(g, request, books)
     assert crosses((res.nodes,), inc) and exc not in res.nodes
     assert (res.latency, res.hops) == min((p[2], p[3]) for p in ok)
+
+
+@pytest.mark.parametrize("seed,objective", [(s, o) for s in range(40) for o in ("least-hops", "widest", "fits")])
+def test_latency_bound_equals_brute_force(seed, objective):
+    g, books = random_graph(seed)
+    sws = g.nodes_of_kind("packet")
+    paths = brute_paths(g, sws[0], sws[-1], 1.0, 0, 100, books)
+    if len(paths) < 2:
+        return
+    bound = sorted(p[2] for p in paths)[len(paths) // 2]  # about half the paths are too slow
+    ok = [p for p in paths if p[2] <= bound + 1e-9]
+    res = compute_path(g, PathRequest(sws[0], sws[-1], 1.0, 0, 100, objective=objective, max_latency=bound), books)
+    assert res.latency <= bound + 1e-9
+    key = {"least-hops": lambda p: (p[3], p[2]), "widest": lambda p: (-p[4], p[2]),
+           "fits": lambda p: (p[4], p[2])}[objective]
+    got = next(p for p in paths if p[1] == res.edges)
+    if objective == "fits" and len(ok) > 16:
+        assert key(got) >= min(key(p) for p in ok)
+    else:
+        assert key(got) == pytest.approx(min(key(p) for p in ok))

@@ -199,3 +199,26 @@ def test_unknown_api_route_is_json(client, users) -> None:  # noqa: ANN001
     assert r.status_code == 404 and r.get_json()["error"]["status"] == 404
     r = client.delete(f"{API}/reservations", headers=users.h("alice"))
     assert r.status_code == 405 and "GET" in r.headers["Allow"]
+
+
+def test_remaining_transitions(client, users, clock) -> None:  # noqa: ANN001
+    """HELD → FAILED, ACTIVE → FAILED, and RESERVED → FINISHED when nobody looked during the window."""
+    held = create(client, users, name="held").get_json()["id"]
+    r = client.post(f"{API}/reservations/{held}/fail", json={"reason": "optical scan lost X"}, headers=users.h("root"))
+    assert r.get_json()["state"] == "FAILED"
+
+    active = create(client, users, name="active").get_json()["id"]
+    client.post(f"{API}/reservations/{active}/commit", headers=users.h("alice"))
+    clock.t = T0 + 700
+    assert client.get(f"{API}/reservations/{active}", headers=users.h("alice")).get_json()["state"] == "ACTIVE"
+    r = client.post(f"{API}/reservations/{active}/fail", json={}, headers=users.h("root"))
+    assert r.get_json()["state"] == "FAILED" and r.get_json()["state_reason"] == "network failure"
+
+    late = create(client, users, name="late", start=iso(T0 + 10_000), end=iso(T0 + 11_000)).get_json()["id"]
+    client.post(f"{API}/reservations/{late}/commit", headers=users.h("alice"))
+    clock.t = T0 + 20_000  # start and end both passed before the next request
+    got = client.get(f"{API}/reservations/{late}", headers=users.h("alice")).get_json()
+    assert got["state"] == "FINISHED"
+    hist = client.get(f"{API}/reservations/{late}/history", headers=users.h("alice")).get_json()["items"]
+    assert [(h["detail"].get("from"), h["detail"].get("to")) for h in hist[1:]] == [
+        ("HELD", "RESERVED"), ("RESERVED", "FINISHED")]

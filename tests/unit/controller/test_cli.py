@@ -1,0 +1,26 @@
+"""`mlte controller` / `mlte lab` argument handling (no network, no root needed)."""
+import pytest
+
+from app.cli.main import build_parser, main
+
+
+def test_lab_and_controller_options_parse():
+    args = build_parser().parse_args(["lab", "testbed", "--discover", "--out", "o", "--circuit", "initial"])
+    assert args.name == "testbed" and args.discover and args.circuit == "initial" and not args.no_static
+    args = build_parser().parse_args(["controller", "--of-port", "16653", "--api-port", "18181", "--app", "m.a"])
+    assert (args.of_port, args.api_port, args.app) == (16653, 18181, ["m.a"])
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["lab", "testbed", "--static-file", "f", "--no-static"])
+
+
+def test_lab_needs_root(monkeypatch, capsys):
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert main(["lab", "testbed", "--discover"]) == 2
+    assert "needs root" in capsys.readouterr().err
+
+
+def test_controller_names_file_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "names.json"
+    bad.write_text("{not json")
+    assert main(["controller", "--names", str(bad)]) == 2
+    assert "--names" in capsys.readouterr().err
