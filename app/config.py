@@ -42,6 +42,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "dominant_share": 0.5,  # balanced growth only if no flow carries more than this share of the circuit's traffic
         "min_small_flows": 2,  # unconstrained imbalance needs at least this many non-elephant flows beside the elephants
         "clear_intervals": 3,  # calm intervals (no drops, below growth threshold) before a hot spot is cleared
+        "elephant_confidence_z": 1.96,  # an elephant's sampled rate must exceed the threshold by z standard errors (rate/sqrt(samples))
         "fine_window": 1.0,  # seconds of sFlow samples per flow-rate estimate (= Ts: elephants named one interval after the hot spot)
         "probe_interval": 0.2,  # latency probes: seconds between probes per path (seed 001: 200 ms)
         "path_change_tolerance_ms": 0.5,  # path-change detector: stable band and minimum shift (seed 001: 0.5 ms)

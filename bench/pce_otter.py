@@ -35,16 +35,18 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def allocation(rates, scale: float, duration: float, seed: int, top_n: int) -> list[dict]:
+def allocation(rates, scale: float, duration: float, seed: int, top_n: int, pad: float) -> list[dict]:
     out = []
     for rate in rates:
         net = generate_network(8, 8, 8, seed=seed, scale=scale)
-        flows = generate_flows(net, rate=rate * scale, duration=duration, seed=seed)
+        flows = generate_flows(net, rate=rate * scale, duration=pad + duration + pad, seed=seed)
+        flows.arrival[:] -= pad  # warm-up [-pad, 0), measured [0, duration], cool-down after
         cand = candidates(net, flows, top_n)
-        row = {"rate": rate, "scale": scale, "effective_rate": rate * scale, "flows": len(flows), "top_n": top_n,
-               "policies": {}}
+        window = {"measure_from": 0.0, "measure_to": duration}
+        row = {"rate": rate, "scale": scale, "effective_rate": rate * scale, "flows_simulated": len(flows),
+               "warmup_s": pad, "cooldown_s": pad, "top_n": top_n, "policies": {}}
         for pol in POLICIES:
-            r = simulate(net, flows, pol, cand=cand, top_n=top_n, period=1.0, opt_epoch=0.1)
+            r = simulate(net, flows, pol, cand=cand, top_n=top_n, period=1.0, opt_epoch=0.1, **window)
             row["policies"][pol] = r.as_dict()
             log(f"rate {rate:g} ×{scale:g}: {pol:12s} bytes {r.allocated_bytes_fraction:.3f} "
                 f"sat {r.satisfaction:.3f} solves {r.solves} wall {r.wall_seconds:.1f}s")
@@ -62,7 +64,7 @@ def allocation(rates, scale: float, duration: float, seed: int, top_n: int) -> l
         log(f"rate {rate:g}: ratios {row['ratios']}")
         # the same flows with only the top-4 destinations (the LP scaling measure)
         cand4 = candidates(net, flows, 4)
-        row["top4"] = {pol: simulate(net, flows, pol, cand=cand4, top_n=4, period=1.0).as_dict()
+        row["top4"] = {pol: simulate(net, flows, pol, cand=cand4, top_n=4, period=1.0, **window).as_dict()
                        for pol in ("GREEDY", "PER+PATHPIN")}
         log(f"rate {rate:g} top-4: " + ", ".join(f"{k} {v['allocated_bytes_fraction']:.3f}" for k, v in row["top4"].items()))
         out.append(row)
@@ -107,6 +109,7 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=None, help="allocation scale (default 0.005, quick 0.002)")
     ap.add_argument("--top-n", type=int, default=8, help="allocation runs: candidate destinations (default all 8)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pad", type=float, default=None, help="warm-up and cool-down seconds (default 10, quick 3)")
     args = ap.parse_args()
     scale = args.scale or (0.002 if args.quick else 0.005)
     t0 = time.perf_counter()
@@ -114,7 +117,8 @@ def main() -> int:
         "benchmark": "pce_otter",
         "quick": args.quick,
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-        "allocation": allocation((20000, 30000, 40000), scale, 5.0 if args.quick else 10.0, args.seed, args.top_n),
+        "allocation": allocation((20000, 30000, 40000), scale, 5.0 if args.quick else 10.0, args.seed, args.top_n,
+                                 args.pad if args.pad is not None else (3.0 if args.quick else 10.0)),
         "scale": scale_lp(2000 if args.quick else 20000, 16 if args.quick else 64, args.seed, pulp_too=True),
     }
     doc["wall_seconds"] = time.perf_counter() - t0

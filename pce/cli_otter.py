@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", type=float, default=10.0, help="simulated seconds of measured arrivals (default 10)")
     p.add_argument("--warmup", type=float, default=0.0,
                    help="seconds of arrivals before the measured ones (they load the network, not the metrics)")
+    p.add_argument("--cooldown", type=float, default=0.0,
+                   help="seconds of arrivals after the measured ones (keep the load up while measured flows live)")
     p.add_argument("--scale", type=float, default=1.0,
                    help="multiply the arrival rate AND every link/edge capacity by this (e.g. 0.01)")
     p.add_argument("--policies", default="GREEDY,PER,PER+PATHPIN,PER+DSTPIN,OPT,OPT+PATHPIN,OPT+DSTPIN",
@@ -77,13 +79,14 @@ def _sim(args: argparse.Namespace) -> int:
     from pce.otter.scenario import generate_flows, generate_network
     from pce.otter.sim import simulate, stderr_progress
 
-    if args.scale <= 0 or args.rate <= 0 or args.duration <= 0 or args.warmup < 0:
-        raise InvalidInputError("--scale, --rate and --duration must be > 0, --warmup ≥ 0")
+    if args.scale <= 0 or args.rate <= 0 or args.duration <= 0 or args.warmup < 0 or args.cooldown < 0:
+        raise InvalidInputError("--scale, --rate and --duration must be > 0, --warmup and --cooldown ≥ 0")
     delay = None if args.solve_delay == "measured" else _float(args.solve_delay, "--solve-delay")
     policies = [get_policy(p.strip()) for p in args.policies.split(",") if p.strip()]
     solver = _solver(args)
     net = generate_network(args.sources, args.dests, args.paths, seed=args.seed, scale=args.scale)
-    flows = generate_flows(net, rate=args.rate * args.scale, duration=args.duration + args.warmup, seed=args.seed)
+    flows = generate_flows(net, rate=args.rate * args.scale, duration=args.warmup + args.duration + args.cooldown,
+                           seed=args.seed)
     flows.arrival[:] = flows.arrival - args.warmup
     cand = candidates(net, flows, args.top_n)
     progress = None if args.quiet else stderr_progress
@@ -97,7 +100,7 @@ def _sim(args: argparse.Namespace) -> int:
     results = []
     for pol in policies:
         r = simulate(net, flows, pol, cand=cand, top_n=args.top_n, period=args.period, solve_delay=delay,
-                     opt_epoch=args.opt_epoch, measure_from=0.0, backend=_backend(args, solver), solver=solver,
+                     opt_epoch=args.opt_epoch, measure_from=0.0, measure_to=args.duration, backend=_backend(args, solver), solver=solver,
                      progress=progress, greedy_ties=args.greedy_ties)
         results.append(r.as_dict())
         print(f"{pol.name:12s} allocated bytes {r.allocated_bytes_fraction:.3f}  per-flow {r.mean_flow_allocated_fraction:.3f}"

@@ -9,7 +9,7 @@ for a in "$@"; do [ "$a" = "--with-web" ] && WITH_WEB=1; done
 
 log() { printf '[bootstrap] %s\n' "$*"; }
 
-PKGS=(openvswitch-switch mininet iputils-ping ethtool iperf3 python3-venv python3-dev iproute2 procps)
+PKGS=(openvswitch-switch mininet iputils-ping ethtool iperf3 python3-venv python3-dev iproute2 procps curl)
 [ "$WITH_WEB" = 1 ] && PKGS+=(postgresql chromium)
 missing=()
 for p in "${PKGS[@]}"; do

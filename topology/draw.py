@@ -12,6 +12,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from topology.errors import TopologyError
 from topology.graph import MultiLayerGraph
 
 GRAN_COLOURS = {"ODU0": "#9467bd", "ODU1": "#8c564b", "ODU2": "#1f77b4", "ODU2e": "#17becf",
@@ -226,6 +227,15 @@ def draw_png(graph: MultiLayerGraph, path: str | Path, title: str | None = None,
         ly = (y1 + y2) / 2 - 0.5 * rad * (x2 - x1)
         ax.text(lx, ly + 0.08, f"{u}:{ports.get(u)}–{v}:{ports.get(v)}", fontsize=8, ha="center", va="bottom",
                 color="#1d5c12", zorder=7, bbox={"fc": "#eef5ea", "ec": "none", "pad": 0.5})
+    # which packet port each adaptation leaves from (two uplinks of one switch would look alike)
+    for u, v, d in g.edges(data=True):
+        if d["kind"] != "adaptation":
+            continue
+        sw, op = (u, v) if g.nodes[u]["kind"] == "packet" else (v, u)
+        (x1, y1), (x2, y2) = pos[sw], pos[op]
+        ax.text(x1 + 0.22 * (x2 - x1), y1 + 0.22 * (y2 - y1), str(d["ports"].get(sw, "?")), fontsize=7,
+                ha="center", va="center", color="#333333", zorder=7,
+                bbox={"fc": "white", "ec": "#555555", "lw": 0.5, "boxstyle": "round,pad=0.15"})
     for kind, marker, size, colour in (("packet", "s", 520, "#2e8b57"), ("host", "o", 220, "#b0b0b0")):
         nodes = graph.nodes_of_kind(kind)
         if nodes:
@@ -244,7 +254,7 @@ def draw_png(graph: MultiLayerGraph, path: str | Path, title: str | None = None,
                     color="white", weight="bold", zorder=6)
     handles = [
         Line2D([], [], color="#2e8b57", lw=2.5, label="packet link"),
-        Line2D([], [], color="#555555", lw=1.3, ls="--", label="adaptation (packet–optical)"),
+        Line2D([], [], color="#555555", lw=1.3, ls="--", label="adaptation (boxed: packet port)"),
         Line2D([], [], color="#1f4e8c", lw=3, label="fibre"),
         Line2D([], [], color="#ff7f0e", lw=3.5, label="active XCON"),
     ]
@@ -258,7 +268,10 @@ def draw_png(graph: MultiLayerGraph, path: str | Path, title: str | None = None,
         ax.set_title(title)
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, format="png")
+    try:
+        fig.savefig(out, format="png")
+    except OSError as exc:
+        raise TopologyError(f"{out}: cannot write: {exc.strerror or exc}") from None
     return out
 
 
@@ -307,7 +320,7 @@ def format_graph(graph: MultiLayerGraph) -> str:
             parts = []
             ad = graph.adaptation_at(op)
             if ad:
-                parts.append(f"to {ad[0]}:{ad[1]}")
+                parts.append(f"adaptation to {ad[0]}:{ad[1]}")
             peer = graph.fibre_peer(op)
             if peer:
                 parts.append(f"fibre to {peer}")

@@ -240,28 +240,45 @@ class ControlApi(app_manager.OSKenApp):
                 raise ApiError(400, "each XCON needs 'ots', 'in_port', 'out_port'")
             self._int(hop, "in_port"), self._int(hop, "out_port")
             driver.resolve(hop["ots"])
+
+        def install(h: dict):  # an OTS that does not answer is a failed hop, not an aborted request
+            try:
+                return driver.install(h["ots"], h["in_port"], h["out_port"])
+            except DriverError as exc:
+                return exc
+
         if d.get("parallel"):  # every hop at once: one provisioning delay instead of one per hop
-            threads = [hub.spawn(driver.install, h["ots"], h["in_port"], h["out_port"], raise_error=True)
-                       for h in hops]
-            outcomes = [t.wait() for t in threads]
+            outcomes = [None] * len(hops)  # filled by index: a native-hub thread's wait() returns nothing
+
+            def run(i: int) -> None:
+                outcomes[i] = install(hops[i])
+
+            for t in [hub.spawn(run, i) for i in range(len(hops))]:
+                t.wait()
         else:  # hop by hop, each applied before the next
             outcomes = []
             for h in hops:
-                outcomes.append(driver.install(h["ots"], h["in_port"], h["out_port"]))
-                if not outcomes[-1].ok:
+                outcomes.append(install(h))
+                if not getattr(outcomes[-1], "ok", False):
                     break
-        results = [r.to_json() for r in outcomes]
-        if all(r.ok for r in outcomes) and len(outcomes) == len(hops):
-            return {"ok": True, "xcons": results}
-        done = [(h["ots"], h["in_port"]) for h, r in zip(hops, outcomes, strict=False) if r.ok]
+        failure = next((r for r in outcomes if isinstance(r, DriverError)), None)
+        if failure is None and len(outcomes) == len(hops) and all(r.ok for r in outcomes):
+            return {"ok": True, "xcons": [r.to_json() for r in outcomes]}
+        done = [(h["ots"], h["in_port"]) for h, r in zip(hops, outcomes, strict=False) if getattr(r, "ok", False)]
         for ots, port in reversed(done):
             driver.remove(ots, port)
-        return 422, {"ok": False, "xcons": results, "rolled_back": len(done)}
+        body = {"ok": False, "xcons": [r.to_json() for r in outcomes if not isinstance(r, DriverError)],
+                "rolled_back": len(done)}
+        if failure is not None:  # an OTS that did not answer (no barrier reply, disconnected)
+            return failure.status, {**body, "error": str(failure)}
+        return 422, body
 
     def r_circuit_delete(self, q: dict, d: dict):
         hops = d.get("xcons")
         if not isinstance(hops, list) or not hops:
             raise ApiError(400, "'xcons' must be a non-empty list of {ots, in_port}")
+        if not all(isinstance(h, dict) and "ots" in h for h in hops):
+            raise ApiError(400, "each XCON needs 'ots' and 'in_port'")
         driver = self.app("mlte_ots_driver")
         results = [driver.remove(h["ots"], self._int(h, "in_port")).to_json() for h in hops]
         return (200 if all(r["ok"] for r in results) else 422), {"ok": all(r["ok"] for r in results),

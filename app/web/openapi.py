@@ -187,7 +187,7 @@ _LIST_PARAMS = [
 ]
 
 _RES = _json(_ref("Reservation"), "the reservation")
-_MUT_ERRORS = (400, 401, 403, 404, 409)
+_MUT_ERRORS = (400, 401, 403, 404, 409, 503)
 
 
 _LINKS = {name: {"operationId": op_id, "parameters": {"res_id": "$response.body#/id"}}
@@ -204,7 +204,7 @@ CREATE_EXAMPLE = {"name": "backup A to C", "description": "nightly backup", "src
 def document() -> dict[str, Any]:
     """The OpenAPI document as a dict."""
     create = _op("createReservation", "Create a reservation (state HELD); admission-checked",
-                 _json(_ref("Reservation"), "held"), (400, 401, 409, 415), body=_ref("ReservationCreate"),
+                 _json(_ref("Reservation"), "held"), (400, 401, 409, 415, 503), body=_ref("ReservationCreate"),
                  ok_code="201")
     create["responses"]["201"]["links"] = _LINKS
     create["requestBody"]["content"]["application/json"]["example"] = CREATE_EXAMPLE
@@ -231,7 +231,7 @@ def document() -> dict[str, Any]:
                        params=[_ID])},
         "/api/v1/available": {
             "get": _op("availableBandwidth", "What-if: available bandwidth between two ports over a window",
-                       _json(_ref("Available"), "the widest feasible path"), (400, 401),
+                       _json(_ref("Available"), "the widest feasible path"), (400, 401, 503),
                        params=[_q("src", _ENDPOINT, required=True), _q("dst", _ENDPOINT, required=True),
                                _q("start", _DT, "default: now"), _q("end", _DT, required=True)])},
         "/api/v1/topology": {

@@ -45,6 +45,8 @@ class FakeDriver:
         if b == 9:  # the fake OTS refuses port 9 like a real one: an OpenFlow error
             err = {"xid": 7, "type": 2, "code": 4, "type_name": "OFPET_BAD_ACTION", "code_name": "OFPBAC_BAD_OUT_PORT"}
             return XconResult(False, "X", [], [err], 1.0, None)
+        if b == 8:  # the fake OTS stops answering: no barrier reply
+            raise DriverError("no BARRIER_REPLY from 0000000000000f01 within 5.0s", 504)
         self.xcons.setdefault(0xF01, {})[a] = b
         return XconResult(True, "X", [{"in_port": a, "out_port": b, "ok": True}], [], 1.0, 1.2)
 
@@ -118,6 +120,21 @@ def test_circuit_rolls_back_on_refusal(api):
                                                             {"ots": "X", "in_port": 3, "out_port": 9}]})
     assert status == 422 and body["rolled_back"] == 1
     assert call(api, "GET", "/xcon")[1] == []
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_circuit_rolls_back_when_an_ots_does_not_answer(api, parallel):
+    hops = [{"ots": "X", "in_port": 1, "out_port": 2}, {"ots": "X", "in_port": 3, "out_port": 8},
+            {"ots": "X", "in_port": 5, "out_port": 6}]
+    status, body = call(api, "POST", "/circuit", {"xcons": hops, "parallel": parallel})
+    assert status == 504 and "BARRIER_REPLY" in body["error"] and not body["ok"]
+    assert body["rolled_back"] == (2 if parallel else 1)  # in parallel the third hop went in too
+    assert call(api, "GET", "/xcon")[1] == []
+
+
+def test_circuit_delete_validates_hops(api):
+    assert call(api, "DELETE", "/circuit", {"xcons": [{"in_port": 1}]})[0] == 400
+    assert call(api, "DELETE", "/circuit", {"xcons": [3]})[0] == 400
 
 
 def test_topology_is_graph_json_with_live_nodes(api):

@@ -97,3 +97,22 @@ def test_elephant_gone_after_n_intervals_and_hot_spot_cleared():
     assert el.key not in clf.tracked
     assert clf.observe("c", 8.0, 0.1, 0, CAP) == []
     assert kinds(clf.observe("c", 9.0, 0.1, 0, CAP)) == [HOT_SPOT_CLEARED] and not clf.is_hot("c")
+
+
+@dataclass(frozen=True)
+class S:
+    key: FiveTuple
+    mbps: float
+    samples: int
+
+
+def test_sampling_noise_is_not_an_elephant():
+    """A sampled estimate of 1.47 Mbit/s from 11 samples (lower bound 0.6) is no elephant at 1.0;
+    a 4 Mbit/s flow from 36 samples (lower bound 2.7) is."""
+    clf = EventClassifier()
+    noisy = [S(ft(i), 1.47 if i < 3 else 0.6, 11 if i < 3 else 5) for i in range(10)]
+    clf.observe("c", 0.0, 0.55, 26, 10.0)
+    assert clf.observe("c", 1.0, 0.55, 26, 10.0, noisy) == []
+    real = S(ft(0, 50000), 4.0, 36)
+    evs = clf.observe("c", 2.0, 0.3, 80, 10.0, [real] + noisy[3:])
+    assert kinds(evs) == [UNCONSTRAINED_IMBALANCE] and evs[0].flows == (real.key,)

@@ -56,6 +56,11 @@ def test_user_errors_exit_2_without_traceback(capsys, tmp_path):
     assert "ots[0].ports.1: unknown granularity 'ODU7'" in err and "Traceback" not in err
     assert main(["topology", "show", "--controller", "http://127.0.0.1:9"]) == 2
     assert "unreachable" in capsys.readouterr().err
+    assert main(["topology", "show", "--from", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json: cannot read" in capsys.readouterr().err
+    assert main(["topology", "draw", "--spec", "fig2", "-o", str(tmp_path / "no" / "dir" / "g.png")]) == 2
+    err = capsys.readouterr().err
+    assert "g.png: cannot write" in err and "Traceback" not in err
 
 
 @pytest.fixture

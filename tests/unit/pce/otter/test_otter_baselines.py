@@ -1,7 +1,7 @@
 """GREEDY, pinning and LP installation on hand-built cases."""
 import numpy as np
 import pytest
-from otter_helpers import flows, two_path_network
+from tests.lib.otter_helpers import flows, two_path_network
 
 from pce.errors import InvalidInputError
 from pce.otter.aggregate import candidates

@@ -1,7 +1,7 @@
 """LP optimum checked by hand and against an independent dense formulation (scipy linprog)."""
 import numpy as np
 import pytest
-from otter_helpers import flows, two_path_network
+from tests.lib.otter_helpers import flows, two_path_network
 from scipy.optimize import linprog
 
 from pce.errors import InvalidInputError

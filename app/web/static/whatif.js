@@ -1,0 +1,24 @@
+// "What-if" on the reservation form: asks /api/v1/available how much bandwidth the chosen ports
+// could get over the chosen window (session cookie auth) and shows it next to the button.
+(function () {
+  "use strict";
+  var btn = document.getElementById("whatif-btn");
+  var out = document.getElementById("whatif-result");
+  if (!btn || !out) { return; }
+  function val(id) { var el = document.getElementById(id); return el ? el.value.trim() : ""; }
+  function utc(local) { return local ? local + ":00Z" : ""; }
+  btn.addEventListener("click", function () {
+    var params = new URLSearchParams({src: val("src"), dst: val("dst"), end: utc(val("end"))});
+    if (val("start")) { params.set("start", utc(val("start"))); }
+    out.textContent = "checking…";
+    fetch(btn.getAttribute("data-api") + "?" + params.toString(), {credentials: "same-origin"})
+      .then(function (r) { return r.json().then(function (d) { return {ok: r.ok, d: d}; }); })
+      .then(function (res) {
+        if (!res.ok) { out.textContent = res.d.error ? res.d.error.message : "error"; return; }
+        var p = res.d.path;
+        out.textContent = res.d.available.toFixed(2) + " Mbit/s available" +
+          (p ? " via " + p.nodes.join(" → ") + " (limited by " + p.bottleneck + ")" : " (not connected)");
+      })
+      .catch(function () { out.textContent = "request failed"; });
+  });
+}());
