@@ -8,7 +8,7 @@ bootstrap:
 	@bash scripts/bootstrap.sh --with-web
 
 demo: bootstrap
-	$(PY) -m app.cli.main lab testbed --discover --out demo-out
+	$(PY) -m app.cli.main lab testbed --discover --circuit initial --out demo-out
 
 test: bootstrap
 	$(PYTEST) tests

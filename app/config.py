@@ -33,6 +33,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "unit_mbps": 1.0,  # lab scale: 1 bandwidth unit = this many Mbit/s (ODU0 = 1.25 units)
     },
     "monitor": {
+        "enabled": True,  # load the monitor app (coarse/fine monitoring, latency probes) in the controller
         "interval": 1.0,  # Ts: seconds between coarse port-counter polls
         "ewma_alpha": 0.3,  # weight of the newest sample in the moving average
         "growth_threshold": 0.70,  # balanced demand growth: smoothed utilization above this
@@ -46,6 +47,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "fine_window": 1.0,  # seconds of sFlow samples per flow-rate estimate (= Ts: elephants named one interval after the hot spot)
         "probe_interval": 0.2,  # latency probes: seconds between probes per path (seed 001: 200 ms)
         "path_change_tolerance_ms": 0.5,  # path-change detector: stable band and minimum shift (seed 001: 0.5 ms)
+        "probe_timeout": 2.0,  # latency probes: a probe not back after this many seconds is lost
+        "flowstats_idle_timeout": 10,  # fine_backend = "flowstats": a per-flow counting rule idles out after this many seconds
+        "flowstats_max_flows": 1000,  # fine_backend = "flowstats": at most this many counting rules per switch
         "sflow_sampling": 64,  # 1-in-N packet sampling on hot spots
         "sflow_polling": 1,  # seconds between sFlow counter samples
         "sflow_collector_port": 6343,

@@ -18,8 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from app.controller.client import ControllerClient, wait_until
+from mininet_labs.circuits import directed
 from mininet_labs.spec import LabSpec
 from mininet_labs.testbed import PROJECT_ROOT, LabNet
+
+
+class LabStartError(RuntimeError):
+    """The controller or an OTS agent exited, or never answered (a one-line reason; the logs have the rest)."""
+
+    user_error = True
 
 
 def free_port() -> int:
@@ -84,7 +91,7 @@ class LabSession:
         for attempt in range(attempts):
             try:
                 return self._start_controller_once()
-            except RuntimeError as exc:
+            except LabStartError as exc:
                 if "is not available" not in str(exc) or attempt == attempts - 1:
                     raise
                 self.of_port, self.api_port = free_port(), free_port()
@@ -97,7 +104,7 @@ class LabSession:
     def _start_controller_once(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         names = self.workdir / "names.json"
-        names.write_text(json.dumps({hex(k): v for k, v in self._names().items()}))
+        names.write_text(json.dumps({hex(k): v for k, v in self.spec.dpid_names().items()}))
         cmd = [sys.executable, "-m", "app.cli.main", *(["-c", str(self.config_file)] if self.config_file else []),
                "controller", "--of-port", str(self.of_port),
                "--api-port", str(self.api_port), "--names", str(names),
@@ -116,21 +123,22 @@ class LabSession:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.controller.poll() is not None:
-                raise RuntimeError(f"controller exited with {self.controller.returncode}:\n"
-                                   f"{self._log_tail('controller.log')}")
+                last = self._log_tail("controller.log", 1).strip() or "no output"
+                raise LabStartError(f"controller exited with {self.controller.returncode}: {last} "
+                                           f"(log: {self.workdir / 'controller.log'})")
             if self.client._try_health():
                 return
             time.sleep(0.1)
-        raise TimeoutError("controller API did not come up within 30 s")
-
-    def _names(self) -> dict[int, str]:
-        return {s.dpid: s.name for s in self.spec.switches} | {o.dpid: o.name for o in self.spec.ots}
+        raise LabStartError(f"controller API did not come up within 30 s (log: {self.workdir / 'controller.log'})")
 
     def wait_connected(self, timeout: float = 60.0) -> list[dict]:
         """Wait until every switch and OTS of the spec is connected (OTS capabilities known)."""
-        want = set(self._names().values())
+        want = set(self.spec.dpid_names().values())
 
         def ready() -> list[dict] | None:
+            dead = [name for name, alive in (self.lab.agents_alive() if self.lab else {}).items() if not alive]
+            if dead:  # fail now, not after the timeout
+                raise LabStartError(f"OTS agent(s) {', '.join(dead)} exited (logs: {self.workdir}/ots-<name>.log)")
             sws = self.client.switches()
             have = {s["name"] for s in sws if s["kind"] == "packet" or s["capabilities"]}
             return sws if want <= have else None
@@ -139,10 +147,7 @@ class LabSession:
 
     def expected_links(self) -> set[tuple[str, int, str, int]]:
         """Directed packet links the spec's copper must produce in LLDP."""
-        out = set()
-        for link in self.spec.links_of_kind("packet"):
-            out |= {(link.a, link.a_port, link.b, link.b_port), (link.b, link.b_port, link.a, link.a_port)}
-        return out
+        return directed([(link.a, link.a_port, link.b, link.b_port) for link in self.spec.links_of_kind("packet")])
 
     def seen_links(self) -> set[tuple[str, int, str, int]]:
         return {(x["src"]["node"], x["src"]["port"], x["dst"]["node"], x["dst"]["port"]) for x in self.client.links()}

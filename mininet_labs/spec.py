@@ -92,6 +92,10 @@ class LabSpec:
                 return o
         raise KeyError(name)
 
+    def dpid_names(self) -> dict[int, str]:
+        """dpid -> name of every datapath (packet switches and OTSes): what the controller calls them."""
+        return {s.dpid: s.name for s in self.switches} | {o.dpid: o.name for o in self.ots}
+
     def links_of_kind(self, kind: str) -> list[LinkSpec]:
         """Links of one kind, in spec order."""
         return [link for link in self.links if link.kind == kind]

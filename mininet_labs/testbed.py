@@ -119,8 +119,14 @@ class OtsSwitch(OVSSwitch):
         if self.agent_log:
             cmd += ["--log", self.agent_log]
         env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
-        self.agent = subprocess.Popen(cmd, cwd=str(PROJECT_ROOT), env=env, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.DEVNULL, stderr=None if self.agent_log else subprocess.DEVNULL)
+        # stderr (e.g. a one-line argument error, before logging starts) goes to the agent's log too
+        err = open(self.agent_log, "ab") if self.agent_log else subprocess.DEVNULL
+        try:
+            self.agent = subprocess.Popen(cmd, cwd=str(PROJECT_ROOT), env=env, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=err)
+        finally:
+            if self.agent_log:
+                err.close()
 
     def stop_agent(self, timeout: float = 5.0) -> None:
         """Stop this switch's agent by PID (SIGTERM, then SIGKILL)."""
@@ -144,6 +150,18 @@ class OtsSwitch(OVSSwitch):
         for sw in switches:
             sw.stop_agent()
         return super().batchShutdown(switches, **kwargs)
+
+
+class ExternalController(RemoteController):
+    """Our controller, already started and answering its API (``LabSession`` waits for that).
+
+    Mininet's ``RemoteController`` probes the port with ``telnet`` and decodes the reply as UTF-8;
+    when the controller's binary OpenFlow HELLO arrives before telnet exits, its random xid is often
+    not valid UTF-8 and the lab build failed with a UnicodeDecodeError, at random.
+    """
+
+    def checkListening(self) -> None:  # noqa: N802 (Mininet's name)
+        pass
 
 
 def ots_port_arg(ports: dict[int, str]) -> str:
@@ -188,10 +206,6 @@ class LabNet:
         self.net: Mininet | None = None
 
     # ---- names -----------------------------------------------------------------------------------
-    def names(self) -> dict[int, str]:
-        """dpid -> spec name (what the controller should call each datapath)."""
-        return {s.dpid: s.name for s in self.spec.switches} | {o.dpid: o.name for o in self.spec.ots}
-
     def node(self, name: str):
         assert self.net is not None, "lab not started"
         return self.net.get(self.prefix + name)
@@ -205,7 +219,7 @@ class LabNet:
                         agent_log_dir=self.agent_log_dir)
         self.net = Mininet(topo=topo, controller=None, build=False, autoSetMacs=False, autoStaticArp=False,
                            waitConnected=False)
-        self.net.addController(RemoteController(self.prefix + "c0", ip=self.controller[0], port=self.controller[1]))
+        self.net.addController(ExternalController(self.prefix + "c0", ip=self.controller[0], port=self.controller[1]))
         self._sweep()  # leftovers with exactly our names (a crashed earlier run) would break the build
         try:
             self.net.build()
@@ -237,11 +251,11 @@ class LabNet:
 
     def _sweep(self) -> None:
         """Delete this lab's bridges and interfaces if anything is left (by exact name only)."""
-        bridges = [self.prefix + s.name for s in self.spec.switches] + [self.prefix + o.name for o in self.spec.ots]
-        for br in bridges:
-            subprocess.run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br], capture_output=True)
+        for name in self.spec.dpid_names().values():
+            subprocess.run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", self.prefix + name],
+                           capture_output=True)
         links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-        ours = {self.prefix + n for n in [*bridges_names(self.spec)]}
+        ours = {self.prefix + n for n in node_names(self.spec)}
         for line in links.splitlines():
             ifname = line.split(":", 2)[1].strip().split("@")[0]
             if "-eth" in ifname and ifname.rsplit("-eth", 1)[0] in ours:
@@ -254,7 +268,8 @@ class LabNet:
         self.stop()
 
 
-def bridges_names(spec: LabSpec) -> list[str]:
+def node_names(spec: LabSpec) -> list[str]:
+    """Every Mininet node of a lab (switches, OTSes, hosts): interface names start with these."""
     return [s.name for s in spec.switches] + [o.name for o in spec.ots] + [h.name for h in spec.hosts]
 
 

@@ -175,6 +175,13 @@ class ProbeBook:
         self.received_count[p.path] = self.received_count.get(p.path, 0) + 1
         return p.path, (now - p.sent) * 1000.0
 
+    def pending(self, probe_id: int) -> bool:
+        return probe_id in self._pending
+
+    def cancel(self, probe_id: int) -> None:
+        """Forget a probe without counting it (e.g. it came back at the wrong place)."""
+        self._pending.pop(probe_id, None)
+
     def expire(self, now: float) -> None:
         for pid, p in list(self._pending.items()):
             if now - p.sent > self.timeout:

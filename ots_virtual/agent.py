@@ -103,7 +103,11 @@ class OtsAgent:
         """Claim the bridge and start all threads; returns at once (the controller may be down)."""
         self.ovs.start()
         if self._claim:
-            claim_bridge(self.bridge, self.ovs.port)
+            try:
+                claim_bridge(self.bridge, self.ovs.port)
+            except BaseException:  # e.g. no such bridge: do not leave the listener and its thread behind
+                self.ovs.stop()
+                raise
         for target, name in ((self._worker, "ots-worker"), (self._upstream_loop, "ots-upstream")):
             t = threading.Thread(target=target, name=f"{name}-{self.bridge}", daemon=True)
             t.start()
@@ -142,20 +146,18 @@ class OtsAgent:
         backoff = BACKOFF_MIN
         while not self._stop.is_set():
             try:
-                sock = socket.create_connection(self.controller, timeout=5)
+                sock = _connect(self.controller)
             except OSError as exc:
                 LOG.info("controller %s:%d unreachable (%s); retry in %.2fs", *self.controller, exc, backoff)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
                 continue
-            sock.settimeout(None)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._report_lock:  # the new controller has been told nothing yet
+                self._sent.clear()
             with self._up_lock:
                 self._sessions += 1
                 session = _Session(sock, self._sessions)
                 self._session = session
-            with self._report_lock:
-                self._sent.clear()
             if self._stop.is_set():  # stop() ran while we were connecting
                 _close(sock)
                 return
@@ -176,7 +178,6 @@ class OtsAgent:
     def _serve(self, session: _Session) -> None:
         reader = of10.MessageReader()
         try:
-            session.sock.sendall(of10.hello(0))
             while not self._stop.is_set():
                 data = session.sock.recv(65536)
                 if not data:
@@ -515,6 +516,20 @@ class OtsAgent:
             self.ovs.barrier()
             self._set_light(set(self.ports))
             self.ovs.barrier()
+
+
+def _connect(address: tuple[str, int]) -> socket.socket:
+    """A TCP session to the controller that has already sent our HELLO (it must come first: the
+    session is published to the other threads, e.g. for PORT_STATUS, only after this)."""
+    sock = socket.create_connection(address, timeout=5)
+    try:
+        sock.settimeout(None)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(of10.hello(0))
+    except OSError:
+        _close(sock)
+        raise
+    return sock
 
 
 def _close(sock: socket.socket) -> None:

@@ -11,10 +11,14 @@ import math
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
-from topology.granularity import UNITS
+from topology import granularity as _gran
+from topology.errors import TopologyError
 
 #: container -> capacity in units: one table for the whole project (topology/ is a plain library)
-GRANULARITY_UNITS: dict[str, float] = UNITS
+GRANULARITY_UNITS: dict[str, float] = _gran.UNITS
+
+#: Inverse of :func:`port_name` for the granularity part (``"ODU2-3"`` -> ``"ODU2"``; None otherwise).
+granularity_from_port_name = _gran.from_port_name
 
 # OF1.0 full-duplex rate bits and the rate each stands for (Mbit/s)
 _SPEED_BITS: tuple[tuple[int, float], ...] = (
@@ -33,15 +37,18 @@ class PortSpecError(ValueError):
 
 def canonical_granularity(name: str) -> str:
     """Return the canonical spelling of a granularity name (case-insensitive), or raise."""
-    for known in GRANULARITY_UNITS:
-        if known.lower() == name.strip().lower():
-            return known
-    raise PortSpecError(f"unknown granularity {name!r} (known: {', '.join(GRANULARITY_UNITS)})")
+    try:
+        return _gran.normalize(name)
+    except TopologyError as exc:
+        raise PortSpecError(str(exc)) from None
 
 
 def capacity_mbps(granularity: str, unit_mbps: float = 1.0) -> float:
     """Capacity of one port of ``granularity`` in Mbit/s at lab scale ``unit_mbps``."""
-    return GRANULARITY_UNITS[canonical_granularity(granularity)] * unit_mbps
+    try:
+        return _gran.capacity_mbps(granularity, unit_mbps)
+    except TopologyError as exc:
+        raise PortSpecError(str(exc)) from None
 
 
 def speed_bits(mbps: float) -> int:
@@ -82,14 +89,3 @@ def parse_ports(text: str) -> dict[int, str]:
 def port_name(port_no: int, granularity: str) -> str:
     """The OpenFlow port name the controller sees, e.g. ``ODU2-3``."""
     return f"{granularity}-{port_no}"
-
-
-def granularity_from_port_name(name: str) -> str | None:
-    """Inverse of :func:`port_name` for the granularity part; None if the name is not an OTS port name."""
-    gran, sep, num = name.rpartition("-")
-    if not sep or not num.isdigit():
-        return None
-    try:
-        return canonical_granularity(gran)
-    except PortSpecError:
-        return None

@@ -139,7 +139,13 @@ class OvsLink:
             except OSError:
                 return
             self._drop_session()  # a bridge reconnecting replaces its old session
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:  # HELLO first, before other threads can see (and send on) the new session
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.sendall(of10.hello(self.next_xid()))
+            except OSError as exc:
+                LOG.warning("OVS session failed at HELLO: %s", exc)
+                sock.close()
+                continue
             with self._lock:
                 self._sock = sock
             t = threading.Thread(target=self._session, args=(sock,), name="ots-ovs-session", daemon=True)
@@ -149,7 +155,6 @@ class OvsLink:
     def _session(self, sock: socket.socket) -> None:
         reader = of10.MessageReader()
         try:
-            sock.sendall(of10.hello(self.next_xid()))
             self._send_raw(of10.serialize(parser.OFPSetConfig(of10.DP, ofp.OFPC_FRAG_NORMAL, 0), self.next_xid()))
             threading.Thread(target=self._handshake, name="ots-ovs-handshake", daemon=True).start()
             while not self._stopped.is_set():
@@ -158,7 +163,7 @@ class OvsLink:
                     break
                 for raw in reader.feed(data):
                     self._dispatch(raw)
-        except (OSError, of10.FramingError) as exc:
+        except (OSError, OvsError, of10.FramingError) as exc:
             if not self._stopped.is_set():
                 LOG.warning("OVS session lost: %s", exc)
         finally:

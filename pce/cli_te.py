@@ -30,6 +30,9 @@ def register(psub: argparse._SubParsersAction) -> None:
     p.add_argument("--capacity", type=float, default=None,
                    help="uniform link capacity in Mbit/s (required when the topology has none: all of topohub)")
     p.add_argument("--partitions", type=int, default=1, help="POP: K random demand groups with 1/K capacity each")
+    p.add_argument("--split", type=float, default=0.0,
+                   help="POP client splitting: add this fraction of extra demand pieces, cutting the "
+                   "largest demands (e.g. 0.25)")
     p.add_argument("--demands", choices=["auto", "sndlib", "gravity", "uniform", "random"], default="auto",
                    help="traffic matrix: auto = SNDlib matrix when present, else gravity")
     p.add_argument("--load", type=float, default=None,
@@ -86,7 +89,8 @@ def run_te(args: argparse.Namespace) -> int:
     result = solve_te(graph, demands, objective=args.objective, formulation=args.formulation, k=k,
                       partitions=args.partitions, solver=solver, lp_method=args.lp_method,
                       path_method=args.path_method, weight=args.weight, workers=args.workers,
-                      seed=args.seed, time_limit=args.time_limit, progress=progress)
+                      seed=args.seed, time_limit=args.time_limit, progress=progress,
+                      split=args.split)
     doc = {"topology": args.topology, "capacity": args.capacity, "demand_kind": args.demands,
            **result.to_json(details=not args.summary_only)}
     doc["timings"]["end_to_end_s"] = time.perf_counter() - t0

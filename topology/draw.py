@@ -158,6 +158,24 @@ def _place_ports(graph: MultiLayerGraph, ots: str, pos: dict[str, tuple[float, f
         pos[op] = (cx + r * math.cos(ang), cy + r * 0.75 * math.sin(ang))
 
 
+def _adaptation_ends(graph: MultiLayerGraph, pos: dict[str, tuple[float, float]], spread: float
+                     ) -> list[tuple[tuple[float, float], tuple[float, float], int]]:
+    """(switch end, optical port end, packet port) of every adaptation; a switch's ends are spread
+    side by side just below it, in the order of their optical ports, so parallel uplinks stay apart."""
+    by_switch: dict[str, list[tuple[str, int]]] = {}
+    for u, v, d in graph.g.edges(data=True):
+        if d["kind"] == "adaptation":
+            sw, op = (u, v) if graph.g.nodes[u]["kind"] == "packet" else (v, u)
+            by_switch.setdefault(sw, []).append((op, d["ports"].get(sw)))
+    out = []
+    for sw, ends in by_switch.items():
+        ends.sort(key=lambda e: pos[e[0]])
+        x, y = pos[sw]
+        for i, (op, port) in enumerate(ends):
+            out.append(((x + (i - (len(ends) - 1) / 2) * spread, y - 0.3), pos[op], port))
+    return out
+
+
 def draw_png(graph: MultiLayerGraph, path: str | Path, title: str | None = None,
              show_potential: bool | None = None, seed: int = 0, dpi: int = 110) -> Path:
     """Draw ``graph`` to a PNG file; ``show_potential`` None = faint potential XCONs when few."""
@@ -209,8 +227,9 @@ def draw_png(graph: MultiLayerGraph, path: str | Path, title: str | None = None,
         ax.add_collection(LineCollection(seg("xcon", False), colors="#9aa7b8", linewidths=0.5, alpha=0.35, zorder=2))
     ax.add_collection(LineCollection(seg("optical"), colors="#1f4e8c", linewidths=3.0, zorder=2))
     ax.add_collection(LineCollection(seg("xcon", True), colors="#ff7f0e", linewidths=3.5, zorder=3))
-    ax.add_collection(LineCollection(seg("adaptation"), colors="#555555", linewidths=1.3, linestyles="dashed",
-                                     zorder=2))
+    adaptations = _adaptation_ends(graph, pos, spread=0.02 * (xmax - xmin))
+    ax.add_collection(LineCollection([(a, b) for a, b, _ in adaptations], colors="#555555", linewidths=1.3,
+                                     linestyles="dashed", zorder=2))
     ax.add_collection(LineCollection(seg("access"), colors="#888888", linewidths=1.0, zorder=2))
     # packet links: drawn as arcs so a circuit A:3-B:1 does not hide under other lines
     rad = -0.25
@@ -227,14 +246,9 @@ def draw_png(graph: MultiLayerGraph, path: str | Path, title: str | None = None,
         ly = (y1 + y2) / 2 - 0.5 * rad * (x2 - x1)
         ax.text(lx, ly + 0.08, f"{u}:{ports.get(u)}–{v}:{ports.get(v)}", fontsize=8, ha="center", va="bottom",
                 color="#1d5c12", zorder=7, bbox={"fc": "#eef5ea", "ec": "none", "pad": 0.5})
-    # which packet port each adaptation leaves from (two uplinks of one switch would look alike)
-    for u, v, d in g.edges(data=True):
-        if d["kind"] != "adaptation":
-            continue
-        sw, op = (u, v) if g.nodes[u]["kind"] == "packet" else (v, u)
-        (x1, y1), (x2, y2) = pos[sw], pos[op]
-        ax.text(x1 + 0.22 * (x2 - x1), y1 + 0.22 * (y2 - y1), str(d["ports"].get(sw, "?")), fontsize=7,
-                ha="center", va="center", color="#333333", zorder=7,
+    # which packet port each adaptation leaves from (a switch's uplinks fan out below it)
+    for (x1, y1), _, port in adaptations:
+        ax.text(x1, y1, str(port), fontsize=8, ha="center", va="center", color="#333333", zorder=7,
                 bbox={"fc": "white", "ec": "#555555", "lw": 0.5, "boxstyle": "round,pad=0.15"})
     for kind, marker, size, colour in (("packet", "s", 520, "#2e8b57"), ("host", "o", 220, "#b0b0b0")):
         nodes = graph.nodes_of_kind(kind)
@@ -252,12 +266,13 @@ def draw_png(graph: MultiLayerGraph, path: str | Path, title: str | None = None,
         for o in oports:
             ax.text(pos[o][0], pos[o][1], str(g.nodes[o]["port"]), ha="center", va="center", fontsize=7,
                     color="white", weight="bold", zorder=6)
-    handles = [
-        Line2D([], [], color="#2e8b57", lw=2.5, label="packet link"),
-        Line2D([], [], color="#555555", lw=1.3, ls="--", label="adaptation (boxed: packet port)"),
-        Line2D([], [], color="#1f4e8c", lw=3, label="fibre"),
-        Line2D([], [], color="#ff7f0e", lw=3.5, label="active XCON"),
-    ]
+    present = {d["kind"] if d["kind"] != "xcon" or not d.get("active") else "active" for _, _, d in g.edges(data=True)}
+    handles = [h for kind, h in (
+        ("packet", Line2D([], [], color="#2e8b57", lw=2.5, label="packet link")),
+        ("adaptation", Line2D([], [], color="#555555", lw=1.3, ls="--", label="adaptation (boxed: packet port)")),
+        ("optical", Line2D([], [], color="#1f4e8c", lw=3, label="fibre")),
+        ("active", Line2D([], [], color="#ff7f0e", lw=3.5, label="active XCON")),
+    ) if kind in present]  # only what the drawing shows
     if show_potential and n_potential:
         handles.append(Line2D([], [], color="#9aa7b8", lw=0.8, alpha=0.6, label="potential XCON"))
     for gname in sorted({g.nodes[o]["granularity"] for o in oports}):

@@ -48,8 +48,8 @@ def from_port_name(port_name: str) -> str | None:
 
     The virtual OTS names its ports ``<granularity>-<port_no>`` in FEATURES_REPLY.
     """
-    head, sep, _ = port_name.partition("-")
-    if not sep:
+    head, sep, num = port_name.rpartition("-")
+    if not sep or not num.isdigit():
         return None
     try:
         return normalize(head)

@@ -5,11 +5,22 @@ import argparse
 import json
 
 
+def tcp_port(text: str) -> int:
+    """argparse type: a TCP port number (a bad one is a one-line usage error, not a traceback later)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"port {port} out of range 1..65535")
+    return port
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("controller", help="run the OpenFlow controller and its local control API")
     p.add_argument("--listen-host", help="OpenFlow listen address (default [controller] listen_host)")
-    p.add_argument("--of-port", type=int, help="OpenFlow listen port (default [controller] listen_port, 6653)")
-    p.add_argument("--api-port", type=int, help="control API port (default [controller] api_port, 8181)")
+    p.add_argument("--of-port", type=tcp_port, help="OpenFlow listen port (default [controller] listen_port, 6653)")
+    p.add_argument("--api-port", type=tcp_port, help="control API port (default [controller] api_port, 8181)")
     p.add_argument("--static-file", help="static vendor topology file merged into the graph")
     p.add_argument("--names", help='JSON file {"0xa1": "A", ...} naming datapaths')
     p.add_argument("--db-url", help="capability store database (default [db] url)")

@@ -7,6 +7,7 @@ lab runs until Ctrl-C (the control API stays up for the monitor, the web service
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -14,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from app.cli.controller import tcp_port
 from app.errors import MlteError
 
 
@@ -37,8 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="(testbed) after discovery, provision this circuit and show the packet links it makes")
     p.add_argument("--unit-mbps", type=float, help="lab scale: Mbit/s per bandwidth unit (default [ots] unit_mbps)")
     p.add_argument("--no-shaping", action="store_true", help="no HTB link shaping")
-    p.add_argument("--of-port", type=int, help="OpenFlow port (default: a free one)")
-    p.add_argument("--api-port", type=int, help="control API port (default: a free one)")
+    p.add_argument("--of-port", type=tcp_port, help="OpenFlow port (default: a free one)")
+    p.add_argument("--api-port", type=tcp_port, help="control API port (default: a free one)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds allowed for each discovery step")
     p.set_defaults(func=_run)
 
@@ -58,16 +60,21 @@ def _run(args: argparse.Namespace) -> int:
     from mininet_labs.session import LabSession  # (its testbed import puts the project root on sys.path)
     from mininet_labs.spec import spec_by_name, spec_to_vendor_file
     from tests.lib.netlock import net_lock  # the machine-wide lock every network builder holds
-    from topology.vendor_file import write_vendor_file
+    from topology.vendor_file import load_vendor_graph, write_vendor_file
 
     unit = args.unit_mbps or args.cfg["ots"]["unit_mbps"]
     spec = spec_by_name("fig2" if args.name == "testbed" else args.name, unit)
     if args.circuit and spec.name != "fig2":
         raise LabError("--circuit names circuits of the testbed (fig2) only")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LabError(f"--out {out}: cannot create it ({exc.strerror or exc})") from None
     static = args.static_file
-    if not static and not args.no_static:
+    if static:
+        load_vendor_graph(static)  # a bad file fails here in one line, not later inside the controller
+    elif not args.no_static:
         doc = spec_to_vendor_file(spec, setup_time=sum(_delays(args)) / 2)
         doc["adaptations"] = []  # the scan must find those; the operator's file gives the fibres
         doc["packet_switches"] = []
@@ -78,7 +85,11 @@ def _run(args: argparse.Namespace) -> int:
     workdir = tempfile.mkdtemp(prefix="mlte-lab-")
     print(f"lab {spec.name}: {len(spec.switches)} packet switches, {len(spec.ots)} OTS, {len(spec.hosts)} hosts; "
           f"logs in {workdir}", flush=True)
-    with net_lock(timeout=args.timeout * 5):
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(net_lock(timeout=args.timeout * 5))
+        except TimeoutError as exc:
+            raise LabError(f"another lab or network test is running: {exc}") from None
         session = LabSession(spec, workdir, delay=_delays(args), shaping=not args.no_shaping,
                              static_file=static, of_port=args.of_port, api_port=args.api_port)
         try:
@@ -93,6 +104,8 @@ def _run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print("\ninterrupted: cleaning up", file=sys.stderr)
             return 130
+        except TimeoutError as exc:  # a switch, link or the API did not come in time
+            raise LabError(f"{exc} (logs in {workdir})") from None
         finally:
             # a second Ctrl-C / SIGTERM (e.g. `timeout` signals the whole process group) must not
             # interrupt the cleanup half-way
@@ -117,7 +130,8 @@ def _discover(args: argparse.Namespace, spec, session, out: Path) -> int:
     t0 = time.monotonic()
     session.wait_links(timeout=args.timeout)
     n_links = len(spec.links_of_kind("packet"))
-    print(f"LLDP: {n_links} packet link(s) discovered in {time.monotonic() - t0:.1f}s", flush=True)
+    why = "" if n_links else " (none expected: the packet switches meet only through circuits)"
+    print(f"LLDP: {n_links} packet link(s) discovered in {time.monotonic() - t0:.1f}s{why}", flush=True)
     scan = session.client.scan(all_ports=args.scan_all, timeout=args.timeout)
     print(f"optical scan: {scan['probes']} probe XCON(s) in {scan['seconds']:.1f}s, "
           f"{len(scan['adaptations'])} packet-optical adjacenc(ies) found, "

@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -63,17 +61,14 @@ def _controller_url(args: argparse.Namespace) -> str:
 
 def fetch_controller_graph(url: str, timeout: float = 10.0) -> tuple[Any, list[str]]:
     """``GET <url>/topology`` -> (MultiLayerGraph, problems the controller reported)."""
+    from app.controller.client import ControlApiError, ControllerClient
     from topology.graph import MultiLayerGraph
 
     try:
-        with urllib.request.urlopen(f"{url}/topology", timeout=timeout) as resp:
-            data = json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        raise ControllerUnreachable(f"{url}/topology: HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ControllerUnreachable(f"controller API at {url} unreachable ({reason}); "
-                                    "is `mlte controller` running? (or use --from/--vendor-file/--spec)") from None
+        data = ControllerClient(url=url, timeout=timeout).topology()
+    except ControlApiError as exc:
+        hint = "; is `mlte controller` running? (or use --from/--vendor-file/--spec)" if exc.status == 0 else ""
+        raise ControllerUnreachable(f"{exc}{hint}") from None
     return MultiLayerGraph.from_dict(data), [str(p) for p in data.get("problems", [])]
 
 

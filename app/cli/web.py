@@ -13,8 +13,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", help="database URL or SQLite file (default: [db] url)")
     p.add_argument("--host", help="listen address (default: [web] host)")
     p.add_argument("--port", type=int, help="listen port (default: [web] port)")
-    p.add_argument("--topology", default="fig2",
-                   help="fig2 (default) | controller (newest snapshot the controller wrote to the DB) | FILE.json")
+    p.add_argument("--topology", default="auto",
+                   help="auto (default: the controller's newest snapshot in the DB, else fig2) | controller "
+                        "(only the controller's snapshot) | fig2 | FILE.json")
     p.add_argument("--threads", type=int, default=8, help="waitress worker threads")
     p.add_argument("--secret-key", help="session signing key (default: random per start; logs users out on restart)")
     p.set_defaults(func=_serve)

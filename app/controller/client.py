@@ -25,8 +25,11 @@ class ControlApiError(Exception):
 
 
 class ControllerClient:
-    def __init__(self, host: str = "127.0.0.1", port: int = 8181, timeout: float = 30.0) -> None:
-        self.base = f"http://{host}:{port}"
+    """``ControllerClient(port=8181)``, or ``ControllerClient(url="http://host:port")``."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 8181, timeout: float = 30.0,
+                 url: str | None = None) -> None:
+        self.base = url.rstrip("/") if url else f"http://{host}:{port}"
         self.timeout = timeout
 
     def request(self, method: str, path: str, body: dict | None = None, timeout: float | None = None) -> Any:
@@ -35,17 +38,22 @@ class ControllerClient:
                                      headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
-                return json.loads(resp.read() or b"null")
+                status, raw = resp.status, resp.read()
+            return json.loads(raw or b"null")
+        except ValueError as exc:  # not JSON: something else answers on that port
+            raise ControlApiError(status, None, f"{method} {path}: the answer from {self.base} is not JSON "
+                                                f"({exc}); is that the controller API?") from None
         except urllib.error.HTTPError as exc:
             raw = exc.read()
             try:
                 payload = json.loads(raw)
-            except ValueError:
-                payload = raw.decode(errors="replace")
+            except ValueError:  # not our API (e.g. an HTML error page): one line of it
+                payload = " ".join(raw.decode(errors="replace").split())[:200]
             msg = payload.get("error") if isinstance(payload, dict) and "error" in payload else payload
             raise ControlApiError(exc.code, payload, f"{method} {path}: HTTP {exc.code}: {msg}") from None
-        except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
-            raise ControlApiError(0, None, f"controller API at {self.base} unreachable: {exc}") from None
+        except (urllib.error.URLError, OSError) as exc:  # refused, reset, timed out, bad host
+            reason = getattr(exc, "reason", exc)
+            raise ControlApiError(0, None, f"controller API at {self.base} unreachable ({reason})") from None
 
     # ---- endpoints -------------------------------------------------------------------------------
     def health(self) -> dict:

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 
 from os_ken.base import app_manager
 from os_ken.lib import hub
+from os_ken.ofproto import ofproto_v1_0
 
 from app.controller import guard
 from app.controller.graph_view import combined, live_graph, strip
@@ -24,6 +25,8 @@ from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortRef
 from app.controller.ots_driver import DriverError
 from app.controller.runtime import SETTINGS
+from app.controller.scanner import run_scan
+from topology.vendor_file import load_vendor_graph
 
 LOG = logging.getLogger("mlte.controller.api")
 SOURCES = ("lldp", "scan", "static", "static-fibres")
@@ -292,8 +295,6 @@ class ControlApi(app_manager.OSKenApp):
         if not isinstance(match, dict):
             raise ApiError(400, "'match' must be an object of OF1.0 match fields")
         out_port = self._int(d, "out_port", required=False)
-        from os_ken.ofproto import ofproto_v1_0
-
         try:
             msg = driver.flow_mod(dpid, ofproto_v1_0.OFPFC_ADD, None, out_port, match=match)
         except (TypeError, ValueError, KeyError) as exc:
@@ -326,8 +327,6 @@ class ControlApi(app_manager.OSKenApp):
 
     def r_scan(self, q: dict, d: dict):
         """``{"all": false}``: probe OTS ports with unknown far ends (``all``: every free port)."""
-        from app.controller.scanner import run_scan
-
         if not self._scan_lock.acquire(blocking=False):
             raise ApiError(409, "a scan is already running")
         try:
@@ -366,8 +365,6 @@ class ControlApi(app_manager.OSKenApp):
         return self.last_scan
 
     def _load_static(self, path: str) -> None:
-        from topology.vendor_file import load_vendor_graph
-
         self.static_graph = load_vendor_graph(path)
         self.static_path = path
         JOURNAL.add("static_loaded", path=path)

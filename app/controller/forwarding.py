@@ -22,6 +22,7 @@ from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import PACKET, HostInfo, PortRef
+from app.controller.of13 import add_flow, delete_flows
 from app.controller.paths import Plan, diff, link_graph, plan, reachable
 
 COOKIE_FWD = 0x4D4C544500000002
@@ -68,28 +69,11 @@ class Forwarding(app_manager.OSKenApp):
         dp = self._inventory().datapath(dpid)
         if dp is None:
             return
-        parser, ofp = dp.ofproto_parser, dp.ofproto
-        match = parser.OFPMatch(eth_dst=mac)
+        match = dp.ofproto_parser.OFPMatch(eth_dst=mac)
         if port is None:
-            dp.send_msg(
-                parser.OFPFlowMod(
-                    datapath=dp,
-                    cookie=COOKIE_FWD,
-                    cookie_mask=0xFFFFFFFFFFFFFFFF,
-                    command=ofp.OFPFC_DELETE_STRICT,
-                    priority=FWD_PRIORITY,
-                    out_port=ofp.OFPP_ANY,
-                    out_group=ofp.OFPG_ANY,
-                    match=match,
-                )
-            )
-            return
-        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [parser.OFPActionOutput(port)])]
-        dp.send_msg(
-            parser.OFPFlowMod(
-                datapath=dp, cookie=COOKIE_FWD, priority=FWD_PRIORITY, match=match, instructions=inst
-            )
-        )
+            delete_flows(dp, COOKIE_FWD, match, priority=FWD_PRIORITY)
+        else:
+            add_flow(dp, COOKIE_FWD, FWD_PRIORITY, match, [dp.ofproto_parser.OFPActionOutput(port)])
 
     # ---- topology events ---------------------------------------------------------------------------
     @set_ev_cls(events.EventSwitchEnter)
@@ -99,24 +83,9 @@ class Forwarding(app_manager.OSKenApp):
             return
         dp = self._inventory().datapath(ev.switch.dpid)
         parser, ofp = dp.ofproto_parser, dp.ofproto
-        # start from a clean table: our forwarding rules only (LLDP's own rule is re-added by it)
-        dp.send_msg(
-            parser.OFPFlowMod(
-                datapath=dp,
-                cookie=COOKIE_FWD,
-                cookie_mask=0xFFFFFFFFFFFFFFFF,
-                command=ofp.OFPFC_DELETE,
-                table_id=ofp.OFPTT_ALL,
-                out_port=ofp.OFPP_ANY,
-                out_group=ofp.OFPG_ANY,
-                match=parser.OFPMatch(),
-            )
-        )
-        actions = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
-        dp.send_msg(
-            parser.OFPFlowMod(datapath=dp, cookie=COOKIE_FWD, priority=0, match=parser.OFPMatch(), instructions=inst)
-        )
+        # start from a clean table as far as our rules go (the cookie spares LLDP's trap rule)
+        delete_flows(dp, COOKIE_FWD, parser.OFPMatch())
+        add_flow(dp, COOKIE_FWD, 0, parser.OFPMatch(), [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)])
         self.installed.pop(ev.switch.dpid, None)
         self._replan()
 

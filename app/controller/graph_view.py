@@ -17,7 +17,8 @@ from topology.merge import MergeResult, merge
 LIVE_SOURCE = "openflow"
 
 
-def _ots_ports(sw: SwitchInfo) -> dict[int, str]:
+def ots_ports(sw: SwitchInfo) -> dict[int, str]:
+    """Port number -> granularity of an OTS: from its VENDOR capabilities, else its port names."""
     caps = sw.capabilities.get("ports") or {}
     out: dict[int, str] = {}
     for port_no, info in sw.ports.items():
@@ -47,7 +48,7 @@ def live_graph(
             setup = DEFAULT_SETUP_TIME
             if caps.get("setup_time_min") is not None and caps.get("setup_time_max") is not None:
                 setup = round((caps["setup_time_min"] + caps["setup_time_max"]) / 2, 6)
-            g.add_ots(sw.name, sw.dpid, _ots_ports(sw), caps.get("unit_mbps") or unit_mbps, setup,
+            g.add_ots(sw.name, sw.dpid, ots_ports(sw), caps.get("unit_mbps") or unit_mbps, setup,
                       source=LIVE_SOURCE)
     for (odpid, oport), ref in sorted(adaptations.items()):
         if odpid not in names or ref.dpid not in names:

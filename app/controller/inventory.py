@@ -6,7 +6,6 @@ is an OTS; every OpenFlow 1.3 datapath is a packet switch. Other apps look the d
 """
 from __future__ import annotations
 
-import re
 import time
 
 from os_ken.base import app_manager
@@ -20,9 +19,9 @@ from app.controller.guard import loud
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortInfo, SwitchInfo, dpid_label
 from app.controller.runtime import SETTINGS
+from topology.granularity import from_port_name
 
 OFP_VERSIONS = [ofproto_v1_0.OFP_VERSION, ofproto_v1_3.OFP_VERSION]
-OTS_PORT_NAME = re.compile(r"^ODU[0-9A-Za-z]*-\d+$")
 
 
 def _port_info(ofp, port) -> PortInfo:
@@ -34,7 +33,7 @@ def _port_info(ofp, port) -> PortInfo:
 def classify(ofp_version: int, port_names: list[str]) -> str:
     """OTS if it speaks OF1.0 and names its ports like ``ODU2-3``; otherwise a packet switch."""
     if ofp_version == ofproto_v1_0.OFP_VERSION and port_names and all(
-        OTS_PORT_NAME.match(n) for n in port_names
+        from_port_name(n) is not None for n in port_names
     ):
         return OTS
     return PACKET

@@ -7,8 +7,10 @@ import, because ``os_ken.lib.hub`` reads it at import time. The app modules are 
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import os
+import socket
 import sys
 import warnings
 from typing import Any
@@ -21,6 +23,9 @@ APPS = [
     "app.controller.control_api",
 ]
 
+DB_FEED = "app.controller.db_feed"  # topology snapshots + circuits for the web service, when a DB is set
+MONITOR = "app.controller.monitor_app"  # coarse/fine monitoring + latency probes, unless [monitor] enabled = false
+
 LOG = logging.getLogger("mlte.controller")
 
 
@@ -32,14 +37,14 @@ class PortInUse(Exception):
 
 def _check_free(host: str, port: int, what: str) -> None:
     """Fail with a one-line message now rather than with a traceback inside os-ken later."""
-    import socket
-
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
+        except OverflowError:  # a port out of range from the config file
+            raise PortInUse(f"{what} {host}:{port}: port out of range 1..65535") from None
         except OSError as exc:
-            raise PortInUse(f"{what} {host}:{port} is not available ({exc.strerror}); "
+            raise PortInUse(f"{what} {host}:{port} is not available ({exc.strerror or exc}); "
                             f"is another controller running? (see --of-port / --api-port)") from None
 
 
@@ -65,8 +70,6 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
     from os_ken.lib import hub
 
     hub.patch(thread=True)
-    import importlib
-
     from os_ken import cfg as oscfg
     from os_ken.base.app_manager import AppManager
 
@@ -76,12 +79,15 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
 
     patch_os_ken()
 
-    apps = APPS + [m for m in (extra_apps or []) if m not in APPS]
+    apps = APPS + ([DB_FEED] if cfg.get("db", {}).get("url") else [])
+    apps += [MONITOR] if cfg.get("monitor", {}).get("enabled", True) else []
+    apps += [m for m in (extra_apps or []) if m not in apps]
     for mod in apps:
         importlib.import_module(mod)  # registers their options before parsing
     SETTINGS.controller = dict(ctl)
     SETTINGS.ots = dict(cfg["ots"])
     SETTINGS.db_url = cfg.get("db", {}).get("url", "")
+    SETTINGS.monitor = dict(cfg.get("monitor", {}))  # read by the monitor app (docs/monitor.md)
     SETTINGS.names = dict(names or {})
     if ctl["log_file"]:
         guard.add_log_file(ctl["log_file"])

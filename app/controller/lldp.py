@@ -19,11 +19,12 @@ from os_ken.lib.packet import ethernet, lldp, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_LLDP
 
 from app.controller import events
-from app.controller.guard import loud
+from app.controller.guard import ERROR_LOG, loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.links import LinkTable
 from app.controller.model import PACKET, PacketLink, PortRef
+from app.controller.of13 import add_flow
 from app.controller.runtime import SETTINGS
 
 CHASSIS_PREFIX = b"mlte:"
@@ -86,8 +87,6 @@ class LldpDiscovery(app_manager.OSKenApp):
             try:
                 self._round()
             except Exception:  # the loop must survive one bad round; guard logs it
-                from app.controller.guard import ERROR_LOG
-
                 ERROR_LOG.exception("LLDP round failed")
             hub.sleep(self.interval)
 
@@ -128,14 +127,8 @@ class LldpDiscovery(app_manager.OSKenApp):
             return
         dp = self._inventory().datapath(ev.switch.dpid)
         parser, ofp = dp.ofproto_parser, dp.ofproto
-        match = parser.OFPMatch(eth_type=ETH_TYPE_LLDP)
-        actions = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
-        dp.send_msg(
-            parser.OFPFlowMod(
-                datapath=dp, cookie=COOKIE_LLDP, priority=LLDP_PRIORITY, match=match, instructions=inst
-            )
-        )
+        add_flow(dp, COOKIE_LLDP, LLDP_PRIORITY, parser.OFPMatch(eth_type=ETH_TYPE_LLDP),
+                 [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)])
         for port in ev.switch.ports.values():
             if port.up:
                 self._send(ev.switch.dpid, port.port_no, port.hw_addr)

@@ -3,13 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from topology.graph import dpid_name as dpid_label  # noqa: F401 - re-exported: the id of an unnamed switch
+
 PACKET = "packet"
 OTS = "ots"
-
-
-def dpid_label(dpid: int) -> str:
-    """The node id of a switch discovered without a name (docs/graph-model.md)."""
-    return f"dp-{dpid:016x}"
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,20 @@ core; then the core's tick classifies circuits and returns fine-monitoring actio
 executes through OVSDB (sFlow on/off per bridge, found by datapath id). Events are broadcast as
 :class:`EventMonitor`, written to the controller journal (``GET /events``, type ``monitor``) and
 stored (``mon_events``) when a database is configured.
+
+``[monitor] fine_backend = "flowstats"``: instead of sFlow, fine monitoring installs temporary
+per-5-tuple counting rules on the hot switches and polls their flow statistics every Ts
+(:mod:`monitor.flowstats`). Latency: every ``probe_interval`` one probe frame per packet link
+(PACKET_OUT at one end, trapped back by PACKET_IN at the other, :mod:`monitor.probes`), corrected by
+ECHO-measured control-channel delays; ``GET /monitor/latency`` and ``GET /monitor/fine`` on the
+control API.
+
+Everything runs on the eventlet hub (the launcher patches threads only): no blocking sockets or
+sleeps here — ``hub.sleep`` and green sockets.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import random
@@ -24,19 +35,34 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
 from app.config import DEFAULTS, load_config
+from app.controller import events as ctl_events
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
+from app.controller.model import PACKET
 from app.controller.runtime import SETTINGS
+from monitor import flowstats
 from monitor.core import MonitorCore, circuits_from_graph
 from monitor.counters import PortSnapshot
 from monitor.events import Event
 from monitor.fine import ENABLE, FineAction
+from monitor.flowstats import FlowCounting, RuleOp
 from monitor.ovsdb_sflow import OvsdbError, OvsSflow, bridges_by_dpid
+from monitor.probes import (
+    PATH_CHANGE,
+    PROBE_ETHERTYPE,
+    LatencyMonitor,
+    parse_probe,
+    probe_frame,
+    probed_links,
+)
 from monitor.sflow import SflowCollector
 from monitor.sflow.sflow_rt import SflowRtBackend
 
 LOG = logging.getLogger("mlte.controller.monitor")
+COOKIE_PROBE = 0x4D4C544500000020  # the probe trap rule (docs/controller.md cookie scheme)
+PROBE_PRIORITY = 64000  # below LLDP (65000), above everything else
+ECHO_MAGIC = b"MLTEECHO"
 
 
 class EventMonitor(event.EventBase):
@@ -48,13 +74,13 @@ class EventMonitor(event.EventBase):
 
 
 def monitor_settings() -> dict[str, Any]:
-    """The ``[monitor]`` section: from the launcher's settings when it passes them, else from the
-    TOML file named by ``MLTE_CONFIG`` (labs and tests), else the defaults."""
+    """The ``[monitor]`` section: from the launcher's settings (``mlte -c FILE controller``), else
+    from the TOML file named by ``MLTE_CONFIG``, else the defaults; missing keys are defaults."""
     cfg = getattr(SETTINGS, "monitor", None)
-    if cfg:
-        return dict(cfg)
-    path = os.environ.get("MLTE_CONFIG", "")
-    return dict(load_config(path)["monitor"]) if path else dict(DEFAULTS["monitor"])
+    if not cfg:
+        path = os.environ.get("MLTE_CONFIG", "")
+        cfg = load_config(path)["monitor"] if path else {}
+    return {**DEFAULTS["monitor"], **cfg}
 
 
 def agent_address(index: int) -> str:
@@ -71,20 +97,29 @@ class MonitorApp(app_manager.OSKenApp):
         self.name = "mlte_monitor"
         self.cfg = monitor_settings()
         self.interval = float(self.cfg["interval"])
+        self.backend = str(self.cfg["fine_backend"])
         self.collector: SflowCollector | None = None
+        self.counting: FlowCounting | None = None
         fine = None
-        if self.cfg["fine_backend"] == "sflow":
+        if self.backend == "sflow":
             self.collector = SflowCollector("127.0.0.1", int(self.cfg["sflow_collector_port"]),
                                             window=float(self.cfg["fine_window"]))
             fine = self.collector
-        elif self.cfg["fine_backend"] == "sflow-rt":
+        elif self.backend == "sflow-rt":
             fine = SflowRtBackend(str(self.cfg["sflow_rt_url"]))
+        elif self.backend == "flowstats":
+            self.counting = FlowCounting(stale=3 * self.interval, max_flows=int(self.cfg["flowstats_max_flows"]))
+            fine = self.counting
         self.core = MonitorCore(self.cfg, fine)
         self.sflow = OvsSflow(f"127.0.0.1:{self.cfg['sflow_collector_port']}", int(self.cfg["sflow_sampling"]),
                               int(self.cfg["sflow_polling"]))
         self.queue_drops: dict[tuple[int, int], int] = {}
         self.fine_on: set[str] = set()
         self.last: dict = {}
+        self._flow_replies: dict[int, list] = {}  # dpid -> flow-stats entries of a multipart reply
+        self.probe_interval = float(self.cfg["probe_interval"])
+        self.latency = LatencyMonitor(float(self.cfg["path_change_tolerance_ms"]), timeout=float(self.cfg["probe_timeout"]))
+        self._trapped: set[int] = set()
         self.store = None
         if SETTINGS.db_url:
             from monitor.store import MonitorStore
@@ -99,9 +134,23 @@ class MonitorApp(app_manager.OSKenApp):
             from eventlet.green import socket as green_socket  # the hub's (the launcher selects eventlet)
 
             self._sflow_sock = green_socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            self._sflow_sock.bind((self.collector.host, self.collector.port))
+            try:
+                self._sflow_sock.bind((self.collector.host, self.collector.port))
+            except OSError as exc:  # e.g. another controller's collector: any free port will do,
+                # because we tell OVS where to send (the sFlow target of each bridge we enable)
+                self._sflow_sock.bind((self.collector.host, 0))
+                LOG.warning("sFlow collector port %s not available (%s); using %s", self.collector.port,
+                            exc.strerror or exc, self._sflow_sock.getsockname()[1])
+            self.collector.port = self._sflow_sock.getsockname()[1]
+            self.sflow.target = f"127.0.0.1:{self.collector.port}"
             self._receiver = hub.spawn(self._sflow_loop)
+        api = app_manager.lookup_service_brick("mlte_control_api")
+        if api is not None:  # our read endpoints on the control API
+            api.routes[("GET", "/monitor/latency")] = self.r_latency
+            api.routes[("GET", "/monitor/fine")] = self.r_fine
         self._poller = hub.spawn(self._poll_loop)
+        if self.probe_interval > 0:
+            self._prober = hub.spawn(self._probe_loop)
         return thread
 
     def _sflow_loop(self) -> None:
@@ -120,6 +169,9 @@ class MonitorApp(app_manager.OSKenApp):
                 self.sflow.disable(bridge)
             except OvsdbError:
                 LOG.exception("could not disable sFlow on %s", bridge)
+        if self.counting is not None:
+            for name in sorted(self.counting.enabled):
+                self._flowstats_off(name)
         if self.collector is not None:
             self._sflow_sock.close()
         super().stop()
@@ -138,6 +190,7 @@ class MonitorApp(app_manager.OSKenApp):
 
     def _request_stats(self) -> None:
         inv = app_manager.lookup_service_brick("mlte_inventory")
+        fine = self.counting.enabled if self.counting is not None else set()
         for sw in list(inv.switches.values()):
             dp = inv.datapath(sw.dpid)
             if dp is None:
@@ -148,6 +201,11 @@ class MonitorApp(app_manager.OSKenApp):
                 # combined with the queue drops of the same poll
                 dp.send_msg(parser.OFPQueueStatsRequest(dp, 0, ofp.OFPP_ANY, ofp.OFPQ_ALL))
                 dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
+                if sw.name in fine:  # per-flow counters only where fine monitoring is on
+                    self._flow_replies.pop(dp.id, None)
+                    dp.send_msg(parser.OFPFlowStatsRequest(
+                        dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
+                        flowstats.cookie(flowstats.KIND_COUNT, 0), flowstats.KIND_MASK, parser.OFPMatch()))
             elif ofp.OFP_VERSION == ofproto_v1_0.OFP_VERSION:
                 dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_NONE))
 
@@ -177,12 +235,30 @@ class MonitorApp(app_manager.OSKenApp):
             self.core.port_stats(now, sw.name, st.port_no,
                                  PortSnapshot(st.tx_bytes, st.rx_bytes, st.tx_packets, st.rx_packets, drops))
 
+    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
+    @loud
+    def _flow_stats(self, ev) -> None:
+        if self.counting is None:
+            return
+        msg, dp = ev.msg, ev.msg.datapath
+        entries = self._flow_replies.setdefault(dp.id, [])
+        entries += [(st.cookie, st.byte_count, st.duration_sec + st.duration_nsec / 1e9) for st in msg.body]
+        if msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:
+            return  # more parts of this reply follow
+        del self._flow_replies[dp.id]
+        sw = app_manager.lookup_service_brick("mlte_inventory").switches.get(dp.id)
+        if sw is not None:
+            self.counting.stats(sw.name, entries, time.monotonic())
+
     # ---- classification and fine actions ------------------------------------------------------------
     def _tick(self) -> None:
         api = app_manager.lookup_service_brick("mlte_control_api")
         if api is not None:
             graph, _problems = api.build_graph()
             self.core.set_circuits(circuits_from_graph(graph))
+        if self.counting is not None:
+            for name in sorted(self.counting.enabled):  # follow re-routes of the forwarding rules
+                self._send_rules(name, self.counting.sync(name, self._forwarding(name)))
         now = time.monotonic()
         res = self.core.tick(now)
         self.last = {"t": time.time(), "circuits": res.circuits}
@@ -192,22 +268,30 @@ class MonitorApp(app_manager.OSKenApp):
         for action in res.actions:
             self._execute(action)
         for ev in res.events:
-            LOG.warning("monitor event %s on %s %s", ev.kind, ev.circuit, [str(f) for f in ev.flows])
-            d = ev.as_dict()
-            JOURNAL.add("monitor", event=ev.kind, circuit=ev.circuit, flows=d["flows"], detail=d["detail"])
-            self.send_event_to_observers(EventMonitor(ev))
+            self._publish(ev)
         if self.store is not None:
             wall = time.time()
             rows = []
             for cid, vals in res.circuits.items():
                 rows += [(wall, cid, metric, value) for metric, value in vals.items()]
+            rows += [(wall, lid, "latency_ms", ms) for lid, ms in self.latency.take_minima().items()]
             self.store.add_samples(rows)
-            for ev in res.events:
-                self.store.add_event(ev)
+            for ev in res.events:  # the core's clock is monotonic; the database keeps epoch time
+                self.store.add_event(dataclasses.replace(ev, t=wall))
             self.store.prune(wall)
 
+    def _publish(self, ev: Event) -> None:
+        """Journal (``GET /events?type=monitor``) and other os-ken apps (:class:`EventMonitor`)."""
+        LOG.warning("monitor event %s on %s %s", ev.kind, ev.circuit, [str(f) for f in ev.flows])
+        d = ev.as_dict()
+        JOURNAL.add("monitor", event=ev.kind, circuit=ev.circuit, flows=d["flows"], detail=d["detail"])
+        self.send_event_to_observers(EventMonitor(ev))
+
     def _execute(self, action: FineAction) -> None:
-        if self.cfg["fine_backend"] != "sflow":
+        if self.backend == "flowstats":
+            self._execute_flowstats(action)
+            return
+        if self.backend != "sflow":
             return  # sFlow-RT: the site's agents already export everywhere; nothing to switch
         inv = app_manager.lookup_service_brick("mlte_inventory")
         sw = inv.by_name(action.switch)
@@ -233,3 +317,193 @@ class MonitorApp(app_manager.OSKenApp):
         except OvsdbError:
             LOG.exception("fine monitoring %s on %s failed", action.op, bridge)
         JOURNAL.add("monitor_fine", op=action.op, switch=action.switch, bridge=bridge)
+
+    # ---- fine monitoring with OpenFlow per-flow statistics ----------------------------------------
+    def _forwarding(self, switch: str) -> dict[str, int]:
+        """The forwarding app's current rules (eth_dst → output port) on ``switch``."""
+        inv = app_manager.lookup_service_brick("mlte_inventory")
+        fwd = app_manager.lookup_service_brick("mlte_forwarding")
+        sw = inv.by_name(switch)
+        if sw is None or fwd is None:
+            return {}
+        return dict(fwd.installed.get(sw.dpid, {}))
+
+    def _execute_flowstats(self, action: FineAction) -> None:
+        assert self.counting is not None
+        inv = app_manager.lookup_service_brick("mlte_inventory")
+        sw = inv.by_name(action.switch)
+        if sw is None or sw.kind != PACKET:
+            return
+        if action.op == ENABLE:
+            self.core.agents[sw.name] = sw.name  # flow_rates(agents=...) takes switch names
+            self._send_rules(sw.name, self.counting.enable(sw.name, self._forwarding(sw.name)))
+        else:
+            self._flowstats_off(sw.name)
+        JOURNAL.add("monitor_fine", op=action.op, switch=action.switch, backend="flowstats",
+                    rules=self.counting.rules(sw.name))
+
+    def _flowstats_off(self, switch: str) -> None:
+        assert self.counting is not None
+        self.counting.disable(switch)
+        inv = app_manager.lookup_service_brick("mlte_inventory")
+        sw = inv.by_name(switch)
+        dp = inv.datapath(sw.dpid) if sw is not None else None
+        if dp is None:
+            return
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        dp.send_msg(parser.OFPFlowMod(  # every learn and count rule of this switch, by cookie
+            datapath=dp, cookie=flowstats.cookie(flowstats.KIND_LEARN, 0), cookie_mask=flowstats.ALL_MASK,
+            command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+            match=parser.OFPMatch()))
+        dp.send_msg(parser.OFPBarrierRequest(dp))
+
+    def _send_rules(self, switch: str, ops: list[RuleOp]) -> None:
+        if not ops:
+            return
+        inv = app_manager.lookup_service_brick("mlte_inventory")
+        sw = inv.by_name(switch)
+        dp = inv.datapath(sw.dpid) if sw is not None else None
+        if dp is None:
+            return
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        for op in ops:
+            fields: dict[str, Any] = {"eth_type": 0x0800, "eth_dst": op.eth_dst}
+            priority = flowstats.LEARN_PRIORITY
+            if op.kind == flowstats.KIND_COUNT:
+                assert op.key is not None
+                priority = flowstats.COUNT_PRIORITY
+                fields.update(ipv4_src=op.key.src, ipv4_dst=op.key.dst, ip_proto=op.key.proto)
+                if op.key.proto in (6, 17):
+                    name = "tcp" if op.key.proto == 6 else "udp"
+                    fields[f"{name}_src"], fields[f"{name}_dst"] = op.key.sport, op.key.dport
+            match = parser.OFPMatch(**fields)
+            if op.op == flowstats.DELETE:
+                dp.send_msg(parser.OFPFlowMod(
+                    datapath=dp, cookie=op.cookie, cookie_mask=0xFFFFFFFFFFFFFFFF, command=ofp.OFPFC_DELETE_STRICT,
+                    priority=priority, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, match=match))
+                continue
+            actions = [parser.OFPActionOutput(op.port)]
+            idle = 0
+            if op.kind == flowstats.KIND_LEARN:  # forward unchanged, then a copy with a non-host eth_dst
+                actions += [parser.OFPActionSetField(eth_dst=flowstats.LEARN_MAC),
+                            parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
+            else:
+                idle = int(self.cfg["flowstats_idle_timeout"])
+            inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
+            dp.send_msg(parser.OFPFlowMod(datapath=dp, cookie=op.cookie, priority=priority, match=match,
+                                          idle_timeout=idle, instructions=inst))
+
+    # ---- PACKET_IN: learn copies and latency probes ----------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
+    @loud
+    def _packet_in(self, ev) -> None:
+        now = time.monotonic()
+        msg = ev.msg
+        dp = msg.datapath
+        if dp.ofproto.OFP_VERSION != ofproto_v1_3.OFP_VERSION:
+            return
+        if msg.cookie == COOKIE_PROBE:
+            probe = parse_probe(msg.data)
+            sw = app_manager.lookup_service_brick("mlte_inventory").switches.get(dp.id)
+            if probe is None or sw is None:
+                return
+            res = self.latency.received(probe[0], (sw.name, msg.match["in_port"]), now)
+            for change in res.changes if res is not None else ():
+                self._path_change(res.link, change)
+            return
+        if self.counting is not None and flowstats.cookie_kind(msg.cookie) == flowstats.KIND_LEARN:
+            sw = app_manager.lookup_service_brick("mlte_inventory").switches.get(dp.id)
+            if sw is None:
+                return
+            op = self.counting.learned(sw.name, msg.cookie, msg.data)
+            if op is not None:
+                self._send_rules(sw.name, [op])
+
+    # ---- latency probes -----------------------------------------------------------------------------
+    def _probe_loop(self) -> None:
+        while True:
+            hub.sleep(self.probe_interval)
+            try:
+                self._probe_round()
+            except Exception:  # keep probing; the failure is logged loudly
+                LOG.exception("latency probe round failed")
+
+    def _probe_round(self) -> None:
+        inv = app_manager.lookup_service_brick("mlte_inventory")
+        lldp = app_manager.lookup_service_brick("mlte_lldp")
+        names = {dpid: sw.name for dpid, sw in inv.switches.items()}
+        directed = [(names[x.src.dpid], x.src.port_no, names[x.dst.dpid], x.dst.port_no)
+                    for x in lldp.table.links() if x.src.dpid in names and x.dst.dpid in names]
+        added, removed = self.latency.set_links(probed_links(directed))
+        if added or removed:
+            JOURNAL.add("monitor_probe_links", added=added, removed=removed, links=sorted(self.latency.links))
+        packet = [sw for sw in inv.switches.values() if sw.kind == PACKET]
+        for sw in packet:
+            dp = inv.datapath(sw.dpid)
+            if dp is None:
+                continue
+            if sw.dpid not in self._trapped:
+                self._install_trap(dp)
+            dp.send_msg(dp.ofproto_parser.OFPEchoRequest(dp, ECHO_MAGIC + time.monotonic_ns().to_bytes(8, "big")))
+        by_name = {sw.name: sw for sw in packet}
+        for link, pid in self.latency.send(time.monotonic()):
+            sw = by_name.get(link.src[0])
+            dp = inv.datapath(sw.dpid) if sw is not None else None
+            if dp is None:
+                continue
+            ofp, parser = dp.ofproto, dp.ofproto_parser
+            dp.send_msg(parser.OFPPacketOut(
+                datapath=dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
+                actions=[parser.OFPActionOutput(link.src[1])], data=probe_frame(pid, time.monotonic_ns())))
+
+    def _install_trap(self, dp) -> None:
+        """Probe frames (their own ethertype) go to the controller on every packet switch."""
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        actions = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
+        dp.send_msg(parser.OFPFlowMod(
+            datapath=dp, cookie=COOKIE_PROBE, priority=PROBE_PRIORITY, match=parser.OFPMatch(eth_type=PROBE_ETHERTYPE),
+            instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]))
+        self._trapped.add(dp.id)
+
+    @set_ev_cls(ofp_event.EventOFPEchoReply, MAIN_DISPATCHER)
+    @loud
+    def _echo_reply(self, ev) -> None:
+        now = time.monotonic_ns()
+        data = bytes(ev.msg.data or b"")
+        if len(data) != 16 or not data.startswith(ECHO_MAGIC):
+            return  # os-ken's own keep-alive echoes
+        sw = app_manager.lookup_service_brick("mlte_inventory").switches.get(ev.msg.datapath.id)
+        if sw is not None:
+            self.latency.control.add(sw.name, (now - int.from_bytes(data[8:], "big")) / 1e6)
+
+    @set_ev_cls(ctl_events.EventSwitchLeave)
+    @loud
+    def _switch_leave(self, ev) -> None:
+        self._trapped.discard(ev.switch.dpid)  # re-install the trap when it comes back
+
+    def _path_change(self, link: str, change) -> None:
+        ev = Event(change.t, link, PATH_CHANGE, detail={"old_ms": change.old_ms, "new_ms": round(change.new_ms, 4)})
+        self._publish(ev)
+        if self.store is not None:
+            self.store.add_event(dataclasses.replace(ev, t=time.time()))
+
+    # ---- control API endpoints ------------------------------------------------------------------------
+    def r_latency(self, q: dict, d: dict) -> dict:
+        """``GET /monitor/latency[?samples=N]``: per probed packet link, latency and detector state."""
+        try:
+            samples = int(q.get("samples", 20))
+        except ValueError:
+            from app.controller.control_api import ApiError
+
+            raise ApiError(400, "'samples' must be an integer") from None
+        return {"probe_interval": self.probe_interval, "misdelivered": self.latency.misdelivered,
+                "retired": self.latency.retired, "links": self.latency.snapshot(samples)}
+
+    def r_fine(self, q: dict, d: dict) -> dict:
+        """``GET /monitor/fine``: which switches have fine monitoring on, and with how many rules."""
+        out: dict[str, Any] = {"backend": self.backend, "switches": sorted(self.core.manager.enabled)}
+        if self.counting is not None:
+            out["rules"] = {n: self.counting.rules(n) for n in sorted(self.counting.enabled)}
+            out["flows"] = [f.as_dict() for f in self.counting.flow_rates(time.monotonic())]
+            out["not_counted"] = self.counting.not_counted
+        return out

@@ -8,9 +8,10 @@ Capabilities come from the OTS VENDOR message and go into the capability store.
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -24,13 +25,15 @@ from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, dpid_label
 from app.controller.runtime import SETTINGS
+from ots_virtual import protocol
+from topology.capabilities import CapabilityStore, NodeCapabilities
 
 LOG = logging.getLogger("mlte.controller.ots")
 COOKIE_XCON = 0x4D4C544500000010
 
 
 def error_names(err_type: int, code: int) -> tuple[str, str]:
-    """OpenFlow 1.0 names of an error type and code (``OFPET_BAD_MATCH``, ``OFPBMC_BAD_FIELD``)."""
+    """OpenFlow 1.0 names of an error type and code (``OFPET_FLOW_MOD_FAILED``, ``OFPFMFC_OVERLAP``)."""
     ofp = ofproto_v1_0
     type_name = next(
         (n for n in dir(ofp) if n.startswith("OFPET_") and getattr(ofp, n) == err_type), str(err_type)
@@ -42,7 +45,6 @@ def error_names(err_type: int, code: int) -> tuple[str, str]:
         "OFPET_FLOW_MOD_FAILED": "OFPFMFC_",
         "OFPET_PORT_MOD_FAILED": "OFPPMFC_",
         "OFPET_QUEUE_OP_FAILED": "OFPQOFC_",
-        "OFPET_BAD_MATCH": "OFPBMC_",
     }.get(type_name, "")
     code_name = next(
         (n for n in dir(ofp) if prefix and n.startswith(prefix) and getattr(ofp, n) == code), str(code)
@@ -111,19 +113,8 @@ class OtsDriver(app_manager.OSKenApp):
         self.xcons: dict[int, dict[int, int]] = {}  # dpid -> {in_port: out_port}, as confirmed by barriers
         self._pending: dict[tuple[int, int], _Pending] = {}
         self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
-        self.store = None
-        self._open_store()
-
-    def _open_store(self) -> None:
-        """The capability store (topology/); optional so the controller runs without a DB."""
-        if not SETTINGS.db_url:
-            return
-        try:
-            from topology.capabilities import CapabilityStore
-        except ImportError:
-            LOG.warning("topology.capabilities not available: capabilities kept in memory only")
-            return
-        self.store = CapabilityStore(SETTINGS.db_url)
+        # the capability store (topology/); without a DB URL capabilities stay in memory only
+        self.store = CapabilityStore(SETTINGS.db_url) if SETTINGS.db_url else None
 
     def _inventory(self):
         return app_manager.lookup_service_brick("mlte_inventory")
@@ -134,14 +125,10 @@ class OtsDriver(app_manager.OSKenApp):
     def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
         if ev.switch.kind != OTS:
             if self.store is not None:
-                from topology.capabilities import NodeCapabilities
-
                 # measured on the userspace datapath: FLOW_MOD + barrier ~1 ms (docs/controller.md)
                 self.store.upsert(NodeCapabilities(dpid=ev.switch.dpid, switch_type="packet",
                                                    switching_time=0.001, name=ev.switch.name))
             return
-        from ots_virtual import protocol
-
         self.xcons.setdefault(ev.switch.dpid, {})
         dp = self._inventory().datapath(ev.switch.dpid)
         dp.send_msg(protocol.caps_request(dp))
@@ -154,8 +141,6 @@ class OtsDriver(app_manager.OSKenApp):
     @set_ev_cls(ofp_event.EventOFPVendor, MAIN_DISPATCHER)
     @loud
     def _vendor(self, ev) -> None:
-        from ots_virtual import protocol
-
         if not protocol.is_caps_reply(ev.msg):
             return
         caps = protocol.parse_caps_reply(ev.msg)
@@ -163,17 +148,11 @@ class OtsDriver(app_manager.OSKenApp):
         sw = self._inventory().switches.get(dpid)
         if sw is None:
             return
-        import json
-
         sw.capabilities = json.loads(caps.to_json())
         if sw.name == dpid_label(dpid) and caps.name and dpid not in SETTINGS.names:
             sw.name = caps.name  # no name from the lab: the OTS's own (its bridge name)
         JOURNAL.add("capabilities", dpid=dpid, name=sw.name)
         if self.store is not None:
-            from dataclasses import replace
-
-            from topology.capabilities import NodeCapabilities
-
             self.store.upsert(replace(NodeCapabilities.from_ots_report(sw.capabilities), name=sw.name))
 
     # ---- replies ------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from os_ken.lib import hub
 
+from app.controller.graph_view import ots_ports
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortRef
 from app.controller.ots_driver import DriverError
@@ -78,9 +79,7 @@ def run_scan(inventory, driver, known: dict[tuple[int, int], Attachment], settle
     for sw in sorted(inventory.of_kind(OTS), key=lambda s: s.name):
         busy = set(driver.xcons.get(sw.dpid, {})) | set(driver.xcons.get(sw.dpid, {}).values())
         groups: dict[str, list[int]] = {}
-        for port_no in sorted(sw.ports):
-            g = (sw.capabilities.get("ports", {}).get(str(port_no)) or {}).get("granularity")
-            g = g or sw.ports[port_no].name.split("-")[0]
+        for port_no, g in sorted(ots_ports(sw).items()):
             groups.setdefault(g, []).append(port_no)
         for ports in groups.values():
             free = [p for p in ports if p not in busy]

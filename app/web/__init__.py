@@ -2,99 +2,23 @@
 
 ``create_app(test_config)`` opens the database, runs the Alembic migrations shipped in
 ``app/web/migrations`` and registers one blueprint per resource. Configuration keys (all optional):
-``DATABASE`` (SQLAlchemy URL or SQLite path), ``TOPOLOGY`` (``fig2`` | ``controller`` | JSON file),
+``DATABASE`` (SQLAlchemy URL or SQLite path), ``TOPOLOGY`` (``auto`` | ``controller`` | ``fig2`` | JSON file),
 ``UNIT_MBPS``, ``HOLD_SECONDS``, ``CLOCK`` (a ``() -> float`` epoch clock, for tests), ``SECRET_KEY``.
 """
 from __future__ import annotations
 
-import secrets
-import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask, jsonify, request
-from werkzeug.exceptions import HTTPException
+if TYPE_CHECKING:
+    from app.web.factory import create_app
 
-from app.web.context import WebState, close_session
-from app.web.db import Database, upgrade
-from app.web.errors import ApiError
-from app.web.topology_source import TopologySource
+__all__ = ["create_app"]
 
 
-def create_app(test_config: dict[str, Any] | None = None) -> Flask:
-    """Build the Flask app; see the module docstring for the configuration keys."""
-    from app.config import DEFAULTS
+def __getattr__(name: str) -> Any:
+    """``create_app`` is loaded on first use, so the controller can import ``app.web.feed`` without Flask."""
+    if name == "create_app":
+        from app.web.factory import create_app
 
-    app = Flask(__name__)
-    app.config.update(
-        DATABASE=DEFAULTS["db"]["url"],
-        TOPOLOGY="fig2",
-        UNIT_MBPS=DEFAULTS["ots"]["unit_mbps"],
-        HOLD_SECONDS=DEFAULTS["web"]["hold_seconds"],
-        CLOCK=time.time,
-        SECRET_KEY=secrets.token_hex(32),
-        SESSION_COOKIE_HTTPONLY=True,
-        SESSION_COOKIE_SAMESITE="Lax",
-        WTF_CSRF_TIME_LIMIT=None,
-        MAX_CONTENT_LENGTH=1 << 20,
-        JSON_SORT_KEYS=False,
-    )
-    if test_config:
-        app.config.update(test_config)
-
-    db = Database(app.config["DATABASE"])
-    upgrade(db.engine)
-    app.extensions["mlte"] = WebState(
-        db=db, topology=TopologySource(app.config["TOPOLOGY"], app.config["UNIT_MBPS"]),
-        clock=app.config["CLOCK"], hold_seconds=float(app.config["HOLD_SECONDS"]))
-    app.teardown_appcontext(close_session)
-
-    from flask_wtf.csrf import CSRFProtect
-
-    csrf = CSRFProtect(app)
-
-    from app.web.api import register_api
-    from app.web.ui import ui_bp
-
-    api_blueprints = register_api(app)
-    for bp in api_blueprints:
-        csrf.exempt(bp)  # the API authenticates every mutating call with a bearer token, never a cookie
-    app.register_blueprint(ui_bp)
-    _register_error_handlers(app)
-    return app
-
-
-def _wants_json() -> bool:
-    return request.path.startswith("/api/")
-
-
-def _register_error_handlers(app: Flask) -> None:
-    @app.errorhandler(ApiError)
-    def _api_error(exc: ApiError):  # noqa: ANN202
-        if not _wants_json():
-            from app.web.ui import render_error
-
-            return render_error(exc.status, exc.message)
-        resp = jsonify(exc.to_json())
-        resp.status_code = exc.status
-        if exc.status == 401:
-            resp.headers["WWW-Authenticate"] = 'Bearer realm="mlte"'
-        return resp
-
-    @app.errorhandler(HTTPException)
-    def _http_error(exc: HTTPException):  # noqa: ANN202
-        if not _wants_json():
-            return exc
-        resp = jsonify({"error": {"status": exc.code, "message": exc.description, "field": None}})
-        resp.status_code = exc.code or 500
-        if exc.code == 405 and exc.valid_methods:
-            resp.headers["Allow"] = ", ".join(exc.valid_methods)
-        return resp
-
-    @app.errorhandler(Exception)
-    def _unexpected(exc: Exception):  # noqa: ANN202
-        app.logger.exception("unhandled error on %s %s", request.method, request.path)
-        if getattr(exc, "user_error", False):
-            body = {"error": {"status": 400, "message": str(exc), "field": None}}
-            return (jsonify(body), 400) if _wants_json() else (str(exc), 400)
-        body = {"error": {"status": 500, "message": "internal error (logged)", "field": None}}
-        return (jsonify(body), 500) if _wants_json() else ("internal error", 500)
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,7 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.web.models import AdmissionLock
+from app.web.models import AdmissionLock, Base
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
@@ -57,6 +57,13 @@ def make_engine(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_size=10, max_overflow=40, pool_timeout=60, pool_pre_ping=True)
+
+
+def web_tables_only(name: str | None, type_: str, _parent: dict) -> bool:
+    """Alembic ``include_name`` filter: the DB is shared with the monitor (``mon_*``) and the
+    capability store (``cap_*``), whose schemas their own modules own; autogenerate and schema
+    comparisons look only at the web's tables."""
+    return type_ != "table" or name in Base.metadata.tables
 
 
 def upgrade(engine: Engine) -> None:

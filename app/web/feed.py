@@ -1,40 +1,66 @@
 """The small documented interface through which the controller writes what the web service shows.
 
-The controller never imports Flask: it opens a :class:`Feed` on the same database URL and calls
-these methods (each one a short transaction). The web service only reads these tables.
+The controller never imports Flask: its ``db_feed`` app (``app/controller/db_feed.py``) opens a
+:class:`Feed` on the same database URL and calls these methods (each one a short transaction):
+topology snapshots, the circuits it has lit, and controller events. Utilization series and
+monitoring events are *not* written here: the monitor app stores them in ``mon_samples`` /
+``mon_events`` (``monitor/store.py``) and the web reads them from there (``app/web/monitor_read.py``).
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import delete, select
+from sqlalchemy.orm import selectinload
 
 from app.web.db import Database, upgrade
-from app.web.models import Circuit, Event, LinkSample, TopologySnapshot, Xcon
+from app.web.models import Circuit, Event, TopologySnapshot, Xcon
+
+ACTIVE, RELEASED = "ACTIVE", "RELEASED"
+
+
+@dataclass(frozen=True)
+class CircuitRecord:
+    """A lit circuit as the controller sees it: packet port to packet port over a chain of XCONs."""
+
+    a_end: str  # "A:3"
+    z_end: str
+    capacity: float  # Mbit/s (the narrowest optical container on the way)
+    xcons: tuple[tuple[str, int, int], ...]  # (ots, in_port, out_port) from a_end towards z_end
+
+    @property
+    def name(self) -> str:
+        return f"{self.a_end}-{self.z_end} via {','.join(dict.fromkeys(o for o, _i, _p in self.xcons))}"
 
 
 class Feed:
-    """Writer for topology snapshots, link samples, events and circuits."""
+    """Writer for topology snapshots, circuits and controller events."""
 
-    def __init__(self, url: str, *, migrate: bool = True) -> None:
+    def __init__(self, url: str, *, migrate: bool = True, keep_snapshots: int = 100) -> None:
         self.db = Database(url)
+        self.keep_snapshots = keep_snapshots
         if migrate:
             upgrade(self.db.engine)
 
     def close(self) -> None:
         self.db.dispose()
 
-    def topology(self, graph_dict: dict[str, Any], ts: float | None = None) -> None:
-        """Store ``MultiLayerGraph.to_dict()``; the newest snapshot is what ``--topology controller`` uses."""
+    def topology(self, graph_dict: dict[str, Any], ts: float | None = None) -> int:
+        """Store ``MultiLayerGraph.to_dict()`` (the newest row is what ``--topology controller`` serves);
+        only the newest ``keep_snapshots`` rows are kept. Returns the new row's id."""
         with self.db.session() as s, s.begin():
-            s.add(TopologySnapshot(ts=time.time() if ts is None else ts, graph=graph_dict))
+            row = TopologySnapshot(ts=time.time() if ts is None else ts, graph=graph_dict)
+            s.add(row)
+            s.flush()
+            s.execute(delete(TopologySnapshot).where(TopologySnapshot.id <= row.id - self.keep_snapshots))
+            return row.id
 
-    def samples(self, rows: Iterable[tuple[float, str, float, float]]) -> None:
-        """``(ts, edge key, Mbit/s, utilization 0..1)`` tuples."""
-        with self.db.session() as s, s.begin():
-            s.add_all(LinkSample(ts=ts, link=link, mbps=mbps, utilization=util) for ts, link, mbps, util in rows)
+    def latest_topology(self) -> dict[str, Any] | None:
+        with self.db.session() as s:
+            return s.execute(select(TopologySnapshot.graph).order_by(TopologySnapshot.id.desc()).limit(1)).scalar()
 
     def event(self, kind: str, message: str, *, severity: str = "info", ts: float | None = None,
               **detail: Any) -> None:
@@ -45,7 +71,7 @@ class Feed:
                         detail=detail))
 
     def circuit(self, name: str, a_end: str, z_end: str, capacity: float, xcons: Iterable[tuple[str, int, int]],
-                *, state: str = "ACTIVE", reservation_id: int | None = None, active: bool = True) -> int:
+                *, state: str = ACTIVE, reservation_id: int | None = None, active: bool = True) -> int:
         """Record a circuit with its XCONs ``(ots, in_port, out_port)``; returns its id."""
         now = time.time()
         with self.db.session() as s, s.begin():
@@ -56,7 +82,35 @@ class Feed:
             s.flush()
             return c.id
 
-    def prune_samples(self, older_than: float) -> None:
-        """Drop samples older than ``older_than`` (epoch s): ``[monitor] retention_seconds``."""
-        with self.db.session() as s, s.begin():
-            s.execute(delete(LinkSample).where(LinkSample.ts < older_than))
+    def sync_circuits(self, current: Iterable[CircuitRecord], ts: float | None = None) -> tuple[int, int]:
+        """Make the ACTIVE rows equal ``current``: new circuits are inserted ACTIVE, ACTIVE rows no longer
+        lit become RELEASED (XCONs inactive); each change is also an event. Returns (added, released)."""
+        now = time.time() if ts is None else ts
+        want = {(c.a_end, c.z_end, tuple(c.xcons)): c for c in current}
+        added = released = 0
+        with self.db.session() as s:
+            self.db.lock_for_write(s)  # read-then-write: take the write lock first (SQLite WAL snapshots)
+            rows = s.execute(select(Circuit).where(Circuit.state == ACTIVE)
+                             .options(selectinload(Circuit.xcons))).scalars().all()
+            for row in rows:
+                key = (row.a_end, row.z_end, tuple((x.ots, x.in_port, x.out_port) for x in row.xcons))
+                if want.pop(key, None) is not None:
+                    continue
+                row.state, row.updated_ts = RELEASED, now
+                for x in row.xcons:
+                    x.active = False
+                s.add(Event(ts=now, kind="circuit.down", severity="info", message=f"circuit {row.name} released",
+                            detail={"circuit_id": row.id, "a_end": row.a_end, "z_end": row.z_end}))
+                released += 1
+            for c in want.values():
+                row = Circuit(name=c.name, a_end=c.a_end, z_end=c.z_end, capacity=c.capacity, state=ACTIVE,
+                              created_ts=now, updated_ts=now,
+                              xcons=[Xcon(ots=o, in_port=i, out_port=p, active=True) for o, i, p in c.xcons])
+                s.add(row)
+                s.flush()
+                s.add(Event(ts=now, kind="circuit.up", severity="info", message=f"circuit {c.name} is up",
+                            detail={"circuit_id": row.id, "a_end": c.a_end, "z_end": c.z_end,
+                                    "capacity": c.capacity}))
+                added += 1
+            s.commit()
+        return added, released

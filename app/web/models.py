@@ -1,8 +1,10 @@
 """Database models of the reservation service (SQLAlchemy 2.x, typed ``Mapped[...]`` columns).
 
 Times are stored as epoch seconds (``float``) so SQLite and PostgreSQL compare them the same way;
-the REST layer converts them to ISO 8601. The controller writes ``topology_snapshots``,
-``circuits``/``xcons``, ``link_samples`` and ``events``; the web service writes the rest.
+the REST layer converts them to ISO 8601. The controller writes ``topology_snapshots`` and
+``circuits``/``xcons`` (its ``db_feed`` app, through :class:`app.web.feed.Feed`) and may add
+``events``; the web service writes the rest. Utilization series and monitoring events are not
+here: they live in the monitor's ``mon_samples``/``mon_events`` (``app/web/monitor_read.py``).
 """
 from __future__ import annotations
 
@@ -118,19 +120,6 @@ class AuditEntry(Base):
     entity: Mapped[str] = mapped_column(String(32))
     entity_id: Mapped[int | None] = mapped_column(Integer, default=None)
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-
-
-class LinkSample(Base):
-    """A utilization sample of one graph edge (written by the controller's monitor)."""
-
-    __tablename__ = "link_samples"
-    __table_args__ = (Index("ix_link_samples_link_ts", "link", "ts"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    ts: Mapped[float] = mapped_column(Float)
-    link: Mapped[str] = mapped_column(String(128))  # edge key of the multi-layer graph
-    mbps: Mapped[float] = mapped_column(Float)
-    utilization: Mapped[float] = mapped_column(Float)  # 0..1 of the link capacity
 
 
 class Event(Base):

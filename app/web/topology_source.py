@@ -1,8 +1,10 @@
 """Where the web service gets the multi-layer graph from.
 
-``fig2`` (default): the Fig. 2 testbed from ``mininet_labs.spec``; a ``*.json`` file in
-``MultiLayerGraph.to_json()`` format; or ``controller``: the newest snapshot the controller wrote to
-the ``topology_snapshots`` table (the web service never talks to the controller process directly).
+``auto`` (default): the newest snapshot the controller wrote, or the Fig. 2 testbed while there is
+none; ``controller``: only the newest snapshot in ``topology_snapshots`` (written by the controller's
+``db_feed`` app; 503 until there is one — the web service never talks to the controller process);
+``fig2``: the Fig. 2 testbed from ``mininet_labs.spec``; or a ``*.json`` file in
+``MultiLayerGraph.to_json()`` format.
 """
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ if TYPE_CHECKING:
     from topology.graph import MultiLayerGraph
 
 
+SOURCES = ("auto", "controller", "fig2")
+
+
 class TopologyUnavailable(ApiError):
     status = 503
 
@@ -28,30 +33,33 @@ class TopologyUnavailable(ApiError):
 class TopologySource:
     """Loads and caches the graph; thread-safe (waitress serves requests from several threads)."""
 
-    def __init__(self, source: str = "fig2", unit_mbps: float = 1.0) -> None:
+    def __init__(self, source: str = "auto", unit_mbps: float = 1.0) -> None:
         self.source = source
         self.unit_mbps = unit_mbps
         self._lock = threading.Lock()
         self._static: MultiLayerGraph | None = None
         self._snapshot: tuple[int, MultiLayerGraph] | None = None
-        if source not in ("fig2", "controller") and not Path(source).is_file():
+        if source not in SOURCES and not Path(source).is_file():
             raise ApiError(f"topology file not found: {source}", field="topology")
 
     def graph(self, session: Session) -> MultiLayerGraph:
         from topology.graph import MultiLayerGraph
 
-        if self.source == "controller":
-            row = session.execute(
-                select(TopologySnapshot).order_by(TopologySnapshot.id.desc()).limit(1)).scalar()
-            if row is None:
+        newest = None
+        if self.source in ("controller", "auto"):  # the id only: the graph is parsed once per snapshot
+            newest = session.execute(
+                select(TopologySnapshot.id).order_by(TopologySnapshot.id.desc()).limit(1)).scalar()
+            if newest is None and self.source == "controller":
                 raise TopologyUnavailable("the controller has not written a topology yet", field=None)
+        if newest is not None:
             with self._lock:
-                if self._snapshot is None or self._snapshot[0] != row.id:
-                    self._snapshot = (row.id, MultiLayerGraph.from_dict(row.graph))
+                if self._snapshot is None or self._snapshot[0] != newest:
+                    data = session.execute(select(TopologySnapshot.graph).where(TopologySnapshot.id == newest)).scalar()
+                    self._snapshot = (newest, MultiLayerGraph.from_dict(data))
                 return self._snapshot[1]
         with self._lock:
             if self._static is None:
-                if self.source == "fig2":
+                if self.source in ("fig2", "auto"):
                     from mininet_labs.spec import fig2_testbed, spec_to_graph
 
                     self._static = spec_to_graph(fig2_testbed(unit_mbps=self.unit_mbps))

@@ -13,14 +13,14 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, s
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import selectinload
 
-from app.web import service
+from app.web import monitor_read, service
 from app.web.api.network import layers
 from app.web.auth import check_owner, check_password, current_user
 from app.web.context import advance_if_due, graph, now, read_session, state, write_tx
 from app.web.drawing import draw
 from app.web.errors import ApiError
 from app.web.forms import ActionForm, LoginForm, ReservationForm
-from app.web.models import Circuit, Event, Reservation, User
+from app.web.models import Circuit, Reservation, User
 from app.web.states import STATES
 from app.web.timeutil import to_iso
 from app.web.validation import parse_create, parse_list
@@ -241,5 +241,5 @@ def topology(user: User):  # noqa: ANN201
 @ui_bp.get("/events")
 @login_required
 def events(user: User):  # noqa: ANN201
-    rows = list(read_session().execute(select(Event).order_by(Event.id.desc()).limit(200)).scalars())
+    rows = monitor_read.merged_events(read_session(), None, None, 200)
     return render_template("events.html", rows=rows)

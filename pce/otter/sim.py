@@ -11,8 +11,11 @@ Events in time order (ties: departures, then LP installs, then LP starts, then a
 - OPT (infinitely fast optimiser, re-optimising at every arrival) is approximated by
   re-optimising at every ``opt_epoch`` boundary with zero delay, arrivals in between placed
   greedily; ``opt_epoch → 0`` is exact OPT (one LP per arrival is intractable here).
-The run continues until the last flow departs: PER keeps re-optimising every period while flows
-are active; OPT re-optimises only at epochs that saw an arrival (no arrival, nothing to re-do).
+The run stops at the last arrival (``until``): lifetimes are censored there, i.e. each flow's
+allocated *and* requested bytes count only up to that time. Running on with no arrivals would
+measure an emptying network in which OPT (re-optimising on arrivals) never reuses the capacity
+freed by departures while PER (periodic) does — an artefact of the finite run, not of the policies.
+Epochs of OPT without an arrival are skipped (nothing new to place).
 
 Only flows arriving within [measure_from, measure_to] enter the metrics; flows before (warm-up)
 and after (cool-down) keep the network loaded while the measured flows live, so that the
@@ -102,6 +105,7 @@ def simulate(
     solver: str = "highs",
     progress: Callable[[str], None] | None = None,
     greedy_ties: str = "first",
+    until: float | None = None,
 ) -> PolicyResult:
     """Run one policy over the flows' arrivals; see the module docstring for the semantics."""
     policy = get_policy(policy) if isinstance(policy, str) else policy
@@ -117,7 +121,7 @@ def simulate(
     arrival, end = flows.arrival, flows.arrival + flows.duration
     order = np.argsort(arrival, kind="stable")
     dep = np.argsort(end, kind="stable")
-    horizon = float(end.max()) if n else 0.0
+    horizon = float(until) if until is not None else (float(arrival.max()) if n else 0.0)
     active = np.zeros(n, bool)
     arrived_at = np.full(n, -1, np.int64)  # arrival sequence number
     result = PolicyResult(policy.name, n, 0.0, 0.0, 0.0)
@@ -159,7 +163,7 @@ def simulate(
             else:
                 t_solve = next_solve = (np.floor(t_arr / step) + 1) * step
         t = min(t_arr, t_dep, t_inst, t_solve)
-        if t == np.inf or (t_dep == np.inf and t_arr == np.inf) or (not active.any() and ia >= n):
+        if t == np.inf or t > horizon:
             break
         if t_dep == t:
             f = int(dep[idp])
@@ -194,11 +198,15 @@ def simulate(
             progress(
                 f"{policy.name}: t={t:.2f}/{horizon:.2f}s arrived={ia} active={int(active.sum())} solves={result.solves}"
             )
-    m = (arrival >= measure_from) & (arrival <= measure_to)
-    requested = flows.bw[m] * flows.duration[m]
+    # censor at the horizon: flows still active stop counting there, requested bytes too
+    act = np.flatnonzero(active)
+    clock.advance(act, horizon, place)
+    lived = np.minimum(end, horizon) - arrival
+    m = (arrival >= measure_from) & (arrival <= measure_to) & (lived > 1e-9)
+    requested = flows.bw[m] * lived[m]
     result.allocated_bytes_fraction = float(clock.bytes[m].sum() / requested.sum()) if m.any() else 0.0
     result.mean_flow_allocated_fraction = float(np.mean(clock.bytes[m] / requested)) if m.any() else 0.0
-    result.satisfaction = float(np.mean(clock.sat[m] / flows.duration[m])) if m.any() else 0.0
+    result.satisfaction = float(np.mean(clock.sat[m] / lived[m])) if m.any() else 0.0
     result.flows = int(m.sum())
     result.wall_seconds = time.perf_counter() - wall0
     return result

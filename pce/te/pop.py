@@ -2,11 +2,16 @@
 LP 1/K of every link's capacity, solve the K LPs independently and in parallel, add the results.
 
 The combined allocation is feasible by construction: each group uses at most c/K on every arc,
-so K groups use at most c. The sub-problems run in forked worker processes (the instance and the
+so K groups use at most c. A demand much larger than c/K cannot get its share in one group, so
+POP's *client splitting* is available: the demands are cut into more, smaller pieces (repeatedly,
+the demand whose pieces are largest gets one more piece, until there are ``(1 + split) *
+#demands`` pieces); pieces go to groups at random, pieces of one demand that land in the same
+group are merged again, and a demand's allocation is the sum over the groups. The sub-problems run in forked worker processes (the instance and the
 paths are inherited, not pickled); each HiGHS instance runs single-threaded.
 """
 from __future__ import annotations
 
+import heapq
 import multiprocessing
 import time
 from dataclasses import dataclass
@@ -37,6 +42,38 @@ def partition_demands(n_demands: int, partitions: int, seed: int = 0) -> list[np
     return [np.sort(g) for g in np.array_split(perm, partitions)]
 
 
+def split_clients(volume: np.ndarray, split: float) -> np.ndarray:
+    """Number of pieces per demand: ``round(split * n)`` extra pieces, each given to the demand
+    whose current piece (volume / pieces) is the largest."""
+    if split < 0:
+        raise InvalidInputError(f"split fraction must be >= 0, got {split}")
+    pieces = np.ones(volume.size, dtype=np.int64)
+    extra = int(round(split * volume.size))
+    if extra == 0:
+        return pieces
+    heap = [(-float(v), i) for i, v in enumerate(volume.tolist())]
+    heapq.heapify(heap)
+    for _ in range(extra):
+        _, i = heapq.heappop(heap)
+        pieces[i] += 1
+        heapq.heappush(heap, (-float(volume[i]) / pieces[i], i))
+    return pieces
+
+
+def partition_clients(
+    volume: np.ndarray, partitions: int, seed: int = 0, split: float = 0.0
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per group: (demand indices, volume of those demands in the group), after client splitting."""
+    pieces = split_clients(volume, split)
+    owner = np.repeat(np.arange(volume.size), pieces)
+    piece_volume = np.repeat(volume / pieces, pieces)
+    groups = []
+    for g in partition_demands(owner.size, partitions, seed):
+        idx, inverse = np.unique(owner[g], return_inverse=True)
+        groups.append((idx, np.bincount(inverse, weights=piece_volume[g], minlength=idx.size)))
+    return groups
+
+
 _STATE: tuple | None = None  # inherited by forked workers
 
 
@@ -51,13 +88,15 @@ def _worker_init() -> None:
     matrix._scheduler_threads = None
 
 
-def _solve_group(idx: np.ndarray):
+def _solve_group(group: tuple[np.ndarray, np.ndarray]):
     from pce.te.solve import solve_subproblem
 
     assert _STATE is not None
     network, demands, paths, formulation, objective, k, solver, lp_method, time_limit = _STATE
+    idx, volume = group
     sub_paths = paths.subset(idx) if paths is not None else None
-    return idx, solve_subproblem(network, demands.subset(idx), sub_paths, formulation, objective,
+    sub_demands = Demands(demands.src[idx], demands.dst[idx], volume)
+    return idx, solve_subproblem(network, sub_demands, sub_paths, formulation, objective,
                                  1.0 / k, solver, lp_method, threads=1, time_limit=time_limit)
 
 
@@ -74,10 +113,13 @@ def solve_partitioned(
     seed: int = 0,
     time_limit: float | None = None,
     progress: Progress | None = None,
+    split: float = 0.0,
 ) -> Combined:
     """Solve the K sub-problems (``workers`` at a time) and combine them."""
     global _STATE
-    groups = partition_demands(len(demands), partitions, seed)
+    if partitions > len(demands):
+        raise InvalidInputError(f"{partitions} partitions for only {len(demands)} demands")
+    groups = partition_clients(demands.volume, partitions, seed, split)
     allocation = np.zeros(len(demands))
     arc_load = np.zeros(network.n_arcs)
     builds, solves, sizes = [], [], []
@@ -88,7 +130,7 @@ def solve_partitioned(
             with multiprocessing.get_context("fork").Pool(min(workers, partitions), initializer=_worker_init) as pool:
                 results = pool.imap_unordered(_solve_group, groups)
                 for done, (idx, sub) in enumerate(results, 1):
-                    allocation[idx] = sub.allocation
+                    allocation[idx] += sub.allocation
                     arc_load += sub.arc_load
                     builds.append(sub.build_seconds)
                     solves.append(sub.solve_seconds)
@@ -98,7 +140,7 @@ def solve_partitioned(
         else:
             for done, g in enumerate(groups, 1):
                 idx, sub = _solve_group(g)
-                allocation[idx] = sub.allocation
+                allocation[idx] += sub.allocation
                 arc_load += sub.arc_load
                 builds.append(sub.build_seconds)
                 solves.append(sub.solve_seconds)

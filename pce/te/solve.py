@@ -176,12 +176,14 @@ def solve_te(
     seed: int = 0,
     time_limit: float | None = None,
     progress: Progress | None = None,
+    split: float = 0.0,
 ) -> TeResult:
     """Solve the WAN TE LP on ``graph`` (edge attribute ``capacity``) for ``demands``.
 
     ``formulation``: ``path`` (``k`` paths per demand by ``path_method``) or ``edge`` (exact).
     ``partitions`` > 1: POP — demands split at random (``seed``) into that many groups, each solved
-    with 1/K of every capacity in ``workers`` processes, allocations summed.
+    with 1/K of every capacity in ``workers`` processes, allocations summed; ``split`` is POP's
+    client-splitting fraction (extra demand pieces, relative to the number of demands).
     """
     from pce.te.pop import solve_partitioned
 
@@ -203,6 +205,7 @@ def solve_te(
         "path_method": path_method if formulation == "path" else None,
         "path_weight": network.weight_name if formulation == "path" else None,
         "partitions": partitions,
+        "split": split if partitions > 1 else None,
         "solver": solver,
         "lp_method": lp_method,
         "workers": workers,
@@ -210,7 +213,7 @@ def solve_te(
     }
     if partitions > 1:
         combined = solve_partitioned(network, dem, paths, formulation, objective, partitions, solver,
-                                     lp_method, workers, seed, time_limit, progress)
+                                     lp_method, workers, seed, time_limit, progress, split)
         allocation, arc_load = combined.allocation, combined.arc_load
         timings.update(combined.timings)
         sizes = combined.sizes

@@ -77,10 +77,8 @@ def lab(tmp_path_factory):
     conf.write_text(f"[monitor]\ninterval = 1.0\nsflow_sampling = 16\nsflow_polling = 1\n"
                     f"sflow_collector_port = {sflow_port}\n")
     (work / "traffic.py").write_text(TRAFFIC)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("MLTE_CONFIG", str(conf))  # read by the monitor app in the controller process
     with net_lock():
-        session = LabSession(spec, work, static_file=str(static), extra_apps=("app.controller.monitor_app",))
+        session = LabSession(spec, work, static_file=str(static), config_file=str(conf))
         shaper = OvsShapedQueue()
         try:
             session.start(timeout=60)
@@ -102,7 +100,6 @@ def lab(tmp_path_factory):
                 except Exception:
                     pass
             session.stop()
-            mp.undo()
 
 
 def run_traffic(lab, seconds: float, flows: list[str]) -> int:
@@ -176,6 +173,13 @@ def test_elephant_next_to_small_flows_raises_unconstrained_imbalance(lab):
     fine = lab.client.events(since, "monitor_fine")
     assert {(e["op"], e["switch"]) for e in fine} == {("enable", "A"), ("enable", "B"), ("disable", "A"),
                                                         ("disable", "B")}
+    # stored for the UI: events with epoch times, the circuit's utilization series
+    from monitor.store import MonitorStore
+
+    store = MonitorStore(f"sqlite:///{lab.work / 'capabilities.db'}")
+    stored = store.events(since=t_start, kind="unconstrained_imbalance")
+    assert stored and stored[0]["flows"] == ev["flows"] and stored[0]["t"] <= time.time()
+    assert [p for p in store.series("packet:A:3-B:1", "util", since=t_start) if 0 < p.value < 0.6]
 
 
 def test_rising_balanced_load_raises_balanced_growth(lab):

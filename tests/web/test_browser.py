@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.web.feed import Feed
+from monitor.store import MonitorStore
 from tests.lib.webserver import ROOT, create_user_cli, serve_cli
 
 pytestmark = pytest.mark.browser
@@ -54,17 +55,20 @@ def _scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
     db = str(tmp_path / "ui.db")
     create_user_cli(db, "ada", password="ada-secret")
     with serve_cli(db, log_path=tmp_path / "server.log") as url:
-        # what the controller would write: a circuit, utilization samples of the path's first links, events
+        # what the controller would write: a circuit and events (db_feed, through Feed), utilization
+        # samples of the path's first links (its monitor app, through MonitorStore)
         feed = Feed(db, migrate=False)
         try:
             feed.circuit("A-C via X,Z", "A:3", "C:1", 10.0, [("X", 1, 3), ("Z", 3, 2)])
-            now = time.time()
-            feed.samples([(now - 60 + 2 * i, link, base + (i % 7) * 0.8, (base + (i % 7) * 0.8) / 20)
-                          for i in range(30) for link, base in (("access:A:1-h1", 3.0),
-                                                                 ("adaptation:A:3-X:1", 2.0))])
             feed.event("circuit.up", "circuit A-C via X,Z is up")
         finally:
             feed.close()
+        store = MonitorStore(f"sqlite:///{db}")
+        now = time.time()
+        store.add_samples((now - 60 + 2 * i, link, metric, value) for i in range(30)
+                          for link, base in (("access:A:1-h1", 3.0), ("adaptation:A:3-X:1", 2.0))
+                          for metric, value in (("mbps", base + (i % 7) * 0.8), ("util", (base + (i % 7) * 0.8) / 20)))
+        store.engine.dispose()
 
         page.goto(f"{url}/reservations")
         assert "/login" in page.url

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.web.models import AuditEntry, Circuit, Event, Reservation
+from app.web.models import AuditEntry, Circuit, Reservation
 from app.web.timeutil import to_iso
 
 
@@ -47,9 +47,10 @@ def circuit(c: Circuit) -> dict[str, Any]:
     }
 
 
-def event(e: Event) -> dict[str, Any]:
-    return {"id": e.id, "time": to_iso(e.ts), "kind": e.kind, "severity": e.severity, "message": e.message,
-            "detail": e.detail}
+def event(e: dict[str, Any]) -> dict[str, Any]:
+    """An event row of :func:`app.web.monitor_read.merged_events` (service or monitor)."""
+    return {"id": e["id"], "time": to_iso(e["ts"]), "kind": e["kind"], "severity": e["severity"],
+            "message": e["message"], "detail": e["detail"]}
 
 
 def audit(a: AuditEntry) -> dict[str, Any]:

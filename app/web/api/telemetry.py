@@ -1,14 +1,14 @@
-"""``/api/v1/utilization`` (link time series) and ``/api/v1/events``, both written by the controller."""
+"""``/api/v1/utilization`` (per-circuit series of the controller's monitor, ``mon_samples``) and
+``/api/v1/events`` (service events merged with the monitor's ``mon_events``)."""
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
-from sqlalchemy import select
 
+from app.web import monitor_read
 from app.web.api import serialize
 from app.web.auth import require_user
 from app.web.context import now, read_session
 from app.web.errors import ApiError
-from app.web.models import Event, LinkSample
 from app.web.timeutil import to_iso
 from app.web.validation import check_time
 
@@ -36,7 +36,7 @@ def _only(allowed: set[str]) -> None:
 
 @bp.get("/utilization")
 def utilization():  # noqa: ANN201
-    """Samples per link since ``since`` (default: the last 5 minutes); ``link`` may repeat."""
+    """Samples per monitored link since ``since`` (default: the last 5 minutes); ``link`` may repeat."""
     db = read_session()
     require_user(db, allow_session=True)
     _only({"link", "since", "limit"})
@@ -46,14 +46,10 @@ def utilization():  # noqa: ANN201
         if not 1 <= len(link) <= 128:
             raise ApiError("link must be an edge key of 1..128 characters", field="link")
     limit = _limit(2000, 20000)
-    stmt = select(LinkSample).where(LinkSample.ts >= since)
-    if links:
-        stmt = stmt.where(LinkSample.link.in_(links))
-    rows = db.execute(stmt.order_by(LinkSample.ts.desc()).limit(limit)).scalars()
+    rows = monitor_read.utilization(db, since, links, limit)
     series: dict[str, list[dict]] = {link: [] for link in links}
-    for s in reversed(list(rows)):
-        series.setdefault(s.link, []).append({"time": to_iso(s.ts), "mbps": s.mbps,
-                                              "utilization": s.utilization})
+    for link, points in rows.items():
+        series[link] = [{"time": to_iso(t), "mbps": mbps, "utilization": util} for t, mbps, util in points]
     return jsonify({"since": to_iso(since), "series": series})
 
 
@@ -62,12 +58,8 @@ def events():  # noqa: ANN201
     db = read_session()
     require_user(db, allow_session=True)
     _only({"since", "kind", "limit"})
-    stmt = select(Event)
-    if "since" in request.args:
-        stmt = stmt.where(Event.ts >= check_time(request.args["since"], "since"))
-    if "kind" in request.args:
-        stmt = stmt.where(Event.kind == request.args["kind"])
-    rows = db.execute(stmt.order_by(Event.id.desc()).limit(_limit(100, 1000))).scalars()
+    since = check_time(request.args["since"], "since") if "since" in request.args else None
+    rows = monitor_read.merged_events(db, since, request.args.get("kind"), _limit(100, 1000))
     return jsonify({"items": [serialize.event(e) for e in rows]})
 
 

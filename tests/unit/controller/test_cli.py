@@ -24,3 +24,18 @@ def test_controller_names_file_errors_are_one_line(tmp_path, capsys):
     bad.write_text("{not json")
     assert main(["controller", "--names", str(bad)]) == 2
     assert "--names" in capsys.readouterr().err
+
+
+def test_bad_ports_and_output_dir_are_one_line_errors(tmp_path, monkeypatch, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["controller", "--of-port", "99999"])
+    assert exit_.value.code == 2 and "out of range 1..65535" in capsys.readouterr().err
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["lab", "testbed", "--out", str(blocker / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "cannot create" in err and "Traceback" not in err
+    assert main(["lab", "testbed", "--out", str(tmp_path / "o"), "--static-file", str(tmp_path / "none.json")]) == 2
+    assert "none.json" in capsys.readouterr().err

@@ -30,6 +30,8 @@ def test_classify():
     assert classify(1, ["s1-eth1"]) == PACKET  # an ordinary OF1.0 switch is not an OTS
     assert classify(4, ["ODU2-1"]) == PACKET
     assert classify(1, []) == PACKET
+    assert classify(1, ["ODU2-1", "ODU9-2"]) == PACKET  # not a granularity the project knows
+    assert classify(1, ["odu2-1", "ODU2e-2"]) == OTS
 
 
 def test_error_names():

@@ -207,3 +207,18 @@ def test_hello_below_1_0_is_refused_and_the_session_closed(ctl, agent):
     etype, code, _ = error_of(ctl.reply(4242))
     assert (etype, code) == (ofp.OFPET_HELLO_FAILED, ofp.OFPHFC_INCOMPATIBLE)
     wait_until(lambda: ctl.connections == 2)  # it reconnects after the backoff
+
+
+def test_failed_claim_closes_the_listener():
+    """A bridge that does not exist: start() raises a user error and leaves no listening socket."""
+    import socket
+
+    from ots_virtual.ovs import OvsError
+
+    a = OtsAgent("mlte-no-such-br", 0x0F09, PORTS, ("127.0.0.1", 9), ovs_wait=0)
+    port = a.ovs_port
+    with pytest.raises(OvsError) as err:
+        a.start()
+    assert err.value.user_error
+    with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
+        pass

@@ -28,6 +28,7 @@ def test_granularity_units_and_names():
     assert gran.normalize("odu2e") == "ODU2e"
     assert gran.capacity_mbps("ODU2", 2.5) == 25.0
     assert gran.from_port_name("ODU2-3") == "ODU2" and gran.from_port_name("eth0") is None
+    assert gran.from_port_name("ODU2e-12") == "ODU2e" and gran.from_port_name("ODU2-x") is None
     with pytest.raises(TopologyError, match="unknown granularity"):
         gran.normalize("ODU9")
 

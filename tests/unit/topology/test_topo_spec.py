@@ -34,6 +34,7 @@ def test_fig2_matches_contract_section_2():
     s = fig2_testbed()
     assert {(x.name, x.dpid) for x in s.switches} == {("A", 0xA1), ("B", 0xB1), ("C", 0xC1)}
     assert {(o.name, o.dpid) for o in s.ots} == {("X", 0x0F01), ("Y", 0x0F02), ("Z", 0x0F03)}
+    assert s.dpid_names() == {0xA1: "A", 0xB1: "B", 0xC1: "C", 0x0F01: "X", 0x0F02: "Y", 0x0F03: "Z"}
     assert {(h.name, h.switch, h.port, h.ip) for h in s.hosts} == {
         ("h1", "A", 1, "10.0.0.1"), ("h2", "A", 2, "10.0.0.2"), ("h3", "C", 3, "10.0.0.3"), ("h4", "C", 4, "10.0.0.4")}
     adapt = {(x.a, x.a_port, x.b, x.b_port) for x in s.links_of_kind("adaptation")}

@@ -2,10 +2,14 @@
 expired hold, modify) against the Fig. 2 testbed through the real PCE."""
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from app.web.feed import Feed
 from app.web.models import AuditEntry
+from monitor.events import UNCONSTRAINED_IMBALANCE
+from monitor.events import Event as MonEvent
+from monitor.store import MonitorStore
 from tests.unit.web.conftest import T0, body, counts, iso
 
 API = "/api/v1"
@@ -180,17 +184,31 @@ def test_topology_circuits_utilization_events(client, users, app, clock) -> None
     feed = Feed(app.config["DATABASE"], migrate=False)
     try:
         cid = feed.circuit("A-C", "A:3", "C:1", 10.0, [("X", 1, 3), ("Z", 3, 2)])
-        feed.samples([(clock.t - 10 + i, "adaptation:A:3-X:1", 1.0 + i, 0.1 * (1 + i)) for i in range(5)])
-        feed.samples([(clock.t - 1000, "adaptation:A:3-X:1", 9.0, 0.9)])  # older than the default 5 min
         feed.event("link.down", "A:3 down", severity="warning", port="A:3")
     finally:
         feed.close()
+    # utilization comes from the monitor's own store (mon_samples), as the controller's monitor app writes it
+    store = MonitorStore(app.extensions["mlte"].db.engine)
+    store.add_samples((clock.t - 10 + i, "packet:A:3-B:1", m, v) for i in range(5)
+                      for m, v in (("mbps", 1.0 + i), ("util", 0.1 * (1 + i)), ("drops", 0.0)))
+    store.add_samples([(clock.t - 1000, "packet:A:3-B:1", "mbps", 9.0), (clock.t - 1000, "packet:A:3-B:1", "util", 0.9)])
+    store.add_event(MonEvent(clock.t - 5, "packet:A:3-B:1", UNCONSTRAINED_IMBALANCE, detail={"drops": 3}))
     circ = client.get(f"{API}/circuits", headers=users.h("alice")).get_json()["items"]
     assert circ[0]["id"] == cid and [x["ots"] for x in circ[0]["xcons"]] == ["X", "Z"]
-    util = client.get(f"{API}/utilization?link=adaptation:A:3-X:1", headers=users.h("alice")).get_json()
-    assert [p["mbps"] for p in util["series"]["adaptation:A:3-X:1"]] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    util = client.get(f"{API}/utilization?link=packet:A:3-B:1", headers=users.h("alice")).get_json()
+    series = util["series"]["packet:A:3-B:1"]
+    assert [p["mbps"] for p in series] == [1.0, 2.0, 3.0, 4.0, 5.0]  # the old sample is outside 5 min
+    assert [p["utilization"] for p in series] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+    util = client.get(f"{API}/utilization?limit=2", headers=users.h("alice")).get_json()
+    assert [p["mbps"] for p in util["series"]["packet:A:3-B:1"]] == [4.0, 5.0]  # the newest points
     ev = client.get(f"{API}/events?kind=link.down", headers=users.h("alice")).get_json()["items"]
     assert ev[0]["severity"] == "warning" and ev[0]["detail"] == {"port": "A:3"}
+    ev = client.get(f"{API}/events", headers=users.h("alice")).get_json()["items"]
+    mon = [e for e in ev if e["kind"].startswith("monitor.")]
+    assert [e["kind"] for e in mon] == ["monitor.unconstrained_imbalance"]
+    assert mon[0]["detail"] == {"circuit": "packet:A:3-B:1", "flows": [], "drops": 3}
+    ev = client.get(f"{API}/events?kind=monitor.unconstrained_imbalance", headers=users.h("alice")).get_json()
+    assert [e["kind"] for e in ev["items"]] == ["monitor.unconstrained_imbalance"]
     assert client.get(f"{API}/me", headers=users.h("root")).get_json() == {"id": 3, "name": "root", "admin": True}
 
 

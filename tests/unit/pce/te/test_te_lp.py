@@ -11,7 +11,7 @@ from pce.errors import InvalidInputError, NoPathError, UnknownTopologyError
 from pce.te.network import demands_to_arrays, network_from_graph
 from pce.te.path_lp import build_path_lp
 from pce.te.paths import compute_paths
-from pce.te.pop import partition_demands, solve_partitioned
+from pce.te.pop import partition_clients, partition_demands, solve_partitioned, split_clients
 from pce.te.solve import solve_subproblem, solve_te
 from pce.topologies import load_demands, load_topology
 
@@ -233,6 +233,41 @@ def test_partition_is_a_random_split_of_all_demands() -> None:
     assert [g.tolist() for g in groups] != [g.tolist() for g in partition_demands(103, 4, seed=2)]
     with pytest.raises(InvalidInputError):
         partition_demands(3, 4)
+
+
+def test_client_splitting_cuts_the_largest_demands_first() -> None:
+    volume = np.array([100.0, 10.0, 1.0, 40.0])
+    assert split_clients(volume, 0.0).tolist() == [1, 1, 1, 1]
+    # 4 extra pieces: 100 -> 2 (50 each), 100 -> 3 (33.3), 40 -> 2 (20), 100 -> 4 (25)
+    assert split_clients(volume, 1.0).tolist() == [4, 1, 1, 2]
+    with pytest.raises(InvalidInputError):
+        split_clients(volume, -0.5)
+
+
+def test_partition_clients_keeps_every_demand_volume() -> None:
+    rng = np.random.default_rng(0)
+    volume = rng.pareto(1.5, 500) + 0.1
+    groups = partition_clients(volume, 8, seed=3, split=0.5)
+    total = np.zeros(volume.size)
+    for idx, vol in groups:
+        assert np.all(np.diff(idx) > 0)  # unique and sorted: pieces in one group are merged
+        total[idx] += vol
+    assert total == pytest.approx(volume)
+    # the largest demand is spread over several groups
+    assert sum(int(np.argmax(volume)) in idx for idx, _ in groups) > 1
+
+
+def test_pop_with_client_splitting_is_feasible_and_closer_to_optimum() -> None:
+    g = load_topology("sndlib/germany50", capacity=30)
+    dem = load_demands("sndlib/germany50", g)
+    whole = solve_te(g, dem, "total-flow", "path", k=4, workers=1)
+    plain = solve_te(g, dem, "total-flow", "path", k=4, partitions=8, workers=2, seed=1)
+    split = solve_te(g, dem, "total-flow", "path", k=4, partitions=8, workers=2, seed=1, split=1.0)
+    for res in (plain, split):
+        check_feasible(res, routed_all=False)
+        check_conservation(res)
+        assert res.objective_value <= whole.objective_value + 1e-6
+    assert split.objective_value > plain.objective_value
 
 
 # ------------------------------------------------------------------------------ structure and errors

@@ -1,0 +1,82 @@
+"""Read-only view of the monitor's tables (``mon_samples``, ``mon_events``) for the web service.
+
+The controller's monitor app is the only writer of utilization series and monitoring events
+(:class:`monitor.store.MonitorStore`, bounded retention); the web service never copies them into
+tables of its own, it reads them here. A monitor sample row is one metric of one circuit (a packet
+link of the multi-layer graph, keyed by its edge key) at one tick; ``util`` and ``mbps`` of the same
+tick share a timestamp, so a utilization point is the pair joined on ``(point, t)``.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from monitor.store import MonBase, MonEvent, MonSample
+
+KIND_PREFIX = "monitor."
+_INFO_KINDS = {"hot_spot_cleared", "elephant_gone"}  # the others ask an operator to look
+
+
+def ensure_tables(engine: Engine) -> None:
+    """Create the monitor's tables if the monitor has not run yet (schema owned by monitor/store.py),
+    so reads return empty series instead of failing on a missing table."""
+    MonBase.metadata.create_all(engine)
+
+
+def utilization(session: Session, since: float, links: list[str], limit: int) -> dict[str, list[tuple]]:
+    """``{edge key: [(t, mbps, utilization), ...]}`` oldest first, the newest ``limit`` points overall."""
+    q = select(MonSample.point, MonSample.t, MonSample.value).where(MonSample.metric == "util", MonSample.t >= since)
+    if links:
+        q = q.where(MonSample.point.in_(links))
+    util = list(session.execute(q.order_by(MonSample.t.desc(), MonSample.id.desc()).limit(limit)))
+    if not util:
+        return {}
+    oldest = min(t for _p, t, _v in util)
+    mq = select(MonSample.point, MonSample.t, MonSample.value).where(
+        MonSample.metric == "mbps", MonSample.t >= oldest, MonSample.point.in_({p for p, _t, _v in util}))
+    mbps = {(p, t): v for p, t, v in session.execute(mq)}
+    out: dict[str, list[tuple]] = {}
+    for point, t, value in reversed(util):
+        if (point, t) in mbps:  # a tick's metrics are written in one transaction; never half a point
+            out.setdefault(point, []).append((t, mbps[(point, t)], value))
+    return out
+
+
+def events(session: Session, since: float | None, kind: str | None, limit: int) -> list[dict[str, Any]]:
+    """Monitor events in the web's event shape (``kind`` prefixed ``monitor.``), newest first."""
+    q = select(MonEvent)
+    if since is not None:
+        q = q.where(MonEvent.t >= since)
+    if kind is not None:
+        if not kind.startswith(KIND_PREFIX):
+            return []
+        q = q.where(MonEvent.kind == kind[len(KIND_PREFIX):])
+    out = []
+    for e in session.execute(q.order_by(MonEvent.t.desc(), MonEvent.id.desc()).limit(limit)).scalars():
+        flows = json.loads(e.flows)
+        detail = {"circuit": e.circuit, "flows": flows, **json.loads(e.detail)}
+        text = e.kind.replace("_", " ")
+        message = f"{text} on circuit {e.circuit}" + (f" ({len(flows)} flow(s))" if flows else "")
+        out.append({"id": e.id, "ts": e.t, "kind": KIND_PREFIX + e.kind, "message": message, "detail": detail,
+                    "severity": "info" if e.kind in _INFO_KINDS else "warning"})
+    return out
+
+
+def merged_events(session: Session, since: float | None, kind: str | None, limit: int) -> list[dict[str, Any]]:
+    """Service/controller events (web ``events`` table) and monitor events, newest first."""
+    from app.web.models import Event
+
+    q = select(Event)
+    if since is not None:
+        q = q.where(Event.ts >= since)
+    if kind is not None:
+        q = q.where(Event.kind == kind)
+    rows = [{"id": e.id, "ts": e.ts, "kind": e.kind, "severity": e.severity, "message": e.message,
+             "detail": e.detail}
+            for e in session.execute(q.order_by(Event.id.desc()).limit(limit)).scalars()]
+    rows += events(session, since, kind, limit)
+    rows.sort(key=lambda r: r["ts"], reverse=True)
+    return rows[:limit]

@@ -1,0 +1,240 @@
+"""Fine monitoring without sFlow: temporary per-5-tuple counting rules and their OpenFlow statistics.
+
+Design (plain logic; the os-ken shim in ``app/controller/monitor_app.py`` turns the returned
+:class:`RuleOp` values into FLOW_MODs and feeds flow-stats replies back):
+
+* While fine monitoring is on for a packet switch, it gets one **learn rule** per forwarding rule
+  (priority ``LEARN_PRIORITY`` above forwarding's 100): ``eth_type=IPv4, eth_dst=M →
+  output(P), set eth_dst=LEARN_MAC, output(CONTROLLER)``. The packet still leaves on the
+  forwarding port unchanged (actions run in order); the controller gets a copy whose destination
+  MAC is rewritten to a MAC no host has, so the forwarding app does not deliver it a second time.
+  The learn rule's cookie carries the index of ``M``.
+* The first copy of a new flow names its 5-tuple; the controller installs a **count rule**
+  (priority ``COUNT_PRIORITY``) matching that 5-tuple and ``eth_dst=M`` with the same output.
+  Later packets of the flow hit the count rule, so only the first packets of each flow reach
+  the controller. Count rules idle out after ``idle_timeout`` s (the switch removes them; a flow
+  missing from a stats reply is forgotten and learnt again if it comes back).
+* Every Ts the controller asks for the flow statistics of the count rules (by cookie) on exactly
+  the fine switches; rate = Δbyte_count / Δduration of each rule (the switch's own clock). A
+  flow crossing several fine switches is counted on each: its rate is the **maximum**, like
+  the sFlow estimator. Rates are exact (no sampling), so they carry no sample count.
+* Forwarding changes (a re-route) are followed by :meth:`FlowCounting.sync` with the forwarding
+  app's current rules: learn and count rules whose output port changed are rewritten.
+* Turning fine monitoring off deletes every learn and count rule of the switch by cookie.
+
+IPv4 only (the lab's hosts); IPv6 flows are forwarded normally and not counted.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from monitor.sflow.estimator import FlowRate
+from monitor.sflow.packet import HEADER_ETHERNET, parse_header
+from monitor.sflow.records import FiveTuple
+
+COOKIE_BASE = 0x4D4C5445 << 32  # "MLTE", like the controller's other cookies (0x4d4c5445000000xx)
+KIND_LEARN = 0x30
+KIND_COUNT = 0x31
+KIND_MASK = 0xFFFFFFFF000000FF
+ALL_MASK = 0xFFFFFFFF000000FE  # learn + count
+ID_LIMIT = 1 << 24
+LEARN_PRIORITY = 150
+COUNT_PRIORITY = 200
+LEARN_MAC = "02:4d:4c:54:45:4c"  # locally administered; never a host's address
+ADD, DELETE = "add", "delete"
+
+
+def cookie(kind: int, ident: int) -> int:
+    """``0x4d4c5445 | ident (24 bits) | kind (8 bits)``."""
+    return COOKIE_BASE | (ident % ID_LIMIT) << 8 | kind
+
+
+def cookie_kind(value: int) -> int | None:
+    if value & 0xFFFFFFFF00000000 != COOKIE_BASE:
+        return None
+    return value & 0xFF
+
+
+def cookie_id(value: int) -> int:
+    return (value >> 8) & (ID_LIMIT - 1)
+
+
+@dataclass(frozen=True)
+class RuleOp:
+    """One FLOW_MOD for the shim: add (or overwrite) / delete a learn or count rule."""
+
+    op: str  # add | delete
+    kind: int  # KIND_LEARN | KIND_COUNT
+    cookie: int
+    eth_dst: str
+    port: int = 0  # output port (add)
+    key: FiveTuple | None = None  # count rules
+
+
+@dataclass
+class _Count:
+    key: FiveTuple
+    mac: str
+    port: int
+    ident: int
+    last_bytes: int | None = None
+    last_duration: float | None = None
+    rate: float = 0.0  # bytes/s
+    updated: float | None = None
+
+
+@dataclass
+class _Switch:
+    learn: dict[str, tuple[int, int]] = field(default_factory=dict)  # mac -> (port, ident)
+    counts: dict[FiveTuple, _Count] = field(default_factory=dict)
+    by_id: dict[int, FiveTuple] = field(default_factory=dict)
+    next_id: int = 1
+
+
+def flow_key(frame: bytes) -> FiveTuple | None:
+    """The IPv4 5-tuple of an Ethernet frame (None for anything else)."""
+    key, _src, _dst, _vlan = parse_header(HEADER_ETHERNET, frame)
+    return key if key is not None and ":" not in key.src else None
+
+
+class FlowCounting:
+    """Counting rules and per-flow rates for the switches with fine monitoring on.
+
+    ``min_duration``: a first stats sample of a rule younger than this is not turned into a rate
+    (a few packets over a few milliseconds explode). ``stale``: a flow not seen in a stats reply
+    for this long has no rate any more. ``max_flows``: count rules per switch (the rest are not
+    counted; a flood of new flows cannot fill the switch's table).
+    """
+
+    def __init__(self, min_duration: float = 0.2, stale: float = 3.0, max_flows: int = 1000) -> None:
+        self.min_duration = min_duration
+        self.stale = stale
+        self.max_flows = max_flows
+        self.switches: dict[str, _Switch] = {}
+        self.not_counted = 0
+
+    @property
+    def enabled(self) -> set[str]:
+        return set(self.switches)
+
+    def enable(self, switch: str, forwarding: Mapping[str, int]) -> list[RuleOp]:
+        """Fine monitoring on: learn rules mirroring ``forwarding`` (eth_dst → port)."""
+        self.switches.setdefault(switch, _Switch())
+        return self.sync(switch, forwarding)
+
+    def disable(self, switch: str) -> bool:
+        """Fine monitoring off: forget the switch (the shim deletes its rules by cookie mask)."""
+        return self.switches.pop(switch, None) is not None
+
+    def sync(self, switch: str, forwarding: Mapping[str, int]) -> list[RuleOp]:
+        """Follow the forwarding rules: add/rewrite/delete learn rules and re-point count rules."""
+        st = self.switches.get(switch)
+        if st is None:
+            return []
+        ops: list[RuleOp] = []
+        for mac in sorted(set(st.learn) - set(forwarding)):
+            _port, ident = st.learn.pop(mac)
+            ops.append(RuleOp(DELETE, KIND_LEARN, cookie(KIND_LEARN, ident), mac))
+        for mac, port in sorted(forwarding.items()):
+            old = st.learn.get(mac)
+            if old is not None and old[0] == port:
+                continue
+            ident = old[1] if old else self._mac_id(st, mac)
+            st.learn[mac] = (port, ident)
+            ops.append(RuleOp(ADD, KIND_LEARN, cookie(KIND_LEARN, ident), mac, port))
+        for key, c in sorted(st.counts.items()):
+            port = forwarding.get(c.mac)
+            if port is None:
+                ops.append(self._drop(st, key))
+            elif port != c.port:
+                c.port = port
+                ops.append(RuleOp(ADD, KIND_COUNT, cookie(KIND_COUNT, c.ident), c.mac, port, key))
+        return ops
+
+    @staticmethod
+    def _mac_id(st: _Switch, mac: str) -> int:
+        used = {ident for _p, ident in st.learn.values()}
+        ident = 1
+        while ident in used:
+            ident += 1
+        return ident
+
+    def _drop(self, st: _Switch, key: FiveTuple) -> RuleOp:
+        c = st.counts.pop(key)
+        st.by_id.pop(c.ident, None)
+        return RuleOp(DELETE, KIND_COUNT, cookie(KIND_COUNT, c.ident), c.mac, c.port, key)
+
+    def learned(self, switch: str, learn_cookie: int, frame: bytes) -> RuleOp | None:
+        """A copy from a learn rule arrived: a count rule for its flow, or None (known flow, not
+        IPv4, fine monitoring already off, or the switch's count-rule budget is used up)."""
+        st = self.switches.get(switch)
+        if st is None or cookie_kind(learn_cookie) != KIND_LEARN:
+            return None
+        ident = cookie_id(learn_cookie)
+        mac = next((m for m, (_p, i) in st.learn.items() if i == ident), None)
+        key = flow_key(frame)
+        if mac is None or key is None or key in st.counts:
+            return None
+        if len(st.counts) >= self.max_flows:
+            self.not_counted += 1
+            return None
+        cid = st.next_id
+        while cid in st.by_id or cid == 0:
+            cid = cid % (ID_LIMIT - 1) + 1
+        st.next_id = cid % (ID_LIMIT - 1) + 1
+        port = st.learn[mac][0]
+        st.counts[key] = _Count(key, mac, port, cid)
+        st.by_id[cid] = key
+        return RuleOp(ADD, KIND_COUNT, cookie(KIND_COUNT, cid), mac, port, key)
+
+    def stats(self, switch: str, entries: Iterable[tuple[int, int, float]], now: float) -> None:
+        """One complete flow-stats reply of ``switch``: (cookie, byte_count, duration_s) per rule.
+
+        Count rules missing from the reply were removed by the switch (idle timeout): forgotten.
+        """
+        st = self.switches.get(switch)
+        if st is None:
+            return
+        seen: set[int] = set()
+        for ck, byte_count, duration in entries:
+            if cookie_kind(ck) != KIND_COUNT:
+                continue
+            key = st.by_id.get(cookie_id(ck))
+            if key is None:
+                continue
+            seen.add(cookie_id(ck))
+            c = st.counts[key]
+            if c.last_duration is None or duration < c.last_duration or byte_count < (c.last_bytes or 0):
+                if duration >= self.min_duration:  # first sample (or rule re-added): since install
+                    c.rate, c.updated = byte_count / duration, now
+            elif duration - c.last_duration > 0:
+                c.rate = (byte_count - (c.last_bytes or 0)) / (duration - c.last_duration)
+                c.updated = now
+            c.last_bytes, c.last_duration = byte_count, duration
+        for ident, key in list(st.by_id.items()):
+            if ident not in seen:
+                c = st.counts.pop(key)
+                del st.by_id[ident]
+                if c.last_duration is None and c.updated is None:
+                    st.counts[key] = c  # installed after the request left: keep until the next reply
+                    st.by_id[ident] = key
+
+    def flow_rates(self, now: float | None = None, agents: set[str] | None = None) -> list[FlowRate]:
+        """Per-flow rates over the fine switches (``agents`` = switch names; None = all): the maximum
+        over switches, as :class:`FlowRate` with ``samples = 0`` (exact counts, no sampling error)."""
+        best: dict[FiveTuple, tuple[float, list[tuple[str, int]]]] = {}
+        for name, st in sorted(self.switches.items()):
+            if agents is not None and name not in agents:
+                continue
+            for key, c in st.counts.items():
+                if c.updated is None or (now is not None and now - c.updated > self.stale):
+                    continue
+                rate, points = best.get(key, (0.0, []))
+                best[key] = (max(rate, c.rate), [*points, (name, c.port)])
+        return sorted((FlowRate(k, r, 0, tuple(p)) for k, (r, p) in best.items()), key=lambda f: -f.bytes_per_s)
+
+    def rules(self, switch: str) -> dict[str, int]:
+        """How many learn / count rules the switch should hold now (API, tests)."""
+        st = self.switches.get(switch)
+        return {"learn": len(st.learn), "count": len(st.counts)} if st else {"learn": 0, "count": 0}

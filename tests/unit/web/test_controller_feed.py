@@ -1,0 +1,129 @@
+"""What the controller's db_feed writes (lit circuits, snapshots) and how the web serves it (``auto``)."""
+from __future__ import annotations
+
+from app.controller.circuit_view import lit_circuits
+from app.web.auth import create_user
+from app.web.factory import create_app
+from app.web.feed import CircuitRecord, Feed
+from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS
+from mininet_labs.spec import fig2_testbed, spec_to_graph
+from tests.unit.web.conftest import T0, Clock
+
+
+def lit(name: str):  # noqa: ANN201
+    g = spec_to_graph(fig2_testbed())
+    for ots, a, b in FIG2_CIRCUITS[name]:
+        g.set_xcon_active(g.oport(ots, a), g.oport(ots, b))
+    return g
+
+
+def test_lit_circuits_follow_xcons_and_fibres_to_packet_ports() -> None:
+    for name, links in FIG2_CIRCUIT_LINKS.items():
+        found = lit_circuits(lit(name))
+        assert {(c.a_end, c.z_end) for c in found} == {(f"{a}:{ap}", f"{b}:{bp}") for a, ap, b, bp in links}, name
+    initial = lit_circuits(lit("initial"))
+    assert initial[0].xcons == (("X", 1, 2), ("Y", 1, 2)) and initial[1].xcons == (("Y", 3, 4), ("Z", 1, 2))
+    assert all(c.capacity == 10.0 for c in initial)  # ODU2 at unit 1
+    assert lit_circuits(spec_to_graph(fig2_testbed())) == []
+
+
+def test_a_dark_chain_is_no_circuit() -> None:
+    g = spec_to_graph(fig2_testbed())
+    g.set_xcon_active(g.oport("X", 1), g.oport("X", 2))  # A:3 → X → fibre to Y:1, where nothing is lit
+    assert lit_circuits(g) == []
+
+
+def test_sync_circuits_inserts_releases_and_logs(tmp_path) -> None:  # noqa: ANN001
+    feed = Feed(str(tmp_path / "f.db"))
+    try:
+        a = CircuitRecord("A:3", "C:1", 10.0, (("X", 1, 3), ("Z", 3, 2)))
+        b = CircuitRecord("A:4", "C:2", 10.0, (("X", 4, 5), ("Z", 5, 4)))
+        assert feed.sync_circuits([a, b]) == (2, 0)
+        assert feed.sync_circuits([a, b]) == (0, 0)  # nothing changed, nothing written
+        assert feed.sync_circuits([a]) == (0, 1)
+        from sqlalchemy import select
+
+        from app.web.models import Circuit, Event
+
+        with feed.db.session() as s:
+            rows = {c.a_end: (c.state, [x.active for x in c.xcons]) for c in s.execute(select(Circuit)).scalars()}
+            kinds = [e.kind for e in s.execute(select(Event).order_by(Event.id)).scalars()]
+        assert rows == {"A:3": ("ACTIVE", [True, True]), "A:4": ("RELEASED", [False, False])}
+        assert kinds == ["circuit.up", "circuit.up", "circuit.down"]
+        assert a.name == "A:3-C:1 via X,Z"
+    finally:
+        feed.close()
+
+
+def test_snapshots_are_bounded(tmp_path) -> None:  # noqa: ANN001
+    feed = Feed(str(tmp_path / "s.db"), keep_snapshots=3)
+    try:
+        for i in range(5):
+            feed.topology({"n": i})
+        from sqlalchemy import func, select
+
+        from app.web.models import TopologySnapshot
+
+        with feed.db.session() as s:
+            assert s.execute(select(func.count()).select_from(TopologySnapshot)).scalar() == 3
+        assert feed.latest_topology() == {"n": 4}
+    finally:
+        feed.close()
+
+
+def test_auto_topology_is_fig2_until_the_controller_writes_one(tmp_path) -> None:  # noqa: ANN001
+    db = str(tmp_path / "auto.db")
+    app = create_app({"DATABASE": db, "CLOCK": Clock(T0), "SECRET_KEY": "x"})  # TOPOLOGY defaults to auto
+    with app.extensions["mlte"].db.session() as s:
+        _, token = create_user(s, "u")
+        s.commit()
+    h = {"Authorization": f"Bearer {token}"}
+    c = app.test_client()
+    feed = Feed(db, migrate=False)
+    try:
+        assert "h1" in c.get("/api/v1/topology", headers=h).get_json()["layers"]["packet"]["nodes"]
+        g = lit("direct")
+        feed.topology(g.to_dict())
+        topo = c.get("/api/v1/topology", headers=h).get_json()
+        assert topo["graph"] == g.to_dict()
+    finally:
+        feed.close()
+        app.extensions["mlte"].db.dispose()
+
+
+def test_feed_does_not_import_flask() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, app.web.feed, app.controller.circuit_view; print('flask' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_migration_0002_drops_link_samples_and_downgrades(tmp_path) -> None:  # noqa: ANN001
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect, text
+
+    from app.web.db import MIGRATIONS_DIR, Database
+
+    db = Database(str(tmp_path / "old.db"))
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+
+    def run(fn, rev: str) -> None:  # noqa: ANN001
+        with db.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            fn(cfg, rev)
+
+    try:
+        run(command.upgrade, "0001")  # a database from before this change, with a sample in it
+        with db.engine.begin() as conn:
+            conn.execute(text("INSERT INTO link_samples (ts, link, mbps, utilization) VALUES (1, 'x', 2, 0.2)"))
+        run(command.upgrade, "head")
+        tables = inspect(db.engine).get_table_names()
+        assert "link_samples" not in tables and "reservations" in tables
+        run(command.downgrade, "0001")
+        assert "link_samples" in inspect(db.engine).get_table_names()
+    finally:
+        db.dispose()
