@@ -30,11 +30,11 @@ def test_te_writes_json_with_allocations_and_links(tmp_path, capsys) -> None:
 def test_te_path_partitions_and_demand_scale(tmp_path) -> None:
     out = tmp_path / "abilene.json"
     rc = main(["pce", "te", "--topology", "topozoo/Abilene", "--capacity", "1000", "--load", "0.8",
-               "--demand-scale", "2", "--paths", "3", "--partitions", "2", "--json", str(out),
+               "--demand-scale", "2", "--paths", "3", "--partitions", "2", "--split", "0.5", "--json", str(out),
                "--summary-only", "-q"])
     assert rc == 0
     doc = json.loads(out.read_text())
-    assert doc["partitions"] == 2 and doc["paths"] == 3 and "allocations" not in doc
+    assert doc["partitions"] == 2 and doc["paths"] == 3 and doc["split"] == 0.5 and "allocations" not in doc
     assert doc["objective"]["name"] == "total-flow"
     assert 0 < doc["demands"]["allocated"] <= doc["demands"]["total"] + 1e-6
     assert doc["sizes"]["largest_partition"]["variables"] < doc["sizes"]["variables"]
