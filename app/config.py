@@ -26,6 +26,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "barrier_timeout": 5.0,  # seconds to wait for a BARRIER_REPLY (an XCON apply) before failing
         "scan_settle": 0.25,  # optical scan: seconds without new PORT_STATUS before a probe is read
         "static_file": "",  # optional static vendor topology file merged into the graph ("" = none)
+        "access_default_mbps": 1000.0,  # capacity of a learned host's access edge when its switch port reports no speed
     },
     "ots": {
         "provision_delay_min": 0.150,  # seconds an XCON stays dark (drawn uniformly in [min, max])
@@ -45,7 +46,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "clear_intervals": 3,  # calm intervals (no drops, below growth threshold) before a hot spot is cleared
         "elephant_confidence_z": 1.96,  # an elephant's sampled rate must exceed the threshold by z standard errors (rate/sqrt(samples))
         "fine_window": 1.0,  # seconds of sFlow samples per flow-rate estimate (= Ts: elephants named one interval after the hot spot)
-        "probe_interval": 0.2,  # latency probes: seconds between probes per path (seed 001: 200 ms)
+        "probe_interval": 0.2,  # latency probes: seconds between probes per packet link (seed 001: 200 ms; 0 = no probes)
         "path_change_tolerance_ms": 0.5,  # path-change detector: stable band and minimum shift (seed 001: 0.5 ms)
         "probe_timeout": 2.0,  # latency probes: a probe not back after this many seconds is lost
         "flowstats_idle_timeout": 10,  # fine_backend = "flowstats": a per-flow counting rule idles out after this many seconds
@@ -102,6 +103,10 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError("[monitor] ewma_alpha must be in (0, 1]")
     if cfg["monitor"]["interval"] <= 0:
         raise ConfigError("[monitor] interval must be > 0")
+    if cfg["monitor"]["fine_backend"] not in ("sflow", "flowstats", "sflow-rt"):
+        raise ConfigError('[monitor] fine_backend must be "sflow", "flowstats" or "sflow-rt"')
+    if cfg["monitor"]["probe_interval"] < 0:
+        raise ConfigError("[monitor] probe_interval must be >= 0 (0 = no latency probes)")
     return cfg
 
 

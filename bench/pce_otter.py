@@ -109,18 +109,19 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=None, help="allocation scale (default 0.005, quick 0.002)")
     ap.add_argument("--top-n", type=int, default=8, help="allocation runs: candidate destinations (default all 8)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only", choices=("allocation", "scale"), help="run one part only")
     ap.add_argument("--pad", type=float, default=None, help="warm-up and cool-down seconds (default 10, quick 3)")
     args = ap.parse_args()
     scale = args.scale or (0.002 if args.quick else 0.005)
     t0 = time.perf_counter()
-    doc = {
-        "benchmark": "pce_otter",
-        "quick": args.quick,
-        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-        "allocation": allocation((20000, 30000, 40000), scale, 5.0 if args.quick else 10.0, args.seed, args.top_n,
-                                 args.pad if args.pad is not None else (3.0 if args.quick else 10.0)),
-        "scale": scale_lp(2000 if args.quick else 20000, 16 if args.quick else 64, args.seed, pulp_too=True),
-    }
+    doc = {"benchmark": "pce_otter", "quick": args.quick, "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}
+    if args.only in (None, "allocation"):
+        doc["allocation"] = allocation(
+            (20000, 30000, 40000), scale, 5.0 if args.quick else 10.0, args.seed, args.top_n,
+            args.pad if args.pad is not None else (3.0 if args.quick else 10.0),
+        )
+    if args.only in (None, "scale"):
+        doc["scale"] = scale_lp(2000 if args.quick else 20000, 16 if args.quick else 64, args.seed, pulp_too=True)
     doc["wall_seconds"] = time.perf_counter() - t0
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")

@@ -59,16 +59,16 @@ class LabSession:
                  extra_apps: tuple[str, ...] = (), controller_args: tuple[str, ...] = (),
                  config_file: str | None = None) -> None:
         self.spec = spec
-        self.workdir = Path(workdir)
+        self.workdir = Path(workdir).resolve()  # the controller runs in the project root: absolute paths only
         self.prefix = random_prefix() if prefix is None else prefix
         self.delay = delay
         self.shaping = shaping
-        self.static_file = static_file
+        self.static_file = str(Path(static_file).resolve()) if static_file else None
         self.of_port = of_port or free_port()
         self.api_port = api_port or free_port()
         self.extra_apps = extra_apps  # more os-ken app modules for the controller (e.g. a monitor)
         self.controller_args = controller_args  # more `mlte controller` arguments
-        self.config_file = config_file  # `mlte -c FILE` for the controller (e.g. [controller] lldp_interval)
+        self.config_file = str(Path(config_file).resolve()) if config_file else None  # `mlte -c FILE` for the controller (e.g. [controller] lldp_interval)
         self.client = ControllerClient(port=self.api_port)
         self.controller: subprocess.Popen | None = None
         self.lab: LabNet | None = None
@@ -104,7 +104,9 @@ class LabSession:
     def _start_controller_once(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         names = self.workdir / "names.json"
-        names.write_text(json.dumps({hex(k): v for k, v in self.spec.dpid_names().items()}))
+        # datapaths by dpid, hosts by MAC: the controller's graph then uses the spec's node ids
+        names.write_text(json.dumps({**{hex(k): v for k, v in self.spec.dpid_names().items()},
+                                     **{h.mac: h.name for h in self.spec.hosts}}))
         cmd = [sys.executable, "-m", "app.cli.main", *(["-c", str(self.config_file)] if self.config_file else []),
                "controller", "--of-port", str(self.of_port),
                "--api-port", str(self.api_port), "--names", str(names),

@@ -93,9 +93,12 @@ class _Switch:
 
 
 def flow_key(frame: bytes) -> FiveTuple | None:
-    """The IPv4 5-tuple of an Ethernet frame (None for anything else)."""
+    """The IPv4 5-tuple of an Ethernet frame (None for anything else). Ports only for TCP and UDP:
+    the count rule can match nothing else (an SCTP flow is counted per address pair and protocol)."""
     key, _src, _dst, _vlan = parse_header(HEADER_ETHERNET, frame)
-    return key if key is not None and ":" not in key.src else None
+    if key is None or ":" in key.src:
+        return None
+    return key if key.proto in (6, 17) else FiveTuple(key.src, key.dst, key.proto)
 
 
 class FlowCounting:

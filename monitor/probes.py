@@ -82,9 +82,11 @@ def probed_links(directed: Iterable[tuple[str, int, str, int]]) -> dict[str, Pro
 
 
 class ControlDelay:
-    """One-way controller↔switch delay per switch: half the minimum ECHO RTT of the last ``keep``."""
+    """One-way controller↔switch delay per switch: half the minimum ECHO RTT of the last ``keep``
+    (25 echoes = 5 s at one per probe interval; a minimum, like the detector's, so a slow event
+    loop round does not inflate it)."""
 
-    def __init__(self, keep: int = 10) -> None:
+    def __init__(self, keep: int = 25) -> None:
         self._rtts: dict[str, deque[float]] = {}
         self.keep = keep
 

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import signal
 import sys
 import threading
 
-from ots_virtual.agent import OtsAgent
+from ots_virtual.agent import ECHO_INTERVAL, ECHO_TIMEOUT, OtsAgent, check_keepalive
 from ots_virtual.granularity import PortSpecError, parse_ports
 
 
@@ -15,7 +16,26 @@ def _controller(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit():
         raise argparse.ArgumentTypeError(f"controller must be HOST:PORT, got {text!r}")
+    if not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"controller port {port} out of range 1..65535")
     return host or "127.0.0.1", int(port)
+
+
+def _listen_port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"listen port must be 0..65535 (0 = any free port), got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    """argparse type: a finite number >= 0 (``nan``/``inf``/negatives are usage errors)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
 
 
 def _dpid(text: str) -> int:
@@ -36,11 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ports", required=True,
                    help="virtual ports: <of_port>:<granularity>,... e.g. 1:ODU2,2:ODU2,6:ODU0")
     p.add_argument("--controller", default="127.0.0.1:6653", type=_controller, help="HOST:PORT (default %(default)s)")
-    p.add_argument("--delay-min", type=float, default=0.150, help="provisioning delay lower bound, s (default 0.150)")
-    p.add_argument("--delay-max", type=float, default=0.220, help="provisioning delay upper bound, s (default 0.220)")
-    p.add_argument("--unit-mbps", type=float, default=1.0, help="Mbit/s per bandwidth unit (default 1; ODU2 = 10 units)")
-    p.add_argument("--listen-port", type=int, default=0,
+    p.add_argument("--delay-min", type=_seconds, default=0.150, help="provisioning delay lower bound, s (default 0.150)")
+    p.add_argument("--delay-max", type=_seconds, default=0.220, help="provisioning delay upper bound, s (default 0.220)")
+    p.add_argument("--unit-mbps", type=_seconds, default=1.0, help="Mbit/s per bandwidth unit (default 1; ODU2 = 10 units)")
+    p.add_argument("--listen-port", type=_listen_port, default=0,
                    help="127.0.0.1 port the bridge connects to (default: any free port)")
+    p.add_argument("--echo-interval", type=_seconds, default=ECHO_INTERVAL,
+                   help=f"keepalive: seconds between ECHO_REQUESTs to the controller, 0 = off (default {ECHO_INTERVAL:g})")
+    p.add_argument("--echo-timeout", type=_seconds, default=ECHO_TIMEOUT,
+                   help=f"keepalive: reconnect after this many seconds without any message from the controller "
+                        f"(default {ECHO_TIMEOUT:g})")
     p.add_argument("--log", default="", help="log file (default: stderr)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return p
@@ -48,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.log:
+        try:
+            open(args.log, "a").close()
+        except OSError as exc:
+            print(f"ots_virtual: error: --log {args.log}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         filename=args.log or None,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -57,8 +88,13 @@ def main(argv: list[str] | None = None) -> int:
             raise PortSpecError("need 0 <= --delay-min <= --delay-max")
         if args.unit_mbps <= 0:
             raise PortSpecError("--unit-mbps must be > 0")
+        try:
+            check_keepalive(args.echo_interval, args.echo_timeout)
+        except ValueError as exc:
+            raise PortSpecError(f"--echo-interval/--echo-timeout: {exc}") from None
         agent = OtsAgent(args.bridge, args.dpid, ports, args.controller, args.delay_min, args.delay_max,
-                         args.unit_mbps, listen_port=args.listen_port)
+                         args.unit_mbps, listen_port=args.listen_port, echo_interval=args.echo_interval,
+                         echo_timeout=args.echo_timeout)
         agent.start()
     except Exception as exc:
         if getattr(exc, "user_error", False):

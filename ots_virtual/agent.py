@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import queue
 import random
+import select
 import socket
 import struct
 import threading
@@ -34,6 +35,9 @@ LOG = logging.getLogger("ots_virtual.agent")
 
 SW_VERSION = "mlte ots_virtual 0.1"
 BACKOFF_MIN, BACKOFF_MAX = 0.25, 8.0
+ECHO_INTERVAL = 5.0  # seconds between keepalive ECHO_REQUESTs to the controller (0 = no keepalive)
+ECHO_TIMEOUT = 15.0  # seconds without any message from the controller before the session is dropped
+ECHO_PAYLOAD = b"mlte-ots-keepalive"
 
 
 class _CloseSession(Exception):
@@ -54,15 +58,23 @@ class OtsAgent:
     ``ports`` maps OpenFlow port numbers (the same on the bridge and towards the controller) to
     granularity names. ``delay`` overrides the provisioning delay draw (a callable returning seconds),
     e.g. ``lambda: 0.5`` in tests. ``claim`` = False leaves the bridge's OVS configuration alone
-    (the caller points it at :attr:`ovs_port`).
+    (the caller points it at :attr:`ovs_port`). Keepalive: an ECHO_REQUEST goes upstream every
+    ``echo_interval`` s; after ``echo_timeout`` s without any message from the controller (a dead
+    controller behind a half-open TCP session sends nothing) the session is closed and re-dialled.
+    ``echo_interval`` = 0 turns the keepalive off.
     """
 
     def __init__(self, bridge: str, dpid: int, ports: dict[int, str], controller: tuple[str, int],
                  delay_min: float = 0.150, delay_max: float = 0.220, unit_mbps: float = 1.0,
                  listen_port: int = 0, delay: Callable[[], float] | None = None, claim: bool = True,
-                 ovs_wait: float = 10.0) -> None:
+                 ovs_wait: float = 10.0, echo_interval: float = ECHO_INTERVAL,
+                 echo_timeout: float = ECHO_TIMEOUT) -> None:
         if not 0 <= delay_min <= delay_max:
             raise ValueError("need 0 <= delay_min <= delay_max")
+        check_keepalive(echo_interval, echo_timeout)
+        self.echo_interval, self.echo_timeout = echo_interval, echo_timeout
+        self.echo_requests = 0  # keepalive ECHO_REQUESTs sent (all sessions)
+        self.keepalive_drops = 0  # sessions closed because the controller went silent
         self.bridge = bridge
         self.dpid = dpid
         self.controller = controller
@@ -175,13 +187,42 @@ class OtsAgent:
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
 
+    def _wait_readable(self, session: _Session, keep: dict[str, float]) -> bool:
+        """Keepalive: wait until the session has data (True); send ECHO_REQUESTs while it is quiet;
+        False once the controller has been silent for ``echo_timeout`` s (the caller reconnects)."""
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now - keep["rx"] >= self.echo_timeout:
+                self.keepalive_drops += 1
+                LOG.warning("controller %s:%d silent for %.1fs (no reply to ECHO_REQUEST); reconnecting",
+                            *self.controller, now - keep["rx"])
+                return False
+            if now >= keep["echo"]:
+                self.echo_requests += 1
+                self._send(session, of10.message(ofp.OFPT_ECHO_REQUEST, 0xE0000000 | self.echo_requests & 0xFFFFFFF,
+                                                 ECHO_PAYLOAD))
+                keep["echo"] = now + self.echo_interval
+            wait = max(0.0, min(keep["echo"], keep["rx"] + self.echo_timeout) - now)
+            try:
+                ready, _, _ = select.select([session.sock], [], [], wait)
+            except (ValueError, OSError):  # closed by stop()
+                return False
+            if ready:
+                return True
+        return False
+
     def _serve(self, session: _Session) -> None:
         reader = of10.MessageReader()
+        now = time.monotonic()
+        keep = {"rx": now, "echo": now + self.echo_interval}
         try:
             while not self._stop.is_set():
+                if self.echo_interval > 0 and not self._wait_readable(session, keep):
+                    return
                 data = session.sock.recv(65536)
                 if not data:
                     return
+                keep["rx"] = time.monotonic()  # any message proves the controller alive
                 for raw in reader.feed(data):
                     try:
                         self._handle(raw, session)
@@ -516,6 +557,14 @@ class OtsAgent:
             self.ovs.barrier()
             self._set_light(set(self.ports))
             self.ovs.barrier()
+
+
+def check_keepalive(echo_interval: float, echo_timeout: float) -> None:
+    """ValueError unless the keepalive settings make sense (interval 0 = off)."""
+    if echo_interval < 0 or echo_timeout < 0:
+        raise ValueError("echo interval and timeout must be >= 0")
+    if echo_interval > 0 and echo_timeout <= echo_interval:
+        raise ValueError(f"echo timeout ({echo_timeout}s) must be longer than the echo interval ({echo_interval}s)")
 
 
 def _connect(address: tuple[str, int]) -> socket.socket:

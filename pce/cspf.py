@@ -239,16 +239,24 @@ def best_route(
     cons: Constraints,
     lat0: float = 0.0,
     hops0: int = 0,
+    bounds: dict[str, Any] | None = None,
 ) -> Route | None:
     """Least-cost simple route from ``source`` to any vertex of a node in ``targets``.
 
     ``lat0``/``hops0`` are the latency and hops already spent (ERO segments, Yen roots), so the
-    latency bound applies to the whole path.
+    latency bound applies to the whole path. ``bounds`` lets repeated searches (Yen's spurs) share
+    the lower bounds of the exact fallback: pass ``{"cons": <looser constraints>}`` and it caches
+    them there (bounds of looser constraints stay admissible).
     """
     route = _dijkstra(view, source, targets, objective, cons, lat0, hops0)
     if route is None or route.is_simple():
         return route
-    return _bnb(view, source, targets, objective, cons, lat0, hops0)
+    lb = None
+    if bounds is not None:
+        lb = bounds.get("lb")
+        if lb is None:
+            lb = bounds["lb"] = _lower_bounds(view, targets, objective, bounds["cons"], source)
+    return _bnb(view, source, targets, objective, cons, lat0, hops0, lb)
 
 
 def _arc_ok(arc: Arc, cons: Constraints, view: RoutingView, source: Vertex, targets: set[str]) -> bool:
@@ -346,11 +354,12 @@ def _lower_bounds(view: RoutingView, targets: set[str], objective: str, cons: Co
 
 
 def _bnb(view: RoutingView, source: Vertex, targets: set[str], objective: str, cons: Constraints,
-         lat0: float, hops0: int) -> Route | None:
+         lat0: float, hops0: int, lb: dict[Vertex, tuple[float, float]] | None = None) -> Route | None:
     """Exact search over simple routes: depth first, best-bound child first, pruned by
     cost + lower bound >= best found (an A*-guided branch-and-bound)."""
     bound = math.inf if cons.max_latency is None else cons.max_latency + EPS
-    lb = _lower_bounds(view, targets, objective, cons, source)
+    if lb is None:
+        lb = _lower_bounds(view, targets, objective, cons, source)
     if source not in lb:
         return None
     best: list[Any] = [None, (math.inf, math.inf)]

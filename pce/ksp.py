@@ -20,7 +20,8 @@ def yen(view: RoutingView, source: Vertex, targets: set[str], objective: str, co
     before it is kept, its nodes are banned, and the edges the accepted routes with the same
     root take next are banned, so each candidate is new.
     """
-    first = best_route(view, source, targets, objective, cons)
+    bounds: dict = {"cons": cons}  # spur searches only add bans: one set of lower bounds serves all
+    first = best_route(view, source, targets, objective, cons, bounds=bounds)
     if first is None:
         return
     accepted: list[Route] = [first]
@@ -42,7 +43,7 @@ def yen(view: RoutingView, source: Vertex, targets: set[str], objective: str, co
             other = {(spur[0], "out" if spur[1] == "in" else "in")} if spur[1] else set()
             sub = cons.but(banned_keys=frozenset(banned_keys), banned_bases=frozenset(banned_bases),
                            banned_vertices=cons.banned_vertices | frozenset(other))
-            tail = best_route(view, spur, targets, objective, sub, root.latency, root.hops)
+            tail = best_route(view, spur, targets, objective, sub, root.latency, root.hops, bounds)
             if tail is None:
                 continue
             total = root + tail

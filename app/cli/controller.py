@@ -22,8 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--of-port", type=tcp_port, help="OpenFlow listen port (default [controller] listen_port, 6653)")
     p.add_argument("--api-port", type=tcp_port, help="control API port (default [controller] api_port, 8181)")
     p.add_argument("--static-file", help="static vendor topology file merged into the graph")
-    p.add_argument("--names", help='JSON file {"0xa1": "A", ...} naming datapaths')
-    p.add_argument("--db-url", help="capability store database (default [db] url)")
+    p.add_argument("--names", help='JSON file {"0xa1": "A", "00:00:00:00:00:01": "h1", ...} naming datapaths (dpid keys) and hosts (MAC keys)')
+    p.add_argument("--db-url", help="database for the capability store, topology snapshots and circuits the web service reads, and monitor series (default [db] url)")
     p.add_argument("--app", action="append", default=[], metavar="MODULE",
                    help="also load this os-ken app module (repeatable), e.g. a monitor app")
     p.add_argument("--log-file", help="also log handler exceptions to this file")
@@ -47,14 +47,17 @@ def _run(args: argparse.Namespace) -> int:
         ctl["log_file"] = args.log_file
     if args.db_url:
         cfg["db"]["url"] = args.db_url
+    from app.controller.model import split_names
+
     names: dict[int, str] = {}
+    host_names: dict[str, str] = {}
     if args.names:
         try:
             with open(args.names) as f:
-                names = {int(k, 0): str(v) for k, v in json.load(f).items()}
-        except (OSError, ValueError, AttributeError) as exc:
+                names, host_names = split_names(json.load(f))
+        except (OSError, ValueError) as exc:
             raise ConfigError(f"--names {args.names}: {exc}") from None
     from app.controller.launcher import run
 
-    run(cfg, names, args.app)
+    run(cfg, names, args.app, host_names)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import signal
 import sys
 import tempfile
@@ -21,6 +22,17 @@ from app.errors import MlteError
 
 class LabError(MlteError):
     """The lab could not be run (not root, no OVS, a switch did not connect, ...)."""
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (``nan``, ``inf`` and negatives are usage errors)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,11 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scan-all", action="store_true", help="probe every free OTS port, even with known far ends")
     p.add_argument("--circuit", choices=["initial", "bypass", "direct", "offload"],
                    help="(testbed) after discovery, provision this circuit and show the packet links it makes")
-    p.add_argument("--unit-mbps", type=float, help="lab scale: Mbit/s per bandwidth unit (default [ots] unit_mbps)")
+    p.add_argument("--unit-mbps", type=positive_float,
+                   help="lab scale: Mbit/s per bandwidth unit (default [ots] unit_mbps)")
     p.add_argument("--no-shaping", action="store_true", help="no HTB link shaping")
     p.add_argument("--of-port", type=tcp_port, help="OpenFlow port (default: a free one)")
     p.add_argument("--api-port", type=tcp_port, help="control API port (default: a free one)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds allowed for each discovery step")
+    p.add_argument("--timeout", type=positive_float, default=120.0, help="seconds allowed for each discovery step")
     p.set_defaults(func=_run)
 
 
@@ -74,11 +87,12 @@ def _run(args: argparse.Namespace) -> int:
     static = args.static_file
     if static:
         load_vendor_graph(static)  # a bad file fails here in one line, not later inside the controller
+        static = str(Path(static).resolve())  # the controller runs in the project root, not here
     elif not args.no_static:
         doc = spec_to_vendor_file(spec, setup_time=sum(_delays(args)) / 2)
         doc["adaptations"] = []  # the scan must find those; the operator's file gives the fibres
         doc["packet_switches"] = []
-        static = str(out / "optical-domain.json")
+        static = str((out / "optical-domain.json").resolve())
         write_vendor_file(doc, static)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
@@ -123,7 +137,7 @@ def _delays(args: argparse.Namespace) -> tuple[float, float]:
 def _discover(args: argparse.Namespace, spec, session, out: Path) -> int:
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
     from mininet_labs.spec import spec_to_graph
-    from topology.compare import graph_diff, without_hosts
+    from topology.compare import graph_diff, with_known_hosts
     from topology.draw import draw_png, format_graph
     from topology.graph import EDGE_KINDS, MultiLayerGraph
 
@@ -140,9 +154,11 @@ def _discover(args: argparse.Namespace, spec, session, out: Path) -> int:
     data = session.client.topology()
     problems = data.pop("problems", [])
     graph = MultiLayerGraph.from_dict(data)
-    expected = without_hosts(spec_to_graph(spec, setup_time=sum(_delays(args)) / 2))
+    # hosts appear once they sent something; access edges are as wide as the port reports (veth: 10 Gbit/s)
+    expected = with_known_hosts(spec_to_graph(spec, setup_time=sum(_delays(args)) / 2), graph)
     edge_kinds = [k for k in EDGE_KINDS if not (args.no_static and k == "optical")]  # no file: no fibres
-    diff = graph_diff(graph, expected, edge_kinds=edge_kinds, ignore_attrs=("source", "name"))
+    diff = graph_diff(graph, expected, edge_kinds=edge_kinds,
+                      ignore_attrs=("source", "name", "access.capacity", "host.ip"))
     if args.circuit:
         hops = FIG2_CIRCUITS[args.circuit]
         t1 = time.monotonic()

@@ -34,8 +34,12 @@ class ControllerClient:
 
     def request(self, method: str, path: str, body: dict | None = None, timeout: float | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        try:
+            req = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        except ValueError as exc:  # "notaurl", "http://[::1": a usage error, not a traceback
+            raise ControlApiError(0, None, f"bad controller API URL {self.base!r}: {exc}") from None
+        status = 0
         try:
             with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
                 status, raw = resp.status, resp.read()

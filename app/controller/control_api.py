@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,17 +20,19 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
 from app.controller import guard
-from app.controller.graph_view import combined, live_graph, strip
+from app.controller.circuits import setup_circuit
+from app.controller.graph_view import DEFAULT_ACCESS_MBPS, combined, live_graph, strip
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
-from app.controller.model import OTS, PACKET, PortRef
+from app.controller.model import OTS, PACKET, PortRef, host_label, split_names
 from app.controller.ots_driver import DriverError
 from app.controller.runtime import SETTINGS
 from app.controller.scanner import run_scan
 from topology.vendor_file import load_vendor_graph
 
 LOG = logging.getLogger("mlte.controller.api")
-SOURCES = ("lldp", "scan", "static", "static-fibres")
+SOURCES = ("lldp", "scan", "static", "static-fibres", "hosts")
+DEFAULT_SOURCES = ("lldp", "scan", "static", "hosts")
 
 
 class ApiError(Exception):
@@ -98,11 +101,14 @@ class ControlApi(app_manager.OSKenApp):
             if handler is None:
                 known = {m for (m, p) in self.routes if p == path}
                 raise ApiError(405 if known else 404, f"no route {method} {path}")
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-            raw = environ["wsgi.input"].read(length) if length else b""
+            try:
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                raise ApiError(400, "bad Content-Length") from None
+            raw = environ["wsgi.input"].read(length) if length > 0 else b""
             try:
                 data = json.loads(raw) if raw else {}
-            except json.JSONDecodeError as exc:
+            except ValueError as exc:  # bad JSON, or bytes that are not UTF-8
                 raise ApiError(400, f"request body is not JSON: {exc}") from None
             if not isinstance(data, dict):
                 raise ApiError(400, "request body must be a JSON object")
@@ -124,6 +130,7 @@ class ControlApi(app_manager.OSKenApp):
 
     @staticmethod
     def _int(data: dict, key: str, required: bool = True) -> int | None:
+        """An OpenFlow port number from the body: an integer in 1..0xFEFF (OF1.0 physical ports)."""
         v = data.get(key)
         if v is None:
             if required:
@@ -131,6 +138,8 @@ class ControlApi(app_manager.OSKenApp):
             return None
         if isinstance(v, bool) or not isinstance(v, int):
             raise ApiError(400, f"'{key}' must be an integer, got {v!r}")
+        if not 1 <= v < ofproto_v1_0.OFPP_MAX:
+            raise ApiError(400, f"'{key}' {v} out of range 1..{ofproto_v1_0.OFPP_MAX - 1}")
         return v
 
     # ---- read endpoints -------------------------------------------------------------------------
@@ -165,15 +174,19 @@ class ControlApi(app_manager.OSKenApp):
         out = []
         for h in sorted(self.app("mlte_forwarding").hosts.values(), key=lambda h: h.mac):
             sw = inv.switches.get(h.port.dpid)
-            out.append({"mac": h.mac, "ip": h.ip, "node": sw.name if sw else None, "port": h.port.port_no})
+            out.append({"mac": h.mac, "ip": h.ip, "node": sw.name if sw else None, "port": h.port.port_no,
+                        "id": SETTINGS.host_names.get(h.mac.lower()) or host_label(h.mac)})
         return out
 
-    def build_graph(self, sources: tuple[str, ...] = ("lldp", "scan", "static")):
+    def build_graph(self, sources: tuple[str, ...] = DEFAULT_SOURCES):
         inv = self.app("mlte_inventory")
         links = self.app("mlte_lldp").table.links() if "lldp" in sources else []
         adapt = {k: v for k, v in self.scan_attached.items() if v is not None} if "scan" in sources else {}
         live, problems = live_graph(inv.switches.values(), links, adapt, self.app("mlte_ots_driver").xcons,
-                                    float(SETTINGS.ots["unit_mbps"]))
+                                    float(SETTINGS.ots["unit_mbps"]),
+                                    self.app("mlte_forwarding").hosts.values() if "hosts" in sources else (),
+                                    SETTINGS.host_names,
+                                    float(SETTINGS.controller.get("access_default_mbps", DEFAULT_ACCESS_MBPS)))
         static = None
         if self.static_graph is not None and "static" in sources:
             static = self.static_graph
@@ -183,7 +196,7 @@ class ControlApi(app_manager.OSKenApp):
         return result.graph, problems + [str(c) for c in result.conflicts]
 
     def r_topology(self, q: dict, d: dict) -> dict:
-        sources = tuple(s for s in q.get("sources", "lldp,scan,static").split(",") if s)
+        sources = tuple(s for s in q.get("sources", ",".join(DEFAULT_SOURCES)).split(",") if s)
         bad = [s for s in sources if s not in SOURCES]
         if bad:
             raise ApiError(400, f"unknown source(s) {bad} (known: {', '.join(SOURCES)})")
@@ -222,11 +235,10 @@ class ControlApi(app_manager.OSKenApp):
             raise ApiError(400, "missing 'ots'")
         port = d.get("in_port")
         port = int(port) if isinstance(port, str) and port.isdigit() else port
-        if isinstance(port, bool) or not isinstance(port, int):
-            raise ApiError(400, "'in_port' must be an integer")
+        port = self._int({"in_port": port}, "in_port")
         driver = self.app("mlte_ots_driver")
         dpid = driver.resolve(ots)
-        if port not in driver.xcons.get(dpid, {}):
+        if not driver.known_port(dpid, port):
             raise ApiError(404, f"no XCON on {ots} in_port {port}")
         bidir = d.get("bidirectional", True)
         return self._xcon_result(driver.remove(ots, port, bidir not in (False, "false", "0")))
@@ -244,37 +256,11 @@ class ControlApi(app_manager.OSKenApp):
             self._int(hop, "in_port"), self._int(hop, "out_port")
             driver.resolve(hop["ots"])
 
-        def install(h: dict):  # an OTS that does not answer is a failed hop, not an aborted request
-            try:
-                return driver.install(h["ots"], h["in_port"], h["out_port"])
-            except DriverError as exc:
-                return exc
-
-        if d.get("parallel"):  # every hop at once: one provisioning delay instead of one per hop
-            outcomes = [None] * len(hops)  # filled by index: a native-hub thread's wait() returns nothing
-
-            def run(i: int) -> None:
-                outcomes[i] = install(hops[i])
-
-            for t in [hub.spawn(run, i) for i in range(len(hops))]:
+        def run_all(thunks: list) -> None:
+            for t in [hub.spawn(t) for t in thunks]:
                 t.wait()
-        else:  # hop by hop, each applied before the next
-            outcomes = []
-            for h in hops:
-                outcomes.append(install(h))
-                if not getattr(outcomes[-1], "ok", False):
-                    break
-        failure = next((r for r in outcomes if isinstance(r, DriverError)), None)
-        if failure is None and len(outcomes) == len(hops) and all(r.ok for r in outcomes):
-            return {"ok": True, "xcons": [r.to_json() for r in outcomes]}
-        done = [(h["ots"], h["in_port"]) for h, r in zip(hops, outcomes, strict=False) if getattr(r, "ok", False)]
-        for ots, port in reversed(done):
-            driver.remove(ots, port)
-        body = {"ok": False, "xcons": [r.to_json() for r in outcomes if not isinstance(r, DriverError)],
-                "rolled_back": len(done)}
-        if failure is not None:  # an OTS that did not answer (no barrier reply, disconnected)
-            return failure.status, {**body, "error": str(failure)}
-        return 422, body
+
+        return setup_circuit(driver, hops, bool(d.get("parallel")), run_all)
 
     def r_circuit_delete(self, q: dict, d: dict):
         hops = d.get("xcons")
@@ -283,9 +269,18 @@ class ControlApi(app_manager.OSKenApp):
         if not all(isinstance(h, dict) and "ots" in h for h in hops):
             raise ApiError(400, "each XCON needs 'ots' and 'in_port'")
         driver = self.app("mlte_ots_driver")
-        results = [driver.remove(h["ots"], self._int(h, "in_port")).to_json() for h in hops]
-        return (200 if all(r["ok"] for r in results) else 422), {"ok": all(r["ok"] for r in results),
-                                                                 "xcons": results}
+        for h in hops:  # validate every hop before removing any
+            self._int(h, "in_port")
+            driver.resolve(h["ots"])
+        results = []
+        for h in hops:
+            try:
+                results.append(driver.remove(h["ots"], h["in_port"]).to_json())
+            except DriverError as exc:  # e.g. no barrier reply: report it, go on with the other hops
+                results.append({"ok": False, "ots": h["ots"], "in_port": h["in_port"], "error": str(exc),
+                                "status": exc.status})
+        ok = all(r["ok"] for r in results)
+        return (200 if ok else 422), {"ok": ok, "xcons": results}
 
     def r_raw_flowmod(self, q: dict, d: dict):
         """Send one OF1.0 FLOW_MOD ADD with arbitrary match fields to an OTS (tests the OTS's checks)."""
@@ -297,7 +292,10 @@ class ControlApi(app_manager.OSKenApp):
         out_port = self._int(d, "out_port", required=False)
         try:
             msg = driver.flow_mod(dpid, ofproto_v1_0.OFPFC_ADD, None, out_port, match=match)
-        except (TypeError, ValueError, KeyError) as exc:
+            msg.xid = 0
+            msg.serialize()  # a field value that does not fit (e.g. in_port -1) fails here, not in send_msg
+            msg.xid, msg.buf = None, None
+        except (TypeError, ValueError, KeyError, struct.error) as exc:
             raise ApiError(400, f"bad match: {exc}") from None
         errors, sent, applied = driver.send_and_barrier(dpid, [msg])
         if errors:
@@ -386,13 +384,15 @@ class ControlApi(app_manager.OSKenApp):
         return {"ok": True, "static": path}
 
     def r_names(self, q: dict, d: dict):
-        """``{"names": {"0xa1": "A", ...}}``: name datapaths (the lab knows what they are)."""
+        """``{"names": {"0xa1": "A", "00:00:00:00:00:01": "h1"}}``: name datapaths and hosts (the lab knows)."""
         raw = d.get("names")
         if not isinstance(raw, dict):
-            raise ApiError(400, "'names' must be an object dpid -> name")
+            raise ApiError(400, "'names' must be an object {dpid or host MAC: name}")
         try:
-            names = {int(k, 0): str(v) for k, v in raw.items()}
-        except ValueError:
-            raise ApiError(400, "dpids must be integers (decimal or 0x hex strings)") from None
+            names, host_names = split_names(raw)
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
         self.app("mlte_inventory").rename(names)
-        return {"ok": True, "named": len(names)}
+        SETTINGS.host_names.update(host_names)
+        JOURNAL.add("names", switches=len(names), hosts=len(host_names))  # the graph's node ids changed
+        return {"ok": True, "named": len(names) + len(host_names)}

@@ -26,7 +26,7 @@ LOG = logging.getLogger("mlte.controller.db_feed")
 
 #: journal entry types that can change the graph or the lit circuits
 CHANGES = frozenset({"switch_enter", "switch_leave", "port", "link_add", "link_delete", "capabilities",
-                     "xcon_add", "xcon_delete", "scan_done", "static_loaded"})
+                     "xcon_add", "xcon_delete", "scan_done", "static_loaded", "host", "names"})
 POLL = 0.1  # seconds between journal checks
 DEBOUNCE = 0.3  # quiet time after the last change before writing
 MAX_DELAY = 2.0  # write at the latest this long after the first unwritten change (a flapping port)

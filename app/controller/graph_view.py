@@ -1,20 +1,23 @@
 """Build the controller's live multi-layer graph from plain discovery state (no os-ken here).
 
 Live = connected datapaths (packet switches; OTSes with their virtual ports from FEATURES_REPLY /
-VENDOR capabilities) + LLDP packet links + adaptations learnt by the optical scan + active XCONs.
+VENDOR capabilities) + LLDP packet links + adaptations learnt by the optical scan + active XCONs +
+hosts the forwarding app learnt at edge ports (``access`` edges as wide as the switch port's speed).
 The static vendor file is merged *after* it (``topology.merge``: observations win over the file).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from app.controller.model import OTS, PACKET, PacketLink, PortRef, SwitchInfo
+from app.controller.model import OTS, PACKET, HostInfo, PacketLink, PortRef, SwitchInfo, host_label
 from topology import granularity as gran
 from topology.errors import TopologyError
 from topology.graph import DEFAULT_SETUP_TIME, MultiLayerGraph, oport_id
 from topology.merge import MergeResult, merge
 
 LIVE_SOURCE = "openflow"
+HOST_SOURCE = "learning"  # hosts and access edges: learnt from their packets at edge ports
+DEFAULT_ACCESS_MBPS = 1000.0  # [controller] access_default_mbps: a port that reports no speed
 
 
 def ots_ports(sw: SwitchInfo) -> dict[int, str]:
@@ -34,11 +37,17 @@ def live_graph(
     adaptations: dict[tuple[int, int], PortRef],
     xcons: dict[int, dict[int, int]],
     unit_mbps: float = 1.0,
+    hosts: Iterable[HostInfo] = (),
+    host_names: Mapping[str, str] | None = None,
+    access_default_mbps: float = DEFAULT_ACCESS_MBPS,
 ) -> tuple[MultiLayerGraph, list[str]]:
-    """(graph, problems): ``adaptations`` maps (OTS dpid, OTS port) -> packet port (from the scan)."""
+    """(graph, problems): ``adaptations`` maps (OTS dpid, OTS port) -> packet port (from the scan);
+    ``host_names`` maps a host MAC to its node id (else :func:`host_label`)."""
     g = MultiLayerGraph()
     problems: list[str] = []
     names: dict[int, str] = {}
+    switches = list(switches)
+    switches_by_dpid = {sw.dpid: sw for sw in switches}
     for sw in sorted(switches, key=lambda s: s.name):
         names[sw.dpid] = sw.name
         if sw.kind == PACKET:
@@ -83,7 +92,30 @@ def live_graph(
                 g.set_xcon_active(oport_id(names[dpid], a), oport_id(names[dpid], b), True)
             except TopologyError as exc:
                 problems.append(f"XCON {names[dpid]}:{a}->{b}: {exc}")
+    _add_hosts(g, problems, switches_by_dpid, hosts, host_names or {}, access_default_mbps)
     return g, problems
+
+
+def _add_hosts(g: MultiLayerGraph, problems: list[str], switches: dict[int, SwitchInfo], hosts: Iterable[HostInfo],
+               host_names: Mapping[str, str], default_mbps: float) -> None:
+    """One ``host`` node + ``access`` edge per learnt host on a connected packet switch."""
+    for h in sorted(hosts, key=lambda h: h.mac):
+        sw = switches.get(h.port.dpid)
+        if sw is None or sw.kind != PACKET:
+            continue
+        node = host_names.get(h.mac.lower()) or host_label(h.mac)
+        port = sw.ports.get(h.port.port_no)
+        speed = port.speed_kbps if port is not None else 0
+        cap = speed / 1000.0 if speed > 0 else default_mbps
+        added = False
+        try:
+            g.add_host(node, h.ip, h.mac)
+            added = True
+            g.add_access(node, sw.name, h.port.port_no, cap, source=HOST_SOURCE)
+        except TopologyError as exc:  # e.g. two MACs on one port (a hub, VMs): the first one keeps it
+            problems.append(f"host {h.mac} at {sw.name}:{h.port.port_no}: {exc}")
+            if added:
+                g.g.remove_node(node)
 
 
 def strip(g: MultiLayerGraph, kinds: Iterable[str]) -> MultiLayerGraph:

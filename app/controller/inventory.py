@@ -24,10 +24,26 @@ from topology.granularity import from_port_name
 OFP_VERSIONS = [ofproto_v1_0.OFP_VERSION, ofproto_v1_3.OFP_VERSION]
 
 
+#: OF1.0 ``curr`` feature bits -> kbit/s (OF1.0 ports carry no speed field, only these flags)
+_OF10_SPEEDS = ((ofproto_v1_0.OFPPF_10GB_FD, 10_000_000), (ofproto_v1_0.OFPPF_1GB_FD, 1_000_000),
+                (ofproto_v1_0.OFPPF_1GB_HD, 1_000_000), (ofproto_v1_0.OFPPF_100MB_FD, 100_000),
+                (ofproto_v1_0.OFPPF_100MB_HD, 100_000), (ofproto_v1_0.OFPPF_10MB_FD, 10_000),
+                (ofproto_v1_0.OFPPF_10MB_HD, 10_000))
+
+
+def port_speed_kbps(ofp, port) -> int:
+    """Current speed of a port in kbit/s: OF1.3 ``curr_speed``, OF1.0 the fastest ``curr`` bit; 0 = none."""
+    if ofp.OFP_VERSION == ofproto_v1_3.OFP_VERSION:
+        return int(getattr(port, "curr_speed", 0) or 0)
+    curr = int(getattr(port, "curr", 0) or 0)
+    return next((kbps for bit, kbps in _OF10_SPEEDS if curr & bit), 0)
+
+
 def _port_info(ofp, port) -> PortInfo:
     name = port.name.decode("utf-8", "replace") if isinstance(port.name, bytes) else str(port.name)
     up = not (port.state & ofp.OFPPS_LINK_DOWN) and not (port.config & ofp.OFPPC_PORT_DOWN)
-    return PortInfo(port_no=port.port_no, name=name.rstrip("\x00"), hw_addr=port.hw_addr, up=up)
+    return PortInfo(port_no=port.port_no, name=name.rstrip("\x00"), hw_addr=port.hw_addr, up=up,
+                    speed_kbps=port_speed_kbps(ofp, port))
 
 
 def classify(ofp_version: int, port_names: list[str]) -> str:

@@ -8,6 +8,7 @@ import, because ``os_ken.lib.hub`` reads it at import time. The app modules are 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import os
 import socket
@@ -59,11 +60,25 @@ def _select_hub() -> None:
     warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
 
 
+def check_app_modules(modules: list[str]) -> None:
+    """ConfigError (one line) for an ``--app`` module that does not exist, before os-ken starts."""
+    from app.errors import ConfigError
+
+    for mod in modules:
+        try:
+            found = importlib.util.find_spec(mod) is not None
+        except (ModuleNotFoundError, ValueError):  # a parent package is missing / an empty name
+            found = False
+        if not found:
+            raise ConfigError(f"--app {mod}: no such module")
+
+
 def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
-        extra_apps: list[str] | None = None) -> None:
+        extra_apps: list[str] | None = None, host_names: dict[str, str] | None = None) -> None:
     """Run the controller until interrupted (blocks); ``extra_apps``: more os-ken app modules to load
     (each must declare ``OFP_VERSIONS = [OF1.0, OF1.3]``, see docs/controller.md)."""
     ctl = cfg["controller"]
+    check_app_modules(extra_apps or [])
     _check_free(str(ctl["listen_host"]), int(ctl["listen_port"]), "OpenFlow listen address")
     _check_free(str(ctl["api_host"]), int(ctl["api_port"]), "control API address")
     _select_hub()
@@ -89,6 +104,7 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
     SETTINGS.db_url = cfg.get("db", {}).get("url", "")
     SETTINGS.monitor = dict(cfg.get("monitor", {}))  # read by the monitor app (docs/monitor.md)
     SETTINGS.names = dict(names or {})
+    SETTINGS.host_names = {mac.lower(): n for mac, n in (host_names or {}).items()}
     if ctl["log_file"]:
         guard.add_log_file(ctl["log_file"])
     oscfg.CONF(

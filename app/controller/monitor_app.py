@@ -421,12 +421,23 @@ class MonitorApp(app_manager.OSKenApp):
 
     # ---- latency probes -----------------------------------------------------------------------------
     def _probe_loop(self) -> None:
+        # echoes half an interval away from the probes, so neither waits behind the other's replies
         while True:
-            hub.sleep(self.probe_interval)
+            hub.sleep(self.probe_interval / 2)
             try:
+                self._echo_round()
+                hub.sleep(self.probe_interval / 2)
                 self._probe_round()
             except Exception:  # keep probing; the failure is logged loudly
                 LOG.exception("latency probe round failed")
+
+    def _echo_round(self) -> None:
+        """ECHO to every packet switch: the control-channel delay subtracted from probe times."""
+        inv = app_manager.lookup_service_brick("mlte_inventory")
+        for sw in [sw for sw in inv.switches.values() if sw.kind == PACKET]:
+            dp = inv.datapath(sw.dpid)
+            if dp is not None:
+                dp.send_msg(dp.ofproto_parser.OFPEchoRequest(dp, ECHO_MAGIC + time.monotonic_ns().to_bytes(8, "big")))
 
     def _probe_round(self) -> None:
         inv = app_manager.lookup_service_brick("mlte_inventory")
@@ -444,7 +455,6 @@ class MonitorApp(app_manager.OSKenApp):
                 continue
             if sw.dpid not in self._trapped:
                 self._install_trap(dp)
-            dp.send_msg(dp.ofproto_parser.OFPEchoRequest(dp, ECHO_MAGIC + time.monotonic_ns().to_bytes(8, "big")))
         by_name = {sw.name: sw for sw in packet}
         for link, pid in self.latency.send(time.monotonic()):
             sw = by_name.get(link.src[0])

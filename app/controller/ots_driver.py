@@ -20,6 +20,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
 from app.controller import events
+from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
@@ -27,6 +28,8 @@ from app.controller.model import OTS, dpid_label
 from app.controller.runtime import SETTINGS
 from ots_virtual import protocol
 from topology.capabilities import CapabilityStore, NodeCapabilities
+
+__all__ = ["BarrierTimeout", "DriverError", "OtsDriver", "XconResult"]  # errors re-exported from driver_errors
 
 LOG = logging.getLogger("mlte.controller.ots")
 COOKIE_XCON = 0x4D4C544500000010
@@ -94,16 +97,6 @@ class XconResult:
         }
 
 
-class DriverError(Exception):
-    """A request the driver cannot even send (unknown OTS, not connected, barrier timeout)."""
-
-    user_error = True
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 class OtsDriver(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
 
@@ -111,6 +104,9 @@ class OtsDriver(app_manager.OSKenApp):
         super().__init__(*args, **kwargs)
         self.name = "mlte_ots_driver"
         self.xcons: dict[int, dict[int, int]] = {}  # dpid -> {in_port: out_port}, as confirmed by barriers
+        # dpid -> {in_port: out_port} sent but never confirmed (barrier timed out): maybe applied, maybe
+        # not; kept until a delete of that port is confirmed, so a roll-back can remove them
+        self.unknown: dict[int, dict[int, int]] = {}
         self._pending: dict[tuple[int, int], _Pending] = {}
         self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
         # the capability store (topology/); without a DB URL capabilities stay in memory only
@@ -137,6 +133,7 @@ class OtsDriver(app_manager.OSKenApp):
     @loud
     def _switch_leave(self, ev: events.EventSwitchLeave) -> None:
         self.xcons.pop(ev.switch.dpid, None)
+        self.unknown.pop(ev.switch.dpid, None)
 
     @set_ev_cls(ofp_event.EventOFPVendor, MAIN_DISPATCHER)
     @loud
@@ -203,7 +200,7 @@ class OtsDriver(app_manager.OSKenApp):
                 dp.send_msg(m)
             dp.send_msg(barrier)
             if not pending.done.wait(timeout=self.barrier_timeout):
-                raise DriverError(f"no BARRIER_REPLY from {dpid:016x} within {self.barrier_timeout}s", 504)
+                raise BarrierTimeout(f"no BARRIER_REPLY from {dpid:016x} within {self.barrier_timeout}s")
             hub.sleep(0)  # let an ERROR queued just before the reply be handled
             return pending.errors, sent, time.time()
         finally:
@@ -240,8 +237,14 @@ class OtsDriver(app_manager.OSKenApp):
         ofp = ofproto_v1_0
         pairs = [(in_port, out_port)] + ([(out_port, in_port)] if bidirectional else [])
         msgs = [self.flow_mod(dpid, ofp.OFPFC_ADD, a, b) for a, b in pairs]
-        errors, sent, applied = self.send_and_barrier(dpid, msgs)
         name = self._inventory().switches[dpid].name
+        try:
+            errors, sent, applied = self.send_and_barrier(dpid, msgs)
+        except BarrierTimeout as exc:  # sent, never confirmed: record as unknown so it can be removed
+            record_unknown(self.unknown.setdefault(dpid, {}), pairs)
+            JOURNAL.add("xcon_unknown", ots=name, in_port=in_port, out_port=out_port, error=str(exc))
+            LOG.warning("XCON %s %d->%d: %s; state unknown (recorded for roll-back)", name, in_port, out_port, exc)
+            raise BarrierTimeout(f"{exc}; XCON {name} {in_port}<->{out_port} state unknown", pairs) from None
         failed_xids = {e.xid for e in errors}
         changes = []
         for m, (a, b) in zip(msgs, pairs, strict=True):
@@ -249,6 +252,8 @@ class OtsDriver(app_manager.OSKenApp):
             changes.append({"in_port": a, "out_port": b, "ok": ok})
             if ok:
                 self.xcons.setdefault(dpid, {})[a] = b
+        for a, _b in pairs:
+            self.unknown.get(dpid, {}).pop(a, None)  # a barrier answered for them: no longer unknown
         if errors:  # all or nothing: undo the directions that did go in
             undo = [c for c in changes if c["ok"]]
             if undo:
@@ -261,10 +266,7 @@ class OtsDriver(app_manager.OSKenApp):
     def remove(self, ots: str | int, in_port: int, bidirectional: bool = True) -> XconResult:
         """Remove the XCON on ``in_port`` (and its reverse); wait until the OTS applied it."""
         dpid = self.resolve(ots)
-        ports = [in_port]
-        peer = self.xcons.get(dpid, {}).get(in_port)
-        if bidirectional and peer is not None and self.xcons[dpid].get(peer) == in_port:
-            ports.append(peer)
+        ports = delete_ports(self.xcons.get(dpid, {}), self.unknown.get(dpid, {}), in_port, bidirectional)
         errors, sent, applied = self._delete(dpid, ports)
         name = self._inventory().switches[dpid].name
         JOURNAL.add("xcon_delete", ots=name, ports=ports, ok=not errors)
@@ -278,12 +280,42 @@ class OtsDriver(app_manager.OSKenApp):
         if not errors:
             for p in in_ports:
                 self.xcons.get(dpid, {}).pop(p, None)
+                self.unknown.get(dpid, {}).pop(p, None)
         return errors, sent, applied
 
+    def known_port(self, dpid: int, in_port: int) -> bool:
+        """True if ``in_port`` of OTS ``dpid`` has an XCON, applied or in an unknown state."""
+        return in_port in self.xcons.get(dpid, {}) or in_port in self.unknown.get(dpid, {})
+
     def active(self) -> list[dict]:
+        """Applied XCONs, then those in an unknown state (``"state": "unknown"``)."""
         inv = self._inventory()
-        return [
-            {"ots": inv.switches[d].name if d in inv.switches else f"{d:016x}", "in_port": a, "out_port": b}
-            for d, table in sorted(self.xcons.items())
-            for a, b in sorted(table.items())
-        ]
+
+        def name(d: int) -> str:
+            return inv.switches[d].name if d in inv.switches else f"{d:016x}"
+
+        out = [{"ots": name(d), "in_port": a, "out_port": b}
+               for d, table in sorted(self.xcons.items()) for a, b in sorted(table.items())]
+        out += [{"ots": name(d), "in_port": a, "out_port": b, "state": "unknown"}
+                for d, table in sorted(self.unknown.items()) for a, b in sorted(table.items())]
+        return out
+
+
+def record_unknown(table: dict[int, int], pairs: list[tuple[int, int]]) -> None:
+    """Remember XCON directions whose barrier timed out (``table``: in_port -> out_port)."""
+    for a, b in pairs:
+        table[a] = b
+
+
+def delete_ports(applied: dict[int, int], unknown: dict[int, int], in_port: int, bidirectional: bool) -> list[int]:
+    """The in_ports to delete for "remove the XCON on ``in_port``": it, and its reverse direction when
+    that one points back (applied or unknown). A port with nothing recorded is still deleted: harmless."""
+    ports = [in_port]
+    if not bidirectional:
+        return ports
+    for table in (applied, unknown):
+        peer = table.get(in_port)
+        if peer is not None and peer != in_port and peer not in ports and \
+                (applied.get(peer) == in_port or unknown.get(peer) == in_port):
+            ports.append(peer)
+    return ports

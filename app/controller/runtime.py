@@ -17,6 +17,7 @@ class Settings:
     ots: dict[str, Any] = field(default_factory=lambda: dict(DEFAULTS["ots"]))
     db_url: str = ""  # capability store ("" = in-memory only)
     names: dict[int, str] = field(default_factory=dict)  # dpid -> node name given by the lab
+    host_names: dict[str, str] = field(default_factory=dict)  # host MAC (lower case) -> node name
 
 
 SETTINGS = Settings()

@@ -89,8 +89,9 @@ def _register_error_handlers(app: Flask) -> None:
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):  # noqa: ANN202
         app.logger.exception("unhandled error on %s %s", request.method, request.path)
-        if getattr(exc, "user_error", False):
-            body = {"error": {"status": 400, "message": str(exc), "field": None}}
-            return (jsonify(body), 400) if _wants_json() else (str(exc), 400)
-        body = {"error": {"status": 500, "message": "internal error (logged)", "field": None}}
-        return (jsonify(body), 500) if _wants_json() else ("internal error", 500)
+        from app.web.ui import render_error
+
+        status, message = (400, str(exc)) if getattr(exc, "user_error", False) else (500, "internal error (logged)")
+        if _wants_json():
+            return jsonify({"error": {"status": status, "message": message, "field": None}}), status
+        return render_error(status, message)  # escaped: a message may quote user input

@@ -38,3 +38,10 @@ class ReservationForm(FlaskForm):
     end = DateTimeLocalField("End (UTC)", format="%Y-%m-%dT%H:%M", validators=[DataRequired()])
     mode = SelectField("Mode", choices=["static", "elastic"], default="static")
     ero = StringField("Explicit route (optional, node ids separated by spaces)", validators=[Optional(), Length(max=2000)])
+
+
+class ModifyForm(FlaskForm):
+    """Change a reservation's bandwidth and/or end time (re-checked by admission control)."""
+
+    bandwidth = FloatField("Bandwidth (Mbit/s)", validators=[Optional(), NumberRange(min=0.001, max=1e9)])
+    end = DateTimeLocalField("End (UTC)", format="%Y-%m-%dT%H:%M", validators=[Optional()])

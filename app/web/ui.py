@@ -5,13 +5,14 @@ the session cookie). Mutations go through the same :mod:`app.web.service` functi
 """
 from __future__ import annotations
 
-from datetime import timezone
+from datetime import datetime, timezone
 from functools import wraps
 from typing import Any
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
-from sqlalchemy import func, or_, select
-from sqlalchemy.orm import selectinload
+from flask_wtf import FlaskForm
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
 
 from app.web import monitor_read, service
 from app.web.api.network import layers
@@ -19,11 +20,11 @@ from app.web.auth import check_owner, check_password, current_user
 from app.web.context import advance_if_due, graph, now, read_session, state, write_tx
 from app.web.drawing import draw
 from app.web.errors import ApiError
-from app.web.forms import ActionForm, LoginForm, ReservationForm
+from app.web.forms import ActionForm, LoginForm, ModifyForm, ReservationForm
+from app.web.listing import history, list_page
 from app.web.models import Circuit, Reservation, User
-from app.web.states import STATES
-from app.web.timeutil import to_iso
-from app.web.validation import parse_create, parse_list
+from app.web.states import MODIFIABLE_STATES, STATES
+from app.web.validation import parse_create, parse_list, parse_modify
 
 ui_bp = Blueprint("ui", __name__)
 
@@ -45,8 +46,10 @@ def login_required(view):  # noqa: ANN001, ANN201
 
 @ui_bp.app_template_filter("iso")
 def _iso(ts: float | None) -> str:
-    text = to_iso(ts)
-    return "" if text is None else text.replace("T", " ").replace("Z", " UTC")
+    """Seconds precision for people; the API keeps the exact value."""
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @ui_bp.app_context_processor
@@ -54,6 +57,11 @@ def _inject() -> dict[str, Any]:
     uid = session.get("user_id")
     user = read_session().get(User, uid) if uid is not None else None
     return {"me": user, "action_form": ActionForm()}
+
+
+def _local_path(target: str) -> bool:
+    """Only redirect after login to a path on this site (``//host`` and ``/\\host`` leave it)."""
+    return target.startswith("/") and not target.startswith("//") and "\\" not in target and target.isprintable()
 
 
 @ui_bp.route("/login", methods=["GET", "POST"])
@@ -65,8 +73,7 @@ def login():  # noqa: ANN201
             session.clear()
             session["user_id"] = user.id
             target = request.args.get("next", "")
-            return redirect(target if target.startswith("/") and not target.startswith("//")
-                            else url_for("ui.reservations"))
+            return redirect(target if _local_path(target) else url_for("ui.reservations"))
         flash("wrong user name or password", "error")
     return render_template("login.html", form=form), 200 if request.method == "GET" else 401
 
@@ -93,49 +100,77 @@ def reservations(user: User):  # noqa: ANN201
         flash(f"filter: {exc.message}", "error")
         q = parse_list({})
     advance_if_due()
-    stmt = select(Reservation).options(selectinload(Reservation.owner))
-    if not user.is_admin:
-        stmt = stmt.where(Reservation.owner_id == user.id)
-    if q.states:
-        stmt = stmt.where(Reservation.state.in_(q.states))
-    if q.endpoint:
-        ep = q.endpoint if ":" in q.endpoint else q.endpoint + ":"
-        stmt = stmt.where(or_(Reservation.src.startswith(ep, autoescape=True),
-                              Reservation.dst.startswith(ep, autoescape=True)))
-    if q.min_bandwidth is not None:
-        stmt = stmt.where(Reservation.bandwidth >= q.min_bandwidth)
-    if q.max_bandwidth is not None:
-        stmt = stmt.where(Reservation.bandwidth <= q.max_bandwidth)
-    if q.time_from is not None:
-        stmt = stmt.where(Reservation.end_ts > q.time_from)
-    if q.time_to is not None:
-        stmt = stmt.where(Reservation.start_ts < q.time_to)
-    db = read_session()
-    total = db.execute(select(func.count()).select_from(stmt.subquery())).scalar_one()
-    rows = list(db.execute(stmt.order_by(Reservation.id.desc()).limit(q.limit).offset(q.offset)).scalars())
+    rows, total = list_page(read_session(), user, q)
     return render_template("reservations.html", rows=rows, total=total, q=q, args=args, states=STATES)
 
 
-def _form_to_body(form: ReservationForm) -> dict[str, Any]:
-    def iso(dt: Any) -> str | None:
-        return None if dt is None else dt.replace(tzinfo=timezone.utc).isoformat()
+def _utc(dt: datetime | None) -> str | None:
+    """A form's naive ``datetime-local`` value, which the form labels as UTC, as ISO 8601."""
+    return None if dt is None else dt.replace(tzinfo=timezone.utc).isoformat()
 
+
+def _form_minute(ts: float) -> datetime:
+    """Epoch seconds as the naive UTC minute a ``datetime-local`` input shows."""
+    return datetime.fromtimestamp(ts, tz=timezone.utc).replace(tzinfo=None, second=0, microsecond=0)
+
+
+def _form_to_body(form: ReservationForm) -> dict[str, Any]:
     body: dict[str, Any] = {"name": form.name.data, "description": form.description.data or "",
                             "src": form.src.data, "dst": form.dst.data, "bandwidth": form.bandwidth.data,
-                            "end": iso(form.end.data), "mode": form.mode.data,
+                            "end": _utc(form.end.data), "mode": form.mode.data,
                             "src_vlan": form.src_vlan.data, "dst_vlan": form.dst_vlan.data}
     if form.start.data is not None:
-        body["start"] = iso(form.start.data)
+        body["start"] = _utc(form.start.data)
     if form.ero.data:
         body["ero"] = form.ero.data.split()
     return body
+
+
+def _error_text(exc: ApiError) -> str:
+    """The message plus, for an admission rejection, what limited it."""
+    text = exc.message
+    if exc.extra.get("bottleneck"):
+        text += f" (limited by {exc.extra['bottleneck']}"
+        if exc.extra.get("available") is not None:
+            text += f", {exc.extra['available']:g} Mbit/s free"
+        text += ")"
+    return text
+
+
+def _attach_error(form: FlaskForm, exc: ApiError) -> bool:
+    """Show ``exc`` next to the form field it names; False if no field of the form matches."""
+    field = getattr(form, exc.field, None) if exc.field else None
+    if field is None or not hasattr(field, "errors") or exc.field == "csrf_token":
+        return False
+    field.errors = [*field.errors, _error_text(exc)]
+    return True
+
+
+def _prefill_clone(form: ReservationForm, src: Reservation, t: float) -> None:
+    """OSCARS "clone": the new form starts with the old reservation's parameters; a window that has
+    already begun moves to start now with the same length."""
+    form.name.data = f"copy of {src.name}"[:128]
+    form.description.data = src.description
+    form.src.data, form.src_vlan.data = src.src, src.src_vlan
+    form.dst.data, form.dst_vlan.data = src.dst, src.dst_vlan
+    form.bandwidth.data = src.bandwidth
+    form.mode.data = src.mode
+    form.ero.data = " ".join(src.ero or ())
+    if src.start_ts > t:
+        form.start.data, form.end.data = _form_minute(src.start_ts), _form_minute(src.end_ts)
+    else:
+        form.start.data, form.end.data = None, _form_minute(t + (src.end_ts - src.start_ts) + 60)
 
 
 @ui_bp.route("/reservations/new", methods=["GET", "POST"])
 @login_required
 def new_reservation(user: User):  # noqa: ANN201
     form = ReservationForm()
-    error: ApiError | None = None
+    error: str | None = None
+    clone_of = None
+    if request.method == "GET" and request.args.get("clone", "").isdigit():
+        clone_of = int(request.args["clone"])
+        _prefill_clone(form, _load(user, clone_of), now())
     if form.validate_on_submit():
         try:
             inp = parse_create(_form_to_body(form), now())
@@ -146,15 +181,15 @@ def new_reservation(user: User):  # noqa: ANN201
             flash(f"reservation {res_id} is HELD: commit it within {state().hold_seconds:.0f} s", "ok")
             return redirect(url_for("ui.reservation_detail", res_id=res_id))
         except ApiError as exc:
-            error = exc
-            if exc.field and hasattr(form, exc.field):
-                getattr(form, exc.field).errors = [*getattr(form, exc.field).errors, exc.message]
+            if not _attach_error(form, exc):
+                error = _error_text(exc)
     status = 400 if request.method == "POST" else 200
-    return render_template("reservation_form.html", form=form, error=error), status
+    return render_template("reservation_form.html", form=form, error=error, clone_of=clone_of), status
 
 
-def _load(user: User, res_id: int) -> Reservation:
-    res = read_session().get(Reservation, res_id) if 0 < res_id < 2**31 else None
+def _load(user: User, res_id: int, db: Session | None = None) -> Reservation:
+    """The reservation if ``user`` may see it; 404 / 403 pages otherwise."""
+    res = (db or read_session()).get(Reservation, res_id) if 0 < res_id < 2**31 else None
     if res is None:
         abort(404)
     try:
@@ -164,27 +199,62 @@ def _load(user: User, res_id: int) -> Reservation:
     return res
 
 
-@ui_bp.get("/reservations/<int:res_id>")
-@login_required
-def reservation_detail(user: User, res_id: int):  # noqa: ANN201
-    advance_if_due()
-    res = _load(user, res_id)
+def _modify_form(res: Reservation) -> ModifyForm:
+    form = ModifyForm(prefix="modify")
+    if not form.is_submitted():
+        form.bandwidth.data = res.bandwidth
+        form.end.data = _form_minute(res.end_ts)
+    return form
+
+
+def _detail_page(res: Reservation, modify_form: ModifyForm, status: int = 200):  # noqa: ANN202
     db = read_session()
     g = graph(db)
     path = res.path or {}
     drawing = draw(g, path_edges=tuple(path.get("edges", ())), path_nodes=tuple(path.get("nodes", ())),
                    circuit_edges=_circuit_edges(g))
-    history = service_history(res.id)
-    return render_template("reservation_detail.html", res=res, drawing=drawing, history=history,
-                           chart_links=[e for e in path.get("edges", []) if g.g.has_edge(*g.edge_ends(e), e)]
-                           if path else [])
+    chart_links = [e for e in path.get("edges", []) if g.g.has_edge(*g.edge_ends(e), e)] if path else []
+    return render_template("reservation_detail.html", res=res, drawing=drawing, history=history(db, res.id),
+                           chart_links=chart_links, modify_form=modify_form,
+                           modifiable=res.state in MODIFIABLE_STATES), status
 
 
-def service_history(res_id: int) -> list[Any]:
-    from app.web.models import AuditEntry
+@ui_bp.get("/reservations/<int:res_id>")
+@login_required
+def reservation_detail(user: User, res_id: int):  # noqa: ANN201
+    advance_if_due()
+    res = _load(user, res_id)
+    return _detail_page(res, _modify_form(res))
 
-    return list(read_session().execute(select(AuditEntry).where(
-        AuditEntry.entity == "reservation", AuditEntry.entity_id == res_id).order_by(AuditEntry.id)).scalars())
+
+@ui_bp.post("/reservations/<int:res_id>/modify")
+@login_required
+def modify_reservation(user: User, res_id: int):  # noqa: ANN201
+    """Change bandwidth and/or end time; only the fields that differ from the current values are sent,
+    so an untouched end (shown to the minute) keeps its seconds."""
+    res = _load(user, res_id)
+    form = _modify_form(res)
+    if form.validate_on_submit():
+        change: dict[str, Any] = {}
+        if form.bandwidth.data is not None and form.bandwidth.data != res.bandwidth:
+            change["bandwidth"] = form.bandwidth.data
+        if form.end.data is not None and form.end.data != _form_minute(res.end_ts):
+            change["end"] = _utc(form.end.data)
+        if not change:
+            flash("nothing changed", "ok")
+            return redirect(url_for("ui.reservation_detail", res_id=res_id))
+        try:
+            with write_tx() as db:
+                locked = _load(user, res_id, db)
+                t = now()
+                bandwidth, end = parse_modify(change, locked.start_ts, t)
+                service.modify(db, graph(db), user, locked, bandwidth, end, t)
+            flash(f"reservation {res_id} modified: " + ", ".join(f"{k} {v}" for k, v in change.items()), "ok")
+            return redirect(url_for("ui.reservation_detail", res_id=res_id))
+        except ApiError as exc:
+            if not _attach_error(form, exc):
+                flash(_error_text(exc), "error")
+    return _detail_page(_load(user, res_id), form, 400)
 
 
 @ui_bp.post("/reservations/<int:res_id>/<action>")
@@ -194,10 +264,7 @@ def reservation_action(user: User, res_id: int, action: str):  # noqa: ANN201
         abort(400)
     try:
         with write_tx() as db:
-            res = db.get(Reservation, res_id) if 0 < res_id < 2**31 else None
-            if res is None:
-                abort(404)
-            check_owner(user, res)
+            res = _load(user, res_id, db)
             (service.commit if action == "commit" else service.cancel)(db, user, res, now())
         flash(f"reservation {res_id}: {action} done", "ok")
     except ApiError as exc:

@@ -197,7 +197,9 @@ def test_bounded_queue_counts_known_drops(net):
           f"queue transmitted={transmitted} offered={offered} counted elsewhere={other}")
     assert lost > sent * 0.4  # 12 Mbit/s into 4 Mbit/s: about two thirds must go
     assert switch_drops == tc_drops  # OVS reports the kernel class counter
-    assert switch_drops <= lost  # none invented
+    # none invented: the queue may also drop a few of the host's own control packets (ARP, IPv6
+    # ND) that are not in `sent` (measured once: 3055 drops for 3044 lost), as in `offered` below
+    assert switch_drops <= lost + 10
     assert offered <= sent + 10  # (+ a few ARP/IPv6 control packets)
     assert transmitted - 10 <= received <= transmitted + 10 or received >= 0.97 * transmitted
     # every loss after the switch took the packet in is a counted queue drop. On an idle machine

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
-from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.web import admission, service
@@ -10,7 +9,8 @@ from app.web.api import serialize
 from app.web.auth import check_owner, require_user
 from app.web.context import advance_if_due, graph, json_body, now, read_session, state, write_tx
 from app.web.errors import ApiError, Forbidden, NotFound
-from app.web.models import AuditEntry, Reservation, User
+from app.web.listing import history, list_page
+from app.web.models import Reservation, User
 from app.web.timeutil import to_iso
 from app.web.topology_source import check_endpoint_in_graph
 from app.web.validation import (
@@ -55,29 +55,7 @@ def list_reservations():  # noqa: ANN201
     user = require_user(read_session(), allow_session=True)
     q = parse_list(request.args.to_dict())
     advance_if_due()
-    stmt = select(Reservation)
-    if not user.is_admin:
-        stmt = stmt.where(Reservation.owner_id == user.id)
-    if q.states:
-        stmt = stmt.where(Reservation.state.in_(q.states))
-    if q.endpoint:
-        ep = q.endpoint
-        if ":" in ep:
-            stmt = stmt.where(or_(Reservation.src == ep, Reservation.dst == ep))
-        else:
-            stmt = stmt.where(or_(Reservation.src.startswith(ep + ":", autoescape=True),
-                                  Reservation.dst.startswith(ep + ":", autoescape=True)))
-    if q.time_from is not None:
-        stmt = stmt.where(Reservation.end_ts > q.time_from)
-    if q.time_to is not None:
-        stmt = stmt.where(Reservation.start_ts < q.time_to)
-    if q.min_bandwidth is not None:
-        stmt = stmt.where(Reservation.bandwidth >= q.min_bandwidth)
-    if q.max_bandwidth is not None:
-        stmt = stmt.where(Reservation.bandwidth <= q.max_bandwidth)
-    db = read_session()
-    total = db.execute(select(func.count()).select_from(stmt.subquery())).scalar_one()
-    rows = db.execute(stmt.order_by(Reservation.id.desc()).limit(q.limit).offset(q.offset)).scalars()
+    rows, total = list_page(read_session(), user, q)
     return jsonify({"items": [serialize.reservation(r) for r in rows], "total": total,
                     "limit": q.limit, "offset": q.offset})
 
@@ -95,8 +73,7 @@ def reservation_history(res_id: int):  # noqa: ANN201
     user = require_user(read_session(), allow_session=True)
     db = read_session()
     _load(db, res_id, user)
-    rows = db.execute(select(AuditEntry).where(AuditEntry.entity == "reservation",
-                                               AuditEntry.entity_id == res_id).order_by(AuditEntry.id)).scalars()
+    rows = history(db, res_id)
     return jsonify({"items": [serialize.audit(a) for a in rows]})
 
 

@@ -39,3 +39,39 @@ def test_bad_ports_and_output_dir_are_one_line_errors(tmp_path, monkeypatch, cap
     assert "--out" in err and "cannot create" in err and "Traceback" not in err
     assert main(["lab", "testbed", "--out", str(tmp_path / "o"), "--static-file", str(tmp_path / "none.json")]) == 2
     assert "none.json" in capsys.readouterr().err
+
+
+def test_missing_app_module_is_a_one_line_error(capsys):
+    from app.controller.launcher import check_app_modules
+    from app.errors import ConfigError
+
+    check_app_modules(["app.controller.db_feed"])
+    for bad in ("no.such.module", "app.controller.nosuch", ""):
+        with pytest.raises(ConfigError, match="no such module"):
+            check_app_modules([bad])
+
+
+@pytest.mark.parametrize("argv", [["lab", "testbed", "--unit-mbps", "nan"], ["lab", "testbed", "--unit-mbps", "-1"],
+                                  ["lab", "testbed", "--timeout", "-5"], ["lab", "testbed", "--timeout", "inf"]])
+def test_lab_numbers_must_be_finite_and_positive(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and "finite number > 0" in capsys.readouterr().err
+
+
+def test_lab_passes_absolute_static_file_to_the_controller(tmp_path, monkeypatch):
+    """The controller runs in the project root: a relative --static-file / OUT must not break it."""
+    from mininet_labs.session import LabSession
+    from mininet_labs.spec import fig2_testbed
+
+    monkeypatch.chdir(tmp_path)
+    s = LabSession(fig2_testbed(), "work", static_file="optical.json", config_file="m.toml", prefix="zz")
+    assert s.static_file == str(tmp_path / "optical.json") and s.config_file == str(tmp_path / "m.toml")
+    assert s.workdir == tmp_path / "work"
+
+
+def test_controller_url_errors_are_one_line(capsys):
+    for url in ("notaurl", "http://[::1"):
+        assert main(["topology", "show", "--controller", url]) == 2
+        err = capsys.readouterr().err
+        assert "bad controller API URL" in err and "Traceback" not in err

@@ -9,7 +9,7 @@ import pytest
 from app.controller.control_api import ControlApi
 from app.controller.links import LinkTable
 from app.controller.model import OTS, PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
-from app.controller.ots_driver import DriverError, XconResult
+from app.controller.ots_driver import BarrierTimeout, DriverError, XconResult, delete_ports, record_unknown
 
 
 class FakeInventory:
@@ -32,8 +32,12 @@ class FakeInventory:
 
 
 class FakeDriver:
+    """The real driver's bookkeeping (record_unknown, delete_ports) over a fake OTS."""
+
     def __init__(self):
         self.xcons: dict[int, dict[int, int]] = {}
+        self.unknown: dict[int, dict[int, int]] = {}
+        self.deleted: list[int] = []  # in_ports DELETE_STRICTs were sent for
 
     def resolve(self, ots):
         if ots != "X":
@@ -45,17 +49,27 @@ class FakeDriver:
         if b == 9:  # the fake OTS refuses port 9 like a real one: an OpenFlow error
             err = {"xid": 7, "type": 2, "code": 4, "type_name": "OFPET_BAD_ACTION", "code_name": "OFPBAC_BAD_OUT_PORT"}
             return XconResult(False, "X", [], [err], 1.0, None)
-        if b == 8:  # the fake OTS stops answering: no barrier reply
-            raise DriverError("no BARRIER_REPLY from 0000000000000f01 within 5.0s", 504)
-        self.xcons.setdefault(0xF01, {})[a] = b
+        if b == 8:  # the fake OTS stops answering: no barrier reply; the XCON may or may not be in
+            record_unknown(self.unknown.setdefault(0xF01, {}), [(a, b), (b, a)])
+            raise BarrierTimeout("no BARRIER_REPLY from 0000000000000f01 within 5.0s", [(a, b), (b, a)])
+        self.xcons.setdefault(0xF01, {}).update({a: b, b: a})
         return XconResult(True, "X", [{"in_port": a, "out_port": b, "ok": True}], [], 1.0, 1.2)
 
+    def known_port(self, dpid, a):
+        return a in self.xcons.get(dpid, {}) or a in self.unknown.get(dpid, {})
+
     def remove(self, ots, a, bidirectional=True):
-        self.xcons[0xF01].pop(a)
-        return XconResult(True, "X", [{"in_port": a, "deleted": True}], [], 1.0, 1.1)
+        ports = delete_ports(self.xcons.get(0xF01, {}), self.unknown.get(0xF01, {}), a, bidirectional)
+        for p in ports:  # DELETE_STRICT on a port without an XCON changes nothing on the OTS
+            self.deleted.append(p)
+            self.xcons.get(0xF01, {}).pop(p, None)
+            self.unknown.get(0xF01, {}).pop(p, None)
+        return XconResult(True, "X", [{"in_port": p, "deleted": True} for p in ports], [], 1.0, 1.1)
 
     def active(self):
-        return [{"ots": "X", "in_port": a, "out_port": b} for a, b in sorted(self.xcons.get(0xF01, {}).items())]
+        return [{"ots": "X", "in_port": a, "out_port": b} for a, b in sorted(self.xcons.get(0xF01, {}).items())] + [
+            {"ots": "X", "in_port": a, "out_port": b, "state": "unknown"}
+            for a, b in sorted(self.unknown.get(0xF01, {}).items())]
 
 
 class FakeLldp:
@@ -110,7 +124,8 @@ def test_xcon_errors_become_422_with_openflow_error(api):
     assert status == 422 and body["errors"][0]["code_name"] == "OFPBAC_BAD_OUT_PORT"
     status, body = call(api, "POST", "/xcon", {"ots": "X", "in_port": 1, "out_port": 2})
     assert status == 200 and body["ok"]
-    assert call(api, "GET", "/xcon")[1] == [{"ots": "X", "in_port": 1, "out_port": 2}]
+    assert call(api, "GET", "/xcon")[1] == [{"ots": "X", "in_port": 1, "out_port": 2},
+                                           {"ots": "X", "in_port": 2, "out_port": 1}]
     assert call(api, "DELETE", "/xcon", {"ots": "X", "in_port": 5})[0] == 404
     assert call(api, "DELETE", "/xcon", {"ots": "X", "in_port": 1})[0] == 200
 
@@ -128,8 +143,20 @@ def test_circuit_rolls_back_when_an_ots_does_not_answer(api, parallel):
             {"ots": "X", "in_port": 5, "out_port": 6}]
     status, body = call(api, "POST", "/circuit", {"xcons": hops, "parallel": parallel})
     assert status == 504 and "BARRIER_REPLY" in body["error"] and not body["ok"]
-    assert body["rolled_back"] == (2 if parallel else 1)  # in parallel the third hop went in too
+    # the hop whose barrier timed out is in an unknown state: rolled back too, both directions
+    assert body["unknown"] == [{"ots": "X", "in_port": 3, "out_port": 8}]
+    assert body["rolled_back"] == (3 if parallel else 2)  # in parallel the third hop went in too
+    assert {3, 8} <= set(api.app("mlte_ots_driver").deleted)
     assert call(api, "GET", "/xcon")[1] == []
+
+
+def test_timed_out_xcon_is_listed_as_unknown_and_deletable(api):
+    status, body = call(api, "POST", "/xcon", {"ots": "X", "in_port": 3, "out_port": 8})
+    assert status == 504
+    assert call(api, "GET", "/xcon")[1] == [{"ots": "X", "in_port": 3, "out_port": 8, "state": "unknown"},
+                                           {"ots": "X", "in_port": 8, "out_port": 3, "state": "unknown"}]
+    assert call(api, "DELETE", "/xcon", {"ots": "X", "in_port": 3})[0] == 200  # not a 404: it may be there
+    assert api.app("mlte_ots_driver").deleted == [3, 8] and call(api, "GET", "/xcon")[1] == []
 
 
 def test_circuit_delete_validates_hops(api):
@@ -150,3 +177,75 @@ def test_names_and_links(api):
     status, links = call(api, "GET", "/links")
     assert links[0]["src"]["node"] == "Alpha" and links[0]["last_seen"] == 5.0
     assert call(api, "POST", "/names", {"names": {"zz": "B"}})[0] == 400
+
+
+def test_topology_has_learnt_hosts_and_names_them(api, monkeypatch):
+    from app.controller.model import HostInfo
+    from app.controller.runtime import SETTINGS
+
+    monkeypatch.setattr(SETTINGS, "host_names", {})
+    fwd = api.app("mlte_forwarding")
+    monkeypatch.setattr(fwd, "hosts", {"00:00:00:00:00:01": HostInfo("00:00:00:00:00:01", "10.0.0.1", PortRef(0xA1, 3))})
+    monkeypatch.setattr(api.app("mlte_lldp"), "table", LinkTable())  # A:3 is an edge port here
+    status, body = call(api, "GET", "/topology")
+    assert status == 200
+    access = [link for link in body["links"] if link["kind"] == "access"]
+    # FakeInventory's A:3 reports no speed: the [controller] access_default_mbps default
+    assert [(a["u"], a["v"], a["capacity"]) for a in access] == [("A", "host-000000000001", 1000.0)]
+    assert call(api, "GET", "/topology?sources=lldp,scan")[1]["links"] == [
+        link for link in body["links"] if link["kind"] != "access"]  # without "hosts": no host edges
+    assert call(api, "POST", "/names", {"names": {"00:00:00:00:00:01": "h1"}})[0] == 200
+    assert {n["id"] for n in call(api, "GET", "/topology")[1]["nodes"] if n["kind"] == "host"} == {"h1"}
+    assert call(api, "GET", "/hosts")[1][0]["id"] == "h1"
+    assert call(api, "GET", "/events?type=names")[1][-1]["hosts"] == 1
+
+
+def raw_call(api, method, path, raw: bytes, length: str | None = None):
+    env = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "",
+           "CONTENT_LENGTH": str(len(raw)) if length is None else length, "wsgi.input": io.BytesIO(raw)}
+    seen = {}
+    out = api.wsgi(env, lambda status, headers: seen.update(status=int(status.split()[0])))
+    return seen["status"], json.loads(b"".join(out))
+
+
+@pytest.mark.parametrize("raw,length", [(b"{bad", None), (b"\xff\xfe\x00", None), (b"[1, 2]", None),
+                                        (b'{"ots": "X"}', "abc")])
+def test_malformed_bodies_are_400_with_a_reason(api, raw, length):
+    status, body = raw_call(api, "POST", "/xcon", raw, length)
+    assert status == 400 and body["error"]
+
+
+@pytest.mark.parametrize("path,body", [
+    ("/xcon", {"ots": "X", "in_port": -1, "out_port": 2}),
+    ("/xcon", {"ots": "X", "in_port": 1, "out_port": 70000}),
+    ("/xcon", {"ots": "X", "in_port": 0, "out_port": 2}),
+    ("/circuit", {"xcons": [{"ots": "X", "in_port": 1, "out_port": 2}, {"ots": "X", "in_port": 65535, "out_port": 2}]}),
+    ("/flowmod", {"ots": "X", "match": {"in_port": 1}, "out_port": -4}),
+])
+def test_out_of_range_ports_are_400_and_change_nothing(api, path, body):
+    status, answer = call(api, "POST", path, body)
+    assert status == 400 and "out of range" in answer["error"]
+    assert call(api, "GET", "/xcon")[1] == []
+
+
+def test_unknown_ots_is_404_everywhere(api):
+    for method, path, body in (("POST", "/xcon", {"ots": "Q", "in_port": 1, "out_port": 2}),
+                               ("DELETE", "/xcon", {"ots": "Q", "in_port": 1}),
+                               ("POST", "/circuit", {"xcons": [{"ots": "Q", "in_port": 1, "out_port": 2}]}),
+                               ("DELETE", "/circuit", {"xcons": [{"ots": "Q", "in_port": 1}]}),
+                               ("POST", "/flowmod", {"ots": "Q", "match": {"in_port": 1}, "out_port": 2})):
+        status, answer = call(api, method, path, body)
+        assert status == 404 and "unknown switch" in answer["error"], (method, path, answer)
+
+
+def test_circuit_delete_validates_every_hop_before_removing_any(api):
+    assert call(api, "POST", "/xcon", {"ots": "X", "in_port": 1, "out_port": 2})[0] == 200
+    status, _ = call(api, "DELETE", "/circuit", {"xcons": [{"ots": "X", "in_port": 1}, {"ots": "X", "in_port": "a"}]})
+    assert status == 400 and api.app("mlte_ots_driver").deleted == []
+
+
+def test_bad_static_file_and_names_are_400(api, tmp_path):
+    assert call(api, "POST", "/static", {"path": str(tmp_path)})[0] == 400  # a directory
+    assert call(api, "POST", "/static", {"path": str(tmp_path / "none.yaml")})[0] == 400
+    assert call(api, "POST", "/names", {"names": {"0xa1": ""}})[0] == 400
+    assert call(api, "POST", "/names", {"names": ["A"]})[0] == 400

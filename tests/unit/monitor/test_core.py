@@ -83,3 +83,24 @@ def test_monitor_app_settings_and_agent_addresses(tmp_path, monkeypatch):
     assert cfg["interval"] == 0.5 and cfg["sflow_collector_port"] == 16343 and cfg["ewma_alpha"] == 0.3
     monkeypatch.delenv("MLTE_CONFIG")
     assert monitor_app.monitor_settings()["interval"] == 1.0
+
+
+def test_drops_in_a_new_circuits_first_interval_are_not_a_hot_spot():
+    """After a re-route the new circuit's ports were dark for part of the interval: the switch
+    counted tx_dropped there. Only drops from its second interval on count."""
+    core = MonitorCore(load_config()["monitor"], FakeFine())
+    ab = Circuit("A-B", (("A", 3), ("B", 1)), 10.0)
+    ac = Circuit("A-C", (("A", 3), ("C", 1)), 10.0)
+    core.set_circuits([ab])
+    drops, kinds = 0, []
+    for t in range(8):
+        if t == 3:
+            core.set_circuits([ac])  # re-routed; 3 packets were dropped at A:3 while it was dark
+        drops += 3 if t in (3, 6) else 0
+        for sw, port in (("A", 3), ("B", 1), ("C", 1)):
+            core.port_stats(float(t), sw, port, PortSnapshot(1000 * t, 0, drops=drops if sw == "A" else 0))
+        res = core.tick(float(t))
+        if t == 3:
+            assert res.circuits["A-C"]["drops"] == 3  # reported, not classified
+        kinds += [(t, e.circuit, e.kind) for e in res.events]
+    assert kinds == [(6, "A-C", HOT_SPOT)]  # drops in a later interval do count

@@ -90,6 +90,11 @@ def test_rates_from_byte_count_and_duration_max_over_switches():
     assert fc.flow_rates(20.0) == []  # stale
 
 
+def test_ports_only_for_tcp_and_udp():
+    assert fs.flow_key(frame(UDP)) == UDP and fs.flow_key(frame(TCP)) == TCP
+    assert fs.flow_key(frame(FiveTuple("10.0.0.1", "10.0.0.3", 132, 7, 9))) == FiveTuple("10.0.0.1", "10.0.0.3", 132)
+
+
 def test_ipv6_is_not_counted():
     fc = fs.FlowCounting()
     fc.enable("A", {H3: 3})

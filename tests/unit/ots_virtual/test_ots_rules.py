@@ -171,3 +171,12 @@ def test_rules_module_imports_no_controller_framework():
     code = "import sys, ots_virtual.rules; bad=[m for m in sys.modules if m.startswith(('os_ken.controller','os_ken.base','flask','app'))]; print(bad)"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == "[]"
+
+
+def test_delete_strict_of_a_port_without_xcon_is_harmless():
+    """The controller's roll-back deletes XCONs whose barrier timed out: maybe never applied."""
+    t = XconTable(PORTS)
+    t.apply_flow_mod(fm(parser.OFPMatch(in_port=3), [out(4)]))
+    for port in (1, 2, 6):  # free ports: no error, no change, nothing to provision
+        assert t.apply_flow_mod(fm(parser.OFPMatch(in_port=port), [], command=ofp.OFPFC_DELETE_STRICT)) == []
+    assert [(x.in_port, x.out_port) for x in t] == [(3, 4)]

@@ -226,3 +226,18 @@ def test_latency_bound_equals_brute_force(seed, objective):
         assert key(got) >= min(key(p) for p in ok)
     else:
         assert key(got) == pytest.approx(min(key(p) for p in ok))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_available_bandwidth_equals_brute_force(seed):
+    from pce.reservation import available_bandwidth
+
+    g, books = random_graph(seed)
+    sws = g.nodes_of_kind("packet")
+    paths = brute_paths(g, sws[0], sws[-1], 0.0, 20, 50, books)
+    bw, res = available_bandwidth(g, sws[0], sws[-1], 20, 50, books)
+    if not paths:
+        assert (bw, res) == (0.0, None)
+        return
+    assert bw == pytest.approx(max(p[4] for p in paths))
+    assert res.available == pytest.approx(bw)

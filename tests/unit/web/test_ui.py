@@ -7,6 +7,7 @@ import pytest
 
 from app.web.auth import create_user
 from app.web.feed import Feed
+from app.web.timeutil import parse_iso
 from tests.unit.web.conftest import T0, counts
 
 
@@ -111,5 +112,116 @@ def test_topology_and_events_pages(ui, app, clock) -> None:  # noqa: ANN001
     login(ui)
     topo = ui.get("/topology").get_data(as_text=True)
     assert "band-packet" in topo and "band-optical" in topo and "edge-adaptation" in topo
-    assert "X1↔X3" in topo.replace("</code>", "").replace("<code>", "")
+    assert "X:1↔X:3" in topo.replace("</code>", "").replace("<code>", "")
     assert "circuit A-C up" in ui.get("/events").get_data(as_text=True)
+
+
+def _held(ui, **over) -> str:  # noqa: ANN001, ANN003
+    r = ui.post("/reservations/new", data=_form(ui, **over))
+    assert r.status_code == 302, r.get_data(as_text=True)
+    return r.headers["Location"]
+
+
+def _modify(ui, detail_url: str, **fields) -> tuple[int, str]:  # noqa: ANN001, ANN003
+    page = ui.get("/reservations/new").get_data(as_text=True)
+    data = {"csrf_token": csrf(page), "modify-bandwidth": "3", "modify-end": "2030-03-17T19:00"}
+    data.update({f"modify-{k}": v for k, v in fields.items()})
+    r = ui.post(detail_url + "/modify", data=data)
+    return r.status_code, r.get_data(as_text=True)
+
+
+def test_modify_through_the_detail_page(ui, app) -> None:  # noqa: ANN001
+    login(ui)
+    detail_url = _held(ui)
+    page = ui.get(detail_url).get_data(as_text=True)
+    assert 'id="modify-form"' in page and 'value="3.0"' in page and 'value="2030-03-17T19:00"' in page
+    status, _ = _modify(ui, detail_url, bandwidth="6", end="2030-03-17T20:30")
+    assert status == 302
+    page = ui.get(detail_url).get_data(as_text=True)
+    assert "6 Mbit/s" in page and "2030-03-17 20:30:00 UTC" in page and "modified" in page
+    with app.extensions["mlte"].db.session() as s:
+        from app.web.models import Reservation
+
+        res = s.get(Reservation, int(detail_url.rsplit("/", 1)[1]))
+        assert (res.bandwidth, res.end_ts) == (6.0, parse_iso("2030-03-17T20:30:00Z"))
+
+
+def test_modify_errors_are_shown_next_to_the_field_and_nothing_changes(ui, app) -> None:  # noqa: ANN001
+    login(ui)
+    detail_url = _held(ui)
+    before = counts(app)
+    status, page = _modify(ui, detail_url, bandwidth="5000")
+    assert status == 400 and counts(app) == before
+    assert re.search(r'id="modify-bandwidth-error" data-field="bandwidth">not admitted[^<]*limited by', page)
+    assert 'aria-invalid="true"' in page
+    status, page = _modify(ui, detail_url, end="2030-03-17T17:30")
+    assert status == 400 and 'id="modify-end-error" data-field="end">end must be after start' in page
+    assert counts(app) == before
+    other = app.test_client()
+    login(other, "eve")
+    assert _modify(other, detail_url, bandwidth="4")[0] == 403
+
+
+def test_clone_prefills_a_new_form(ui, app) -> None:  # noqa: ANN001
+    login(ui)
+    detail_url = _held(ui, name="orig", description="weekly backup", src_vlan="120", ero="A X:1 X:3 Z:3 Z:2 C")
+    res_id = detail_url.rsplit("/", 1)[1]
+    assert f'href="/reservations/new?clone={res_id}"' in ui.get(detail_url).get_data(as_text=True)
+    page = ui.get(f"/reservations/new?clone={res_id}").get_data(as_text=True)
+    for expected in ('value="copy of orig"', "weekly backup", 'value="A:1"', 'value="120"', 'value="C:3"',
+                     'value="3.0"', 'value="2030-03-17T18:00"', 'value="2030-03-17T19:00"',
+                     'value="A X:1 X:3 Z:3 Z:2 C"', f"a copy of reservation {res_id}"):
+        assert expected in page, expected
+    other = app.test_client()
+    login(other, "eve")
+    assert other.get(f"/reservations/new?clone={res_id}").status_code == 403
+
+
+def test_list_filters(ui, app) -> None:  # noqa: ANN001
+    login(ui)
+    _held(ui, name="one", bandwidth="1")
+    _held(ui, name="two", src="A:2", dst="C:4", bandwidth="2")
+    page = ui.get("/reservations?endpoint=A:1").get_data(as_text=True)
+    assert ">one<" in page and ">two<" not in page
+    page = ui.get("/reservations?endpoint=A&min_bandwidth=1.5").get_data(as_text=True)
+    assert ">two<" in page and ">one<" not in page
+    page = ui.get("/reservations?state=RESERVED").get_data(as_text=True)
+    assert "No reservations match" in page
+    page = ui.get("/reservations?min_bandwidth=abc").get_data(as_text=True)
+    assert "filter: min_bandwidth must be a number" in page
+
+
+def test_endpoint_filter_matches_the_port_exactly(ui, app) -> None:  # noqa: ANN001
+    """``A:1`` is port 1, not every port whose number starts with 1 (``A:10``)."""
+    from app.web.models import Reservation
+
+    login(ui)
+    _held(ui, name="one")
+    with app.extensions["mlte"].db.session() as s:
+        res = s.get(Reservation, 1)
+        s.add(Reservation(name="ten", description="", src="A:10", dst="C:3", bandwidth=1.0, start_ts=T0,
+                          end_ts=T0 + 60, mode="static", state="CANCELLED", owner_id=res.owner_id,
+                          created_ts=T0, updated_ts=T0))
+        s.commit()
+    page = ui.get("/reservations?endpoint=A:1").get_data(as_text=True)
+    assert ">one<" in page and ">ten<" not in page
+
+
+def test_names_are_escaped(ui, app) -> None:  # noqa: ANN001
+    login(ui)
+    evil = '<script>alert("x")</script>'
+    detail_url = _held(ui, name=evil, description=f"<img src=x onerror=alert(1)>{evil}")
+    for page in (ui.get(detail_url).get_data(as_text=True), ui.get("/reservations").get_data(as_text=True),
+                 ui.get(detail_url.replace("/reservations/", "/reservations/new?clone=")).get_data(as_text=True)):
+        assert "<script>alert" not in page and "<img src=x" not in page
+        assert "&lt;script&gt;alert" in page
+
+
+def test_login_redirects_only_to_this_site(ui) -> None:  # noqa: ANN001
+    for target, expected in (("/events", "/events"), ("//evil.example/", "/reservations"),
+                             ("/\\evil.example/", "/reservations"), ("https://evil.example/", "/reservations")):
+        c = ui.application.test_client()
+        page = c.get("/login").get_data(as_text=True)
+        r = c.post(f"/login?next={target}", data={"username": "dora", "password": "dora-pw",
+                                                  "csrf_token": csrf(page)})
+        assert r.status_code == 302 and r.headers["Location"] == expected, (target, r.headers["Location"])

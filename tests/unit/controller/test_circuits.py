@@ -1,0 +1,83 @@
+"""All-or-nothing circuits (app/controller/circuits.py) over a fake driver: unknown hops are rolled back."""
+from __future__ import annotations
+
+from app.controller.circuits import setup_circuit
+from app.controller.driver_errors import BarrierTimeout, DriverError
+from app.controller.ots_driver import XconResult, delete_ports
+
+HOPS = [{"ots": "X", "in_port": 1, "out_port": 2}, {"ots": "Y", "in_port": 1, "out_port": 2},
+        {"ots": "Z", "in_port": 1, "out_port": 2}]
+
+
+class Driver:
+    """Answers per OTS: "ok", "refuse", "timeout"; ``dead_on_delete``: OTSes whose deletes time out too."""
+
+    def __init__(self, behaviour: dict[str, str], dead_on_delete: set[str] = frozenset()):
+        self.behaviour, self.dead = behaviour, dead_on_delete
+        self.calls: list[tuple[str, str, int]] = []
+
+    def install(self, ots, a, b):
+        self.calls.append(("install", ots, a))
+        how = self.behaviour.get(ots, "ok")
+        if how == "timeout":
+            raise BarrierTimeout(f"no BARRIER_REPLY from {ots}", [(a, b), (b, a)])
+        if how == "gone":
+            raise DriverError(f"{ots} is not connected", 409)
+        ok = how == "ok"
+        return XconResult(ok, ots, [], [] if ok else [{"code_name": "OFPBAC_BAD_OUT_PORT"}], 1.0, 1.1 if ok else None)
+
+    def remove(self, ots, a):
+        self.calls.append(("remove", ots, a))
+        if ots in self.dead:
+            raise BarrierTimeout(f"no BARRIER_REPLY from {ots}")
+        return XconResult(True, ots, [], [], 1.0, 1.1)
+
+
+def test_all_hops_ok():
+    status, body = setup_circuit(Driver({}), HOPS)
+    assert status == 200 and body["ok"] and len(body["xcons"]) == 3
+
+
+def test_timed_out_hop_is_rolled_back_with_the_applied_ones():
+    d = Driver({"Y": "timeout"})
+    status, body = setup_circuit(d, HOPS)
+    assert status == 504 and "BARRIER_REPLY" in body["error"]
+    assert body["unknown"] == [HOPS[1]] and body["rolled_back"] == 2
+    # last first; Z was never tried
+    assert d.calls == [("install", "X", 1), ("install", "Y", 1), ("remove", "Y", 1), ("remove", "X", 1)]
+
+
+def test_disconnected_ots_is_not_rolled_back_but_reported():
+    d = Driver({"Y": "gone"})
+    status, body = setup_circuit(d, HOPS)
+    assert status == 409 and body["unknown"] == [] and body["rolled_back"] == 1
+    assert ("remove", "Y", 1) not in d.calls
+
+
+def test_refusal_rolls_back_in_parallel_mode_too():
+    d = Driver({"Z": "refuse", "X": "timeout"})
+    ran: list[int] = []
+
+    def run_all(thunks):  # a stand-in for greenthreads: all hops are attempted
+        ran.append(len(thunks))
+        for t in thunks:
+            t()
+
+    status, body = setup_circuit(d, HOPS, parallel=True, run_all=run_all)
+    assert ran == [3] and status == 504  # a timeout outranks a refusal: the caller must know the state is unclear
+    assert body["rolled_back"] == 2 and {c[1] for c in d.calls if c[0] == "remove"} == {"X", "Y"}
+
+
+def test_a_failing_rollback_continues_and_is_reported():
+    d = Driver({"Z": "refuse"}, dead_on_delete={"Y"})
+    status, body = setup_circuit(d, HOPS)
+    assert status == 422 and body["rolled_back"] == 1
+    assert body["rollback_failed"][0]["ots"] == "Y" and ("remove", "X", 1) in d.calls
+
+
+def test_delete_ports_uses_applied_and_unknown_reverse_directions():
+    assert delete_ports({1: 2, 2: 1}, {}, 1, True) == [1, 2]
+    assert delete_ports({}, {3: 8, 8: 3}, 3, True) == [3, 8]
+    assert delete_ports({}, {}, 5, True) == [5]  # nothing recorded: the delete is harmless on the OTS
+    assert delete_ports({1: 2, 2: 1}, {}, 1, False) == [1]
+    assert delete_ports({1: 2, 2: 7}, {}, 1, True) == [1]  # 2 is cross-connected elsewhere: leave it
