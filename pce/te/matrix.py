@@ -18,12 +18,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from pce.errors import InfeasibleError, InvalidInputError, SolverError
+from pce.highs import new_highs
 
 SOLVERS = ("highs", "cbc")
 LP_METHODS = ("auto", "simplex", "ipm", "pdlp")
 INF = float("inf")
 
-_scheduler_threads: int | None = None  # thread count HiGHS's global scheduler was started with
 
 
 @dataclass
@@ -93,19 +93,10 @@ def solve_highs(
 
     if method not in LP_METHODS:
         raise InvalidInputError(f"unknown LP method {method!r} ({', '.join(LP_METHODS)})")
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", bool(verbose))
+    h = new_highs(threads, verbose=verbose)
     if method == "auto":
         method = "choose"
     h.setOptionValue("solver", method)
-    global _scheduler_threads
-    threads = int(threads) or (os.cpu_count() or 1)
-    if _scheduler_threads not in (None, threads):
-        # HiGHS's global thread scheduler keeps the thread count of its first use; a solve asking
-        # for another count fails ("Not Set") unless the scheduler is restarted
-        highspy.Highs.resetGlobalScheduler(True)
-    _scheduler_threads = threads
-    h.setOptionValue("threads", threads)
     if time_limit:
         h.setOptionValue("time_limit", float(time_limit))
     status = h.passModel(_highs_lp(lp))
