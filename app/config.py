@@ -96,6 +96,8 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
             if key not in cfg[section]:
                 raise ConfigError(f"unknown key [{section}] {key} (known: {', '.join(cfg[section])})")
             cfg[section][key] = _check(section, key, value, DEFAULTS[section][key])
+    if not 0 < cfg["controller"]["access_default_mbps"] < float("inf"):
+        raise ConfigError("[controller] access_default_mbps must be a finite number > 0")
     ots = cfg["ots"]
     if not 0 <= ots["provision_delay_min"] <= ots["provision_delay_max"]:
         raise ConfigError("[ots] needs 0 <= provision_delay_min <= provision_delay_max")

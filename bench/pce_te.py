@@ -42,10 +42,11 @@ def record(res: TeResult) -> dict[str, Any]:
                               "paths", "path_method", "lp_method")}
 
 
-def caida_case(quick: bool, load: float, time_limit: float, splits: list[float]) -> dict[str, Any]:
+def caida_case(quick: bool, load: float, time_limit: float, splits: list[float],
+               endpoints: int | None) -> dict[str, Any]:
     # --quick: 150 endpoints (22,350 demands) and 4 partitions -- with 16 partitions of so few
     # demands each demand is as large as a partition's capacity and POP is not meaningful
-    endpoints, partitions = (150, 4) if quick else (None, 16)
+    endpoints, partitions = (150, 4) if quick else (endpoints, 16)
     g = load_topology(CAIDA, capacity=CAPACITY)
     dem = load_demands(CAIDA, g, load=load, endpoints=endpoints)
     log(f"caida: {len(dem)} demands, load {load}")
@@ -110,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--world-endpoints", type=int, default=400, help="traffic endpoints on backbone/world")
     p.add_argument("--edge-topology", default="sndlib/germany50")
     p.add_argument("--time-limit", type=float, default=900.0, help="seconds per LP solve")
+    p.add_argument("--caida-endpoints", type=int, default=None,
+                   help="traffic endpoints on AS7018 (default: all 594, i.e. 352,242 demands)")
     p.add_argument("--splits", default="0,0.25", help="POP client-splitting fractions to run (comma list)")
     p.add_argument("--only", choices=["caida", "world", "edge_vs_path"], action="append",
                    help="run only these cases (repeatable)")
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         out["edge_vs_path"] = edge_vs_path_case(args.quick, args.edge_topology, args.time_limit)
     if "caida" in cases:
         out["caida"] = caida_case(args.quick, args.load, args.time_limit,
-                                  [float(x) for x in args.splits.split(",")])
+                                  [float(x) for x in args.splits.split(",")], args.caida_endpoints)
     if "world" in cases:
         out["world"] = world_case(args.quick, args.world_endpoints, args.load, args.time_limit,
                                   float(args.splits.split(",")[-1]))

@@ -3,9 +3,10 @@
 - Hosts are learned from PACKET_INs on *edge* ports (up ports with no discovered link).
 - Rules are installed proactively along shortest-path trees (:mod:`app.controller.paths`),
   re-planned on every link / host / switch change; rules using a lost link are removed.
-- ARP never floods through the switches: a request for a known host is answered by the controller
-  (proxy ARP); otherwise the controller copies it to the edge ports of the switches reachable from
-  the sender. Nothing is delivered to a host the packet links cannot reach, so two clusters talk
+- ARP never floods through the switches: every ARP packet goes to the controller (a rule above the
+  forwarding rules), so each host's IPv4 address is learnt; a request for a known host is answered
+  by the controller (proxy ARP); otherwise the controller copies it to the edge ports of the
+  switches reachable from the sender; a reply goes straight out of the asker's port. Nothing is delivered to a host the packet links cannot reach, so two clusters talk
   only once a circuit joins them.
 - OTS datapaths never receive a rule from this app.
 """
@@ -27,6 +28,7 @@ from app.controller.paths import Plan, diff, link_graph, plan, reachable
 
 COOKIE_FWD = 0x4D4C544500000002
 FWD_PRIORITY = 100
+ARP_PRIORITY = 110  # above the eth_dst rules: every ARP reaches the controller (IPv4 of every host learnt)
 
 
 class Forwarding(app_manager.OSKenApp):
@@ -85,7 +87,11 @@ class Forwarding(app_manager.OSKenApp):
         parser, ofp = dp.ofproto_parser, dp.ofproto
         # start from a clean table as far as our rules go (the cookie spares LLDP's trap rule)
         delete_flows(dp, COOKIE_FWD, parser.OFPMatch())
-        add_flow(dp, COOKIE_FWD, 0, parser.OFPMatch(), [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)])
+        to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
+        add_flow(dp, COOKIE_FWD, 0, parser.OFPMatch(), to_controller)
+        # ARP is handled by the controller (proxy replies, replies delivered to the asker's port): a
+        # reply following the asker's eth_dst rule would hide the replier's IPv4 address from us
+        add_flow(dp, COOKIE_FWD, ARP_PRIORITY, parser.OFPMatch(eth_type=ETH_TYPE_ARP), to_controller)
         self.installed.pop(ev.switch.dpid, None)
         self._replan()
 

@@ -244,7 +244,8 @@ class OtsDriver(app_manager.OSKenApp):
             record_unknown(self.unknown.setdefault(dpid, {}), pairs)
             JOURNAL.add("xcon_unknown", ots=name, in_port=in_port, out_port=out_port, error=str(exc))
             LOG.warning("XCON %s %d->%d: %s; state unknown (recorded for roll-back)", name, in_port, out_port, exc)
-            raise BarrierTimeout(f"{exc}; XCON {name} {in_port}<->{out_port} state unknown", pairs) from None
+            arrow = "<->" if bidirectional else "->"
+            raise BarrierTimeout(f"{exc}; XCON {name} {in_port}{arrow}{out_port} state unknown", pairs) from None
         failed_xids = {e.xid for e in errors}
         changes = []
         for m, (a, b) in zip(msgs, pairs, strict=True):

@@ -182,8 +182,9 @@ def test_reservation_between_host_ports_admitted_against_the_live_topology(stack
     graph = web_graph(stack)
     assert {"access:A:1-h1", "access:C:3-h3"} <= set(graph.edges_of_kind("access"))
     now = datetime.now(timezone.utc)
+    # a window after the A:4 -> C:2 booking's (an optical port is taken whole by a booking)
     body = {"name": "e2e h1-h3", "src": "A:1", "dst": "C:3", "bandwidth": 2.0,
-            "start": (now + timedelta(minutes=10)).isoformat(), "end": (now + timedelta(hours=1)).isoformat()}
+            "start": (now + timedelta(hours=2)).isoformat(), "end": (now + timedelta(hours=3)).isoformat()}
     r = requests.post(f"{url}/api/v1/reservations", json=body, headers=headers, timeout=30)
     assert r.status_code == 201, r.text
     path = r.json()["path"]

@@ -75,3 +75,13 @@ def test_controller_url_errors_are_one_line(capsys):
         assert main(["topology", "show", "--controller", url]) == 2
         err = capsys.readouterr().err
         assert "bad controller API URL" in err and "Traceback" not in err
+
+
+def test_access_default_mbps_is_checked():
+    from app.config import merge_config
+    from app.errors import ConfigError
+
+    assert merge_config({"controller": {"access_default_mbps": 100}})["controller"]["access_default_mbps"] == 100.0
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match="access_default_mbps"):
+            merge_config({"controller": {"access_default_mbps": bad}})

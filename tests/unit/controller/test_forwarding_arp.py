@@ -1,0 +1,77 @@
+"""The forwarding app traps ARP so that every host's IPv4 address is learnt (fake datapath, no switch)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from os_ken.lib.packet import arp, ethernet, packet
+from os_ken.lib.packet.ether_types import ETH_TYPE_ARP
+from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+
+from app.controller import events
+from app.controller.forwarding import ARP_PRIORITY, FWD_PRIORITY, Forwarding
+from app.controller.links import LinkTable
+from app.controller.model import PACKET, PortInfo, PortRef, SwitchInfo
+
+H1, H2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
+
+
+class FakeDp:
+    ofproto, ofproto_parser = ofproto_v1_3, ofproto_v1_3_parser
+
+    def __init__(self, dpid: int):
+        self.id = dpid
+        self.sent: list = []
+
+    def send_msg(self, msg) -> None:
+        self.sent.append(msg)
+
+
+def make_app():
+    dp = FakeDp(0xA1)
+    sw = SwitchInfo(0xA1, PACKET, 4, "A", {p: PortInfo(p, f"A-eth{p}", "00:00:00:00:00:0a", True) for p in (1, 2)})
+    inv = SimpleNamespace(switches={0xA1: sw}, datapath=lambda dpid: dp if dpid == 0xA1 else None,
+                          of_kind=lambda kind: [sw] if kind == PACKET else [])
+    app = Forwarding()
+    app._inventory = lambda: inv
+    app._lldp = lambda: SimpleNamespace(table=LinkTable())
+    app.send_event_to_observers = lambda ev: None
+    return app, dp, sw
+
+
+def arp_frame(opcode: int, src_mac: str, src_ip: str, dst_mac: str, dst_ip: str) -> bytes:
+    pkt = packet.Packet()
+    pkt.add_protocol(ethernet.ethernet(dst_mac if opcode == arp.ARP_REPLY else "ff:ff:ff:ff:ff:ff", src_mac,
+                                       ETH_TYPE_ARP))
+    pkt.add_protocol(arp.arp(opcode=opcode, src_mac=src_mac, src_ip=src_ip, dst_mac=dst_mac, dst_ip=dst_ip))
+    pkt.serialize()
+    return bytes(pkt.data)
+
+
+def packet_in(app, dp, port: int, data: bytes) -> None:
+    msg = SimpleNamespace(datapath=dp, data=data, match={"in_port": port})
+    app._packet_in(SimpleNamespace(msg=msg))
+
+
+def test_arp_trap_rule_is_installed_above_the_forwarding_rules():
+    app, dp, sw = make_app()
+    app._switch_enter(events.EventSwitchEnter(sw))
+    arp_rules = [m for m in dp.sent if getattr(m, "priority", None) == ARP_PRIORITY]
+    assert len(arp_rules) == 1 and ARP_PRIORITY > FWD_PRIORITY
+    rule = arp_rules[0]
+    assert rule.match["eth_type"] == ETH_TYPE_ARP
+    (action,) = rule.instructions[0].actions
+    assert action.port == ofproto_v1_3.OFPP_CONTROLLER
+
+
+def test_a_reply_teaches_the_repliers_ip_even_when_it_was_known_without_one():
+    app, dp, sw = make_app()
+    app._switch_enter(events.EventSwitchEnter(sw))
+    # h2 first seen without an IPv4 address (e.g. IPv6 neighbour discovery)
+    app._learn(H2, None, PortRef(0xA1, 2))
+    packet_in(app, dp, 1, arp_frame(arp.ARP_REQUEST, H1, "10.0.0.1", "00:00:00:00:00:00", "10.0.0.2"))
+    assert app.hosts[H1].ip == "10.0.0.1"
+    dp.sent.clear()
+    packet_in(app, dp, 2, arp_frame(arp.ARP_REPLY, H2, "10.0.0.2", H1, "10.0.0.1"))
+    assert app.hosts[H2].ip == "10.0.0.2"
+    outs = [m for m in dp.sent if isinstance(m, ofproto_v1_3_parser.OFPPacketOut)]
+    assert [m.actions[0].port for m in outs] == [1]  # delivered to the asker's port by the controller
