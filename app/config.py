@@ -27,6 +27,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "scan_settle": 0.25,  # optical scan: seconds without new PORT_STATUS before a probe is read
         "static_file": "",  # optional static vendor topology file merged into the graph ("" = none)
         "access_default_mbps": 1000.0,  # capacity of a learned host's access edge when its switch port reports no speed
+        "link_default_mbps": 1000.0,  # capacity of an LLDP packet link (not a circuit) when neither port reports a speed
+        "db_queue_max": 1000,  # database writer queue bound (jobs); when full the oldest samples are dropped
     },
     "ots": {
         "provision_delay_min": 0.150,  # seconds an XCON stays dark (drawn uniformly in [min, max])
@@ -98,6 +100,10 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
             cfg[section][key] = _check(section, key, value, DEFAULTS[section][key])
     if not 0 < cfg["controller"]["access_default_mbps"] < float("inf"):
         raise ConfigError("[controller] access_default_mbps must be a finite number > 0")
+    if not 0 < cfg["controller"]["link_default_mbps"] < float("inf"):
+        raise ConfigError("[controller] link_default_mbps must be a finite number > 0")
+    if cfg["controller"]["db_queue_max"] < 1:
+        raise ConfigError("[controller] db_queue_max must be >= 1")
     ots = cfg["ots"]
     if not 0 <= ots["provision_delay_min"] <= ots["provision_delay_max"]:
         raise ConfigError("[ots] needs 0 <= provision_delay_min <= provision_delay_max")

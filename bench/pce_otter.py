@@ -90,6 +90,10 @@ def scale_lp(n_flows: int, sd: int, seed: int, pulp_too: bool) -> dict:
     }
     res["target_total_le_10s"] = res["matrix"]["total_seconds"] <= 10.0
     log(f"scale {sd}x{sd} {n_flows} flows: matrix {res['matrix']['total_seconds']:.2f}s ({prob.n_cols} columns)")
+    ipm = build_matrix(prob).solve(method="ipm")
+    res["matrix_ipm"] = {"solve_seconds": ipm.solve_seconds, "objective": ipm.objective,
+                         "total_seconds": t_prob + mm.build_seconds + ipm.solve_seconds}
+    log(f"  matrix with IPM: {res['matrix_ipm']['total_seconds']:.2f}s")
     if pulp_too:
         pm = build_model(prob)
         ps = pm.solve("highs")

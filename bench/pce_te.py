@@ -121,9 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--world-endpoints", type=int, default=400, help="traffic endpoints on backbone/world")
     p.add_argument("--edge-topology", default="sndlib/germany50")
     p.add_argument("--time-limit", type=float, default=900.0, help="seconds per LP solve")
+    p.add_argument("--world-split", type=float, default=0.25, help="POP client splitting on backbone/world")
     p.add_argument("--caida-endpoints", type=int, default=None,
                    help="traffic endpoints on AS7018 (default: all 594, i.e. 352,242 demands)")
-    p.add_argument("--splits", default="0,0.25", help="POP client-splitting fractions to run (comma list)")
+    p.add_argument("--splits", default="0,1", help="POP client-splitting fractions to run (comma list)")
     p.add_argument("--only", choices=["caida", "world", "edge_vs_path"], action="append",
                    help="run only these cases (repeatable)")
     args = p.parse_args(argv)
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                                   [float(x) for x in args.splits.split(",")], args.caida_endpoints)
     if "world" in cases:
         out["world"] = world_case(args.quick, args.world_endpoints, args.load, args.time_limit,
-                                  float(args.splits.split(",")[-1]))
+                                  args.world_split)
     out["seconds"] = time.perf_counter() - t0
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as fh:

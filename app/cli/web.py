@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(only the controller's snapshot) | fig2 | FILE.json")
     p.add_argument("--threads", type=int, default=8, help="waitress worker threads")
     p.add_argument("--secret-key", help="session signing key (default: random per start; logs users out on restart)")
+    p.add_argument("--secure-cookies", action="store_true",
+                   help="mark the session cookie Secure (set this when users reach the UI through HTTPS)")
     p.set_defaults(func=_serve)
     wsub = p.add_subparsers(dest="web_cmd", metavar="WEB_COMMAND")
     cu = wsub.add_parser("create-user", help="create a user and print its API token")
@@ -66,6 +68,8 @@ def _serve(args: argparse.Namespace) -> int:
             "UNIT_MBPS": cfg["ots"]["unit_mbps"], "HOLD_SECONDS": cfg["web"]["hold_seconds"]}
     if args.secret_key:
         conf["SECRET_KEY"] = args.secret_key
+    if args.secure_cookies:
+        conf["SESSION_COOKIE_SECURE"] = True
     app = create_app(conf)
     host = args.host or cfg["web"]["host"]
     port = args.port if args.port is not None else cfg["web"]["port"]

@@ -19,9 +19,9 @@ from os_ken.base import app_manager
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import guard
+from app.controller import db_writer, guard
 from app.controller.circuits import setup_circuit
-from app.controller.graph_view import DEFAULT_ACCESS_MBPS, combined, live_graph, strip
+from app.controller.graph_view import DEFAULT_ACCESS_MBPS, DEFAULT_LINK_MBPS, combined, live_graph, strip
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortRef, host_label, split_names
@@ -152,6 +152,8 @@ class ControlApi(app_manager.OSKenApp):
             "ots": len(inv.of_kind(OTS)),
             "links": len(self.app("mlte_lldp").table.links()),
             "failures": guard.failures[-20:],
+            # the database writer thread (db_writer): queue length, drops of samples, write errors
+            "db": writer.stats() if (writer := db_writer.current()) is not None else None,
         }
 
     def r_switches(self, q: dict, d: dict) -> list:
@@ -186,7 +188,8 @@ class ControlApi(app_manager.OSKenApp):
                                     float(SETTINGS.ots["unit_mbps"]),
                                     self.app("mlte_forwarding").hosts.values() if "hosts" in sources else (),
                                     SETTINGS.host_names,
-                                    float(SETTINGS.controller.get("access_default_mbps", DEFAULT_ACCESS_MBPS)))
+                                    float(SETTINGS.controller.get("access_default_mbps", DEFAULT_ACCESS_MBPS)),
+                                    float(SETTINGS.controller.get("link_default_mbps", DEFAULT_LINK_MBPS)))
         static = None
         if self.static_graph is not None and "static" in sources:
             static = self.static_graph

@@ -6,6 +6,8 @@ files), waits until they have been quiet for ``DEBOUNCE`` seconds (at most ``MAX
 first one; never while an optical scan is probing), then builds the live multi-layer graph exactly
 as ``GET /topology`` does and writes it through :class:`app.web.feed.Feed` — a new snapshot only if
 the graph changed, and the set of lit circuits (``circuit_view.lit_circuits``) only if it changed.
+The writes are queued to the controller's writer thread (:mod:`app.controller.db_writer`), so a
+locked database never stalls the hub.
 Utilization and monitoring events are the monitor app's (``mon_*`` tables), not written here.
 """
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from os_ken.base import app_manager
 from os_ken.lib import hub
 
-from app.controller import guard
+from app.controller import db_writer, guard
 from app.controller.circuit_view import lit_circuits
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
@@ -30,6 +32,7 @@ CHANGES = frozenset({"switch_enter", "switch_leave", "port", "link_add", "link_d
 POLL = 0.1  # seconds between journal checks
 DEBOUNCE = 0.3  # quiet time after the last change before writing
 MAX_DELAY = 2.0  # write at the latest this long after the first unwritten change (a flapping port)
+FEED = "web_feed"  # the app.web.feed.Feed, a resource of the db_writer thread
 
 
 class DbFeed(app_manager.OSKenApp):
@@ -38,24 +41,33 @@ class DbFeed(app_manager.OSKenApp):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_db_feed"
-        self.feed = None
+        # the Feed is opened and used in the controller's writer thread only (db_writer): a locked
+        # database must not stall the hub
+        self.writer: db_writer.DbWriter | None = None
         if SETTINGS.db_url:
             from app.web.feed import Feed
 
-            self.feed = Feed(SETTINGS.db_url)
+            url = SETTINGS.db_url
+            # the migration at open runs in the writer thread; eventlet's green locks in the logging
+            # handlers are not safe across OS threads, so keep alembic's INFO lines out of them
+            logging.getLogger("alembic").setLevel(logging.WARNING)
+            self.writer = db_writer.shared(int(SETTINGS.controller.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
+            self.writer.open(FEED, lambda: Feed(url))
         self.last_graph: dict | None = None
         self.last_circuits: list | None = None
         self.writes = 0
+        self._rewrite = False  # set by the writer thread when a write failed for good: write again
 
     def start(self):
         thread = super().start()
-        if self.feed is not None:
+        if self.writer is not None:
             self._loop_thread = hub.spawn(self._loop)
         return thread
 
     def stop(self):
-        if self.feed is not None:
-            self.feed.close()
+        if self.writer is not None:
+            self.writer = None
+            db_writer.release()  # the last user flushes what is queued
         super().stop()
 
     def _scanning(self, api) -> bool:  # noqa: ANN001
@@ -69,6 +81,10 @@ class DbFeed(app_manager.OSKenApp):
         while True:
             hub.sleep(POLL)
             try:
+                if self._rewrite:  # the last write failed (already reported): forget what we wrote
+                    self._rewrite = False
+                    self.last_graph = self.last_circuits = None
+                    first = first if first is not None else time.monotonic()
                 if JOURNAL.last_seq != seen:
                     fresh = JOURNAL.since(seen)
                     seen = JOURNAL.last_seq
@@ -89,16 +105,26 @@ class DbFeed(app_manager.OSKenApp):
                 guard.ERROR_LOG.exception("db_feed: writing the topology failed")
 
     def publish(self, api) -> None:  # noqa: ANN001
-        """Write the current graph and circuits if they differ from what was last written."""
+        """Queue the current graph and circuits if they differ from what was last queued (the writer
+        thread writes them in order; on a failure :attr:`_rewrite` makes the next loop queue them again)."""
+        assert self.writer is not None
         graph, _problems = api.build_graph()
         data = graph.to_dict()
         if data != self.last_graph:
-            self.feed.topology(data)
+            self.writer.submit(db_writer.SNAPSHOT, FEED, lambda feed: feed.topology(data), self._failed)
             self.last_graph = data
             self.writes += 1
         circuits = lit_circuits(graph)
         if circuits != self.last_circuits:
-            added, released = self.feed.sync_circuits(circuits)
+            writer = self.writer
+
+            def sync(feed) -> None:  # noqa: ANN001 (runs in the writer thread: no logging here)
+                added, released = feed.sync_circuits(circuits)
+                if added or released:
+                    writer.report(logging.INFO, f"db_feed: {added} circuit(s) up, {released} released")
+
+            self.writer.submit(db_writer.SNAPSHOT, FEED, sync, self._failed)
             self.last_circuits = circuits
-            if added or released:
-                LOG.info("db_feed: %d circuit(s) up, %d released", added, released)
+
+    def _failed(self, _exc: BaseException) -> None:
+        self._rewrite = True  # runs in the writer thread: only a flag

@@ -1,7 +1,8 @@
 """Build the controller's live multi-layer graph from plain discovery state (no os-ken here).
 
 Live = connected datapaths (packet switches; OTSes with their virtual ports from FEATURES_REPLY /
-VENDOR capabilities) + LLDP packet links + adaptations learnt by the optical scan + active XCONs +
+VENDOR capabilities) + LLDP packet links (a circuit as wide as its optical containers, copper as its
+slower port's reported speed) + adaptations learnt by the optical scan + active XCONs +
 hosts the forwarding app learnt at edge ports (``access`` edges as wide as the switch port's speed).
 The static vendor file is merged *after* it (``topology.merge``: observations win over the file).
 """
@@ -18,6 +19,20 @@ from topology.merge import MergeResult, merge
 LIVE_SOURCE = "openflow"
 HOST_SOURCE = "learning"  # hosts and access edges: learnt from their packets at edge ports
 DEFAULT_ACCESS_MBPS = 1000.0  # [controller] access_default_mbps: a port that reports no speed
+DEFAULT_LINK_MBPS = 1000.0  # [controller] link_default_mbps: a copper link whose ports report no speed
+
+
+def port_speed_mbps(sw: SwitchInfo, port_no: int) -> float:
+    """The port's reported current speed in Mbit/s (PORT_DESC ``curr_speed`` / OF1.0 ``curr`` bits); 0 = none."""
+    port = sw.ports.get(port_no)
+    return port.speed_kbps / 1000.0 if port is not None and port.speed_kbps > 0 else 0.0
+
+
+def link_speed_mbps(sa: SwitchInfo, pa: int, sb: SwitchInfo, pb: int, default_mbps: float) -> float:
+    """Capacity of a copper packet link: the minimum of the speeds its two ports report (one end if only
+    one reports), else ``default_mbps`` — never 0, which the PCE would read as "no capacity"."""
+    speeds = [s for s in (port_speed_mbps(sa, pa), port_speed_mbps(sb, pb)) if s > 0]
+    return min(speeds) if speeds else default_mbps
 
 
 def ots_ports(sw: SwitchInfo) -> dict[int, str]:
@@ -40,9 +55,12 @@ def live_graph(
     hosts: Iterable[HostInfo] = (),
     host_names: Mapping[str, str] | None = None,
     access_default_mbps: float = DEFAULT_ACCESS_MBPS,
+    link_default_mbps: float = DEFAULT_LINK_MBPS,
 ) -> tuple[MultiLayerGraph, list[str]]:
     """(graph, problems): ``adaptations`` maps (OTS dpid, OTS port) -> packet port (from the scan);
-    ``host_names`` maps a host MAC to its node id (else :func:`host_label`)."""
+    ``host_names`` maps a host MAC to its node id (else :func:`host_label`). An LLDP link that is a
+    circuit is as wide as its optical containers; any other as its slower port's reported speed, else
+    ``link_default_mbps``."""
     g = MultiLayerGraph()
     problems: list[str] = []
     names: dict[int, str] = {}
@@ -75,11 +93,13 @@ def live_graph(
             continue
         done.add((a, b))
         na, nb = names[a.dpid], names[b.dpid]
-        cap = 0.0
         caps = [g.g.nodes[oport_id(names[o[0]], o[1])]["capacity"] for o in
                 (adapt_cap.get((na, a.port_no)), adapt_cap.get((nb, b.port_no))) if o is not None]
         if caps:
             cap = min(caps)  # a circuit: as wide as its optical containers
+        else:  # copper: as fast as the slower port
+            cap = link_speed_mbps(switches_by_dpid[a.dpid], a.port_no, switches_by_dpid[b.dpid], b.port_no,
+                                  link_default_mbps)
         try:
             g.add_packet_link(na, a.port_no, nb, b.port_no, cap, source="lldp")
         except TopologyError as exc:
@@ -127,7 +147,30 @@ def strip(g: MultiLayerGraph, kinds: Iterable[str]) -> MultiLayerGraph:
 
 
 def combined(live: MultiLayerGraph, static: MultiLayerGraph | None) -> MergeResult:
-    """The merged view: live observations first, then the static vendor file."""
+    """The merged view: live observations first, then the static vendor file; LLDP links whose ports
+    turn out to be adapted (the file's adaptations) are circuits (:func:`circuit_capacities`)."""
     if static is None:
-        return merge(live, names=["controller"])
-    return merge(live, static, names=["controller", "static file"])
+        result = merge(live, names=["controller"])
+    else:
+        result = merge(live, static, names=["controller", "static file"])
+    circuit_capacities(result.graph)
+    return result
+
+
+def circuit_capacities(g: MultiLayerGraph) -> None:
+    """Give every LLDP packet link with an adapted end the narrowest adaptation's capacity.
+
+    :func:`live_graph` can only tell a circuit from copper by the scan's adaptations; when they come
+    from the static file instead, the link got its ports' speed (veth: 10 Gbit/s) — far wider than
+    the optical container it crosses."""
+    adapted: dict[tuple[str, int], float] = {}
+    for _u, _v, d in g.g.edges(data=True):
+        if d["kind"] == "adaptation" and d.get("capacity"):
+            for node, port in d["ports"].items():
+                adapted[(node, port)] = float(d["capacity"])
+    for _u, _v, d in g.g.edges(data=True):
+        if d["kind"] != "packet" or d.get("source") != "lldp":
+            continue
+        caps = [adapted[end] for end in d["ports"].items() if end in adapted]
+        if caps:
+            d["capacity"] = min(caps)

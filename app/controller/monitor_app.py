@@ -6,7 +6,8 @@ Every Ts (``[monitor] interval``, with ±5% jitter) it requests PORT_STATS from 
 core; then the core's tick classifies circuits and returns fine-monitoring actions, which this app
 executes through OVSDB (sFlow on/off per bridge, found by datapath id). Events are broadcast as
 :class:`EventMonitor`, written to the controller journal (``GET /events``, type ``monitor``) and
-stored (``mon_events``) when a database is configured.
+stored (``mon_events``) when a database is configured — through the controller's writer thread
+(:mod:`app.controller.db_writer`), so a locked database never stalls the hub.
 
 ``[monitor] fine_backend = "flowstats"``: instead of sFlow, fine monitoring installs temporary
 per-5-tuple counting rules on the hot switches and polls their flow statistics every Ts
@@ -35,6 +36,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
 from app.config import DEFAULTS, load_config
+from app.controller import db_writer
 from app.controller import events as ctl_events
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
@@ -63,6 +65,7 @@ LOG = logging.getLogger("mlte.controller.monitor")
 COOKIE_PROBE = 0x4D4C544500000020  # the probe trap rule (docs/controller.md cookie scheme)
 PROBE_PRIORITY = 64000  # below LLDP (65000), above everything else
 ECHO_MAGIC = b"MLTEECHO"
+STORE = "monitor_store"  # the MonitorStore, a resource of the db_writer thread
 
 
 class EventMonitor(event.EventBase):
@@ -120,11 +123,17 @@ class MonitorApp(app_manager.OSKenApp):
         self.probe_interval = float(self.cfg["probe_interval"])
         self.latency = LatencyMonitor(float(self.cfg["path_change_tolerance_ms"]), timeout=float(self.cfg["probe_timeout"]))
         self._trapped: set[int] = set()
-        self.store = None
+        # samples and events go to the DB through the controller's writer thread (db_writer): a
+        # locked database must not stall the hub; the store is opened and used in that thread only
+        self.writer: db_writer.DbWriter | None = None
         if SETTINGS.db_url:
+            from app.web.db import make_engine
             from monitor.store import MonitorStore
 
-            self.store = MonitorStore(SETTINGS.db_url, float(self.cfg["retention_seconds"]))
+            url, retention = SETTINGS.db_url, float(self.cfg["retention_seconds"])
+            self.writer = db_writer.shared(int(SETTINGS.controller.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
+            # the web's engine settings (SQLite: WAL, 60 s busy timeout): waiting is harmless off the hub
+            self.writer.open(STORE, lambda: MonitorStore(make_engine(url), retention))
 
     def start(self):
         thread = super().start()
@@ -174,6 +183,9 @@ class MonitorApp(app_manager.OSKenApp):
                 self._flowstats_off(name)
         if self.collector is not None:
             self._sflow_sock.close()
+        if self.writer is not None:
+            self.writer = None
+            db_writer.release()  # the last user flushes what is queued
         super().stop()
 
     # ---- polling --------------------------------------------------------------------------------
@@ -269,16 +281,21 @@ class MonitorApp(app_manager.OSKenApp):
             self._execute(action)
         for ev in res.events:
             self._publish(ev)
-        if self.store is not None:
+        if self.writer is not None:  # queued, never waited for (docs/controller.md "Database writes")
             wall = time.time()
             rows = []
             for cid, vals in res.circuits.items():
                 rows += [(wall, cid, metric, value) for metric, value in vals.items()]
             rows += [(wall, lid, "latency_ms", ms) for lid, ms in self.latency.take_minima().items()]
-            self.store.add_samples(rows)
+            if rows:
+                self.writer.submit(db_writer.SAMPLE, STORE, lambda store: store.add_samples(rows))
             for ev in res.events:  # the core's clock is monotonic; the database keeps epoch time
-                self.store.add_event(dataclasses.replace(ev, t=wall))
-            self.store.prune(wall)
+                self._store_event(dataclasses.replace(ev, t=wall))
+            self.writer.submit(db_writer.PRUNE, STORE, lambda store: store.prune(wall))
+
+    def _store_event(self, ev: Event) -> None:
+        assert self.writer is not None
+        self.writer.submit(db_writer.EVENT, STORE, lambda store: store.add_event(ev))
 
     def _publish(self, ev: Event) -> None:
         """Journal (``GET /events?type=monitor``) and other os-ken apps (:class:`EventMonitor`)."""
@@ -494,8 +511,8 @@ class MonitorApp(app_manager.OSKenApp):
     def _path_change(self, link: str, change) -> None:
         ev = Event(change.t, link, PATH_CHANGE, detail={"old_ms": change.old_ms, "new_ms": round(change.new_ms, 4)})
         self._publish(ev)
-        if self.store is not None:
-            self.store.add_event(dataclasses.replace(ev, t=time.time()))
+        if self.writer is not None:
+            self._store_event(dataclasses.replace(ev, t=time.time()))
 
     # ---- control API endpoints ------------------------------------------------------------------------
     def r_latency(self, q: dict, d: dict) -> dict:

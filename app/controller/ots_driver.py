@@ -19,7 +19,7 @@ from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import events
+from app.controller import db_writer, events
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
@@ -32,6 +32,7 @@ from topology.capabilities import CapabilityStore, NodeCapabilities
 __all__ = ["BarrierTimeout", "DriverError", "OtsDriver", "XconResult"]  # errors re-exported from driver_errors
 
 LOG = logging.getLogger("mlte.controller.ots")
+CAPS = "capabilities"  # the CapabilityStore, a resource of the db_writer thread
 COOKIE_XCON = 0x4D4C544500000010
 
 
@@ -110,7 +111,22 @@ class OtsDriver(app_manager.OSKenApp):
         self._pending: dict[tuple[int, int], _Pending] = {}
         self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
         # the capability store (topology/); without a DB URL capabilities stay in memory only
-        self.store = CapabilityStore(SETTINGS.db_url) if SETTINGS.db_url else None
+        # (written in the controller's writer thread, db_writer: a locked database must not stall the hub)
+        self.writer: db_writer.DbWriter | None = None
+        if SETTINGS.db_url:
+            url = SETTINGS.db_url
+            self.writer = db_writer.shared(int(SETTINGS.controller.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
+            self.writer.open(CAPS, lambda: CapabilityStore(url))
+
+    def stop(self):
+        if self.writer is not None:
+            self.writer = None
+            db_writer.release()  # the last user flushes what is queued
+        super().stop()
+
+    def _store(self, caps: NodeCapabilities) -> None:
+        if self.writer is not None:
+            self.writer.submit(db_writer.RECORD, CAPS, lambda store: store.upsert(caps))
 
     def _inventory(self):
         return app_manager.lookup_service_brick("mlte_inventory")
@@ -120,10 +136,10 @@ class OtsDriver(app_manager.OSKenApp):
     @loud
     def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
         if ev.switch.kind != OTS:
-            if self.store is not None:
+            if self.writer is not None:
                 # measured on the userspace datapath: FLOW_MOD + barrier ~1 ms (docs/controller.md)
-                self.store.upsert(NodeCapabilities(dpid=ev.switch.dpid, switch_type="packet",
-                                                   switching_time=0.001, name=ev.switch.name))
+                self._store(NodeCapabilities(dpid=ev.switch.dpid, switch_type="packet",
+                                             switching_time=0.001, name=ev.switch.name))
             return
         self.xcons.setdefault(ev.switch.dpid, {})
         dp = self._inventory().datapath(ev.switch.dpid)
@@ -149,8 +165,7 @@ class OtsDriver(app_manager.OSKenApp):
         if sw.name == dpid_label(dpid) and caps.name and dpid not in SETTINGS.names:
             sw.name = caps.name  # no name from the lab: the OTS's own (its bridge name)
         JOURNAL.add("capabilities", dpid=dpid, name=sw.name)
-        if self.store is not None:
-            self.store.upsert(replace(NodeCapabilities.from_ots_report(sw.capabilities), name=sw.name))
+        self._store(replace(NodeCapabilities.from_ots_report(sw.capabilities), name=sw.name))
 
     # ---- replies ------------------------------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPErrorMsg, MAIN_DISPATCHER)

@@ -1,5 +1,10 @@
 """Authentication: API tokens (``Authorization: Bearer``; only SHA-256 hashes stored) for the REST API,
-session login for the UI; roles user/admin (admins see and manage every reservation)."""
+session login for the UI; roles user/admin (admins see and manage every reservation).
+
+Tokens are 256 random bits, so a fast hash is enough; a token is found by looking its hash up, so no
+secret is ever compared character by character (a timing difference could only reveal a prefix of
+a hash, which does not help to forge a token). Passwords use werkzeug's scrypt.
+"""
 from __future__ import annotations
 
 import hashlib
@@ -44,11 +49,19 @@ def user_for_token(db: Session, token: str) -> User | None:
     return None if row is None else row.user
 
 
+_DUMMY_HASH: list[str] = []
+
+
 def check_password(db: Session, name: str, password: str) -> User | None:
+    """The user if the password matches. An unknown name costs one hash check too, so the answer
+    time does not tell which user names exist."""
     user = db.execute(select(User).where(User.name == name)).scalar()
-    if user is None or not user.password_hash or not check_password_hash(user.password_hash, password):
+    if user is None or not user.password_hash:
+        if not _DUMMY_HASH:
+            _DUMMY_HASH.append(generate_password_hash(secrets.token_hex(8)))
+        check_password_hash(_DUMMY_HASH[0], password)
         return None
-    return user
+    return user if check_password_hash(user.password_hash, password) else None
 
 
 def current_user(db: Session, *, allow_session: bool) -> User | None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -115,7 +114,3 @@ def json_body() -> Any:
         return json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         raise ApiError(f"malformed JSON: {exc}", field="body") from None
-
-
-def finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None

@@ -16,6 +16,15 @@ from wtforms.validators import DataRequired, Length, NumberRange, Optional, Rege
 from app.web.validation import ENDPOINT_RE
 
 
+class MbpsField(FloatField):
+    """A bandwidth input that shows ``6``, not ``6.0``, and keeps every digit of ``2.5`` or ``0.125``."""
+
+    def _value(self) -> str:
+        if self.raw_data:
+            return self.raw_data[0]
+        return "" if self.data is None else f"{self.data:.12g}"
+
+
 class LoginForm(FlaskForm):
     username = StringField("User", validators=[DataRequired(), Length(max=64)])
     password = PasswordField("Password", validators=[DataRequired()])
@@ -33,7 +42,7 @@ class ReservationForm(FlaskForm):
     dst = StringField("Destination port",
                       validators=[DataRequired(), Regexp(ENDPOINT_RE, message="SWITCH:PORT, e.g. C:3")])
     dst_vlan = IntegerField("Destination VLAN", validators=[Optional(), NumberRange(1, 4094)])
-    bandwidth = FloatField("Bandwidth (Mbit/s)", validators=[DataRequired(), NumberRange(min=0.001, max=1e9)])
+    bandwidth = MbpsField("Bandwidth (Mbit/s)", validators=[DataRequired(), NumberRange(min=0.001, max=1e9)])
     start = DateTimeLocalField("Start (UTC)", format="%Y-%m-%dT%H:%M", validators=[Optional()])
     end = DateTimeLocalField("End (UTC)", format="%Y-%m-%dT%H:%M", validators=[DataRequired()])
     mode = SelectField("Mode", choices=["static", "elastic"], default="static")
@@ -43,5 +52,5 @@ class ReservationForm(FlaskForm):
 class ModifyForm(FlaskForm):
     """Change a reservation's bandwidth and/or end time (re-checked by admission control)."""
 
-    bandwidth = FloatField("Bandwidth (Mbit/s)", validators=[Optional(), NumberRange(min=0.001, max=1e9)])
+    bandwidth = MbpsField("Bandwidth (Mbit/s)", validators=[Optional(), NumberRange(min=0.001, max=1e9)])
     end = DateTimeLocalField("End (UTC)", format="%Y-%m-%dT%H:%M", validators=[Optional()])

@@ -177,7 +177,8 @@ SCHEMAS: dict[str, Any] = {
 _LIST_PARAMS = [
     _q("state", {"type": "string", "pattern": "^(" + "|".join(STATES) + ")(,(" + "|".join(STATES) + "))*$"},
        "comma-separated states"),
-    _q("endpoint", {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,64}$"}, "switch or switch port"),
+    _q("endpoint", {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,64}$"},
+       "a switch (any of its ports: `A`) or exactly one switch port (`A:1`, not `A:10`)"),
     _q("from", _DT, "only reservations whose window ends after this"),
     _q("to", _DT, "only reservations whose window starts before this"),
     _q("min_bandwidth", {"type": "number", "minimum": 0}),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -94,7 +94,3 @@ def check_endpoint_in_graph(graph: MultiLayerGraph, endpoint: str, field: str) -
     known = switch_ports(graph, switch)
     if known and int(port) not in known:
         raise ApiError(f"{field}: switch {switch} has no port {port} (ports: {sorted(known)})", field=field)
-
-
-def graph_json(graph: MultiLayerGraph) -> dict[str, Any]:
-    return graph.to_dict()

@@ -129,7 +129,7 @@ def _form_to_body(form: ReservationForm) -> dict[str, Any]:
 def _error_text(exc: ApiError) -> str:
     """The message plus, for an admission rejection, what limited it."""
     text = exc.message
-    if exc.extra.get("bottleneck"):
+    if exc.extra.get("bottleneck") and str(exc.extra["bottleneck"]) not in text:
         text += f" (limited by {exc.extra['bottleneck']}"
         if exc.extra.get("available") is not None:
             text += f", {exc.extra['available']:g} Mbit/s free"
@@ -214,9 +214,32 @@ def _detail_page(res: Reservation, modify_form: ModifyForm, status: int = 200): 
     drawing = draw(g, path_edges=tuple(path.get("edges", ())), path_nodes=tuple(path.get("nodes", ())),
                    circuit_edges=_circuit_edges(g))
     chart_links = [e for e in path.get("edges", []) if g.g.has_edge(*g.edge_ends(e), e)] if path else []
-    return render_template("reservation_detail.html", res=res, drawing=drawing, history=history(db, res.id),
+    entries = history(db, res.id)
+    names = {u.id: u.name for u in db.execute(select(User).where(
+        User.id.in_({e.user_id for e in entries if e.user_id is not None}))).scalars()}
+    rows = [(e, names.get(e.user_id, "system") if e.user_id is not None else "system", _describe(e.action, e.detail))
+            for e in entries]
+    return render_template("reservation_detail.html", res=res, drawing=drawing, history=rows,
                            chart_links=chart_links, modify_form=modify_form,
                            modifiable=res.state in MODIFIABLE_STATES), status
+
+
+def _describe(action: str, d: dict[str, Any]) -> str:
+    """One line a person can read for an audit entry (the API's history has the raw values)."""
+    if action == "transition":
+        return f"{d.get('from')} → {d.get('to')}: {d.get('reason', '')}"
+    if action == "modify":
+        old, new = d.get("old", {}), d.get("new", {})
+        parts = []
+        if old.get("bandwidth") != new.get("bandwidth"):
+            parts.append(f"bandwidth {old.get('bandwidth')} → {new.get('bandwidth')} Mbit/s")
+        if old.get("end") != new.get("end"):
+            parts.append(f"end {old.get('end')} → {new.get('end')}")
+        return "; ".join(parts) or "no change"
+    if action == "create":
+        return (f"{d.get('bandwidth', 0):g} Mbit/s {d.get('src')} → {d.get('dst')}, {d.get('start')} → {d.get('end')}"
+                f", path {' → '.join(d.get('path') or [])}")
+    return ", ".join(f"{k}={v}" for k, v in d.items())
 
 
 @ui_bp.get("/reservations/<int:res_id>")

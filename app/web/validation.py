@@ -19,6 +19,8 @@ MAX_BANDWIDTH = 1e9  # Mbit/s (1 Pbit/s): beyond this the number is nonsense, no
 MAX_WINDOW = 366 * 86400.0  # a reservation lasts at most a year
 MAX_PAST = 300.0  # a start time may lie at most this far in the past (clock skew, slow forms)
 MODES = ("static", "elastic")
+#: 9999-01-01T00:00Z: later instants (e.g. 9999-12-31T23:00-12:00) have no ISO 8601 form in UTC
+MAX_TIMESTAMP = 253370764800.0
 
 CREATE_FIELDS = {"name", "description", "src", "src_vlan", "dst", "dst_vlan", "bandwidth", "start", "end",
                  "mode", "ero"}
@@ -78,8 +80,8 @@ def check_time(value: Any, field: str) -> float:
         ts = parse_iso(value)
     except (ValueError, TypeError, OverflowError):
         raise ApiError(f"{field} must be an ISO 8601 date-time, e.g. 2030-01-01T12:00:00Z", field=field) from None
-    if not math.isfinite(ts):
-        raise ApiError(f"{field} is out of range", field=field)
+    if not math.isfinite(ts) or not 0 <= ts < MAX_TIMESTAMP:
+        raise ApiError(f"{field} must lie between 1970 and 9999 (UTC)", field=field)
     return ts
 
 

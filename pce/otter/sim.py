@@ -126,7 +126,7 @@ def simulate(
     arrived_at = np.full(n, -1, np.int64)  # arrival sequence number
     result = PolicyResult(policy.name, n, 0.0, 0.0, 0.0)
     step = {"periodic": period, "opt": opt_epoch}.get(policy.mode)
-    next_solve = step if step else np.inf
+    next_solve = (float(arrival.min()) + step) if (step and n) else np.inf  # first LP one step after the first arrival
     pending = None  # (install time, solution, arrival seq at snapshot)
     ia = idp = 0
     last_report = time.perf_counter()

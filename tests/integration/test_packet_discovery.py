@@ -47,6 +47,23 @@ def test_all_packet_links_discovered(ring):
     assert kinds == {"P": ("packet", "1.3"), "Q": ("packet", "1.3"), "R": ("packet", "1.3")}
 
 
+def test_copper_links_have_the_capacity_their_ports_report(ring):
+    """Not 0 (the PCE's "no capacity"): the slower port's PORT_DESC curr_speed, else the default."""
+    from app.config import DEFAULTS
+    from topology.graph import MultiLayerGraph
+
+    ring.wait_links(timeout=20)
+    speeds = {(sw["name"], p["port_no"]): p["speed_kbps"] for sw in ring.client.switches() for p in sw["ports"]}
+    graph = MultiLayerGraph.from_dict(ring.client.topology())
+    keys = graph.edges_of_kind("packet")
+    assert len(keys) == 3
+    for key in keys:
+        edge = graph.edge(key)
+        known = [speeds[end] / 1000 for end in edge["ports"].items() if speeds[end] > 0]
+        assert edge["capacity"] > 0
+        assert edge["capacity"] == (min(known) if known else DEFAULTS["controller"]["link_default_mbps"])
+
+
 def test_lldp_keeps_refreshing(ring):
     ring.wait_links(timeout=20)
     first = {(x["src"]["node"], x["src"]["port"]): x["last_seen"] for x in ring.client.links()}

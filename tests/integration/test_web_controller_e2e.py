@@ -214,3 +214,39 @@ def test_monitor_utilization_reaches_the_web_while_traffic_flows(stack):
     assert all(0 < p["utilization"] <= 1.0 for p in points)
     _s, all_series = api(stack, "utilization")
     assert "packet:B:2-C:1" in all_series["series"]  # every monitored circuit has its series
+
+
+def test_a_locked_database_does_not_stall_the_controller(stack):
+    """Hold the SQLite write lock (as the web's admission does with BEGIN IMMEDIATE) for 3 s: the
+    controller's writes queue in its writer thread, its API keeps answering, no LLDP link expires,
+    and the queued rows are written once the lock is released."""
+    import sqlite3
+
+    session = stack[0]
+    session.wait_links(timeout=30)
+    expired_before = [e for e in session.client.events(kind="link_delete") if e.get("why") == "expired"]
+    links_before = session.seen_links()
+    before = session.client.health()["db"]
+    assert before is not None and before["alive"]
+    locker = sqlite3.connect(str(session.work / "mlte.db"), isolation_level=None, timeout=30)
+    locker.execute("BEGIN IMMEDIATE")
+    held: list[dict] = []
+    try:
+        t_end = time.monotonic() + 3.0
+        while time.monotonic() < t_end:
+            t0 = time.monotonic()
+            held.append(session.client.health())
+            assert time.monotonic() - t0 < 1.0, "GET /health waited for the database lock"
+            time.sleep(0.2)
+    finally:
+        locker.execute("COMMIT")
+        locker.close()
+    # the monitor (Ts = 1 s) queued samples it could not write while the lock was held
+    assert any(h["db"]["queued"] > 0 and h["db"]["busy"] for h in held)
+    after = wait_until(lambda: not (h := session.client.health()["db"])["queued"] and not h["busy"] and h, 30,
+                       "the writer to drain")
+    assert after["written"] > before["written"] and after["errors"] == before["errors"]
+    assert after["dropped_samples"] == 0
+    expired = [e for e in session.client.events(kind="link_delete") if e.get("why") == "expired"]
+    assert expired == expired_before
+    assert session.seen_links() == links_before

@@ -100,3 +100,29 @@ def run_race(url: str, token: str, graph, scenario: str) -> tuple[int, int, list
         assert r.status_code == 201, r.text
     codes = post_all(url, token, racers)
     return codes.count(201), expected_winners(graph, racers, pre), codes
+
+
+def scenario_topology(tmp_path: Path, scenario: str) -> str:
+    """The ``TOPOLOGY`` setting of a race scenario: the Fig. 2 testbed or a one-link packet line."""
+    return "fig2" if scenario == "fig2" else str(line_topology(tmp_path / "line.json"))
+
+
+def check_race(app, token: str, scenario: str, after=None) -> None:  # noqa: ANN001
+    """Serve ``app``, run the race, and check exactly the feasible number won and nothing overbooked;
+    ``after(url, winners)`` may check more while the server still runs. Disposes the app's engine."""
+    from tests.lib.webserver import serve_app
+
+    st = app.extensions["mlte"]
+    try:
+        with st.db.session() as s:
+            graph = st.topology.graph(s)
+        with serve_app(app, threads=16) as url:
+            winners, expected, codes = run_race(url, token, graph, scenario)
+            assert set(codes) <= {201, 409}, codes
+            assert expected >= 2 and winners == expected, (winners, expected)
+            if scenario == "packet-line":
+                assert committed_peak(url, token, "packet:S1:2-S2:2") <= 100.0
+            if after is not None:
+                after(url, winners)
+    finally:
+        st.db.dispose()

@@ -1,5 +1,6 @@
 """The web UI in headless Debian chromium (Playwright): log in, create a reservation through the
-form, find it in the list, open its page with the path drawn, cancel it. Screenshots of every page
+form, find it in the list, open its page with the path drawn, modify it (a rejected change shows
+its error next to the field), commit, clone it into a new form, cancel it. Screenshots of every page
 go to ``test-artifacts/web/``; the server is the real ``mlte web`` command (waitress)."""
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def shot(page, name: str) -> Path:  # noqa: ANN001
 
 
 def test_reserve_and_cancel_in_the_browser(tmp_path, browser_page) -> None:  # noqa: ANN001
+    (ARTIFACTS / "failure.png").unlink(missing_ok=True)  # a stale one would suggest this run failed
     try:
         _scenario(tmp_path, browser_page)
     except BaseException:
@@ -98,6 +100,14 @@ def _scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
         row = page.locator("#reservation-list tbody tr", has_text="browser backup")
         assert row.count() == 1 and "HELD" in row.inner_text()
         shot(page, "03-list")
+        page.fill("input[name=endpoint]", "C:4")  # the filter form: another port → no match
+        page.click(".filters button[type=submit]")
+        page.wait_for_selector("#reservation-list td.empty")
+        page.fill("input[name=endpoint]", "C:3")
+        page.select_option("select[name=state]", "HELD")
+        page.click(".filters button[type=submit]")
+        row = page.locator("#reservation-list tbody tr", has_text="browser backup")
+        assert row.count() == 1 and "endpoint=C%3A3" in page.url and "state=HELD" in page.url
 
         row.locator("a").first.click()
         page.wait_for_url(detail_url)
@@ -107,17 +117,46 @@ def _scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
         assert int(page.get_attribute("#chart", "data-samples")) > 0
         shot(page, "04-detail")
 
+        # modify: too much bandwidth is refused next to the field, then a feasible change is applied
+        page.fill("#modify-bandwidth", "5000")
+        page.click("#modify-btn")
+        page.wait_for_selector("#modify-bandwidth-error")
+        assert "not admitted" in page.inner_text("#modify-bandwidth-error")
+        assert page.get_attribute("#modify-bandwidth", "aria-invalid") == "true"
+        shot(page, "05-modify-rejected")
+        new_end = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() + 9000))
+        page.fill("#modify-bandwidth", "6")
+        page.fill("#modify-end", new_end)
+        page.click("#modify-btn")
+        page.wait_for_url(detail_url)
+        page.wait_for_selector(".flash.ok:has-text('modified')")
+        assert "6 Mbit/s" in page.inner_text("table.kv")
+        assert new_end.replace("T", " ") + ":00 UTC" in page.inner_text("table.kv")
+        assert page.input_value("#modify-bandwidth") == "6"
+
         page.click("#commit-btn")
         page.wait_for_selector("#res-state:text('RESERVED')")
+        shot(page, "06-modified-committed")
+
+        # clone into a new form: the parameters are copied, the name marks the copy
+        page.click("#clone-link")
+        page.wait_for_selector("#reservation-form")
+        assert page.input_value("#name") == "copy of browser backup"
+        assert (page.input_value("#src"), page.input_value("#dst"), page.input_value("#bandwidth")) == \
+            ("A:1", "C:3", "6")
+        assert page.input_value("#end") == new_end
+        shot(page, "07-clone-form")
+        page.goto(detail_url)
+
         page.click("#cancel-btn")
         page.wait_for_selector("#res-state:text('CANCELLED')")
         assert page.locator("#cancel-btn").count() == 0
-        shot(page, "05-cancelled")
+        shot(page, "08-cancelled")
 
         page.click("text=Topology")
         assert page.locator("svg.topology .band-optical").count() == 1
         assert page.locator("svg.topology .edge.circuit").count() >= 2
-        shot(page, "06-topology")
+        shot(page, "09-topology")
         page.click("text=Events")
         assert page.locator("#event-list", has_text="cancelled by ada").count() == 1
-        shot(page, "07-events")
+        shot(page, "10-events")

@@ -11,8 +11,7 @@ from app.web import create_app
 from app.web.auth import create_user
 from app.web.db import web_tables_only
 from app.web.models import Base
-from tests.lib.webrace import committed_peak, iso, line_topology, run_race
-from tests.lib.webserver import serve_app
+from tests.lib.webrace import check_race, iso, scenario_topology
 
 pytestmark = pytest.mark.postgres
 
@@ -59,20 +58,12 @@ def test_life_cycle_on_postgres(pg) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("scenario", ["packet-line", "fig2"])
 def test_race_postgres(pg, tmp_path, scenario) -> None:  # noqa: ANN001
-    topo = "fig2" if scenario == "fig2" else str(line_topology(tmp_path / "line.json"))
-    app, token = _app(pg.create_database(f"race_{scenario.replace('-', '_')}"), TOPOLOGY=topo)
-    st = app.extensions["mlte"]
-    with st.db.session() as s:
-        graph = st.topology.graph(s)
-    try:
-        with serve_app(app, threads=16) as url:
-            winners, expected, codes = run_race(url, token, graph, scenario)
-            assert set(codes) <= {201, 409}, codes
-            assert expected >= 2 and winners == expected, (winners, expected)
-            if scenario == "packet-line":
-                assert committed_peak(url, token, "packet:S1:2-S2:2") <= 100.0
-            listed = requests.get(f"{url}/api/v1/reservations?limit=500", headers={"Authorization": f"Bearer {token}"},
-                                  timeout=30).json()
-            assert listed["total"] == winners + (1 if scenario == "packet-line" else 0)
-    finally:
-        st.db.dispose()
+    app, token = _app(pg.create_database(f"race_{scenario.replace('-', '_')}"),
+                      TOPOLOGY=scenario_topology(tmp_path, scenario))
+
+    def every_winner_is_listed(url: str, winners: int) -> None:
+        listed = requests.get(f"{url}/api/v1/reservations?limit=500", headers={"Authorization": f"Bearer {token}"},
+                              timeout=30).json()
+        assert listed["total"] == winners + (1 if scenario == "packet-line" else 0)
+
+    check_race(app, token, scenario, after=every_winner_is_listed)

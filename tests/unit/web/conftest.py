@@ -76,6 +76,14 @@ def users(app) -> Users:  # noqa: ANN001
     return Users(a, b, r)
 
 
+def new_user(app, name: str, *, admin: bool = False) -> dict[str, str]:  # noqa: ANN001
+    """Create a user in ``app``'s database; return its ``Authorization`` header."""
+    with app.extensions["mlte"].db.session() as s:
+        _, token = create_user(s, name, admin=admin)
+        s.commit()
+    return {"Authorization": f"Bearer {token}"}
+
+
 def counts(app) -> tuple[int, int, int]:  # noqa: ANN001
     """(reservations, audit entries, events): must not change on a rejected request."""
     with app.extensions["mlte"].db.session() as s:

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from app.web import create_app
-from app.web.auth import create_user
 from app.web.models import Reservation
 from app.web.states import ACTIVE, HELD, RESERVED
-from tests.unit.web.conftest import T0, Clock, iso
+from app.web.timeutil import parse_iso
+from tests.unit.web.conftest import T0, Clock, iso, new_user
 
 PAIRS = [("A:1", "C:3"), ("A:2", "C:4"), ("C:3", "A:2"), ("B:1", "C:4"), ("A:1", "B:2")]
 BANDWIDTHS = [1, 2.5, 4, 6, 9.5, 12, 40, 90]
@@ -71,11 +71,9 @@ def test_no_sequence_overbooks(ops: list[tuple]) -> None:
                           "HOLD_SECONDS": 300, "SECRET_KEY": "p"})
         st_ = app.extensions["mlte"]
         try:
+            h = new_user(app, "prop")
             with st_.db.session() as s:
-                _, token = create_user(s, "prop")
-                s.commit()
                 graph = st_.topology.graph(s)
-            h = {"Authorization": f"Bearer {token}"}
             c = app.test_client()
             ids: list[int] = []
             for op in ops:
@@ -100,7 +98,7 @@ def test_no_sequence_overbooks(ops: list[tuple]) -> None:
                         if op[3] is not None:
                             cur = c.get(f"/api/v1/reservations/{res_id}", headers=h).get_json()
                             change["end"] = iso(st_.clock() + op[3] * SLOT if cur["state"] == ACTIVE
-                                                else _ts(cur["start"]) + op[3] * SLOT)
+                                                else parse_iso(cur["start"]) + op[3] * SLOT)
                         r = c.patch(f"/api/v1/reservations/{res_id}", headers=h, json=change or {"bandwidth": 1})
                     else:
                         r = c.post(f"/api/v1/reservations/{res_id}/{op[0]}", headers=h)
@@ -108,9 +106,3 @@ def test_no_sequence_overbooks(ops: list[tuple]) -> None:
                 _check_rows(app, graph, clock.t)
         finally:
             st_.db.dispose()
-
-
-def _ts(text: str) -> float:
-    from app.web.timeutil import parse_iso
-
-    return parse_iso(text)

@@ -33,6 +33,9 @@ CASES = [
     ("end-in-the-past", body(start=iso(T0 - 7200), end=iso(T0 - 3600)), 400, "end"),
     ("window-too-long", body(end=iso(T0 + 400 * 86400)), 400, "end"),
     ("bad-date", body(end="tomorrow"), 400, "end"),
+    ("end-after-9999", body(end="9999-12-31T23:59:59-12:00"), 400, "end"),  # no UTC ISO form: was a 500
+    ("start-far-future", body(start="9999-12-31T00:00:00Z", end="9999-12-31T01:00:00Z"), 400, "start"),
+    ("bad-utc-offset", body(start="2030-03-17T18:00:00+25:00"), 400, "start"),
     ("date-not-string", body(start=12345), 400, "start"),
     ("unknown-switch", body(src="Q:1"), 400, "src"),
     ("unknown-port", body(dst="C:77"), 400, "dst"),
@@ -108,6 +111,8 @@ def test_session_cookie_cannot_mutate_api(client, users, app) -> None:  # noqa: 
     ("", {}, "body"),
     ("", {"end": "x"}, "end"),
     ("", {"start": iso(T0)}, "start"),
+    ("", {"end": "9999-12-31T23:59:59-12:00"}, "end"),
+    ("", {"bandwidth": "5"}, "bandwidth"),
     ("/commit", {"x": 1}, "body"),
     ("/fail", {"why": "x"}, "reason"),
 ])

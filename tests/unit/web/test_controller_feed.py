@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 from app.controller.circuit_view import lit_circuits
-from app.web.auth import create_user
 from app.web.factory import create_app
 from app.web.feed import CircuitRecord, Feed
 from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS
 from mininet_labs.spec import fig2_testbed, spec_to_graph
-from tests.unit.web.conftest import T0, Clock
+from tests.unit.web.conftest import T0, Clock, new_user
 
 
 def lit(name: str):  # noqa: ANN201
@@ -74,10 +73,7 @@ def test_snapshots_are_bounded(tmp_path) -> None:  # noqa: ANN001
 def test_auto_topology_is_fig2_until_the_controller_writes_one(tmp_path) -> None:  # noqa: ANN001
     db = str(tmp_path / "auto.db")
     app = create_app({"DATABASE": db, "CLOCK": Clock(T0), "SECRET_KEY": "x"})  # TOPOLOGY defaults to auto
-    with app.extensions["mlte"].db.session() as s:
-        _, token = create_user(s, "u")
-        s.commit()
-    h = {"Authorization": f"Bearer {token}"}
+    h = new_user(app, "u")
     c = app.test_client()
     feed = Feed(db, migrate=False)
     try:

@@ -2,19 +2,15 @@
 from __future__ import annotations
 
 from app.web import create_app
-from app.web.auth import create_user
 from app.web.feed import Feed
 from mininet_labs.spec import fig2_testbed, spec_to_graph
-from tests.unit.web.conftest import T0, Clock, body, counts
+from tests.unit.web.conftest import T0, Clock, body, counts, new_user
 
 
 def test_controller_snapshots(tmp_path) -> None:  # noqa: ANN001
     db = str(tmp_path / "ctl.db")
     app = create_app({"DATABASE": db, "TOPOLOGY": "controller", "CLOCK": Clock(T0), "SECRET_KEY": "x"})
-    with app.extensions["mlte"].db.session() as s:
-        _, token = create_user(s, "u")
-        s.commit()
-    h = {"Authorization": f"Bearer {token}"}
+    h = new_user(app, "u")
     c = app.test_client()
     feed = Feed(db, migrate=False)
     try:

@@ -130,3 +130,14 @@ def test_invalid_inputs_raise_clear_errors():
 
     with pytest.raises(InvalidInputError, match="solver"):
         pulp_solver("gurobi")
+
+
+@pytest.mark.parametrize("method", ["primal", "dual", "ipm"])
+def test_lp_methods_agree(method):
+    net = generate_network(2, 4, 3, seed=6, scale=0.002)
+    fl = generate_flows(net, n=80, seed=6)
+    prob = make_problem(net, fl)
+    ref = build_matrix(prob).solve().objective
+    assert build_matrix(prob).solve(method=method).objective == pytest.approx(ref, rel=1e-6)
+    with pytest.raises(InvalidInputError):
+        build_matrix(prob).solve(method="barrier")

@@ -176,3 +176,15 @@ def test_random_demands_depend_on_seed() -> None:
     b = load_demands("gabriel/10/0", g, kind="random", seed=1, total=100)
     c = load_demands("gabriel/10/0", g, kind="random", seed=2, total=100)
     assert a == b and a != c
+
+
+def test_te_library_imports_no_controller_or_web_code() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pce.topologies, pce.te.solve, pce.te.pop, pce.cli_te\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('os_ken', 'flask', 'app')]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

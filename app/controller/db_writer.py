@@ -1,0 +1,283 @@
+"""One OS thread that does all of the controller's database writes, so a locked database never stalls the hub.
+
+The controller runs on the eventlet hub with only threads green-patched: a SQLite write that waits for
+the write lock (the web service's admission holds ``BEGIN IMMEDIATE``) would block the whole process —
+LLDP, echo replies, barriers and the control API — for up to the busy timeout. Here the apps only
+*enqueue* jobs (a callable applied to a named resource such as the monitor store or the web feed);
+a real OS thread (``eventlet.patcher.original("threading")``) opens the resources and runs the jobs in
+order, and sqlite releases the GIL while it waits, so the hub keeps running.
+
+The queue is bounded (``[controller] db_queue_max`` jobs). When it is full the oldest *droppable*
+job (utilization samples, retention pruning) is discarded and counted; events, snapshots and records
+are never dropped (they may exceed the bound, with a warning). Failed jobs are retried
+(non-droppable ones only) and then reported: the thread never logs itself — green locks in the
+logging handlers are not safe across OS threads — it queues its messages, and :meth:`DbWriter.pump`
+(called on the hub) logs them to ``mlte.controller.errors`` and ``guard.failures`` (``GET /health``).
+:meth:`DbWriter.close` flushes what is queued, within a timeout.
+"""
+from __future__ import annotations
+
+import logging
+import traceback
+import warnings
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+with warnings.catch_warnings():  # "Eventlet is deprecated" (the launcher silences it too)
+    warnings.simplefilter("ignore")  # EventletDeprecationWarning is not a DeprecationWarning
+    from eventlet import patcher
+
+_threading = patcher.original("threading")
+_time = patcher.original("time")
+
+LOG = logging.getLogger("mlte.controller.db_writer")
+
+SAMPLE = "sample"  # utilization / latency time series: droppable
+PRUNE = "prune"  # retention clean-up: droppable, at most one queued per resource
+EVENT = "event"  # monitoring / controller events: never dropped
+SNAPSHOT = "snapshot"  # topology snapshots and circuits: never dropped
+RECORD = "record"  # other state (node capabilities): never dropped
+OPEN = "open"  # open a resource (internal)
+DROPPABLE = frozenset({SAMPLE, PRUNE})
+KINDS = frozenset({SAMPLE, PRUNE, EVENT, SNAPSHOT, RECORD})
+DEFAULT_MAX_JOBS = 1000
+
+
+@dataclass
+class Job:
+    kind: str
+    resource: str
+    fn: Callable[[Any], Any]
+    on_error: Callable[[BaseException], None] | None = None
+
+
+class WriterClosed(RuntimeError):
+    """A job was submitted after :meth:`DbWriter.close`."""
+
+
+class DbWriter:
+    """A bounded job queue drained by one OS thread that owns the database resources."""
+
+    def __init__(self, max_jobs: int = DEFAULT_MAX_JOBS, retries: int = 2, retry_delay: float = 1.0,
+                 name: str = "mlte-db-writer") -> None:
+        if max_jobs < 1:
+            raise ValueError("max_jobs must be >= 1")
+        self.max_jobs = max_jobs
+        self.retries = retries
+        self.retry_delay = retry_delay
+        self.name = name
+        self._cond = _threading.Condition(_threading.Lock())
+        self._jobs: deque[Job] = deque()
+        self._factories: dict[str, Callable[[], Any]] = {}
+        self._resources: dict[str, Any] = {}  # touched by the writer thread only
+        self._running = False  # a job is being executed (for flush)
+        self._closing = False
+        self._thread: Any = None
+        self._messages: deque[tuple[int, str]] = deque(maxlen=1000)  # (level, text) for pump()
+        self.written = 0
+        self.errors = 0
+        self.dropped: dict[str, int] = {k: 0 for k in sorted(DROPPABLE)}
+        self.over_bound = 0  # non-droppable jobs accepted while the queue was full
+        self.last_error = ""
+
+    # ---- called from the hub (never blocks on the database) -----------------------------------------
+    def start(self) -> DbWriter:
+        if self._thread is None:
+            self._thread = _threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
+        return self
+
+    def open(self, resource: str, factory: Callable[[], Any]) -> None:
+        """Register ``factory`` for ``resource``; it is called in the writer thread (first thing queued,
+        and again before a later job if opening failed, e.g. on a locked database at start-up)."""
+        with self._cond:
+            self._factories[resource] = factory
+        self._put(Job(OPEN, resource, lambda _r: None))
+
+    def submit(self, kind: str, resource: str, fn: Callable[[Any], Any],
+               on_error: Callable[[BaseException], None] | None = None) -> bool:
+        """Queue ``fn(resource_object)``; returns False if it (a droppable job) was dropped at once.
+        ``on_error`` runs in the writer thread after the last failed attempt (keep it trivial)."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown job kind {kind!r} (known: {', '.join(sorted(KINDS))})")
+        return self._put(Job(kind, resource, fn, on_error))
+
+    def _put(self, job: Job) -> bool:
+        with self._cond:
+            if self._closing:
+                raise WriterClosed(f"{self.name} is closed")
+            queued_prune = next((j for j in self._jobs if j.kind == PRUNE and j.resource == job.resource), None)
+            if job.kind == PRUNE and queued_prune is not None:
+                queued_prune.fn = job.fn  # one prune (the newer cut-off) does the work of both
+                return True
+            if len(self._jobs) >= self.max_jobs:
+                victim = next((j for j in self._jobs if j.kind in DROPPABLE), None)
+                if victim is not None:
+                    self._jobs.remove(victim)
+                    self.dropped[victim.kind] += 1
+                elif job.kind in DROPPABLE:
+                    self.dropped[job.kind] += 1
+                    return False
+                else:
+                    self.over_bound += 1
+            self._jobs.append(job)
+            self._cond.notify()
+        return True
+
+    def pending(self) -> int:
+        """Jobs queued or running."""
+        with self._cond:
+            return len(self._jobs) + (1 if self._running else 0)
+
+    def stats(self) -> dict[str, Any]:
+        """For ``GET /health``: queue length, jobs written, drops, errors."""
+        with self._cond:
+            return {"queued": len(self._jobs), "max_jobs": self.max_jobs, "written": self.written,
+                    "errors": self.errors, "dropped_samples": self.dropped[SAMPLE],
+                    "dropped_prunes": self.dropped[PRUNE], "over_bound": self.over_bound,
+                    "busy": self._running, "last_error": self.last_error,
+                    "alive": bool(self._thread and self._thread.is_alive())}
+
+    def pump(self, logger: logging.Logger | None = None, failures: list[str] | None = None) -> int:
+        """Log what the writer thread reported (call on the hub); errors also go to ``failures``."""
+        log = logger or LOG
+        n = 0
+        while self._messages:
+            level, text = self._messages.popleft()
+            (log if level >= logging.WARNING else LOG).log(level, "%s", text)
+            if failures is not None and level >= logging.ERROR:
+                failures.append(text.splitlines()[0])
+            n += 1
+        return n
+
+    def flush(self, timeout: float, sleep: Callable[[float], Any] = _time.sleep) -> bool:
+        """Wait (with ``sleep``: ``hub.sleep`` on the hub) until everything queued is written."""
+        deadline = _time.monotonic() + timeout
+        while self.pending():
+            if _time.monotonic() >= deadline:
+                return False
+            sleep(0.02)
+        return True
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Stop accepting jobs, write what is queued (at most ``timeout`` s), close the resources."""
+        with self._cond:
+            if self._closing:
+                return not (self._thread and self._thread.is_alive())
+            self._closing = True
+            self._cond.notify_all()
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        done = not self._thread.is_alive()
+        if not done:
+            LOG.error("%s: %d job(s) not written after %.1f s at shutdown", self.name, self.pending(), timeout)
+        return done
+
+    def report(self, level: int, text: str) -> None:
+        """Queue a log line for :meth:`pump` (safe from any thread, e.g. inside a job)."""
+        self._messages.append((level, text))
+
+    # ---- the writer thread ----------------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._jobs and not self._closing:
+                    self._cond.wait()
+                if not self._jobs:  # closing and drained
+                    break
+                job = self._jobs.popleft()
+                self._running = True
+            try:
+                self._execute(job)
+            finally:
+                with self._cond:
+                    self._running = False
+        for name, res in list(self._resources.items()):
+            closer = getattr(res, "close", None) or getattr(getattr(res, "engine", None), "dispose", None)
+            try:
+                if closer is not None:
+                    closer()
+            except Exception as exc:  # noqa: BLE001 (shutting down: report, go on)
+                self.report(logging.WARNING, f"{self.name}: closing {name} failed: {exc!r}")
+
+    def _resource(self, name: str) -> Any:
+        if name not in self._resources:
+            with self._cond:
+                factory = self._factories.get(name)
+            if factory is None:
+                raise KeyError(f"no database resource {name!r} opened")
+            self._resources[name] = factory()
+        return self._resources[name]
+
+    def _execute(self, job: Job) -> None:
+        attempts = 1 if job.kind in DROPPABLE else 1 + self.retries
+        for attempt in range(1, attempts + 1):
+            try:
+                job.fn(self._resource(job.resource))
+                if job.kind != OPEN:
+                    self.written += 1
+                return
+            except Exception as exc:  # noqa: BLE001 (a DB error must never end the writer)
+                last = exc
+                if attempt < attempts and not self._closing:
+                    _time.sleep(self.retry_delay)
+        self.errors += 1
+        self.last_error = f"{job.kind} on {job.resource}: {last!r}"
+        self.report(logging.ERROR, f"{self.name}: {self.last_error}\n"
+                                    + "".join(traceback.format_exception(last)))
+        if job.on_error is not None:
+            try:
+                job.on_error(last)
+            except Exception as exc:  # noqa: BLE001
+                self.report(logging.ERROR, f"{self.name}: on_error of {job.kind} failed: {exc!r}")
+
+
+# ---- the controller's one writer ------------------------------------------------------------------------
+_SHARED: DbWriter | None = None
+_USERS = 0
+
+
+def shared(max_jobs: int = DEFAULT_MAX_JOBS) -> DbWriter:
+    """The process's writer (started on first use, with a green thread on the hub that logs its
+    reports); pair each call with :func:`release`. Import only inside the controller (uses the hub)."""
+    global _SHARED, _USERS
+    if _SHARED is None or _SHARED._closing:
+        from os_ken.lib import hub
+
+        from app.controller import guard
+
+        writer = DbWriter(max_jobs).start()
+
+        def pump_loop() -> None:
+            while True:
+                hub.sleep(0.2)
+                writer.pump(guard.ERROR_LOG, guard.failures)
+                if writer._closing and not writer.pending():
+                    writer.pump(guard.ERROR_LOG, guard.failures)
+                    return
+
+        hub.spawn(pump_loop)
+        _SHARED, _USERS = writer, 0
+    _USERS += 1
+    return _SHARED
+
+
+def current() -> DbWriter | None:
+    """The shared writer if one is running (for ``GET /health``)."""
+    return _SHARED
+
+
+def release(timeout: float = 5.0) -> None:
+    """One user is done; the last one flushes and closes the writer."""
+    global _USERS
+    if _SHARED is None:
+        return
+    _USERS -= 1
+    if _USERS <= 0:
+        _SHARED.close(timeout)
+        from app.controller import guard
+
+        _SHARED.pump(guard.ERROR_LOG, guard.failures)
