@@ -8,6 +8,7 @@ and write the reservation in the same transaction, or two racing requests could 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +74,42 @@ def find_path(graph: MultiLayerGraph, session: Session, *, src: str, dst: str, b
         raise ApiError(str(exc), field=_field_for(str(exc), src, dst, ero)) from None
     except PceError as exc:
         raise Conflict(f"not admitted: {exc}", field="bandwidth") from None
+
+
+def check_on_path(graph: MultiLayerGraph, session: Session, *, path: dict[str, Any], bandwidth: float,
+                  start: float, end: float, now: float, exclude_id: int, field: str,
+                  what: str) -> PathResult:
+    """Re-admit a reservation on exactly its recorded ``path`` (edge keys incl. the endpoint access
+    edges, and optical ports taken whole); raise a Conflict naming the bottleneck if it no longer fits.
+
+    Used for live reservations, whose path must not move: the PCE would route around a conflict
+    (an ERO of node ids would too, over parallel edges), so the headroom of each element is checked
+    here, in the same view of the window's bookings the PCE routes on.
+    """
+    from pce.bookings import as_calendar
+    from pce.cspf import RoutingView
+    from pce.reservation import PathResult
+
+    bookings = [to_booking(r) for r in overlapping(session, start, end, now, exclude_id)]
+    view = RoutingView.build(graph, as_calendar(bookings).usage(start, end))
+    worst: str | None = None
+    worst_free = math.inf
+    for elem in dict.fromkeys([*path.get("edges", ()), *path.get("oports", ())]):
+        if elem not in view.headroom:
+            raise Conflict(f"not admitted: {elem} on the reservation's path is no longer in the topology "
+                           f"({what})", field=field, bottleneck=elem, available=0.0)
+        if view.headroom[elem] < worst_free:
+            worst, worst_free = elem, view.headroom[elem]
+    if worst is not None and worst_free < bandwidth:
+        reason = view.why.get(worst)
+        raise Conflict(f"not admitted: on its current path {worst} has {worst_free:g} Mbit/s available in "
+                       f"the window{f' ({reason})' if reason else ''}, {bandwidth:g} asked ({what})",
+                       field=field, bottleneck=worst, available=worst_free)
+    return PathResult(nodes=list(path.get("nodes", ())), edges=list(path.get("edges", ())),
+                      oports=list(path.get("oports", ())),
+                      xcons=[(str(a), str(b)) for a, b in path.get("xcons", ())],
+                      latency=float(path.get("latency", 0.0)), available=worst_free, bottleneck=worst,
+                      hops=int(path.get("hops", 0)))
 
 
 def _field_for(message: str, src: str, dst: str, ero: list[str] | None) -> str:

@@ -21,6 +21,7 @@ from app.web.states import (
     FINISHED,
     HELD,
     MODIFIABLE_STATES,
+    PINNED_PATH_STATES,
     RESERVED,
     IllegalTransition,
     check_transition,
@@ -80,10 +81,15 @@ def create(db: Session, graph: MultiLayerGraph, user: User, inp: ReservationInpu
 
 
 def commit(db: Session, user: User, res: Reservation, now: float) -> None:
+    """HELD → RESERVED, refused (409, nothing written) once the hold expired or the window ended:
+    committing an ended window would book nothing and jump straight to FINISHED."""
     expired = res.state == CANCELLED and res.state_reason == "hold expired"
     if expired or (res.state == HELD and res.hold_expires_ts is not None and res.hold_expires_ts <= now):
         raise Conflict(f"the hold of reservation {res.id} expired; create it again", field="state",
                        state="EXPIRED")
+    if res.state == HELD and res.end_ts <= now:
+        raise Conflict(f"the window of reservation {res.id} ended at {to_iso(res.end_ts)}; there is nothing "
+                       "left to commit: create a reservation for a future window", field="end", state="ENDED")
     transition(db, user, res, RESERVED, "committed", now)
 
 
@@ -97,15 +103,26 @@ def fail(db: Session, user: User, res: Reservation, reason: str, now: float) -> 
 
 def modify(db: Session, graph: MultiLayerGraph, user: User, res: Reservation, bandwidth: float | None,
            end: float | None, now: float) -> None:
-    """Change bandwidth and/or end; the new values are re-admitted against everybody else's bookings."""
+    """Change bandwidth and/or end; the new values are re-admitted against everybody else's bookings.
+
+    A RESERVED or ACTIVE reservation keeps its path (:data:`PINNED_PATH_STATES`): the change is checked
+    on exactly its recorded edges and optical ports and refused, naming the bottleneck, if it no longer
+    fits there. A HELD one is re-routed like a new request (the new path is shown before commit).
+    """
     if res.state not in MODIFIABLE_STATES:
         raise Conflict(f"a {res.state} reservation cannot be modified", field="state", state=res.state)
     if res.state == HELD and res.hold_expires_ts is not None and res.hold_expires_ts <= now:
         raise Conflict(f"the hold of reservation {res.id} expired", field="state", state="EXPIRED")
     new_bw = res.bandwidth if bandwidth is None else bandwidth
     new_end = res.end_ts if end is None else end
-    result = admission.find_path(graph, db, src=res.src, dst=res.dst, bandwidth=new_bw, start=res.start_ts,
-                                 end=new_end, now=now, ero=res.ero, exclude_id=res.id)
+    if res.state in PINNED_PATH_STATES and res.path:
+        result = admission.check_on_path(graph, db, path=res.path, bandwidth=new_bw, start=res.start_ts,
+                                         end=new_end, now=now, exclude_id=res.id,
+                                         field="bandwidth" if bandwidth is not None else "end",
+                                         what=f"a committed ({res.state}) reservation keeps its path")
+    else:
+        result = admission.find_path(graph, db, src=res.src, dst=res.dst, bandwidth=new_bw,
+                                     start=res.start_ts, end=new_end, now=now, ero=res.ero, exclude_id=res.id)
     old = {"bandwidth": res.bandwidth, "end": to_iso(res.end_ts)}
     res.bandwidth, res.end_ts = new_bw, new_end
     res.path = admission.path_to_json(result)

@@ -18,6 +18,9 @@ STATES = (HELD, RESERVED, ACTIVE, FINISHED, CANCELLED, FAILED)
 BOOKING_STATES = (HELD, RESERVED, ACTIVE)
 #: States that can still be modified (bandwidth / end time).
 MODIFIABLE_STATES = (HELD, RESERVED, ACTIVE)
+#: States whose path is fixed: a modify is re-checked on exactly the recorded path, never re-routed
+#: (OSCARS keeps the path of a committed reservation; a HELD one is still a draft and may move).
+PINNED_PATH_STATES = (RESERVED, ACTIVE)
 
 #: state -> {allowed next state: what causes it}
 TRANSITIONS: dict[str, dict[str, str]] = {

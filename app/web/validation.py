@@ -99,14 +99,20 @@ def check_vlan(value: Any, field: str) -> int | None:
     return value
 
 
-def check_window(start: float, end: float, now: float, *, start_field: str = "start") -> None:
+def check_window(start: float, end: float, now: float, *, start_field: str = "start",
+                 start_fixed: bool = False) -> None:
+    """The window rules of every request that names one (create, modify, what-if), in one place.
+
+    ``start_fixed``: the start is already stored (a modify of a running reservation), so it may lie
+    in the past; only the end is checked.
+    """
     if end <= start:
         raise ApiError("end must be after start", field="end")
     if end - start > MAX_WINDOW:
         raise ApiError("the window may last at most 366 days", field="end")
     if end <= now:
         raise ApiError("end must lie in the future", field="end")
-    if start < now - MAX_PAST:
+    if not start_fixed and start < now - MAX_PAST:
         raise ApiError(f"{start_field} lies more than {MAX_PAST:.0f} s in the past", field=start_field)
 
 
@@ -151,12 +157,7 @@ def parse_modify(body: Any, start: float, now: float) -> tuple[float | None, flo
     bandwidth = check_bandwidth(body["bandwidth"]) if "bandwidth" in body else None
     end = check_time(body["end"], "end") if "end" in body else None
     if end is not None:
-        if end <= start:
-            raise ApiError("end must be after start", field="end")
-        if end <= now:
-            raise ApiError("end must lie in the future", field="end")
-        if end - start > MAX_WINDOW:
-            raise ApiError("the window may last at most 366 days", field="end")
+        check_window(start, end, now, start_fixed=True)
     return bandwidth, end
 
 

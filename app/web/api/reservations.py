@@ -17,6 +17,7 @@ from app.web.validation import (
     check_endpoint,
     check_string,
     check_time,
+    check_window,
     parse_create,
     parse_list,
     parse_modify,
@@ -147,8 +148,7 @@ def what_if():  # noqa: ANN201
     t = now()
     start = check_time(args["start"], "start") if "start" in args else t
     end = check_time(args["end"], "end")
-    if end <= start:
-        raise ApiError("end must be after start", field="end")
+    check_window(start, end, t)  # the same window rules as create: a what-if answers only a valid request
     g = graph(db)
     check_endpoint_in_graph(g, src, "src")
     check_endpoint_in_graph(g, dst, "dst")
