@@ -217,11 +217,12 @@ def document() -> dict[str, Any]:
         },
         "/api/v1/reservations/{res_id}": {
             "get": _op("getReservation", "Get one reservation", _RES, (401, 403, 404), params=[_ID]),
-            "patch": _op("modifyReservation", "Modify bandwidth and/or end time (re-checked by admission control)", _RES,
+            "patch": _op("modifyReservation", "Modify bandwidth and/or end time (re-checked by admission control;"
+                         " RESERVED/ACTIVE on their current path)", _RES,
                          (*_MUT_ERRORS, 415), params=[_ID], body=_ref("ReservationModify")),
         },
         "/api/v1/reservations/{res_id}/commit": {
-            "post": _op("commitReservation", "HELD → RESERVED", _RES, _MUT_ERRORS, params=[_ID])},
+            "post": _op("commitReservation", "HELD → RESERVED (409 once the hold expired or the window ended)", _RES, _MUT_ERRORS, params=[_ID])},
         "/api/v1/reservations/{res_id}/cancel": {
             "post": _op("cancelReservation", "Cancel (HELD, RESERVED or ACTIVE → CANCELLED)", _RES, _MUT_ERRORS, params=[_ID])},
         "/api/v1/reservations/{res_id}/fail": {
