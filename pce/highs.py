@@ -25,3 +25,11 @@ def new_highs(threads: int | None = None, *, verbose: bool = False) -> highspy.H
     h.setOptionValue("output_flag", bool(verbose))
     h.setOptionValue("threads", want)
     return h
+
+
+def reset_scheduler() -> None:
+    """Restart HiGHS's scheduler now (e.g. in a forked worker, where the inherited one is unusable);
+    the next :func:`new_highs` starts it with the thread count it asks for."""
+    global _scheduler_threads
+    highspy.Highs.resetGlobalScheduler(True)
+    _scheduler_threads = None

@@ -80,12 +80,9 @@ _STATE: tuple | None = None  # inherited by forked workers
 def _worker_init() -> None:
     """HiGHS keeps a global thread scheduler; one inherited through fork is unusable (every solve
     ends "Not Set"), so each worker starts its own."""
-    import highspy
+    from pce.highs import reset_scheduler
 
-    from pce.te import matrix
-
-    highspy.Highs.resetGlobalScheduler(True)
-    matrix._scheduler_threads = None
+    reset_scheduler()
 
 
 def _solve_group(group: tuple[np.ndarray, np.ndarray]):
