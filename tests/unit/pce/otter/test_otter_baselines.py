@@ -1,12 +1,12 @@
 """GREEDY, pinning and LP installation on hand-built cases."""
 import numpy as np
 import pytest
-from tests.lib.otter_helpers import flows, two_path_network
 
 from pce.errors import InvalidInputError
 from pce.otter.aggregate import candidates
 from pce.otter.baselines import PIN_DST, PIN_NONE, PIN_PATH, Placement, get_policy
 from pce.otter.scenario import generate_flows, generate_network
+from tests.lib.otter_helpers import flows, two_path_network
 
 AR = 4  # Table 5 "augmented reality": latency 10 ms ≤ 60 → pinned by PATHPIN/DSTPIN
 

@@ -2,7 +2,19 @@ import numpy as np
 import pytest
 
 from pce.errors import InvalidInputError
-from pce.otter.demand import EPS, IGNORE, LINEAR, RATIONAL, STEP, bw_tolerance, linear, rational, score, step, tolerance
+from pce.otter.demand import (
+    EPS,
+    IGNORE,
+    LINEAR,
+    RATIONAL,
+    STEP,
+    bw_tolerance,
+    linear,
+    rational,
+    score,
+    step,
+    tolerance,
+)
 
 
 def test_step_is_one_up_to_breakpoint_then_eps():

@@ -1,7 +1,6 @@
 """LP optimum checked by hand and against an independent dense formulation (scipy linprog)."""
 import numpy as np
 import pytest
-from tests.lib.otter_helpers import flows, two_path_network
 from scipy.optimize import linprog
 
 from pce.errors import InvalidInputError
@@ -10,6 +9,7 @@ from pce.otter.matrix import build_matrix
 from pce.otter.model import build_model
 from pce.otter.problem import make_problem
 from pce.otter.scenario import Network, generate_flows, generate_network
+from tests.lib.otter_helpers import flows, two_path_network
 
 
 def solve_both(problem):
@@ -28,7 +28,7 @@ def test_hand_computed_optimum_with_shared_link_binding():
     sol = solve_both(prob)
     assert sol.objective == pytest.approx(6.0)
     assert sol.allocated() == pytest.approx(12.0)
-    x = {(int(a), int(p)): v for a, p, v in zip(prob.col_agg, prob.col_path, sol.x)}
+    x = {(int(a), int(p)): v for a, p, v in zip(prob.col_agg, prob.col_path, sol.x, strict=True)}
     assert x[(0, 1)] == pytest.approx(0.0, abs=1e-9)  # f0 never on the slow path while p0 has room
 
 
@@ -38,7 +38,7 @@ def test_c4_binds_and_dropping_it_allocates_more():
     fl = flows({"src": 0, "bw": 8.0, "rtt": ("step", 50.0), "res": (16.0, 0.0, 0.0)})
     with_c4 = solve_both(make_problem(net, fl))
     assert with_c4.objective == pytest.approx(4 / 8 * 4 + 4 / 8 * (3 + EPS))
-    x = dict(zip(with_c4.problem.col_path.tolist(), with_c4.x))
+    x = dict(zip(with_c4.problem.col_path.tolist(), with_c4.x, strict=True))
     assert x[0] == pytest.approx(4.0) and x[1] == pytest.approx(4.0)
     without = solve_both(make_problem(net, fl, use_c4=False))
     assert without.objective == pytest.approx(4.0)
@@ -70,9 +70,11 @@ def dense_optimum(net: Network, fl) -> float:
     ])
     rows, rhs = [], []
     for f in range(len(fl)):
-        rows.append([1.0 if cf == f else 0.0 for cf, _ in cols]); rhs.append(fl.bw[f])
+        rows.append([1.0 if cf == f else 0.0 for cf, _ in cols])
+        rhs.append(fl.bw[f])
     for link in range(net.n_links):
-        rows.append([1.0 if link in net.path_links[p] else 0.0 for _, p in cols]); rhs.append(net.link_cap[link])
+        rows.append([1.0 if link in net.path_links[p] else 0.0 for _, p in cols])
+        rhs.append(net.link_cap[link])
     for d in np.flatnonzero(net.dest_is_edge):
         for pi in range(3):
             rows.append([fl.res[f, pi] / fl.bw[f] if net.path_dst[p] == d else 0.0 for f, p in cols])
