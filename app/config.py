@@ -47,6 +47,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "min_small_flows": 2,  # unconstrained imbalance needs at least this many non-elephant flows beside the elephants
         "clear_intervals": 3,  # calm intervals (no drops, below growth threshold) before a hot spot is cleared
         "elephant_confidence_z": 1.96,  # an elephant's sampled rate must exceed the threshold by z standard errors (rate/sqrt(samples))
+        "reply_timeout": 0.2,  # seconds a poll waits at most for its stats replies (the tick runs as soon as all are in)
+        "fine_first_window": 0.5,  # seconds after a hot spot (by drops) to name elephants from the first fine samples (0 = wait for the next interval)
+        "fine_everywhere": False,  # fine data on every packet switch all the time (the per-flow polling baseline of bench/monitor_detection.py)
         "fine_window": 1.0,  # seconds of sFlow samples per flow-rate estimate (= Ts: elephants named one interval after the hot spot)
         "probe_interval": 0.2,  # latency probes: seconds between probes per packet link (seed 001: 200 ms; 0 = no probes)
         "path_change_tolerance_ms": 0.5,  # path-change detector: stable band and minimum shift (seed 001: 0.5 ms)

@@ -40,11 +40,11 @@ def log(msg: str) -> None:
 def record(res: TeResult) -> dict[str, Any]:
     s = res.summary()
     return {k: s[k] for k in ("objective", "mlu", "total_flow", "demands", "timings", "sizes", "partitions",
-                              "paths", "path_method", "lp_method")}
+                              "paths", "path_method", "lp_method", "lp_algorithm")}
 
 
 def caida_case(quick: bool, load: float, time_limit: float, splits: list[float],
-               endpoints: int | None) -> dict[str, Any]:
+               endpoints: int | None, lp_algorithm: str = "full", pop_lp_algorithm: str = "full") -> dict[str, Any]:
     # --quick: 150 endpoints (22,350 demands) and 4 partitions -- with 16 partitions of so few
     # demands each demand is as large as a partition's capacity and POP is not meaningful
     endpoints, partitions = (150, 4) if quick else (endpoints, 16)
@@ -59,7 +59,7 @@ def caida_case(quick: bool, load: float, time_limit: float, splits: list[float],
     t0 = time.perf_counter()
     try:
         base: TeResult | None = solve_te(g, dem, "total-flow", "path", k=4, time_limit=time_limit,
-                                         progress=log)
+                                         progress=log, lp_algorithm=lp_algorithm)
         out["unpartitioned"] = record(base)
     except SolverError as exc:  # e.g. the time limit: say so, still measure POP
         base = None
@@ -68,7 +68,7 @@ def caida_case(quick: bool, load: float, time_limit: float, splits: list[float],
         log(f"caida: unpartitioned LP failed: {exc}")
     for split in splits:
         pop = solve_te(g, dem, "total-flow", "path", k=4, partitions=partitions, split=split,
-                       time_limit=time_limit, progress=log)
+                       time_limit=time_limit, progress=log, lp_algorithm=pop_lp_algorithm)
         entry = record(pop)
         if base is not None:
             opt = base.objective_value
@@ -125,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--caida-endpoints", type=int, default=None,
                    help="traffic endpoints on AS7018 (default: all 594, i.e. 352,242 demands)")
     p.add_argument("--splits", default="0,1", help="POP client-splitting fractions to run (comma list)")
+    p.add_argument("--lp-algorithm", choices=["full", "colgen"], default="full",
+                   help="caida: algorithm of the unpartitioned baseline LP (colgen: exact column generation)")
+    p.add_argument("--pop-lp-algorithm", choices=["full", "colgen"], default="full",
+                   help="caida: algorithm of every POP partition LP")
     p.add_argument("--only", choices=["caida", "world", "edge_vs_path"], action="append",
                    help="run only these cases (repeatable)")
     args = p.parse_args(argv)
@@ -139,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         out["edge_vs_path"] = edge_vs_path_case(args.quick, args.edge_topology, args.time_limit)
     if "caida" in cases:
         out["caida"] = caida_case(args.quick, args.load, args.time_limit,
-                                  [float(x) for x in args.splits.split(",")], args.caida_endpoints)
+                                  [float(x) for x in args.splits.split(",")], args.caida_endpoints,
+                                  args.lp_algorithm, args.pop_lp_algorithm)
     if "world" in cases:
         out["world"] = world_case(args.quick, args.world_endpoints, args.load, args.time_limit,
                                   args.world_split)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from monitor.counters import CounterTracker, PointSample, PortSnapshot
-from monitor.events import Event, EventClassifier, Thresholds
+from monitor.events import HOT_SPOT, Event, EventClassifier, Thresholds
 from monitor.fine import FineAction, FineMonitorManager
 from monitor.sflow.estimator import FlowRate
 
@@ -93,6 +93,7 @@ class MonitorCore:
         self.manager = FineMonitorManager(lambda cid: self.circuits[cid].switches if cid in self.circuits else ())
         self._pending: dict[str, PointSample] = {}
         self._settled: set[str] = set()  # circuits classified at least once since they appeared
+        self._fresh: dict[str, tuple[float, int]] = {}  # hot since the last tick (by drops): util, drops
 
     def set_circuits(self, circuits: Iterable[Circuit]) -> None:
         self.circuits = {c.id: c for c in circuits}
@@ -115,6 +116,7 @@ class MonitorCore:
 
     def tick(self, now: float) -> TickResult:
         res = TickResult(samples=list(self._pending.values()))
+        self._fresh = {}  # early() is only for the interval right after the hot spot
         for c in self.circuits.values():
             ends = [self._pending.get(point_id(s, p)) for s, p in c.ends]
             ends = [e for e in ends if e is not None]
@@ -127,10 +129,15 @@ class MonitorCore:
             if c.id not in self._settled:  # first interval: drops from while its ports were dark
                 self._settled.add(c.id)
                 drops = 0
-            flows = self._flows(c, now) if self.classifier.is_hot(c.id) else None
+            # fine data is read for hot circuits; with fine data everywhere (the per-flow polling
+            # baseline) it is there already, so the hot-spot interval itself can name the elephant
+            read = self.classifier.is_hot(c.id) or bool(self.cfg.get("fine_everywhere"))
+            flows = self._flows(c, now) if read else None
             evs = self.classifier.observe(c.id, now, util, drops, c.capacity_mbps, flows)
             for ev in evs:
                 res.actions += self.manager.on_event(ev)
+                if ev.kind == HOT_SPOT and drops > 0:
+                    self._fresh[c.id] = (util, drops)
             res.events += evs
         if self.classifier.tracked and self.fine is not None:
             gone = self.classifier.observe_flows(now, self.fine.flow_rates(now))
@@ -138,4 +145,33 @@ class MonitorCore:
                 res.actions += self.manager.on_event(ev)
             res.events += gone
         self._pending.clear()
+        return res
+
+    @property
+    def fresh(self) -> set[str]:
+        """Circuits that became hot by drops in the last tick (their fine data just started)."""
+        return set(self._fresh)
+
+    def early(self, now: float) -> TickResult:
+        """Name elephants on the circuits that just became hot from their first fine data, before
+        the next interval: the shim calls this ``fine_first_window`` after the hot-spot tick and
+        then every 0.1 s while :attr:`fresh` is not empty, until the next tick clears it. The
+        coarse sign is the hot-spot interval's (drops, smoothed utilization); the classifier's
+        confidence rule (``elephant_confidence_z``) keeps the fewer samples from naming false
+        elephants. A circuit left unnamed here is classified again at the next tick as before."""
+        res = TickResult()
+        for cid, (util, drops) in sorted(self._fresh.items()):
+            c = self.circuits.get(cid)
+            if c is None:
+                del self._fresh[cid]
+                continue
+            flows = self._flows(c, now)
+            if not flows:
+                continue
+            evs = self.classifier.name_elephants(cid, now, util, drops, c.capacity_mbps, flows)
+            if evs:  # named: done; otherwise look again (more samples) until the next tick
+                del self._fresh[cid]
+            for ev in evs:
+                res.actions += self.manager.on_event(ev)
+            res.events += evs
         return res

@@ -126,6 +126,22 @@ class EventClassifier:
                 return events
         if not st.hot or flows is None:
             return events
+        return events + self._classify_flows(circuit, st, now, util, drops, busy, capacity_mbps, flows)
+
+    def name_elephants(self, circuit: str, now: float, util: float, drops: int, capacity_mbps: float,
+                       flows: Sequence[FlowLike]) -> list[Event]:
+        """Early look at a hot circuit's first fine data (shorter than an interval), with the coarse
+        sign (``util``, ``drops``) of the interval that made it hot: only *unconstrained imbalance*
+        can fire; the hot/calm state is not touched (that stays with :meth:`observe`)."""
+        st = self._circuits.get(circuit)
+        if st is None or not st.hot or drops <= 0:
+            return []
+        return self._classify_flows(circuit, st, now, util, drops, False, capacity_mbps, flows)
+
+    def _classify_flows(self, circuit: str, st: _Circuit, now: float, util: float, drops: int, busy: bool,
+                        capacity_mbps: float, flows: Sequence[FlowLike]) -> list[Event]:
+        th = self.th
+        events: list[Event] = []
         limit = th.elephant_fraction * capacity_mbps
         z = th.elephant_confidence_z
         elephants = sorted((f for f in flows if lower_bound(f, z) > limit), key=lambda f: (-f.mbps, f.key))

@@ -34,6 +34,11 @@ class FineMonitorManager:
     def enabled(self) -> set[str]:
         return {s for s, h in self._holders.items() if h}
 
+    def hold(self, holder: str, switches: Iterable[str]) -> list[FineAction]:
+        """Keep fine data on ``switches`` for ``holder`` (e.g. per-flow statistics everywhere, the
+        baseline of ``bench/monitor_detection.py``): enable actions for the switches newly on."""
+        return self._hold(holder, switches)
+
     def _hold(self, holder: str, switches: Iterable[str]) -> list[FineAction]:
         out = []
         for sw in sorted(set(switches)):

@@ -3,8 +3,12 @@
 Every Ts (``[monitor] interval``, with ±5% jitter) it requests PORT_STATS from every datapath
 (OF1.3 packet switches and OF1.0 OTS nodes) and QUEUE_STATS from the OF1.3 switches — queue
 ``tx_errors`` is where shaped egress queues count drops (``monitor/drops.py``). Replies go into the
-core; then the core's tick classifies circuits and returns fine-monitoring actions, which this app
-executes through OVSDB (sFlow on/off per bridge, found by datapath id). Events are broadcast as
+core; as soon as every reply of the poll is in (at most ``reply_timeout`` later) the core's tick
+classifies circuits and returns fine-monitoring actions, which this app executes through OVSDB
+(sFlow on/off per bridge, found by datapath id). A circuit that just became hot by drops is looked
+at again ``fine_first_window`` after that tick and then every 0.1 s until its elephants are named
+or the next poll is due, so an elephant is named from its first fine samples rather than one
+interval later (:meth:`monitor.core.MonitorCore.early`). Events are broadcast as
 :class:`EventMonitor`, written to the controller journal (``GET /events``, type ``monitor``) and
 stored (``mon_events``) when a database is configured — through the controller's writer thread
 (:mod:`app.controller.db_writer`), so a locked database never stalls the hub.
@@ -68,6 +72,10 @@ ECHO_MAGIC = b"MLTEECHO"
 STORE = "monitor_store"  # the MonitorStore, a resource of the db_writer thread
 
 
+COST_KEYS = ("polls", "coarse_sent", "coarse_received", "fine_sent", "fine_received", "replies_late",
+             "sflow_received")  # sFlow: UDP datagram bytes at the collector (not OpenFlow)
+
+
 class EventMonitor(event.EventBase):
     """A monitoring event (hot spot, balanced growth, unconstrained imbalance, elephant gone)."""
 
@@ -120,6 +128,11 @@ class MonitorApp(app_manager.OSKenApp):
         self.fine_on: set[str] = set()
         self.last: dict = {}
         self._flow_replies: dict[int, list] = {}  # dpid -> flow-stats entries of a multipart reply
+        self.reply_timeout = float(self.cfg["reply_timeout"])
+        self.first_window = float(self.cfg["fine_first_window"])
+        self.everywhere = bool(self.cfg["fine_everywhere"])
+        self._awaiting: set[tuple[int, str]] = set()  # (dpid, reply type) still due for this poll
+        self.cost: dict[str, int] = dict.fromkeys(COST_KEYS, 0)  # OpenFlow bytes of monitoring
         self.probe_interval = float(self.cfg["probe_interval"])
         self.latency = LatencyMonitor(float(self.cfg["path_change_tolerance_ms"]), timeout=float(self.cfg["probe_timeout"]))
         self._trapped: set[int] = set()
@@ -157,6 +170,7 @@ class MonitorApp(app_manager.OSKenApp):
         if api is not None:  # our read endpoints on the control API
             api.routes[("GET", "/monitor/latency")] = self.r_latency
             api.routes[("GET", "/monitor/fine")] = self.r_fine
+            api.routes[("GET", "/monitor/cost")] = self.r_cost
         self._poller = hub.spawn(self._poll_loop)
         if self.probe_interval > 0:
             self._prober = hub.spawn(self._probe_loop)
@@ -170,6 +184,7 @@ class MonitorApp(app_manager.OSKenApp):
             except OSError:
                 LOG.exception("sFlow socket failed")
                 return
+            self.cost["sflow_received"] += len(data)
             self.collector.feed(data, time.monotonic())
 
     def stop(self):
@@ -190,19 +205,49 @@ class MonitorApp(app_manager.OSKenApp):
 
     # ---- polling --------------------------------------------------------------------------------
     def _poll_loop(self) -> None:
-        settle = min(0.2, 0.2 * self.interval)  # time for the stats replies to come back
         while True:
-            hub.sleep(self.interval * random.uniform(0.95, 1.05) - settle)
+            start = time.monotonic()
             try:
                 self._request_stats()
-                hub.sleep(settle)
+                self._await_replies(min(self.reply_timeout, 0.5 * self.interval))
                 self._tick()
+                if self.first_window > 0 and self.core.fresh:
+                    hub.sleep(min(self.first_window, 0.8 * self.interval))
+                    self._early()
+                    while self.core.fresh and time.monotonic() - start < 0.85 * self.interval:
+                        hub.sleep(0.1)  # not named yet: look again with more samples
+                        self._early()
             except Exception:  # keep polling; the failure is logged loudly
                 LOG.exception("monitor poll failed")
+            hub.sleep(max(0.0, self.interval * random.uniform(0.95, 1.05) - (time.monotonic() - start)))
+
+    def _await_replies(self, timeout: float) -> None:
+        """Until every reply of this poll has arrived (a few ms), at most ``timeout``: the tick then
+        acts on complete data without a fixed wait. Late replies count into the next tick."""
+        deadline = time.monotonic() + timeout
+        while self._awaiting and time.monotonic() < deadline:
+            hub.sleep(0.002)
+        if self._awaiting:
+            self.cost["replies_late"] += len(self._awaiting)
+            self._awaiting.clear()
+
+    def _send(self, dp, msg, kind: str = "coarse") -> None:
+        """Send and count the OpenFlow bytes (``GET /monitor/cost``; ``send_msg`` serializes into ``buf``)."""
+        dp.send_msg(msg)
+        self.cost[f"{kind}_sent"] += len(msg.buf or b"")
+
+    def _received(self, msg, kind: str, reply: str) -> None:
+        self.cost[f"{kind}_received"] += len(msg.buf or b"")
+        ofp = msg.datapath.ofproto
+        more = getattr(ofp, "OFPMPF_REPLY_MORE", None) or getattr(ofp, "OFPSF_REPLY_MORE", 1)  # OF1.3 / OF1.0
+        if reply and not msg.flags & more:
+            self._awaiting.discard((msg.datapath.id, reply))
 
     def _request_stats(self) -> None:
         inv = app_manager.lookup_service_brick("mlte_inventory")
         fine = self.counting.enabled if self.counting is not None else set()
+        self.cost["polls"] += 1
+        self._awaiting = set()
         for sw in list(inv.switches.values()):
             dp = inv.datapath(sw.dpid)
             if dp is None:
@@ -211,20 +256,24 @@ class MonitorApp(app_manager.OSKenApp):
             if ofp.OFP_VERSION == ofproto_v1_3.OFP_VERSION:
                 # queue stats first: the switch answers in order, so each PORT_STATS reply is
                 # combined with the queue drops of the same poll
-                dp.send_msg(parser.OFPQueueStatsRequest(dp, 0, ofp.OFPP_ANY, ofp.OFPQ_ALL))
-                dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
+                self._awaiting |= {(dp.id, "queue"), (dp.id, "port")}
+                self._send(dp, parser.OFPQueueStatsRequest(dp, 0, ofp.OFPP_ANY, ofp.OFPQ_ALL))
+                self._send(dp, parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
                 if sw.name in fine:  # per-flow counters only where fine monitoring is on
                     self._flow_replies.pop(dp.id, None)
-                    dp.send_msg(parser.OFPFlowStatsRequest(
+                    self._awaiting.add((dp.id, "flow"))
+                    self._send(dp, parser.OFPFlowStatsRequest(
                         dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
-                        flowstats.cookie(flowstats.KIND_COUNT, 0), flowstats.KIND_MASK, parser.OFPMatch()))
+                        flowstats.cookie(flowstats.KIND_COUNT, 0), flowstats.KIND_MASK, parser.OFPMatch()), "fine")
             elif ofp.OFP_VERSION == ofproto_v1_0.OFP_VERSION:
-                dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_NONE))
+                self._awaiting.add((dp.id, "port"))
+                self._send(dp, parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_NONE))
 
     @set_ev_cls(ofp_event.EventOFPQueueStatsReply, MAIN_DISPATCHER)
     @loud
     def _queue_stats(self, ev) -> None:
         dpid = ev.msg.datapath.id
+        self._received(ev.msg, "coarse", "queue")
         per_port: dict[int, int] = {}
         for q in ev.msg.body:
             per_port[q.port_no] = per_port.get(q.port_no, 0) + q.tx_errors
@@ -237,6 +286,7 @@ class MonitorApp(app_manager.OSKenApp):
         dp = ev.msg.datapath
         inv = app_manager.lookup_service_brick("mlte_inventory")
         sw = inv.switches.get(dp.id)
+        self._received(ev.msg, "coarse", "port")
         if sw is None:
             return
         now = time.monotonic()
@@ -253,6 +303,7 @@ class MonitorApp(app_manager.OSKenApp):
         if self.counting is None:
             return
         msg, dp = ev.msg, ev.msg.datapath
+        self._received(msg, "fine", "flow")
         entries = self._flow_replies.setdefault(dp.id, [])
         entries += [(st.cookie, st.byte_count, st.duration_sec + st.duration_nsec / 1e9) for st in msg.body]
         if msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:
@@ -268,6 +319,11 @@ class MonitorApp(app_manager.OSKenApp):
         if api is not None:
             graph, _problems = api.build_graph()
             self.core.set_circuits(circuits_from_graph(graph))
+        if self.everywhere:  # the baseline: fine data on every packet switch, all the time
+            inv = app_manager.lookup_service_brick("mlte_inventory")
+            for action in self.core.manager.hold("everywhere", [sw.name for sw in inv.switches.values()
+                                                                 if sw.kind == PACKET]):
+                self._execute(action)
         if self.counting is not None:
             for name in sorted(self.counting.enabled):  # follow re-routes of the forwarding rules
                 self._send_rules(name, self.counting.sync(name, self._forwarding(name)))
@@ -292,6 +348,18 @@ class MonitorApp(app_manager.OSKenApp):
             for ev in res.events:  # the core's clock is monotonic; the database keeps epoch time
                 self._store_event(dataclasses.replace(ev, t=wall))
             self.writer.submit(db_writer.PRUNE, STORE, lambda store: store.prune(wall))
+
+    def _early(self) -> None:
+        """The first fine window of the circuits that just became hot (see :meth:`MonitorCore.early`)."""
+        res = self.core.early(time.monotonic())
+        for action in res.actions:
+            self._execute(action)
+        for ev in res.events:
+            self._publish(ev)
+        if self.writer is not None:
+            wall = time.time()
+            for ev in res.events:
+                self._store_event(dataclasses.replace(ev, t=wall))
 
     def _store_event(self, ev: Event) -> None:
         assert self.writer is not None
@@ -368,11 +436,11 @@ class MonitorApp(app_manager.OSKenApp):
         if dp is None:
             return
         ofp, parser = dp.ofproto, dp.ofproto_parser
-        dp.send_msg(parser.OFPFlowMod(  # every learn and count rule of this switch, by cookie
+        self._send(dp, parser.OFPFlowMod(  # every learn and count rule of this switch, by cookie
             datapath=dp, cookie=flowstats.cookie(flowstats.KIND_LEARN, 0), cookie_mask=flowstats.ALL_MASK,
             command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
-            match=parser.OFPMatch()))
-        dp.send_msg(parser.OFPBarrierRequest(dp))
+            match=parser.OFPMatch()), "fine")
+        self._send(dp, parser.OFPBarrierRequest(dp), "fine")
 
     def _send_rules(self, switch: str, ops: list[RuleOp]) -> None:
         if not ops:
@@ -395,9 +463,9 @@ class MonitorApp(app_manager.OSKenApp):
                     fields[f"{name}_src"], fields[f"{name}_dst"] = op.key.sport, op.key.dport
             match = parser.OFPMatch(**fields)
             if op.op == flowstats.DELETE:
-                dp.send_msg(parser.OFPFlowMod(
+                self._send(dp, parser.OFPFlowMod(
                     datapath=dp, cookie=op.cookie, cookie_mask=0xFFFFFFFFFFFFFFFF, command=ofp.OFPFC_DELETE_STRICT,
-                    priority=priority, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, match=match))
+                    priority=priority, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, match=match), "fine")
                 continue
             actions = [parser.OFPActionOutput(op.port)]
             idle = 0
@@ -407,8 +475,8 @@ class MonitorApp(app_manager.OSKenApp):
             else:
                 idle = int(self.cfg["flowstats_idle_timeout"])
             inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
-            dp.send_msg(parser.OFPFlowMod(datapath=dp, cookie=op.cookie, priority=priority, match=match,
-                                          idle_timeout=idle, instructions=inst))
+            self._send(dp, parser.OFPFlowMod(datapath=dp, cookie=op.cookie, priority=priority, match=match,
+                                             idle_timeout=idle, instructions=inst), "fine")
 
     # ---- PACKET_IN: learn copies and latency probes ----------------------------------------------
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
@@ -429,6 +497,7 @@ class MonitorApp(app_manager.OSKenApp):
                 self._path_change(res.link, change)
             return
         if self.counting is not None and flowstats.cookie_kind(msg.cookie) == flowstats.KIND_LEARN:
+            self.cost["fine_received"] += len(msg.buf or b"")  # the learn copies are fine-monitoring bytes
             sw = app_manager.lookup_service_brick("mlte_inventory").switches.get(dp.id)
             if sw is None:
                 return
@@ -525,6 +594,11 @@ class MonitorApp(app_manager.OSKenApp):
             raise ApiError(400, "'samples' must be an integer") from None
         return {"probe_interval": self.probe_interval, "misdelivered": self.latency.misdelivered,
                 "retired": self.latency.retired, "links": self.latency.snapshot(samples)}
+
+    def r_cost(self, q: dict, d: dict) -> dict:
+        """``GET /monitor/cost``: OpenFlow bytes the monitor sent/received since start (coarse = port and
+        queue stats, fine = flow stats, counting rules and learn copies), polls made, sFlow received."""
+        return {"backend": self.backend, **self.cost}
 
     def r_fine(self, q: dict, d: dict) -> dict:
         """``GET /monitor/fine``: which switches have fine monitoring on, and with how many rules."""

@@ -67,11 +67,16 @@ def solve_total_flow_colgen(
     capacity_factor: float = 1.0,
     threads: int = 1,
     time_limit: float | None = None,
-    strategy: str = "primal",
+    strategy: str = "dual",
     tolerance: float = 1e-7,
     verbose: bool = False,
+    warm_start: bool = True,
 ) -> ColgenSolution:
-    """Optimum of the total-flow path LP by column generation (see the module docstring)."""
+    """Optimum of the total-flow path LP by column generation (see the module docstring).
+
+    ``strategy``: simplex used on the master (dual is ~9x faster than primal on AS7018 with 150
+    endpoints: 4 s vs 35 s); ``warm_start=False`` re-solves every master from scratch (2x slower
+    there, kept for comparison)."""
     import highspy
 
     if strategy not in COLGEN_STRATEGIES:
@@ -113,6 +118,8 @@ def solve_total_flow_colgen(
                 raise SolverError("column generation hit the time limit")
             h.setOptionValue("time_limit", float(remaining))
         t0 = time.perf_counter()
+        if not warm_start:
+            h.clearSolver()
         h.run()
         status = h.getModelStatus()
         if status == highspy.HighsModelStatus.kInfeasible:

@@ -89,12 +89,13 @@ def _solve_group(group: tuple[np.ndarray, np.ndarray]):
     from pce.te.solve import solve_subproblem
 
     assert _STATE is not None
-    network, demands, paths, formulation, objective, k, solver, lp_method, time_limit = _STATE
+    network, demands, paths, formulation, objective, k, solver, lp_method, time_limit, lp_algorithm = _STATE
     idx, volume = group
     sub_paths = paths.subset(idx) if paths is not None else None
     sub_demands = Demands(demands.src[idx], demands.dst[idx], volume)
     return idx, solve_subproblem(network, sub_demands, sub_paths, formulation, objective,
-                                 1.0 / k, solver, lp_method, threads=1, time_limit=time_limit)
+                                 1.0 / k, solver, lp_method, threads=1, time_limit=time_limit,
+                                 lp_algorithm=lp_algorithm)
 
 
 def solve_partitioned(
@@ -111,6 +112,7 @@ def solve_partitioned(
     time_limit: float | None = None,
     progress: Progress | None = None,
     split: float = 0.0,
+    lp_algorithm: str = "full",
 ) -> Combined:
     """Solve the K sub-problems (``workers`` at a time) and combine them."""
     global _STATE
@@ -121,7 +123,8 @@ def solve_partitioned(
     arc_load = np.zeros(network.n_arcs)
     builds, solves, sizes = [], [], []
     t0 = time.perf_counter()
-    _STATE = (network, demands, paths, formulation, objective, partitions, solver, lp_method, time_limit)
+    _STATE = (network, demands, paths, formulation, objective, partitions, solver, lp_method, time_limit,
+              lp_algorithm)
     try:
         if workers > 1:
             with multiprocessing.get_context("fork").Pool(min(workers, partitions), initializer=_worker_init) as pool:
@@ -147,7 +150,7 @@ def solve_partitioned(
     finally:
         _STATE = None
     wall = time.perf_counter() - t0
-    keys = ("variables", "constraints", "nonzeros")
+    keys = ("variables", "constraints", "nonzeros")  # colgen: the final restricted master's sizes
     return Combined(
         allocation=allocation,
         arc_load=arc_load,

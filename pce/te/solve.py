@@ -21,6 +21,8 @@ from pce.te.path_lp import OBJECTIVES, build_path_lp
 from pce.te.paths import PATH_METHODS, PathSet, Progress, compute_paths
 
 FORMULATIONS = ("path", "edge")
+# "full": the whole LP in one solve; "colgen": exact column generation (total-flow path LP only)
+LP_ALGORITHMS = ("full", "colgen")
 
 
 @dataclass
@@ -113,8 +115,12 @@ def solve_subproblem(
     lp_method: str = "auto",
     threads: int = 1,
     time_limit: float | None = None,
+    lp_algorithm: str = "full",
 ) -> SubResult:
     """Build and solve one LP (the whole instance, or one POP partition with 1/K capacities)."""
+    if lp_algorithm == "colgen":
+        return _solve_colgen(network, demands, paths, objective, formulation, capacity_factor, solver,
+                             threads, time_limit)
     t0 = time.perf_counter()
     if formulation == "path":
         assert paths is not None
@@ -137,6 +143,29 @@ def solve_subproblem(
     )
 
 
+def _solve_colgen(network: TeNetwork, demands: Demands, paths: PathSet | None, objective: str,
+                  formulation: str, capacity_factor: float, solver: str, threads: int,
+                  time_limit: float | None) -> SubResult:
+    """The total-flow path LP by column generation (:mod:`pce.te.colgen`); same optimum as "full"."""
+    from pce.te.colgen import solve_total_flow_colgen
+
+    if formulation != "path" or objective != "total-flow" or solver != "highs":
+        raise InvalidInputError("--lp-algorithm colgen needs the path formulation, the total-flow "
+                                "objective and the highs solver")
+    assert paths is not None
+    sol = solve_total_flow_colgen(network, demands, paths, capacity_factor, threads=threads,
+                                  time_limit=time_limit)
+    flows = np.repeat(sol.path_flow, paths.lengths())
+    return SubResult(
+        allocation=np.bincount(paths.demand, weights=sol.path_flow, minlength=len(demands)),
+        arc_load=np.bincount(paths.arcs, weights=flows, minlength=network.n_arcs),
+        build_seconds=0.0,
+        solve_seconds=sol.seconds,
+        sizes={**sol.sizes, "colgen_rounds": sol.rounds},
+        lp_objective=-sol.objective,
+    )
+
+
 def combined_objective(objective: str, network: TeNetwork, allocation: np.ndarray, arc_load: np.ndarray) -> float:
     if objective == "mlu":
         return float((arc_load / network.arc_cap).max())
@@ -144,7 +173,7 @@ def combined_objective(objective: str, network: TeNetwork, allocation: np.ndarra
 
 
 def check_options(objective: str, formulation: str, k: int, partitions: int, solver: str,
-                  lp_method: str, path_method: str, workers: int) -> None:
+                  lp_method: str, path_method: str, workers: int, lp_algorithm: str = "full") -> None:
     """InvalidInputError for any unknown or out-of-range option."""
     checks = [
         (objective in OBJECTIVES, f"unknown objective {objective!r} ({', '.join(OBJECTIVES)})"),
@@ -155,6 +184,9 @@ def check_options(objective: str, formulation: str, k: int, partitions: int, sol
         (lp_method in LP_METHODS, f"unknown LP method {lp_method!r} ({', '.join(LP_METHODS)})"),
         (path_method in PATH_METHODS, f"unknown path method {path_method!r} ({', '.join(PATH_METHODS)})"),
         (workers >= 1, f"--workers must be at least 1, got {workers}"),
+        (lp_algorithm in LP_ALGORITHMS, f"unknown LP algorithm {lp_algorithm!r} ({', '.join(LP_ALGORITHMS)})"),
+        (lp_algorithm == "full" or (formulation == "path" and objective == "total-flow" and solver == "highs"),
+         "--lp-algorithm colgen needs the path formulation, the total-flow objective and the highs solver"),
     ]
     for ok, message in checks:
         if not ok:
@@ -177,6 +209,7 @@ def solve_te(
     time_limit: float | None = None,
     progress: Progress | None = None,
     split: float = 0.0,
+    lp_algorithm: str = "full",
 ) -> TeResult:
     """Solve the WAN TE LP on ``graph`` (edge attribute ``capacity``) for ``demands``.
 
@@ -184,10 +217,12 @@ def solve_te(
     ``partitions`` > 1: POP — demands split at random (``seed``) into that many groups, each solved
     with 1/K of every capacity in ``workers`` processes, allocations summed; ``split`` is POP's
     client-splitting fraction (extra demand pieces, relative to the number of demands).
+    ``lp_algorithm``: ``full`` (one LP) or ``colgen`` (exact column generation, total-flow path LP
+    only; applies to every POP partition too).
     """
     from pce.te.pop import solve_partitioned
 
-    check_options(objective, formulation, k, partitions, solver, lp_method, path_method, workers)
+    check_options(objective, formulation, k, partitions, solver, lp_method, path_method, workers, lp_algorithm)
     say = progress or (lambda _msg: None)
     t_start = time.perf_counter()
     network = network_from_graph(graph, weight)
@@ -208,19 +243,20 @@ def solve_te(
         "split": split if partitions > 1 else None,
         "solver": solver,
         "lp_method": lp_method,
+        "lp_algorithm": lp_algorithm,
         "workers": workers,
         "seed": seed,
     }
     if partitions > 1:
         combined = solve_partitioned(network, dem, paths, formulation, objective, partitions, solver,
-                                     lp_method, workers, seed, time_limit, progress, split)
+                                     lp_method, workers, seed, time_limit, progress, split, lp_algorithm)
         allocation, arc_load = combined.allocation, combined.arc_load
         timings.update(combined.timings)
         sizes = combined.sizes
     else:
         say(f"LP: building and solving ({formulation}, {objective})")
         sub = solve_subproblem(network, dem, paths, formulation, objective, 1.0, solver, lp_method,
-                               threads=workers, time_limit=time_limit)
+                               threads=workers, time_limit=time_limit, lp_algorithm=lp_algorithm)
         allocation, arc_load = sub.allocation, sub.arc_load
         timings.update(build_s=sub.build_seconds, solve_s=sub.solve_seconds,
                        lp_s=sub.build_seconds + sub.solve_seconds)

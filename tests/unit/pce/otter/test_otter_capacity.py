@@ -1,0 +1,62 @@
+"""The network's congestion parameters (capacity_factor, shared_factor) and their CLI options."""
+import json
+
+import numpy as np
+import pytest
+
+from app.cli.main import main
+from pce.errors import InvalidInputError
+from pce.otter.matrix import build_matrix
+from pce.otter.problem import make_problem
+from pce.otter.scenario import CALIBRATED_CAPACITY_FACTOR, generate_flows, generate_network
+
+
+def test_capacity_factor_scales_links_only():
+    base = generate_network(3, 4, 3, seed=2, scale=0.01)
+    big = generate_network(3, 4, 3, seed=2, scale=0.01, capacity_factor=1.65)
+    np.testing.assert_allclose(big.link_cap, 1.65 * base.link_cap)
+    np.testing.assert_allclose(big.path_metrics[:, 3], 1.65 * base.path_metrics[:, 3])  # bottleneck
+    np.testing.assert_array_equal(big.path_metrics[:, :3], base.path_metrics[:, :3])  # rtt, jitter, loss
+    np.testing.assert_array_equal(big.dest_cap, base.dest_cap)  # edge resources are not links
+
+
+def test_shared_factor_sizes_access_links():
+    net = generate_network(2, 4, 3, seed=4, shared_factor=0.25, capacity_factor=2.0)
+    S, D, K = 2, 4, 3
+    core = net.link_cap[S * K + D * K:]
+    src_access = net.link_cap[: S * K]
+    # access link (s, k) = 0.25 × the summed core capacity of the paths (s, *, k)
+    for s in range(S):
+        for k in range(K):
+            ids = net.pair_paths[s, :, k]
+            assert src_access[s * K + k] == pytest.approx(0.25 * core[ids].sum())
+
+
+def test_more_capacity_never_lowers_the_lp_optimum():
+    objectives = []
+    for cf in (0.5, 1.0, CALIBRATED_CAPACITY_FACTOR, 4.0):
+        net = generate_network(2, 4, 3, seed=7, scale=0.001, capacity_factor=cf)
+        fl = generate_flows(net, n=300, seed=7)
+        objectives.append(build_matrix(make_problem(net, fl, top_n=4)).solve().objective)
+    assert all(b >= a - 1e-6 for a, b in zip(objectives, objectives[1:], strict=False))
+    assert objectives[-1] > objectives[0]  # the small network is link-bound
+
+
+@pytest.mark.parametrize("kw", [{"capacity_factor": 0.0}, {"shared_factor": -1.0}])
+def test_invalid_factors(kw):
+    with pytest.raises(InvalidInputError):
+        generate_network(2, 4, 2, **kw)
+
+
+def test_cli_capacity_factor_default_and_override(tmp_path, capsys):
+    common = ["pce", "otter-solve", "--sources", "2", "--dests", "4", "--paths", "2", "--flows", "200",
+              "--scale", "0.001"]
+    out1, out2 = tmp_path / "a.json", tmp_path / "b.json"
+    assert main([*common, "--json", str(out1)]) == 0
+    assert main([*common, "--capacity-factor", "1", "--json", str(out2)]) == 0
+    a, b = json.loads(out1.read_text()), json.loads(out2.read_text())
+    assert a["config"]["capacity_factor"] == CALIBRATED_CAPACITY_FACTOR
+    assert b["config"]["capacity_factor"] == 1.0
+    assert a["objective"] >= b["objective"] - 1e-6
+    assert main([*common, "--capacity-factor", "-2"]) == 2
+    assert "capacity_factor" in capsys.readouterr().err
