@@ -210,9 +210,7 @@ def test_bounded_queue_counts_known_drops(net):
           f"queue transmitted={transmitted} offered={offered} counted elsewhere={other}")
     assert lost > sent * 0.4  # 12 Mbit/s into 4 Mbit/s: about two thirds must go
     assert switch_drops == tc_drops  # OVS reports the kernel class counter
-    # none invented: the queue may also drop a few of the host's own control packets (ARP, IPv6
-    # ND) that are not in `sent` (measured once: 3055 drops for 3044 lost), as in `offered` below
-    # Measured: up to 27 more drops than losses (of ~3,050) with IPv6 and ARP on, 10 with them silenced
+    # none invented. Measured: up to 27 more drops than losses (of ~3,050) with IPv6 and ARP on, 10 with them silenced
     # (not yet explained; a send that OVS retries after the full queue refused it would count twice).
     assert switch_drops <= lost * 1.02 + 10
     assert offered <= sent * 1.02 + 10
