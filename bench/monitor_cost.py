@@ -15,8 +15,9 @@ Model (documented in docs/performance/monitor.md):
   traffic = ports × link rate × load at 1500-byte packets, 1-in-N sampling, OVS-like datagrams
   (128-byte headers, ≤ 1400-byte datagrams, built by our encoder and decoded back).
 * Equal detection delay: per-flow polling sees an elephant's rate after two polls (≤ 2·Ts);
-  split sees the drops in the first interval (≤ Ts, hot spot), then names the elephant from one Ts
-  of sFlow samples (``[monitor] fine_window`` = Ts): ≤ 2·Ts.
+  split sees the drops in the first interval (≤ Ts, hot spot), then names the elephant from sFlow
+  samples: a first look after ``[monitor] fine_first_window`` (0.5 s), repeated every 0.1 s, else
+  one ``fine_window`` (= Ts) later: ≤ 2·Ts (measured in the lab by bench/monitor_detection.py).
 
     .venv/bin/python bench/monitor_cost.py [--quick] [--json PATH]
 """
