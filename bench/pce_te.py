@@ -44,7 +44,8 @@ def record(res: TeResult) -> dict[str, Any]:
 
 
 def caida_case(quick: bool, load: float, time_limit: float, splits: list[float],
-               endpoints: int | None, lp_algorithm: str = "full", pop_lp_algorithm: str = "full") -> dict[str, Any]:
+               endpoints: int | None, lp_algorithm: str = "full", pop_lp_algorithm: str = "full",
+               capacity_split: str = "uniform") -> dict[str, Any]:
     # --quick: 150 endpoints (22,350 demands) and 4 partitions -- with 16 partitions of so few
     # demands each demand is as large as a partition's capacity and POP is not meaningful
     endpoints, partitions = (150, 4) if quick else (endpoints, 16)
@@ -53,7 +54,7 @@ def caida_case(quick: bool, load: float, time_limit: float, splits: list[float],
     log(f"caida: {len(dem)} demands, load {load}")
     out: dict[str, Any] = {
         "topology": CAIDA, "capacity": CAPACITY, "load": load, "endpoints": endpoints,
-        "demands": len(dem), "partitions": partitions, "pop": {},
+        "demands": len(dem), "partitions": partitions, "pop": {}, "capacity_split": capacity_split,
         "targets": {"unpartitioned_lp_s_max": 30.0, "speedup_min": 10.0, "gap_max": 0.015},
     }
     t0 = time.perf_counter()
@@ -68,7 +69,8 @@ def caida_case(quick: bool, load: float, time_limit: float, splits: list[float],
         log(f"caida: unpartitioned LP failed: {exc}")
     for split in splits:
         pop = solve_te(g, dem, "total-flow", "path", k=4, partitions=partitions, split=split,
-                       time_limit=time_limit, progress=log, lp_algorithm=pop_lp_algorithm)
+                       time_limit=time_limit, progress=log, lp_algorithm=pop_lp_algorithm,
+                       capacity_split=capacity_split)
         entry = record(pop)
         if base is not None:
             opt = base.objective_value
@@ -129,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="caida: algorithm of the unpartitioned baseline LP (colgen: exact column generation)")
     p.add_argument("--pop-lp-algorithm", choices=["full", "colgen"], default="full",
                    help="caida: algorithm of every POP partition LP")
+    p.add_argument("--capacity-split", choices=["uniform", "demand"], default="uniform",
+                   help="caida POP: 1/K per partition (uniform) or proportional to expected load (demand)")
     p.add_argument("--only", choices=["caida", "world", "edge_vs_path"], action="append",
                    help="run only these cases (repeatable)")
     args = p.parse_args(argv)
@@ -144,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     if "caida" in cases:
         out["caida"] = caida_case(args.quick, args.load, args.time_limit,
                                   [float(x) for x in args.splits.split(",")], args.caida_endpoints,
-                                  args.lp_algorithm, args.pop_lp_algorithm)
+                                  args.lp_algorithm, args.pop_lp_algorithm, args.capacity_split)
     if "world" in cases:
         out["world"] = world_case(args.quick, args.world_endpoints, args.load, args.time_limit,
                                   args.world_split)

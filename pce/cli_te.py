@@ -44,6 +44,9 @@ def register(psub: argparse._SubParsersAction) -> None:
     p.add_argument("--solver", choices=["highs", "cbc"], default=None, help="LP solver (default: config pce.solver)")
     p.add_argument("--lp-method", choices=["auto", "simplex", "ipm", "pdlp"], default="auto",
                    help="HiGHS algorithm")
+    p.add_argument("--capacity-split", choices=["uniform", "demand"], default="uniform",
+                   help="POP: 1/K of every link per partition (uniform), or shares proportional to each "
+                        "partition's expected load on the link (demand; not in the POP paper)")
     p.add_argument("--lp-algorithm", choices=["full", "colgen"], default="full",
                    help="full: the whole LP at once; colgen: exact column generation (total-flow path LP only, "
                         "same optimum, see docs/te.md)")
@@ -93,7 +96,7 @@ def run_te(args: argparse.Namespace) -> int:
                       partitions=args.partitions, solver=solver, lp_method=args.lp_method,
                       path_method=args.path_method, weight=args.weight, workers=args.workers,
                       seed=args.seed, time_limit=args.time_limit, progress=progress,
-                      split=args.split, lp_algorithm=args.lp_algorithm)
+                      split=args.split, lp_algorithm=args.lp_algorithm, capacity_split=args.capacity_split)
     doc = {"topology": args.topology, "capacity": args.capacity, "demand_kind": args.demands,
            **result.to_json(details=not args.summary_only)}
     doc["timings"]["end_to_end_s"] = time.perf_counter() - t0

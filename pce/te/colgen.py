@@ -64,7 +64,7 @@ def solve_total_flow_colgen(
     network: TeNetwork,
     demands: Demands,
     paths: PathSet,
-    capacity_factor: float = 1.0,
+    capacity_factor: float | np.ndarray = 1.0,
     threads: int = 1,
     time_limit: float | None = None,
     strategy: str = "dual",

@@ -52,9 +52,9 @@ def check_objective(objective: str) -> None:
 
 
 def build_path_lp(
-    network: TeNetwork, demands: Demands, paths: PathSet, objective: str, capacity_factor: float = 1.0
+    network: TeNetwork, demands: Demands, paths: PathSet, objective: str, capacity_factor: float | np.ndarray = 1.0
 ) -> PathLp:
-    """The path-formulation LP; ``capacity_factor`` scales every capacity (POP gives 1/K)."""
+    """The path-formulation LP; ``capacity_factor`` scales every capacity (POP gives 1/K; an array: per arc)."""
     check_objective(objective)
     n_dem, n_arcs, n_paths = len(demands), network.n_arcs, paths.n_paths
     if n_paths and np.bincount(paths.demand, minlength=n_dem).min() == 0:

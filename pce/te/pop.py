@@ -74,6 +74,33 @@ def partition_clients(
     return groups
 
 
+CAPACITY_SPLITS = ("uniform", "demand")
+
+
+def capacity_shares(network: TeNetwork, paths: PathSet, groups: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    """Per group, the fraction of every arc's capacity it gets, proportional to the group's
+    expected load on that arc (each demand's volume spread evenly over its candidate paths);
+    1/K on arcs no candidate path uses. The shares of an arc sum to 1, so the combined
+    allocation stays feasible. (A deviation from POP, which gives every group 1/K.)"""
+    k = len(groups)
+    n_paths_of = np.bincount(paths.demand, minlength=int(paths.demand.max(initial=-1)) + 1)
+    lens = paths.lengths()
+    loads = []
+    for idx, volume in groups:
+        per_demand = np.zeros(n_paths_of.size)
+        per_demand[idx] = volume / np.maximum(n_paths_of[idx], 1)
+        weights = np.repeat(per_demand[paths.demand], lens)
+        loads.append(np.bincount(paths.arcs, weights=weights, minlength=network.n_arcs))
+    total = np.sum(loads, axis=0)
+    used = total > 0
+    shares = []
+    for load in loads:
+        share = np.full(network.n_arcs, 1.0 / k)
+        share[used] = load[used] / total[used]
+        shares.append(share)
+    return shares
+
+
 _STATE: tuple | None = None  # inherited by forked workers
 
 
@@ -85,16 +112,16 @@ def _worker_init() -> None:
     reset_scheduler()
 
 
-def _solve_group(group: tuple[np.ndarray, np.ndarray]):
+def _solve_group(group: tuple[np.ndarray, np.ndarray, float | np.ndarray]):
     from pce.te.solve import solve_subproblem
 
     assert _STATE is not None
     network, demands, paths, formulation, objective, k, solver, lp_method, time_limit, lp_algorithm = _STATE
-    idx, volume = group
+    idx, volume, factor = group
     sub_paths = paths.subset(idx) if paths is not None else None
     sub_demands = Demands(demands.src[idx], demands.dst[idx], volume)
     return idx, solve_subproblem(network, sub_demands, sub_paths, formulation, objective,
-                                 1.0 / k, solver, lp_method, threads=1, time_limit=time_limit,
+                                 factor, solver, lp_method, threads=1, time_limit=time_limit,
                                  lp_algorithm=lp_algorithm)
 
 
@@ -113,12 +140,23 @@ def solve_partitioned(
     progress: Progress | None = None,
     split: float = 0.0,
     lp_algorithm: str = "full",
+    capacity_split: str = "uniform",
 ) -> Combined:
-    """Solve the K sub-problems (``workers`` at a time) and combine them."""
+    """Solve the K sub-problems (``workers`` at a time) and combine them. ``capacity_split``:
+    ``uniform`` (POP: 1/K of every arc) or ``demand`` (see :func:`capacity_shares`)."""
     global _STATE
     if partitions > len(demands):
         raise InvalidInputError(f"{partitions} partitions for only {len(demands)} demands")
-    groups = partition_clients(demands.volume, partitions, seed, split)
+    if capacity_split not in CAPACITY_SPLITS:
+        raise InvalidInputError(f"unknown capacity split {capacity_split!r} ({', '.join(CAPACITY_SPLITS)})")
+    clients = partition_clients(demands.volume, partitions, seed, split)
+    if capacity_split == "demand":
+        if paths is None:
+            raise InvalidInputError("--capacity-split demand needs the path formulation")
+        factors: list[float | np.ndarray] = list(capacity_shares(network, paths, clients))
+    else:
+        factors = [1.0 / partitions] * partitions
+    groups = [(idx, vol, f) for (idx, vol), f in zip(clients, factors, strict=True)]
     allocation = np.zeros(len(demands))
     arc_load = np.zeros(network.n_arcs)
     builds, solves, sizes = [], [], []

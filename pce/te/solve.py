@@ -110,7 +110,7 @@ def solve_subproblem(
     paths: PathSet | None,
     formulation: str,
     objective: str,
-    capacity_factor: float = 1.0,
+    capacity_factor: float | np.ndarray = 1.0,
     solver: str = "highs",
     lp_method: str = "auto",
     threads: int = 1,
@@ -144,7 +144,7 @@ def solve_subproblem(
 
 
 def _solve_colgen(network: TeNetwork, demands: Demands, paths: PathSet | None, objective: str,
-                  formulation: str, capacity_factor: float, solver: str, threads: int,
+                  formulation: str, capacity_factor: float | np.ndarray, solver: str, threads: int,
                   time_limit: float | None) -> SubResult:
     """The total-flow path LP by column generation (:mod:`pce.te.colgen`); same optimum as "full"."""
     from pce.te.colgen import solve_total_flow_colgen
@@ -210,6 +210,7 @@ def solve_te(
     progress: Progress | None = None,
     split: float = 0.0,
     lp_algorithm: str = "full",
+    capacity_split: str = "uniform",
 ) -> TeResult:
     """Solve the WAN TE LP on ``graph`` (edge attribute ``capacity``) for ``demands``.
 
@@ -218,7 +219,8 @@ def solve_te(
     with 1/K of every capacity in ``workers`` processes, allocations summed; ``split`` is POP's
     client-splitting fraction (extra demand pieces, relative to the number of demands).
     ``lp_algorithm``: ``full`` (one LP) or ``colgen`` (exact column generation, total-flow path LP
-    only; applies to every POP partition too).
+    only; applies to every POP partition too). ``capacity_split``: POP's 1/K per partition
+    (``uniform``) or shares proportional to each partition's expected load per arc (``demand``).
     """
     from pce.te.pop import solve_partitioned
 
@@ -241,6 +243,7 @@ def solve_te(
         "path_weight": network.weight_name if formulation == "path" else None,
         "partitions": partitions,
         "split": split if partitions > 1 else None,
+        "capacity_split": capacity_split if partitions > 1 else None,
         "solver": solver,
         "lp_method": lp_method,
         "lp_algorithm": lp_algorithm,
@@ -249,7 +252,8 @@ def solve_te(
     }
     if partitions > 1:
         combined = solve_partitioned(network, dem, paths, formulation, objective, partitions, solver,
-                                     lp_method, workers, seed, time_limit, progress, split, lp_algorithm)
+                                     lp_method, workers, seed, time_limit, progress, split, lp_algorithm,
+                                     capacity_split)
         allocation, arc_load = combined.allocation, combined.arc_load
         timings.update(combined.timings)
         sizes = combined.sizes

@@ -101,3 +101,28 @@ def test_colgen_master_strategies_reach_the_same_optimum(strategy: str, warm: bo
     assert sol.objective == pytest.approx(full.objective_value, rel=1e-7)
     with pytest.raises(InvalidInputError, match="strategy"):
         solve_total_flow_colgen(net, d, paths, strategy="barrier")
+
+
+def test_demand_proportional_capacity_shares_sum_to_one_and_stay_feasible() -> None:
+    from pce.te.pop import capacity_shares, partition_clients
+
+    g, dem = random_instance(2, n=14, pairs=80)
+    net = network_from_graph(g)
+    d = demands_to_arrays(net, dem)
+    paths = compute_paths(net, d, 3, workers=1)
+    groups = partition_clients(d.volume, 4, seed=1)
+    shares = capacity_shares(net, paths, groups)
+    assert np.sum(shares, axis=0) == pytest.approx(np.ones(net.n_arcs))
+    assert all(np.all(s >= 0) for s in shares)
+    whole = solve_te(g, dem, "total-flow", "path", k=3, workers=1)
+    for algorithm in ("full", "colgen"):
+        pop = solve_te(g, dem, "total-flow", "path", k=3, partitions=4, workers=1, seed=1,
+                       capacity_split="demand", lp_algorithm=algorithm)
+        assert np.all(pop.arc_load <= pop.network.arc_cap * (1 + 1e-7) + 1e-7)
+        assert pop.objective_value <= whole.objective_value * (1 + 1e-7)
+    one = solve_te(g, dem, "total-flow", "path", k=3, partitions=1, workers=1, capacity_split="demand")
+    assert one.objective_value == pytest.approx(whole.objective_value, rel=1e-9)
+    with pytest.raises(InvalidInputError, match="capacity split"):
+        solve_te(g, dem, "total-flow", "path", k=3, partitions=2, workers=1, capacity_split="random")
+    with pytest.raises(InvalidInputError, match="path formulation"):
+        solve_te(g, dem, "total-flow", "edge", partitions=2, workers=1, capacity_split="demand")
