@@ -1,6 +1,8 @@
 """Column generation (``lp_algorithm="colgen"``) must give the same optimum as the full path LP."""
 from __future__ import annotations
 
+import json
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -126,3 +128,27 @@ def test_demand_proportional_capacity_shares_sum_to_one_and_stay_feasible() -> N
         solve_te(g, dem, "total-flow", "path", k=3, partitions=2, workers=1, capacity_split="random")
     with pytest.raises(InvalidInputError, match="path formulation"):
         solve_te(g, dem, "total-flow", "edge", partitions=2, workers=1, capacity_split="demand")
+
+
+def test_cli_colgen_and_demand_capacity_split(tmp_path, capsys) -> None:
+    from app.cli.main import main
+
+    docs = {}
+    for algorithm in ("full", "colgen"):
+        out = tmp_path / f"{algorithm}.json"
+        rc = main(["pce", "te", "--topology", "topozoo/Abilene", "--capacity", "1000", "--load", "1.5",
+                   "--paths", "3", "--lp-algorithm", algorithm, "--json", str(out), "--summary-only", "-q"])
+        assert rc == 0
+        docs[algorithm] = json.loads(out.read_text())
+    assert docs["colgen"]["lp_algorithm"] == "colgen" and docs["colgen"]["sizes"]["colgen_rounds"] >= 1
+    assert docs["colgen"]["objective"]["value"] == pytest.approx(docs["full"]["objective"]["value"], rel=1e-7)
+    out = tmp_path / "pop.json"
+    assert main(["pce", "te", "--topology", "topozoo/Abilene", "--capacity", "1000", "--load", "1.5",
+                 "--paths", "3", "--partitions", "2", "--capacity-split", "demand", "--json", str(out),
+                 "--summary-only", "-q"]) == 0
+    pop = json.loads(out.read_text())
+    assert pop["capacity_split"] == "demand"
+    assert pop["objective"]["value"] <= docs["full"]["objective"]["value"] * (1 + 1e-7)
+    assert main(["pce", "te", "--topology", "topozoo/Abilene", "--capacity", "1000", "--objective", "mlu",
+                 "--lp-algorithm", "colgen", "-q"]) == 2
+    assert "colgen" in capsys.readouterr().err
