@@ -21,7 +21,7 @@ for split monitoring, the sFlow datagram bytes; per interval = Δbytes / Δpolls
 
     sudo .venv/bin/python bench/monitor_detection.py --json PATH [--runs N] [--quick] [--mice M]
 
-Needs root, Mininet and OVS; holds ``tests.lib.netlock.net_lock`` and removes everything it made.
+Needs root, Mininet and OVS; holds ``mininet_labs.netlock.net_lock`` and removes everything it made.
 """
 from __future__ import annotations
 
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             args.json.write_text(json.dumps(result, indent=2))
         return 0
-    from tests.lib.netlock import net_lock
+    from mininet_labs.netlock import net_lock
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
         u.bind(("127.0.0.1", 0))

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from os_ken.ofproto import ofproto_v1_0 as ofp  # noqa: E402
 from os_ken.ofproto import ofproto_v1_0_parser as parser  # noqa: E402
 
+from mininet_labs.netlock import net_lock  # noqa: E402
 from ots_virtual import of10  # noqa: E402
 from ots_virtual.agent import OtsAgent  # noqa: E402
-from tests.lib.netlock import net_lock  # noqa: E402
 from tests.lib.of10_client import Of10Controller, delete_xcon, xcon  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
 Used by ``mlte lab`` and by the integration tests (one session per test module). Everything it
 starts is stopped by PID; bridges and interfaces are deleted by their exact (prefixed) names.
-Hold :func:`tests.lib.netlock.net_lock` (the CLI does) while a session runs.
+Hold :func:`mininet_labs.netlock.net_lock` (the CLI does) while a session runs.
 """
 from __future__ import annotations
 

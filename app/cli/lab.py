@@ -70,9 +70,9 @@ def _run(args: argparse.Namespace) -> int:
         raise LabError("mlte lab needs root (Mininet and OVS); run it with sudo")
     if shutil.which("ovs-vsctl") is None:
         raise LabError("Open vSwitch is not installed (run `make bootstrap`)")
+    from mininet_labs.netlock import net_lock  # the machine-wide lock every network builder holds
     from mininet_labs.session import LabSession  # (its testbed import puts the project root on sys.path)
     from mininet_labs.spec import spec_by_name, spec_to_vendor_file
-    from tests.lib.netlock import net_lock  # the machine-wide lock every network builder holds
     from topology.vendor_file import load_vendor_graph, write_vendor_file
 
     unit = args.unit_mbps or args.cfg["ots"]["unit_mbps"]

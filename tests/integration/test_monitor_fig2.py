@@ -14,8 +14,8 @@ import time
 import pytest
 
 from app.controller.client import wait_until
+from mininet_labs.netlock import net_lock
 from monitor.drops import OvsShapedQueue
-from tests.lib.netlock import net_lock
 
 pytestmark = pytest.mark.integration
 

@@ -18,9 +18,9 @@ import time
 import pytest
 
 from app.controller.client import wait_until
+from mininet_labs.netlock import net_lock
 from monitor.drops import OvsShapedQueue
 from tests.integration.test_monitor_fig2 import TRAFFIC, monitor_events, run_traffic
-from tests.lib.netlock import net_lock
 
 pytestmark = pytest.mark.integration
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from mininet_labs.netlock import net_lock
 from monitor.drops import OvsShapedQueue
 from monitor.ovsdb_sflow import OvsSflow
 from monitor.sflow import FiveTuple, SflowCollector
-from tests.lib.netlock import net_lock
 
 pytestmark = pytest.mark.integration
 

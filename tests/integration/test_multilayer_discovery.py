@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from app.controller.client import ControlApiError, wait_until
-from tests.lib.netlock import net_lock
+from mininet_labs.netlock import net_lock
 
 pytestmark = pytest.mark.integration
 

@@ -19,9 +19,9 @@ import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as parser
 
+from mininet_labs.netlock import net_lock
 from ots_virtual import of10, protocol
 from ots_virtual.agent import OtsAgent
-from tests.lib.netlock import net_lock
 from tests.lib.of10_client import Of10Controller, delete_xcon, error_of, xcon
 
 pytestmark = pytest.mark.integration

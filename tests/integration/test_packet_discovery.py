@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from app.controller.client import wait_until
-from tests.lib.netlock import net_lock
+from mininet_labs.netlock import net_lock
 
 pytestmark = pytest.mark.integration
 

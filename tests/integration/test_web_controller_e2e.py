@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from app.controller.client import wait_until
-from tests.lib.netlock import net_lock
+from mininet_labs.netlock import net_lock
 from tests.lib.webserver import create_user_cli, serve_cli
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""A machine-wide lock so only one test at a time builds an OVS/Mininet network.
+"""A machine-wide lock so only one lab, test or benchmark at a time builds an OVS/Mininet network.
 
 Mininet interface names and ``mn``-style cleanups collide when two networks are built at once
 (two developers, or a test and a demo). Integration fixtures hold this lock for their lifetime.
