@@ -14,8 +14,7 @@ import time
 import pytest
 
 from app.controller.client import wait_until
-from mininet_labs.netlock import net_lock
-from monitor.drops import OvsShapedQueue
+from tests.lib.monitor_lab import fig2_monitor_lab
 
 pytestmark = pytest.mark.integration
 
@@ -58,48 +57,15 @@ def sflow_on(bridge: str) -> bool:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
-    from mininet_labs.session import LabSession
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
-    from mininet_labs.testbed import wait_ping
-    from topology.vendor_file import write_vendor_file
-
-    work = tmp_path_factory.mktemp("monfig2")
-    spec = fig2_testbed()
-    static = work / "fig2-optical.json"
-    write_vendor_file(spec_to_vendor_file(spec, setup_time=0.185), static)
     import socket
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
         u.bind(("127.0.0.1", 0))
         sflow_port = u.getsockname()[1]
-    conf = work / "mlte.toml"
-    conf.write_text(f"[monitor]\ninterval = 1.0\nsflow_sampling = 16\nsflow_polling = 1\n"
-                    f"sflow_collector_port = {sflow_port}\n")
-    (work / "traffic.py").write_text(TRAFFIC)
-    with net_lock():
-        session = LabSession(spec, work, static_file=str(static), config_file=str(conf))
-        shaper = OvsShapedQueue()
-        try:
-            session.start(timeout=60)
-            session.client.circuit(FIG2_CIRCUITS["initial"])
-            session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
-            h1 = session.lab.node("h1")
-            assert wait_ping(h1, "10.0.0.3", 30)
-            a3 = f"{session.prefix}A-eth3"
-            subprocess.run(["tc", "qdisc", "del", "dev", a3, "root"], capture_output=True)  # Mininet's HTB
-            shaper.apply(a3, max_rate=10_000_000, limit=16)
-            session.a3 = a3
-            session.work = work
-            yield session
-            assert session.controller_errors() == "", session.controller_errors()
-        finally:
-            if getattr(session, "a3", None):
-                try:
-                    shaper.remove(session.a3)
-                except Exception:
-                    pass
-            session.stop()
+    settings = ("interval = 1.0\nsflow_sampling = 16\nsflow_polling = 1\n"
+                f"sflow_collector_port = {sflow_port}\n")
+    with fig2_monitor_lab(tmp_path_factory.mktemp("monfig2"), settings, TRAFFIC) as session:
+        yield session
 
 
 def run_traffic(lab, seconds: float, flows: list[str]) -> int:

@@ -18,9 +18,8 @@ import time
 import pytest
 
 from app.controller.client import wait_until
-from mininet_labs.netlock import net_lock
-from monitor.drops import OvsShapedQueue
 from tests.integration.test_monitor_fig2 import TRAFFIC, monitor_events, run_traffic
+from tests.lib.monitor_lab import fig2_monitor_lab
 
 pytestmark = pytest.mark.integration
 
@@ -45,41 +44,9 @@ def counting_rules(lab) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
-    from mininet_labs.session import LabSession
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
-    from mininet_labs.testbed import wait_ping
-    from topology.vendor_file import write_vendor_file
-
-    work = tmp_path_factory.mktemp("monflow")
-    spec = fig2_testbed()
-    static = work / "fig2-optical.json"
-    write_vendor_file(spec_to_vendor_file(spec, setup_time=0.185), static)
-    conf = work / "mlte.toml"
-    conf.write_text('[monitor]\ninterval = 1.0\nfine_backend = "flowstats"\nprobe_interval = 0.2\n')
-    (work / "traffic.py").write_text(TRAFFIC)
-    with net_lock():
-        session = LabSession(spec, work, static_file=str(static), config_file=str(conf))
-        shaper = OvsShapedQueue()
-        try:
-            session.start(timeout=60)
-            session.client.circuit(FIG2_CIRCUITS["initial"])
-            session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
-            assert wait_ping(session.lab.node("h1"), "10.0.0.3", 30)
-            a3 = f"{session.prefix}A-eth3"
-            subprocess.run(["tc", "qdisc", "del", "dev", a3, "root"], capture_output=True)  # Mininet's HTB
-            shaper.apply(a3, max_rate=10_000_000, limit=16)
-            session.a3 = a3
-            session.work = work
-            yield session
-            assert session.controller_errors() == "", session.controller_errors()
-        finally:
-            if getattr(session, "a3", None):
-                try:
-                    shaper.remove(session.a3)
-                except Exception:
-                    pass
-            session.stop()
+    settings = 'interval = 1.0\nfine_backend = "flowstats"\nprobe_interval = 0.2\n'
+    with fig2_monitor_lab(tmp_path_factory.mktemp("monflow"), settings, TRAFFIC) as session:
+        yield session
 
 
 def test_flowstats_names_the_elephant_with_counting_rules_only_on_hot_switches(lab):
