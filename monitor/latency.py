@@ -51,46 +51,13 @@ class _Bucketer:
         return out
 
 
-class PathChangeDetector:
-    """Seed 001's detector; feed raw probe latencies with :meth:`add`, get change points back."""
+class _IntervalDetector:
+    """Shared plumbing: raw probes -> per-interval minima -> the subclass's ``_interval(t, minimum)``,
+    which decides the level and hands it to :meth:`_move_base`."""
 
-    def __init__(self, bucket: float = 1.0, window: int = 4, stable: int = 3, tolerance_ms: float = 0.5) -> None:
-        if not 1 <= stable <= window:
-            raise ValueError("need 1 <= stable <= window")
-        self.window, self.stable, self.tol = window, stable, tolerance_ms
+    def __init__(self, bucket: float, minima: int, tolerance_ms: float) -> None:
         self._bucketer = _Bucketer(bucket)
-        self._minima: deque[float] = deque(maxlen=window)
-        self.base: float | None = None
-
-    def add(self, t: float, latency_ms: float) -> list[ChangePoint]:
-        return [c for bt, m in self._bucketer.add(t, latency_ms) if (c := self._interval(bt, m))]
-
-    def flush(self) -> list[ChangePoint]:
-        return [c for bt, m in self._bucketer.flush() if (c := self._interval(bt, m))]
-
-    def _interval(self, t: float, minimum: float) -> ChangePoint | None:
-        self._minima.append(minimum)
-        if len(self._minima) < self.window:
-            return None
-        wmin = min(self._minima)
-        if sum(1 for m in self._minima if m - wmin <= self.tol) < self.stable:
-            return None  # unstable window: ignore
-        if self.base is None:
-            self.base = wmin
-            return None
-        if abs(wmin - self.base) > self.tol:
-            change = ChangePoint(t, self.base, wmin)
-            self.base = wmin
-            return change
-        return None
-
-
-class RollingMinBaseline:
-    """Comparison detector: base = minimum of the last ``k`` one-second minima."""
-
-    def __init__(self, k: int = 20, bucket: float = 1.0, tolerance_ms: float = 0.5) -> None:
-        self._bucketer = _Bucketer(bucket)
-        self._minima: deque[float] = deque(maxlen=k)
+        self._minima: deque[float] = deque(maxlen=minima)
         self.tol = tolerance_ms
         self.base: float | None = None
 
@@ -100,17 +67,46 @@ class RollingMinBaseline:
     def flush(self) -> list[ChangePoint]:
         return [c for bt, m in self._bucketer.flush() if (c := self._interval(bt, m))]
 
-    def _interval(self, t: float, minimum: float) -> ChangePoint | None:
-        self._minima.append(minimum)
-        rmin = min(self._minima)
+    def _move_base(self, t: float, level: float) -> ChangePoint | None:
+        """Take ``level`` as the base; a change point if it moved more than the tolerance."""
         if self.base is None:
-            self.base = rmin
+            self.base = level
             return None
-        if abs(rmin - self.base) > self.tol:
-            change = ChangePoint(t, self.base, rmin)
-            self.base = rmin
+        if abs(level - self.base) > self.tol:
+            change = ChangePoint(t, self.base, level)
+            self.base = level
             return change
         return None
+
+
+class PathChangeDetector(_IntervalDetector):
+    """Seed 001's detector; feed raw probe latencies with :meth:`add`, get change points back."""
+
+    def __init__(self, bucket: float = 1.0, window: int = 4, stable: int = 3, tolerance_ms: float = 0.5) -> None:
+        if not 1 <= stable <= window:
+            raise ValueError("need 1 <= stable <= window")
+        super().__init__(bucket, window, tolerance_ms)
+        self.window, self.stable = window, stable
+
+    def _interval(self, t: float, minimum: float) -> ChangePoint | None:
+        self._minima.append(minimum)
+        if len(self._minima) < self.window:
+            return None
+        wmin = min(self._minima)
+        if sum(1 for m in self._minima if m - wmin <= self.tol) < self.stable:
+            return None  # unstable window: ignore
+        return self._move_base(t, wmin)
+
+
+class RollingMinBaseline(_IntervalDetector):
+    """Comparison detector: base = minimum of the last ``k`` one-second minima."""
+
+    def __init__(self, k: int = 20, bucket: float = 1.0, tolerance_ms: float = 0.5) -> None:
+        super().__init__(bucket, k, tolerance_ms)
+
+    def _interval(self, t: float, minimum: float) -> ChangePoint | None:
+        self._minima.append(minimum)
+        return self._move_base(t, min(self._minima))
 
 
 def run_detector(detector: PathChangeDetector | RollingMinBaseline,
