@@ -2,9 +2,13 @@
 
 Every ratio is against a baseline measured in the same run:
 
-* ``caida``: AS7018 (594 nodes), gravity demands, 4 paths, total-flow LP, unpartitioned (baseline)
-  vs ``--partitions 16``: speed-up of the LP stage and objective gap.
-* ``world``: backbone/world (3,815 nodes) end to end with 16 partitions (time reported).
+* ``caida``: AS7018 (594 nodes), gravity demands, 4 paths, total-flow LP. Baselines: the LP as
+  it is (``plain``, what HiGHS alone does) and with the exact presolve of pce.te.reduce (the
+  default): speed-up of the presolve at the same optimum (dual-bound certificate). Then
+  ``--partitions 16`` (POP) for every ``--splits`` value, with presolve against the presolved
+  baseline and, with ``--pop-plain``, without it against the plain baseline (POP as published).
+* ``world``: backbone/world (3,815 nodes) end to end with 16 partitions (time reported), and
+  unpartitioned with presolve (``--world-unpartitioned``).
 * ``edge_vs_path``: MLU on a mid-size SNDlib network with its own demand matrix, the exact edge
   formulation (baseline) vs the path formulation with 1, 2, 4, 8 paths: objective ratio and time.
 
@@ -40,12 +44,36 @@ def log(msg: str) -> None:
 def record(res: TeResult) -> dict[str, Any]:
     s = res.summary()
     return {k: s[k] for k in ("objective", "mlu", "total_flow", "demands", "timings", "sizes", "partitions",
-                              "paths", "path_method", "lp_method", "lp_algorithm")}
+                              "paths", "path_method", "lp_method", "lp_algorithm", "presolve", "certificate")
+            if k in s}
+
+
+def _pop_entry(pop: TeResult, base: TeResult | None, label: str) -> dict[str, Any]:
+    entry = record(pop)
+    if base is not None:
+        opt = base.objective_value
+        entry.update(speedup_lp=base.timings["lp_s"] / pop.timings["lp_s"],
+                     speedup_end_to_end=base.timings["total_s"] / pop.timings["total_s"],
+                     objective_gap=(opt - pop.objective_value) / opt)
+        log(f"caida POP {label}: speed-up {entry['speedup_lp']:.1f}x, gap {100 * entry['objective_gap']:.3f}%")
+    return entry
+
+
+def _unpartitioned(g, dem, time_limit: float, lp_algorithm: str, presolve: bool
+                   ) -> tuple[TeResult | None, dict[str, Any]]:
+    t0 = time.perf_counter()
+    try:
+        res = solve_te(g, dem, "total-flow", "path", k=4, time_limit=time_limit, progress=log,
+                       lp_algorithm=lp_algorithm, presolve=presolve)
+        return res, record(res)
+    except SolverError as exc:  # e.g. the time limit: say so, still measure the rest
+        log(f"caida: unpartitioned LP (presolve={presolve}) failed: {exc}")
+        return None, {"failed": str(exc), "seconds": time.perf_counter() - t0, "time_limit_s": time_limit}
 
 
 def caida_case(quick: bool, load: float, time_limit: float, splits: list[float],
                endpoints: int | None, lp_algorithm: str = "full", pop_lp_algorithm: str = "full",
-               capacity_split: str = "uniform") -> dict[str, Any]:
+               capacity_split: str = "uniform", plain: bool = True, pop_plain: bool = False) -> dict[str, Any]:
     # --quick: 150 endpoints (22,350 demands) and 4 partitions -- with 16 partitions of so few
     # demands each demand is as large as a partition's capacity and POP is not meaningful
     endpoints, partitions = (150, 4) if quick else (endpoints, 16)
@@ -54,36 +82,35 @@ def caida_case(quick: bool, load: float, time_limit: float, splits: list[float],
     log(f"caida: {len(dem)} demands, load {load}")
     out: dict[str, Any] = {
         "topology": CAIDA, "capacity": CAPACITY, "load": load, "endpoints": endpoints,
-        "demands": len(dem), "partitions": partitions, "pop": {}, "capacity_split": capacity_split,
+        "demands": len(dem), "partitions": partitions, "pop": {}, "pop_plain": {},
+        "capacity_split": capacity_split,
         "targets": {"unpartitioned_lp_s_max": 30.0, "speedup_min": 10.0, "gap_max": 0.015},
     }
-    t0 = time.perf_counter()
-    try:
-        base: TeResult | None = solve_te(g, dem, "total-flow", "path", k=4, time_limit=time_limit,
-                                         progress=log, lp_algorithm=lp_algorithm)
-        out["unpartitioned"] = record(base)
-    except SolverError as exc:  # e.g. the time limit: say so, still measure POP
-        base = None
-        out["unpartitioned"] = {"failed": str(exc), "seconds": time.perf_counter() - t0,
-                                "time_limit_s": time_limit}
-        log(f"caida: unpartitioned LP failed: {exc}")
+    base, out["unpartitioned"] = _unpartitioned(g, dem, time_limit, lp_algorithm, presolve=True)
+    base_plain = None
+    if plain:
+        base_plain, out["unpartitioned_plain"] = _unpartitioned(g, dem, time_limit, lp_algorithm, presolve=False)
+        if base is not None and base_plain is not None:
+            out["presolve_speedup_lp"] = base_plain.timings["lp_s"] / base.timings["lp_s"]
+            out["presolve_objective_rel_diff"] = abs(base.objective_value - base_plain.objective_value) / max(
+                base_plain.objective_value, 1e-12)
+            log(f"caida: presolve speed-up {out['presolve_speedup_lp']:.1f}x, "
+                f"objective rel. diff {out['presolve_objective_rel_diff']:.1e}")
     for split in splits:
         pop = solve_te(g, dem, "total-flow", "path", k=4, partitions=partitions, split=split,
                        time_limit=time_limit, progress=log, lp_algorithm=pop_lp_algorithm,
                        capacity_split=capacity_split)
-        entry = record(pop)
-        if base is not None:
-            opt = base.objective_value
-            entry.update(speedup_lp=base.timings["lp_s"] / pop.timings["lp_s"],
-                         speedup_end_to_end=base.timings["total_s"] / pop.timings["total_s"],
-                         objective_gap=(opt - pop.objective_value) / opt)
-            log(f"caida POP split={split}: speed-up {entry['speedup_lp']:.1f}x, "
-                f"gap {100 * entry['objective_gap']:.3f}%")
-        out["pop"][f"split={split}"] = entry
+        out["pop"][f"split={split}"] = _pop_entry(pop, base, f"split={split}")
+        if pop_plain:
+            pop = solve_te(g, dem, "total-flow", "path", k=4, partitions=partitions, split=split,
+                           time_limit=time_limit, progress=log, lp_algorithm=pop_lp_algorithm,
+                           capacity_split=capacity_split, presolve=False)
+            out["pop_plain"][f"split={split}"] = _pop_entry(pop, base_plain, f"plain split={split}")
     return out
 
 
-def world_case(quick: bool, endpoints: int, load: float, time_limit: float, split: float) -> dict[str, Any]:
+def world_case(quick: bool, endpoints: int, load: float, time_limit: float, split: float,
+               unpartitioned: bool = False) -> dict[str, Any]:
     endpoints = 100 if quick else endpoints
     t0 = time.perf_counter()
     g = load_topology(WORLD, capacity=CAPACITY)
@@ -92,11 +119,17 @@ def world_case(quick: bool, endpoints: int, load: float, time_limit: float, spli
     log(f"world: {g.number_of_nodes()} nodes, {len(dem)} demands among {endpoints} endpoints")
     pop = solve_te(g, dem, "total-flow", "path", k=4, partitions=16, split=split, time_limit=time_limit,
                    progress=log)
-    return {
+    out = {
         "topology": WORLD, "nodes": g.number_of_nodes(), "links": g.number_of_edges(), "capacity": CAPACITY,
         "load": load, "endpoints": endpoints, "split": split, "load_s": load_s, "pop16": record(pop),
         "end_to_end_s": load_s + pop.timings["total_s"],
     }
+    if unpartitioned:
+        full = solve_te(g, dem, "total-flow", "path", k=4, time_limit=time_limit, progress=log)
+        out["unpartitioned"] = record(full)
+        out["unpartitioned_end_to_end_s"] = load_s + full.timings["total_s"]
+        out["pop16_gap"] = (full.objective_value - pop.objective_value) / full.objective_value
+    return out
 
 
 def edge_vs_path_case(quick: bool, topology: str, time_limit: float) -> dict[str, Any]:
@@ -133,6 +166,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="caida: algorithm of every POP partition LP")
     p.add_argument("--capacity-split", choices=["uniform", "demand"], default="uniform",
                    help="caida POP: 1/K per partition (uniform) or proportional to expected load (demand)")
+    p.add_argument("--no-plain", dest="plain", action="store_false",
+                   help="caida: skip the unpartitioned LP without presolve (the slow baseline)")
+    p.add_argument("--pop-plain", action="store_true",
+                   help="caida: also run every POP split without presolve, against the plain baseline")
+    p.add_argument("--world-unpartitioned", action="store_true",
+                   help="world: also solve the whole LP (with presolve) and report POP's gap")
     p.add_argument("--only", choices=["caida", "world", "edge_vs_path"], action="append",
                    help="run only these cases (repeatable)")
     args = p.parse_args(argv)
@@ -148,10 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     if "caida" in cases:
         out["caida"] = caida_case(args.quick, args.load, args.time_limit,
                                   [float(x) for x in args.splits.split(",")], args.caida_endpoints,
-                                  args.lp_algorithm, args.pop_lp_algorithm, args.capacity_split)
+                                  args.lp_algorithm, args.pop_lp_algorithm, args.capacity_split,
+                                  args.plain, args.pop_plain)
     if "world" in cases:
         out["world"] = world_case(args.quick, args.world_endpoints, args.load, args.time_limit,
-                                  args.world_split)
+                                  args.world_split, args.world_unpartitioned)
     out["seconds"] = time.perf_counter() - t0
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as fh:

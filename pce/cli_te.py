@@ -50,6 +50,8 @@ def register(psub: argparse._SubParsersAction) -> None:
     p.add_argument("--lp-algorithm", choices=["full", "colgen"], default="full",
                    help="full: the whole LP at once; colgen: exact column generation (total-flow path LP only, "
                         "same optimum, see docs/te.md)")
+    p.add_argument("--no-presolve", dest="presolve", action="store_false",
+                   help="solve the total-flow path LP as it is, without the exact reductions (docs/te.md)")
     p.add_argument("--workers", type=int, default=2, help="processes for paths and POP partitions")
     p.add_argument("--seed", type=int, default=0, help="seed of POP's random partition and random demands")
     p.add_argument("--time-limit", type=float, default=None, help="seconds per LP solve")
@@ -96,7 +98,8 @@ def run_te(args: argparse.Namespace) -> int:
                       partitions=args.partitions, solver=solver, lp_method=args.lp_method,
                       path_method=args.path_method, weight=args.weight, workers=args.workers,
                       seed=args.seed, time_limit=args.time_limit, progress=progress,
-                      split=args.split, lp_algorithm=args.lp_algorithm, capacity_split=args.capacity_split)
+                      split=args.split, lp_algorithm=args.lp_algorithm, capacity_split=args.capacity_split,
+                      presolve=args.presolve)
     doc = {"topology": args.topology, "capacity": args.capacity, "demand_kind": args.demands,
            **result.to_json(details=not args.summary_only)}
     doc["timings"]["end_to_end_s"] = time.perf_counter() - t0
@@ -112,7 +115,10 @@ def run_te(args: argparse.Namespace) -> int:
           f"MLU {s['mlu']:.4f}")
     print("  seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in doc["timings"].items()))
     print(f"  LP size: {s['sizes']['variables']} variables, {s['sizes']['constraints']} constraints, "
-          f"{s['sizes']['nonzeros']} nonzeros")
+          f"{s['sizes']['nonzeros']} nonzeros" + (" (after presolve)" if s.get("presolve") else ""))
+    if "certificate" in s:
+        c = s["certificate"]
+        print(f"  optimality: dual bound {c['dual_bound']:.10g}, relative gap {c['relative_gap']:.1e}")
     return 0
 
 

@@ -43,6 +43,7 @@ class ColgenSolution:
     rounds: int
     sizes: dict[str, int]
     history: list[dict[str, float]] = field(default_factory=list)
+    arc_price: np.ndarray | None = None  # final arc duals (price of a unit of capacity), >= 0
 
 
 def _path_cost(paths: PathSet, y: np.ndarray) -> np.ndarray:
@@ -181,4 +182,5 @@ def solve_total_flow_colgen(
                "nonzeros": int(len(info.a_matrix_.value_)), "candidate_paths": n_paths,
                "multi_path_demands": int((n_active > 1).sum())},
         history=history,
+        arc_price=y,
     )

@@ -62,6 +62,7 @@ class LpSolution:
     status: str
     seconds: float
     info: dict = field(default_factory=dict)
+    row_dual: np.ndarray | None = None  # HiGHS only (for ``min c.x``: <= 0 on a binding <= row)
 
 
 def _highs_lp(lp: LinearProgram):
@@ -120,6 +121,7 @@ def solve_highs(
         seconds=seconds,
         info={"simplex_iterations": int(info.simplex_iteration_count),
               "ipm_iterations": int(info.ipm_iteration_count)},
+        row_dual=np.asarray(sol.row_dual, dtype=float),
     )
 
 

@@ -116,13 +116,14 @@ def _solve_group(group: tuple[np.ndarray, np.ndarray, float | np.ndarray]):
     from pce.te.solve import solve_subproblem
 
     assert _STATE is not None
-    network, demands, paths, formulation, objective, k, solver, lp_method, time_limit, lp_algorithm = _STATE
+    (network, demands, paths, formulation, objective, k, solver, lp_method, time_limit, lp_algorithm,
+     presolve) = _STATE
     idx, volume, factor = group
     sub_paths = paths.subset(idx) if paths is not None else None
     sub_demands = Demands(demands.src[idx], demands.dst[idx], volume)
     return idx, solve_subproblem(network, sub_demands, sub_paths, formulation, objective,
                                  factor, solver, lp_method, threads=1, time_limit=time_limit,
-                                 lp_algorithm=lp_algorithm)
+                                 lp_algorithm=lp_algorithm, presolve=presolve)
 
 
 def solve_partitioned(
@@ -141,6 +142,7 @@ def solve_partitioned(
     split: float = 0.0,
     lp_algorithm: str = "full",
     capacity_split: str = "uniform",
+    presolve: bool = True,
 ) -> Combined:
     """Solve the K sub-problems (``workers`` at a time) and combine them. ``capacity_split``:
     ``uniform`` (POP: 1/K of every arc) or ``demand`` (see :func:`capacity_shares`)."""
@@ -159,32 +161,26 @@ def solve_partitioned(
     groups = [(idx, vol, f) for (idx, vol), f in zip(clients, factors, strict=True)]
     allocation = np.zeros(len(demands))
     arc_load = np.zeros(network.n_arcs)
-    builds, solves, sizes = [], [], []
+    subs: list = []
     t0 = time.perf_counter()
     _STATE = (network, demands, paths, formulation, objective, partitions, solver, lp_method, time_limit,
-              lp_algorithm)
+              lp_algorithm, presolve)
+
+    def collect(idx: np.ndarray, sub) -> None:
+        allocation[idx] += sub.allocation
+        arc_load[:] += sub.arc_load
+        subs.append(sub)
+        if progress:
+            progress(f"POP: {len(subs)}/{partitions} partitions solved ({time.perf_counter() - t0:.1f}s)")
+
     try:
         if workers > 1:
             with multiprocessing.get_context("fork").Pool(min(workers, partitions), initializer=_worker_init) as pool:
-                results = pool.imap_unordered(_solve_group, groups)
-                for done, (idx, sub) in enumerate(results, 1):
-                    allocation[idx] += sub.allocation
-                    arc_load += sub.arc_load
-                    builds.append(sub.build_seconds)
-                    solves.append(sub.solve_seconds)
-                    sizes.append(sub.sizes)
-                    if progress:
-                        progress(f"POP: {done}/{partitions} partitions solved ({time.perf_counter() - t0:.1f}s)")
+                for idx, sub in pool.imap_unordered(_solve_group, groups):
+                    collect(idx, sub)
         else:
-            for done, g in enumerate(groups, 1):
-                idx, sub = _solve_group(g)
-                allocation[idx] += sub.allocation
-                arc_load += sub.arc_load
-                builds.append(sub.build_seconds)
-                solves.append(sub.solve_seconds)
-                sizes.append(sub.sizes)
-                if progress:
-                    progress(f"POP: {done}/{partitions} partitions solved ({time.perf_counter() - t0:.1f}s)")
+            for g in groups:
+                collect(*_solve_group(g))
     finally:
         _STATE = None
     wall = time.perf_counter() - t0
@@ -194,12 +190,13 @@ def solve_partitioned(
         arc_load=arc_load,
         timings={
             "lp_s": wall,  # wall clock of building + solving all partitions in parallel
-            "build_s_sum": float(sum(builds)),
-            "solve_s_sum": float(sum(solves)),
-            "solve_s_max": float(max(solves)),
+            "presolve_s_sum": float(sum(s.presolve_seconds for s in subs)),
+            "build_s_sum": float(sum(s.build_seconds for s in subs)),
+            "solve_s_sum": float(sum(s.solve_seconds for s in subs)),
+            "solve_s_max": float(max(s.solve_seconds for s in subs)),
         },
         sizes={
-            **{k: int(sum(s[k] for s in sizes)) for k in keys},
-            "largest_partition": {k: int(max(s[k] for s in sizes)) for k in keys},
+            **{k: int(sum(s.sizes[k] for s in subs)) for k in keys},
+            "largest_partition": {k: int(max(s.sizes[k] for s in subs)) for k in keys},
         },
     )

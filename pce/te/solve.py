@@ -35,6 +35,9 @@ class SubResult:
     solve_seconds: float
     sizes: dict[str, int]
     lp_objective: float
+    presolve_seconds: float = 0.0
+    presolve: dict[str, Any] | None = None  # what the exact reduction removed (pce.te.reduce)
+    dual_bound: float | None = None  # upper bound from the LP's duals; = objective at the optimum
 
 
 @dataclass
@@ -52,6 +55,7 @@ class TeResult:
     sizes: dict[str, Any]
     settings: dict[str, Any] = field(default_factory=dict)
     paths: PathSet | None = None
+    certificate: dict[str, float] | None = None  # dual bound of an unpartitioned total-flow LP
 
     @property
     def utilization(self) -> np.ndarray:
@@ -82,6 +86,7 @@ class TeResult:
             },
             "timings": self.timings,
             "sizes": self.sizes,
+            **({"certificate": self.certificate} if self.certificate is not None else {}),
         }
 
     def to_json(self, details: bool = True) -> dict[str, Any]:
@@ -116,8 +121,16 @@ def solve_subproblem(
     threads: int = 1,
     time_limit: float | None = None,
     lp_algorithm: str = "full",
+    presolve: bool = True,
 ) -> SubResult:
-    """Build and solve one LP (the whole instance, or one POP partition with 1/K capacities)."""
+    """Build and solve one LP (the whole instance, or one POP partition with 1/K capacities).
+
+    ``presolve``: for the total-flow path LP, first apply the exact reductions of
+    :mod:`pce.te.reduce` (other LPs are solved as they are)."""
+    if presolve and formulation == "path" and objective == "total-flow":
+        assert paths is not None
+        return _solve_reduced(network, demands, paths, capacity_factor, solver, lp_method, threads,
+                              time_limit, lp_algorithm)
     if lp_algorithm == "colgen":
         return _solve_colgen(network, demands, paths, objective, formulation, capacity_factor, solver,
                              threads, time_limit)
@@ -143,9 +156,70 @@ def solve_subproblem(
     )
 
 
+def _solve_reduced(network: TeNetwork, demands: Demands, paths: PathSet, capacity_factor: float | np.ndarray,
+                   solver: str, lp_method: str, threads: int, time_limit: float | None,
+                   lp_algorithm: str) -> SubResult:
+    """Total-flow path LP through :func:`pce.te.reduce.reduce_total_flow`: solve the reduced
+    instance, map its flows back to every path, and bound the optimum from the duals."""
+    from pce.te.reduce import dual_bound, reduce_total_flow
+
+    t0 = time.perf_counter()
+    red = reduce_total_flow(network, demands, paths, capacity_factor)
+    presolve_s = time.perf_counter() - t0
+    price: np.ndarray | None = None
+    if len(red.demands) == 0:  # every demand routed in full over arcs that cannot fill up
+        reduced_flow = np.zeros(0)
+        build_s = solve_s = 0.0
+        sizes = {"variables": 0, "constraints": 0, "nonzeros": 0}
+        price = np.zeros(0)
+    elif lp_algorithm == "colgen":
+        sub = _solve_colgen(red.network, red.demands, red.paths, "total-flow", "path", 1.0, solver,
+                            threads, time_limit)
+        reduced_flow, build_s, solve_s, sizes = sub.path_flow, 0.0, sub.solve_seconds, sub.sizes
+        price = sub.arc_price
+    else:
+        t1 = time.perf_counter()
+        model = build_path_lp(red.network, red.demands, red.paths, "total-flow")
+        build_s = time.perf_counter() - t1
+        kwargs: dict[str, Any] = {"time_limit": time_limit}
+        if solver == "highs":
+            kwargs.update(method=lp_method, threads=threads)
+        sol = solve(model.lp, solver, **kwargs)
+        solve_s = time.perf_counter() - t1 - build_s
+        reduced_flow = model.path_flows(sol.x)
+        sizes = model.lp.sizes()
+        if sol.row_dual is not None:
+            price = np.maximum(0.0, -sol.row_dual[len(red.demands):])
+    flow = red.expand(reduced_flow)
+    allocation = np.bincount(paths.demand, weights=flow, minlength=len(demands))
+    arc_load = np.bincount(paths.arcs, weights=np.repeat(flow, paths.lengths()), minlength=network.n_arcs)
+    bound = None
+    if price is not None:
+        bound = dual_bound(network, demands, paths, red.arc_price(price, network.n_arcs), capacity_factor)
+    return SubResult(
+        allocation=allocation,
+        arc_load=arc_load,
+        build_seconds=build_s,
+        solve_seconds=solve_s,
+        sizes=dict(sizes),
+        lp_objective=-float(flow.sum()),
+        presolve_seconds=presolve_s,
+        presolve=red.stats,
+        dual_bound=bound,
+    )
+
+
+@dataclass
+class _ColgenResult(SubResult):
+    """A colgen SubResult that also keeps the per-path flows and final arc prices."""
+
+    path_flow: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    arc_price: np.ndarray | None = None
+
+
 def _solve_colgen(network: TeNetwork, demands: Demands, paths: PathSet | None, objective: str,
                   formulation: str, capacity_factor: float | np.ndarray, solver: str, threads: int,
-                  time_limit: float | None) -> SubResult:
+                  time_limit: float | None) -> _ColgenResult:
     """The total-flow path LP by column generation (:mod:`pce.te.colgen`); same optimum as "full"."""
     from pce.te.colgen import solve_total_flow_colgen
 
@@ -156,7 +230,9 @@ def _solve_colgen(network: TeNetwork, demands: Demands, paths: PathSet | None, o
     sol = solve_total_flow_colgen(network, demands, paths, capacity_factor, threads=threads,
                                   time_limit=time_limit)
     flows = np.repeat(sol.path_flow, paths.lengths())
-    return SubResult(
+    return _ColgenResult(
+        path_flow=sol.path_flow,
+        arc_price=sol.arc_price,
         allocation=np.bincount(paths.demand, weights=sol.path_flow, minlength=len(demands)),
         arc_load=np.bincount(paths.arcs, weights=flows, minlength=network.n_arcs),
         build_seconds=0.0,
@@ -211,6 +287,7 @@ def solve_te(
     split: float = 0.0,
     lp_algorithm: str = "full",
     capacity_split: str = "uniform",
+    presolve: bool = True,
 ) -> TeResult:
     """Solve the WAN TE LP on ``graph`` (edge attribute ``capacity``) for ``demands``.
 
@@ -221,6 +298,8 @@ def solve_te(
     ``lp_algorithm``: ``full`` (one LP) or ``colgen`` (exact column generation, total-flow path LP
     only; applies to every POP partition too). ``capacity_split``: POP's 1/K per partition
     (``uniform``) or shares proportional to each partition's expected load per arc (``demand``).
+    ``presolve``: exact reductions of the total-flow path LP first (:mod:`pce.te.reduce`; every
+    POP partition too); an unpartitioned result then carries a dual-bound ``certificate``.
     """
     from pce.te.pop import solve_partitioned
 
@@ -232,6 +311,7 @@ def solve_te(
     say(f"instance: {network.n_nodes} nodes, {network.n_arcs} arcs, {len(dem)} demands")
     timings: dict[str, float] = {"prepare_s": time.perf_counter() - t_start}
     paths = None
+    certificate: dict[str, float] | None = None
     if formulation == "path":
         t0 = time.perf_counter()
         paths = compute_paths(network, dem, k, path_method, workers=workers, progress=progress)
@@ -247,27 +327,39 @@ def solve_te(
         "solver": solver,
         "lp_method": lp_method,
         "lp_algorithm": lp_algorithm,
+        "presolve": bool(presolve and formulation == "path" and objective == "total-flow"),
         "workers": workers,
         "seed": seed,
     }
     if partitions > 1:
         combined = solve_partitioned(network, dem, paths, formulation, objective, partitions, solver,
                                      lp_method, workers, seed, time_limit, progress, split, lp_algorithm,
-                                     capacity_split)
+                                     capacity_split, presolve)
         allocation, arc_load = combined.allocation, combined.arc_load
         timings.update(combined.timings)
         sizes = combined.sizes
     else:
         say(f"LP: building and solving ({formulation}, {objective})")
         sub = solve_subproblem(network, dem, paths, formulation, objective, 1.0, solver, lp_method,
-                               threads=workers, time_limit=time_limit, lp_algorithm=lp_algorithm)
+                               threads=workers, time_limit=time_limit, lp_algorithm=lp_algorithm,
+                               presolve=presolve)
         allocation, arc_load = sub.allocation, sub.arc_load
-        timings.update(build_s=sub.build_seconds, solve_s=sub.solve_seconds,
-                       lp_s=sub.build_seconds + sub.solve_seconds)
+        timings.update(presolve_s=sub.presolve_seconds, build_s=sub.build_seconds, solve_s=sub.solve_seconds,
+                       lp_s=sub.presolve_seconds + sub.build_seconds + sub.solve_seconds)
         sizes = dict(sub.sizes)
+        if sub.presolve is not None:
+            p = sub.presolve
+            sizes["presolve"] = p
+            say(f"presolve: {p['demands']} demands -> {p['commodities']} commodities "
+                f"({p['demands_fixed']} routed in full), {p['arcs']} -> {p['arcs_kept']} arcs, "
+                f"{p['paths']} -> {p['reduced_paths']} paths in {sub.presolve_seconds:.1f}s")
         say(f"LP: built in {sub.build_seconds:.1f}s, solved in {sub.solve_seconds:.1f}s")
+        if sub.dual_bound is not None:
+            routed = float(allocation.sum())
+            certificate = {"primal": routed, "dual_bound": sub.dual_bound,
+                           "relative_gap": (sub.dual_bound - routed) / max(abs(routed), 1e-12)}
     timings["total_s"] = time.perf_counter() - t_start
     value = combined_objective(objective, network, allocation, arc_load)
     return TeResult(objective=objective, formulation=formulation, objective_value=value, network=network,
                     demands=dem, allocation=allocation, arc_load=arc_load, timings=timings, sizes=sizes,
-                    settings=settings, paths=paths)
+                    settings=settings, paths=paths, certificate=certificate)
