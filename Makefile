@@ -37,4 +37,4 @@ bench-ots: bootstrap
 	$(PY) bench/run.py ots
 
 clean:
-	rm -rf demo-out bench/results .pytest_cache
+	rm -rf demo-out .pytest_cache

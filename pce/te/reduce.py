@@ -14,6 +14,8 @@ can be removed *before* the solver sees them, without changing the optimum:
    their arcs, so step 1 is repeated until nothing changes.
 3. **Dominated paths.** Of two paths of one demand, the one whose set of remaining arcs contains
    the other's can give all its flow to the other; it is dropped (of equal sets the first is kept).
+   Then **parallel rows**: remaining arcs crossed by exactly the same kept paths (links in
+   series) have identical rows, and only the one of least capacity is kept.
 4. **Interchangeable demands.** Demands whose remaining paths have exactly the same arc sets have
    identical columns in every remaining row, so they merge into one *commodity* whose volume is
    the sum; any split of a commodity's flow in proportion to its members' volumes is feasible.
@@ -186,6 +188,42 @@ def _set_ids(paths: PathSet, keep: np.ndarray, binding: np.ndarray, owner: np.nd
     return out
 
 
+def _drop_parallel_rows(paths: PathSet, keep: np.ndarray, binding: np.ndarray, owner: np.ndarray,
+                        cap: np.ndarray) -> tuple[np.ndarray, int]:
+    """Step 3b: arcs crossed by exactly the same kept paths (typically links in series, e.g. a
+    chain of sea-cable waypoints) have identical rows; only the smallest capacity matters."""
+    entry = np.nonzero(keep[owner] & binding[paths.arcs])[0]
+    if entry.size == 0:
+        return binding, 0
+    arc, path = paths.arcs[entry], owner[entry]
+    order = np.lexsort((path, arc))
+    arc, path = arc[order], path[order]
+    starts = np.r_[0, np.nonzero(np.diff(arc))[0] + 1]
+    arcs_used = arc[starts]
+    r1, r2 = _hash_weights(paths.n_paths)
+    h1 = np.add.reduceat(r1[path], starts)
+    h2 = np.add.reduceat(r2[path], starts)
+    count = np.diff(np.r_[starts, arc.size])
+    table = np.stack([h1.view(np.int64), h2.view(np.int64), count], axis=1)
+    _, rep, group = np.unique(table, axis=0, return_index=True, return_inverse=True)
+    group = group.reshape(-1)
+    # verify: each arc's sorted path list equals its group representative's
+    offs = np.arange(arc.size) - np.repeat(starts, count)
+    mine = path
+    theirs = path[np.repeat(starts[rep[group]], count) + offs]
+    bad = np.unique(np.repeat(np.arange(arcs_used.size), count)[mine != theirs])
+    if bad.size:  # a hash collision: those arcs stay on their own
+        group = group.copy()
+        group[bad] = group.max() + 1 + np.arange(bad.size)
+    # per group keep the arc of least capacity (ties: lowest id)
+    order = np.lexsort((arcs_used, cap[arcs_used], group))
+    first = order[np.r_[True, group[order][1:] != group[order][:-1]]]
+    out = binding.copy()
+    out[arcs_used] = False
+    out[arcs_used[first]] = True
+    return out, int(arcs_used.size - first.size)
+
+
 def reduce_total_flow(network: TeNetwork, demands: Demands, paths: PathSet,
                       capacity_factor: float | np.ndarray = 1.0) -> Reduction:
     """Apply steps 1-4 of the module docstring; exact (the reduced LP has the same optimum)."""
@@ -206,6 +244,8 @@ def reduce_total_flow(network: TeNetwork, demands: Demands, paths: PathSet,
         dominated = _dominated(paths, keep, binding, owner, local, n_binding, k_max)
         n_dominated = int(dominated.sum())
         keep &= ~dominated
+    binding, n_series = _drop_parallel_rows(paths, keep, binding, owner, cap)
+    n_binding = np.bincount(owner, weights=binding[paths.arcs], minlength=n_paths).astype(np.int64)
     set_id = _set_ids(paths, keep, binding, owner, n_binding)
     # equal sets within one demand (left when domination was skipped): keep the first
     kept = np.nonzero(keep)[0]
@@ -262,6 +302,7 @@ def reduce_total_flow(network: TeNetwork, demands: Demands, paths: PathSet,
         "arcs": int(binding.size), "arcs_kept": int(kept_arcs.size),
         "demands": n_dem, "demands_fixed": int(fixed_dem.size),
         "fixed_volume_fraction": float(vol[fixed_dem].sum() / vol.sum()) if vol.sum() > 0 else 0.0,
+        "arcs_in_series": n_series,
         "paths": n_paths, "paths_dominated": n_dominated,
         "commodities": int(n_com), "reduced_paths": int(rep_paths.size),
         "reduced_arc_entries": int(red_paths.arcs.size),

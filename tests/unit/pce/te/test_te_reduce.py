@@ -219,3 +219,23 @@ def test_cli_reports_presolve_and_certificate(tmp_path, capsys) -> None:
     doc2 = json.loads(out2.read_text())
     assert doc2["presolve"] is False and "certificate" not in doc2
     assert doc2["objective"]["value"] == pytest.approx(doc["objective"]["value"], rel=1e-7)
+
+
+def test_links_in_series_keep_only_the_tightest_row() -> None:
+    """s-w1-w2-t is a chain; w1->w2 (3) and w2->t (5) carry exactly the same paths (of s->t and
+    w1->t), so only w1->w2 stays; s->w1 (2) carries only s->t and stays too."""
+    g = nx.Graph()
+    g.add_edge("s", "w1", capacity=2.0)
+    g.add_edge("w1", "w2", capacity=3.0)
+    g.add_edge("w2", "t", capacity=5.0)
+    dem = {("s", "t"): 10.0, ("w1", "t"): 1.0}
+    net = network_from_graph(g)
+    d = demands_to_arrays(net, dem)
+    paths = compute_paths(net, d, 1, workers=1)
+    red = reduce_total_flow(net, d, paths)
+    assert red.stats["arcs_in_series"] == 1
+    assert sorted(red.network.arc_cap.tolist()) == [2.0, 3.0]
+    res = solve_te(g, dem, k=1, workers=1)
+    assert res.objective_value == pytest.approx(3.0)
+    assert_feasible(res)
+    assert res.certificate is not None and abs(res.certificate["relative_gap"]) < 1e-9
