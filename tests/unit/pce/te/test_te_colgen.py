@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 
-import networkx as nx
 import numpy as np
 import pytest
 
@@ -13,16 +12,13 @@ from pce.te.network import demands_to_arrays, network_from_graph
 from pce.te.paths import compute_paths
 from pce.te.solve import solve_te
 from pce.topologies import load_demands, load_topology
+from tests.lib.te_instances import connected_gnp
 
 
 def random_instance(seed: int, n: int = 12, p: float = 0.3, pairs: int = 40):
     """Connected random graph (capacities 1..10) and random demands large enough to congest it."""
     rng = np.random.default_rng(seed)
-    while True:
-        g = nx.gnp_random_graph(n, p, seed=int(rng.integers(1 << 30)))
-        if nx.is_connected(g):
-            break
-    g = nx.relabel_nodes(g, {i: f"n{i}" for i in g.nodes})
+    g = connected_gnp(rng, n, p)
     for u, v in g.edges:
         g.edges[u, v]["capacity"] = float(rng.integers(1, 11))
         g.edges[u, v]["latency"] = float(rng.integers(1, 5))

@@ -14,6 +14,7 @@ from pce.te.paths import compute_paths
 from pce.te.pop import partition_clients, partition_demands, solve_partitioned, split_clients
 from pce.te.solve import solve_subproblem, solve_te
 from pce.topologies import load_demands, load_topology
+from tests.lib.te_instances import connected_gnp
 
 TOL = 1e-6
 
@@ -21,11 +22,7 @@ TOL = 1e-6
 def random_graph(seed: int, n: int = 8, p: float = 0.4) -> nx.Graph:
     """A connected random graph with integer capacities 1..10 and latencies."""
     rng = np.random.default_rng(seed)
-    while True:
-        g = nx.gnp_random_graph(n, p, seed=int(rng.integers(1 << 30)))
-        if nx.is_connected(g):
-            break
-    g = nx.relabel_nodes(g, {i: f"n{i}" for i in g.nodes})
+    g = connected_gnp(rng, n, p)
     for u, v in g.edges:
         g.edges[u, v]["capacity"] = float(rng.integers(1, 11))
         g.edges[u, v]["latency"] = float(rng.integers(1, 5))

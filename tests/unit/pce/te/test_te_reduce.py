@@ -14,17 +14,14 @@ from pce.te.paths import compute_paths
 from pce.te.reduce import dual_bound, reduce_total_flow
 from pce.te.solve import solve_te
 from pce.topologies import load_demands, load_topology
+from tests.lib.te_instances import connected_gnp
 
 
 def random_instance(seed: int, n: int = 14, p: float = 0.25, pairs: int = 60, heavy: float = 1.0):
     """Connected random graph: a few thin links among fat ones, so some arcs can never fill up
     and others are bottlenecks; ``heavy`` scales the demands (load)."""
     rng = np.random.default_rng(seed)
-    while True:
-        g = nx.gnp_random_graph(n, p, seed=int(rng.integers(1 << 30)))
-        if nx.is_connected(g):
-            break
-    g = nx.relabel_nodes(g, {i: f"n{i}" for i in g.nodes})
+    g = connected_gnp(rng, n, p)
     for u, v in g.edges:
         g.edges[u, v]["capacity"] = float(rng.choice([2.0, 5.0, 40.0, 200.0]))
         g.edges[u, v]["latency"] = float(rng.integers(1, 5))
