@@ -122,6 +122,7 @@ def solve_subproblem(
     time_limit: float | None = None,
     lp_algorithm: str = "full",
     presolve: bool = True,
+    progress: Progress | None = None,
 ) -> SubResult:
     """Build and solve one LP (the whole instance, or one POP partition with 1/K capacities).
 
@@ -130,7 +131,7 @@ def solve_subproblem(
     if presolve and formulation == "path" and objective == "total-flow":
         assert paths is not None
         return _solve_reduced(network, demands, paths, capacity_factor, solver, lp_method, threads,
-                              time_limit, lp_algorithm)
+                              time_limit, lp_algorithm, progress)
     if lp_algorithm == "colgen":
         return _solve_colgen(network, demands, paths, objective, formulation, capacity_factor, solver,
                              threads, time_limit)
@@ -158,7 +159,7 @@ def solve_subproblem(
 
 def _solve_reduced(network: TeNetwork, demands: Demands, paths: PathSet, capacity_factor: float | np.ndarray,
                    solver: str, lp_method: str, threads: int, time_limit: float | None,
-                   lp_algorithm: str) -> SubResult:
+                   lp_algorithm: str, progress: Progress | None = None) -> SubResult:
     """Total-flow path LP through :func:`pce.te.reduce.reduce_total_flow`: solve the reduced
     instance, map its flows back to every path, and bound the optimum from the duals."""
     from pce.te.reduce import dual_bound, reduce_total_flow
@@ -166,6 +167,11 @@ def _solve_reduced(network: TeNetwork, demands: Demands, paths: PathSet, capacit
     t0 = time.perf_counter()
     red = reduce_total_flow(network, demands, paths, capacity_factor)
     presolve_s = time.perf_counter() - t0
+    if progress:
+        p = red.stats
+        progress(f"presolve: {p['demands']} demands -> {p['commodities']} commodities "
+                 f"({p['demands_fixed']} routed in full), {p['arcs']} -> {p['arcs_kept']} arcs, "
+                 f"{p['paths']} -> {p['reduced_paths']} paths in {presolve_s:.1f}s; solving the reduced LP")
     price: np.ndarray | None = None
     if len(red.demands) == 0:  # every demand routed in full over arcs that cannot fill up
         reduced_flow = np.zeros(0)
@@ -342,17 +348,13 @@ def solve_te(
         say(f"LP: building and solving ({formulation}, {objective})")
         sub = solve_subproblem(network, dem, paths, formulation, objective, 1.0, solver, lp_method,
                                threads=workers, time_limit=time_limit, lp_algorithm=lp_algorithm,
-                               presolve=presolve)
+                               presolve=presolve, progress=progress)
         allocation, arc_load = sub.allocation, sub.arc_load
         timings.update(presolve_s=sub.presolve_seconds, build_s=sub.build_seconds, solve_s=sub.solve_seconds,
                        lp_s=sub.presolve_seconds + sub.build_seconds + sub.solve_seconds)
         sizes = dict(sub.sizes)
         if sub.presolve is not None:
-            p = sub.presolve
-            sizes["presolve"] = p
-            say(f"presolve: {p['demands']} demands -> {p['commodities']} commodities "
-                f"({p['demands_fixed']} routed in full), {p['arcs']} -> {p['arcs_kept']} arcs, "
-                f"{p['paths']} -> {p['reduced_paths']} paths in {sub.presolve_seconds:.1f}s")
+            sizes["presolve"] = sub.presolve
         say(f"LP: built in {sub.build_seconds:.1f}s, solved in {sub.solve_seconds:.1f}s")
         if sub.dual_bound is not None:
             routed = float(allocation.sum())
