@@ -8,11 +8,12 @@
 2. Scale: 64×64, 8 paths, 20,000 active flows, top-4 destinations: problem + build + solve time of
    the highspy matrix path (target ≤ 10 s) against the PuLP path on the same problem.
 
-Network calibration (docs/performance/pce-otter.md): the paper gives no link capacities. Link
+Network calibration (docs/performance/pce-otter.md §3): the paper gives no link capacities. Link
 capacities are ``--capacity-factor`` × the sampled path throughput (access links ``--shared-factor``
-× the sum over their paths). The default capacity factor 1.65 was chosen once so that GREEDY
-allocates the paper's 0.64 of bytes at 20K flows/s (seed 1, scale 0.005); 30K and 40K run
-unchanged. ``--capacity-factor 1`` is the uncalibrated network of the first measurements.
+× the sum over their paths). The defaults (2.0 / 0.4) are fitted by bench/otter_calibrate.py so
+that GREEDY alone follows the paper's GREEDY curve at 20K/30K/40K (least squares, seeds 1–3).
+``--capacity-factor 1.65 --shared-factor 0.5`` is the earlier one-point calibration (GREEDY at
+20K only), ``--capacity-factor 1 --shared-factor 0.5`` the uncalibrated network.
 
 Usage: bench/pce_otter.py --json PATH [--quick] [--capacity-factor F] [--shared-factor F]
 """
@@ -31,29 +32,41 @@ from pce.otter.aggregate import candidates  # noqa: E402
 from pce.otter.matrix import build_matrix  # noqa: E402
 from pce.otter.model import build_model  # noqa: E402
 from pce.otter.problem import make_problem  # noqa: E402
-from pce.otter.scenario import CALIBRATED_CAPACITY_FACTOR, generate_flows, generate_network  # noqa: E402
+from pce.otter.scenario import (  # noqa: E402
+    CALIBRATED_CAPACITY_FACTOR,
+    CALIBRATED_SHARED_FACTOR,
+    generate_flows,
+    generate_network,
+)
 from pce.otter.sim import simulate  # noqa: E402
 
 POLICIES = ("GREEDY", "PER+PATHPIN", "OPT+PATHPIN", "OPT")
-# calibrated once: GREEDY's allocated-byte fraction at 20K flows/s ≈ 0.64 (paper Table 7)
+# fitted to the paper's GREEDY curve (Table 7) with GREEDY only, see bench/otter_calibrate.py
 CAPACITY_FACTOR = CALIBRATED_CAPACITY_FACTOR
-SHARED_FACTOR = 0.5
+SHARED_FACTOR = CALIBRATED_SHARED_FACTOR
 
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def scenario(rate: float, scale: float, duration: float, seed: int, pad: float,
+             capacity_factor: float, shared_factor: float):
+    """The allocation runs' 8×8 network and flows; shared with bench/otter_calibrate.py so the
+    calibration sees exactly the benchmark's instance. Returns (network, flows, measure window)."""
+    net = generate_network(8, 8, 8, seed=seed, scale=scale, capacity_factor=capacity_factor,
+                           shared_factor=shared_factor)
+    flows = generate_flows(net, rate=rate * scale, duration=pad + duration + pad, seed=seed)
+    flows.arrival[:] -= pad  # warm-up [-pad, 0), measured [0, duration], cool-down after
+    return net, flows, {"measure_from": 0.0, "measure_to": duration}
+
+
 def allocation(rates, scale: float, duration: float, seed: int, top_n: int, pad: float,
                capacity_factor: float = CAPACITY_FACTOR, shared_factor: float = SHARED_FACTOR) -> list[dict]:
     out = []
     for rate in rates:
-        net = generate_network(8, 8, 8, seed=seed, scale=scale, capacity_factor=capacity_factor,
-                               shared_factor=shared_factor)
-        flows = generate_flows(net, rate=rate * scale, duration=pad + duration + pad, seed=seed)
-        flows.arrival[:] -= pad  # warm-up [-pad, 0), measured [0, duration], cool-down after
+        net, flows, window = scenario(rate, scale, duration, seed, pad, capacity_factor, shared_factor)
         cand = candidates(net, flows, top_n)
-        window = {"measure_from": 0.0, "measure_to": duration}
         row = {"rate": rate, "scale": scale, "effective_rate": rate * scale, "flows_simulated": len(flows),
                "warmup_s": pad, "cooldown_s": pad, "top_n": top_n, "capacity_factor": capacity_factor,
                "shared_factor": shared_factor, "policies": {}}
@@ -127,10 +140,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", choices=("allocation", "scale"), help="run one part only")
     ap.add_argument("--capacity-factor", type=float, default=CAPACITY_FACTOR,
-                    help=f"link capacity = F × sampled path throughput (default {CAPACITY_FACTOR}, calibrated; "
-                         "1 = the uncalibrated network)")
+                    help=f"link capacity = F × sampled path throughput (default {CAPACITY_FACTOR}, fitted; "
+                         "1.65 with --shared-factor 0.5 = the one-point calibration, 1 = uncalibrated)")
     ap.add_argument("--shared-factor", type=float, default=SHARED_FACTOR,
-                    help=f"access link = F × the sum of its paths' capacities (default {SHARED_FACTOR})")
+                    help=f"access link = F × the sum of its paths' capacities (default {SHARED_FACTOR}, fitted)")
     ap.add_argument("--pad", type=float, default=None, help="warm-up and cool-down seconds (default 10, quick 3)")
     args = ap.parse_args()
     scale = args.scale or (0.002 if args.quick else 0.005)

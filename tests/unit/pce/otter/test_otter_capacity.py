@@ -8,7 +8,12 @@ from app.cli.main import main
 from pce.errors import InvalidInputError
 from pce.otter.matrix import build_matrix
 from pce.otter.problem import make_problem
-from pce.otter.scenario import CALIBRATED_CAPACITY_FACTOR, generate_flows, generate_network
+from pce.otter.scenario import (
+    CALIBRATED_CAPACITY_FACTOR,
+    CALIBRATED_SHARED_FACTOR,
+    generate_flows,
+    generate_network,
+)
 
 
 def test_capacity_factor_scales_links_only():
@@ -53,10 +58,21 @@ def test_cli_capacity_factor_default_and_override(tmp_path, capsys):
               "--scale", "0.001"]
     out1, out2 = tmp_path / "a.json", tmp_path / "b.json"
     assert main([*common, "--json", str(out1)]) == 0
-    assert main([*common, "--capacity-factor", "1", "--json", str(out2)]) == 0
+    assert main([*common, "--capacity-factor", "1", "--shared-factor", "0.5", "--json", str(out2)]) == 0
     a, b = json.loads(out1.read_text()), json.loads(out2.read_text())
-    assert a["config"]["capacity_factor"] == CALIBRATED_CAPACITY_FACTOR
-    assert b["config"]["capacity_factor"] == 1.0
+    assert (a["config"]["capacity_factor"], a["config"]["shared_factor"]) == (
+        CALIBRATED_CAPACITY_FACTOR, CALIBRATED_SHARED_FACTOR)
+    assert (b["config"]["capacity_factor"], b["config"]["shared_factor"]) == (1.0, 0.5)
+    # the fitted network has more capacity on every link than the uncalibrated one
+    assert CALIBRATED_CAPACITY_FACTOR >= 1 and CALIBRATED_CAPACITY_FACTOR * CALIBRATED_SHARED_FACTOR >= 0.5
     assert a["objective"] >= b["objective"] - 1e-6
     assert main([*common, "--capacity-factor", "-2"]) == 2
     assert "capacity_factor" in capsys.readouterr().err
+
+
+def test_cli_help_states_the_fitted_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["pce", "otter-sim", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"default {CALIBRATED_CAPACITY_FACTOR}" in text
+    assert f"default {CALIBRATED_SHARED_FACTOR}" in text
