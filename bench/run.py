@@ -2,7 +2,8 @@
 
 Each benchmark script accepts ``--json PATH`` (and ``--quick`` for a short smoke run), measures
 its own baseline in the same run and writes ratios into its JSON. Exit status is non-zero if any
-script failed.
+script failed. ``bench/results/`` holds the recorded runs the docs cite, so a ``--quick`` smoke
+run writes to ``bench/results/quick/`` instead of replacing them.
 """
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ def main(argv: list[str]) -> int:
     if not scripts:
         print(f"no benchmarks bench/{group}_*.py", file=sys.stderr)
         return 2
-    out = HERE / "results"
-    out.mkdir(exist_ok=True)
+    out = HERE / "results" / ("quick" if "--quick" in extra else "")
+    out.mkdir(parents=True, exist_ok=True)
     failed = []
     for script in scripts:
         target = out / f"{script.stem}.json"
