@@ -74,6 +74,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "host": "127.0.0.1",
         "port": 8080,
         "hold_seconds": 300,  # a HELD reservation expires after this long unless committed
+        "login_max_failures": 5,  # failed UI logins per user name (x4 per address) before a lockout
+        "login_window_seconds": 300,  # ... counted over this sliding window, which is also the lockout
     },
 }
 

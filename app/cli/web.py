@@ -65,7 +65,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     cfg = args.cfg
     conf = {"DATABASE": args.db or cfg["db"]["url"], "TOPOLOGY": args.topology,
-            "UNIT_MBPS": cfg["ots"]["unit_mbps"], "HOLD_SECONDS": cfg["web"]["hold_seconds"]}
+            "UNIT_MBPS": cfg["ots"]["unit_mbps"], "HOLD_SECONDS": cfg["web"]["hold_seconds"],
+            "LOGIN_MAX_FAILURES": cfg["web"]["login_max_failures"],
+            "LOGIN_WINDOW_SECONDS": cfg["web"]["login_window_seconds"]}
     if args.secret_key:
         conf["SECRET_KEY"] = args.secret_key
     if args.secure_cookies:

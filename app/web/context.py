@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.web.errors import ApiError
 from app.web.models import Reservation
 from app.web.states import ACTIVE, HELD, RESERVED
+from app.web.throttle import LoginThrottle
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,6 +32,7 @@ class WebState:
     topology: TopologySource
     clock: Callable[[], float]
     hold_seconds: float
+    login_throttle: LoginThrottle
 
 
 def state() -> WebState:

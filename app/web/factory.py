@@ -12,6 +12,7 @@ from app.web import monitor_read
 from app.web.context import WebState, close_session
 from app.web.db import Database, upgrade
 from app.web.errors import ApiError
+from app.web.throttle import LoginThrottle
 from app.web.topology_source import TopologySource
 
 
@@ -25,6 +26,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         TOPOLOGY="auto",
         UNIT_MBPS=DEFAULTS["ots"]["unit_mbps"],
         HOLD_SECONDS=DEFAULTS["web"]["hold_seconds"],
+        LOGIN_MAX_FAILURES=DEFAULTS["web"]["login_max_failures"],
+        LOGIN_WINDOW_SECONDS=DEFAULTS["web"]["login_window_seconds"],
         CLOCK=time.time,
         SECRET_KEY=secrets.token_hex(32),
         SESSION_COOKIE_HTTPONLY=True,
@@ -41,7 +44,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     monitor_read.ensure_tables(db.engine)  # utilization and monitor events are read from the monitor's tables
     app.extensions["mlte"] = WebState(
         db=db, topology=TopologySource(app.config["TOPOLOGY"], app.config["UNIT_MBPS"]),
-        clock=app.config["CLOCK"], hold_seconds=float(app.config["HOLD_SECONDS"]))
+        clock=app.config["CLOCK"], hold_seconds=float(app.config["HOLD_SECONDS"]),
+        login_throttle=LoginThrottle(int(app.config["LOGIN_MAX_FAILURES"]),
+                                     float(app.config["LOGIN_WINDOW_SECONDS"]), app.config["CLOCK"]))
     app.teardown_appcontext(close_session)
 
     from flask_wtf.csrf import CSRFProtect

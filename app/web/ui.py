@@ -5,6 +5,7 @@ the session cookie). Mutations go through the same :mod:`app.web.service` functi
 """
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from functools import wraps
 from typing import Any
@@ -24,6 +25,7 @@ from app.web.forms import ActionForm, LoginForm, ModifyForm, ReservationForm
 from app.web.listing import history, list_page
 from app.web.models import Circuit, Reservation, User
 from app.web.states import MODIFIABLE_STATES, STATES
+from app.web.throttle import login_keys
 from app.web.validation import parse_create, parse_list, parse_modify
 
 ui_bp = Blueprint("ui", __name__)
@@ -68,12 +70,21 @@ def _local_path(target: str) -> bool:
 def login():  # noqa: ANN201
     form = LoginForm()
     if form.validate_on_submit():
+        throttle = state().login_throttle
+        keys = login_keys(form.username.data, request.remote_addr)
+        wait = throttle.retry_after(keys)
+        if wait > 0:  # refused without looking at the password
+            retry = max(1, math.ceil(wait))
+            flash(f"too many failed logins: try again in {retry} s", "error")
+            return render_template("login.html", form=form), 429, {"Retry-After": str(retry)}
         user = check_password(read_session(), form.username.data, form.password.data)
         if user is not None:
+            throttle.succeeded(keys[0])
             session.clear()
             session["user_id"] = user.id
             target = request.args.get("next", "")
             return redirect(target if _local_path(target) else url_for("ui.reservations"))
+        throttle.failed(keys)
         flash("wrong user name or password", "error")
     return render_template("login.html", form=form), 200 if request.method == "GET" else 401
 
