@@ -72,7 +72,7 @@ def _unpartitioned(g, dem, time_limit: float, lp_algorithm: str, presolve: bool
 
 
 def caida_case(quick: bool, load: float, time_limit: float, splits: list[float],
-               endpoints: int | None, lp_algorithm: str = "full", pop_lp_algorithm: str = "full",
+               endpoints: int | None, lp_algorithm: str = "auto", pop_lp_algorithm: str = "full",
                capacity_split: str = "uniform", plain: bool = True, pop_plain: bool = False) -> dict[str, Any]:
     # --quick: 150 endpoints (22,350 demands) and 4 partitions -- with 16 partitions of so few
     # demands each demand is as large as a partition's capacity and POP is not meaningful
@@ -160,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--caida-endpoints", type=int, default=None,
                    help="traffic endpoints on AS7018 (default: all 594, i.e. 352,242 demands)")
     p.add_argument("--splits", default="0,1", help="POP client-splitting fractions to run (comma list)")
-    p.add_argument("--lp-algorithm", choices=["full", "colgen"], default="full",
-                   help="caida: algorithm of the unpartitioned baseline LP (colgen: exact column generation)")
+    p.add_argument("--lp-algorithm", choices=["auto", "full", "colgen"], default="auto",
+                   help="caida: algorithm of the unpartitioned LPs (auto: as `mlte pce te`, i.e. colgen with "
+                        "presolve, full without; colgen: exact column generation)")
     p.add_argument("--pop-lp-algorithm", choices=["full", "colgen"], default="full",
                    help="caida: algorithm of every POP partition LP")
     p.add_argument("--capacity-split", choices=["uniform", "demand"], default="uniform",

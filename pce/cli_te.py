@@ -47,9 +47,10 @@ def register(psub: argparse._SubParsersAction) -> None:
     p.add_argument("--capacity-split", choices=["uniform", "demand"], default="uniform",
                    help="POP: 1/K of every link per partition (uniform), or shares proportional to each "
                         "partition's expected load on the link (demand; not in the POP paper)")
-    p.add_argument("--lp-algorithm", choices=["full", "colgen"], default="full",
+    p.add_argument("--lp-algorithm", choices=["auto", "full", "colgen"], default="auto",
                    help="full: the whole LP at once; colgen: exact column generation (total-flow path LP only, "
-                        "same optimum, see docs/te.md)")
+                        "same optimum, see docs/te.md); auto (default): colgen for an unpartitioned presolved "
+                        "total-flow LP with highs, full otherwise")
     p.add_argument("--no-presolve", dest="presolve", action="store_false",
                    help="solve the total-flow path LP as it is, without the exact reductions (docs/te.md)")
     p.add_argument("--workers", type=int, default=2, help="processes for paths and POP partitions")

@@ -21,8 +21,21 @@ from pce.te.path_lp import OBJECTIVES, build_path_lp
 from pce.te.paths import PATH_METHODS, PathSet, Progress, compute_paths
 
 FORMULATIONS = ("path", "edge")
-# "full": the whole LP in one solve; "colgen": exact column generation (total-flow path LP only)
-LP_ALGORITHMS = ("full", "colgen")
+# "full": the whole LP in one solve; "colgen": exact column generation (total-flow path LP only);
+# "auto": colgen for an unpartitioned presolved total-flow path LP with HiGHS, full otherwise
+LP_ALGORITHMS = ("auto", "full", "colgen")
+
+
+def resolve_lp_algorithm(lp_algorithm: str, formulation: str, objective: str, solver: str, presolve: bool,
+                         partitions: int) -> str:
+    """What ``auto`` means for these options. On the presolved LP column generation was never much
+    slower and sometimes much faster (AS7018 load 0.5: 13.2 s vs 10.2 s; load 1.0: 18.3 s vs 34.4 s;
+    backbone/world: 178 s vs not done in 1,200 s; docs/performance/pce-te.md); POP partitions
+    are small, so they keep the full LP."""
+    if lp_algorithm != "auto":
+        return lp_algorithm
+    fits = formulation == "path" and objective == "total-flow" and solver == "highs" and presolve
+    return "colgen" if fits and partitions == 1 else "full"
 
 
 @dataclass
@@ -255,7 +268,7 @@ def combined_objective(objective: str, network: TeNetwork, allocation: np.ndarra
 
 
 def check_options(objective: str, formulation: str, k: int, partitions: int, solver: str,
-                  lp_method: str, path_method: str, workers: int, lp_algorithm: str = "full") -> None:
+                  lp_method: str, path_method: str, workers: int, lp_algorithm: str = "auto") -> None:
     """InvalidInputError for any unknown or out-of-range option."""
     checks = [
         (objective in OBJECTIVES, f"unknown objective {objective!r} ({', '.join(OBJECTIVES)})"),
@@ -267,7 +280,7 @@ def check_options(objective: str, formulation: str, k: int, partitions: int, sol
         (path_method in PATH_METHODS, f"unknown path method {path_method!r} ({', '.join(PATH_METHODS)})"),
         (workers >= 1, f"--workers must be at least 1, got {workers}"),
         (lp_algorithm in LP_ALGORITHMS, f"unknown LP algorithm {lp_algorithm!r} ({', '.join(LP_ALGORITHMS)})"),
-        (lp_algorithm == "full" or (formulation == "path" and objective == "total-flow" and solver == "highs"),
+        (lp_algorithm != "colgen" or (formulation == "path" and objective == "total-flow" and solver == "highs"),
          "--lp-algorithm colgen needs the path formulation, the total-flow objective and the highs solver"),
     ]
     for ok, message in checks:
@@ -291,7 +304,7 @@ def solve_te(
     time_limit: float | None = None,
     progress: Progress | None = None,
     split: float = 0.0,
-    lp_algorithm: str = "full",
+    lp_algorithm: str = "auto",
     capacity_split: str = "uniform",
     presolve: bool = True,
 ) -> TeResult:
@@ -301,8 +314,8 @@ def solve_te(
     ``partitions`` > 1: POP — demands split at random (``seed``) into that many groups, each solved
     with 1/K of every capacity in ``workers`` processes, allocations summed; ``split`` is POP's
     client-splitting fraction (extra demand pieces, relative to the number of demands).
-    ``lp_algorithm``: ``full`` (one LP) or ``colgen`` (exact column generation, total-flow path LP
-    only; applies to every POP partition too). ``capacity_split``: POP's 1/K per partition
+    ``lp_algorithm``: ``full`` (one LP), ``colgen`` (exact column generation, total-flow path LP
+    only; applies to every POP partition too) or ``auto`` (:func:`resolve_lp_algorithm`). ``capacity_split``: POP's 1/K per partition
     (``uniform``) or shares proportional to each partition's expected load per arc (``demand``).
     ``presolve``: exact reductions of the total-flow path LP first (:mod:`pce.te.reduce`; every
     POP partition too); an unpartitioned result then carries a dual-bound ``certificate``.
@@ -310,6 +323,7 @@ def solve_te(
     from pce.te.pop import solve_partitioned
 
     check_options(objective, formulation, k, partitions, solver, lp_method, path_method, workers, lp_algorithm)
+    lp_algorithm = resolve_lp_algorithm(lp_algorithm, formulation, objective, solver, presolve, partitions)
     say = progress or (lambda _msg: None)
     t_start = time.perf_counter()
     network = network_from_graph(graph, weight)

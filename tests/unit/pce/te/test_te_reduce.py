@@ -236,3 +236,18 @@ def test_links_in_series_keep_only_the_tightest_row() -> None:
     assert res.objective_value == pytest.approx(3.0)
     assert_feasible(res)
     assert res.certificate is not None and abs(res.certificate["relative_gap"]) < 1e-9
+
+
+def test_auto_lp_algorithm_picks_colgen_only_for_the_unpartitioned_presolved_total_flow_lp() -> None:
+    g, dem = random_instance(3, heavy=2.0)
+    runs = {
+        "colgen": solve_te(g, dem, k=3, workers=1),
+        "full (no presolve)": solve_te(g, dem, k=3, workers=1, presolve=False),
+        "full (POP)": solve_te(g, dem, k=3, workers=1, partitions=2),
+        "full (cbc)": solve_te(g, dem, k=3, workers=1, solver="cbc"),
+        "full (mlu)": solve_te(g, {k: v / 50 for k, v in dem.items()}, "mlu", k=3, workers=1),
+    }
+    for label, res in runs.items():
+        assert res.settings["lp_algorithm"] == label.split()[0], label
+    assert runs["colgen"].objective_value == pytest.approx(runs["full (no presolve)"].objective_value, rel=1e-7)
+    assert runs["full (cbc)"].objective_value == pytest.approx(runs["colgen"].objective_value, rel=1e-6)
