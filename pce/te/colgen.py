@@ -46,18 +46,9 @@ class ColgenSolution:
     arc_price: np.ndarray | None = None  # final arc duals (price of a unit of capacity), >= 0
 
 
-def _path_cost(paths: PathSet, y: np.ndarray) -> np.ndarray:
-    """sum of ``y`` over the arcs of every path."""
-    owner = np.repeat(np.arange(paths.n_paths), paths.lengths())
-    return np.bincount(owner, weights=y[paths.arcs], minlength=paths.n_paths)
-
-
 def _rows_for_columns(paths: PathSet, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CSC ``starts`` and arc-row ``indices`` of the columns ``cols`` (arc rows only)."""
-    lens = paths.lengths()[cols]
-    starts = np.zeros(cols.size + 1, dtype=np.int64)
-    np.cumsum(lens, out=starts[1:])
-    idx = np.repeat(paths.ptr[cols] - starts[:-1], lens) + np.arange(starts[-1])
+    starts, idx = paths.entries(cols)
     return starts, paths.arcs[idx]
 
 
@@ -131,7 +122,7 @@ def solve_total_flow_colgen(
         sol = h.getSolution()
         # HiGHS minimises -sum x: a binding <= row has a dual <= 0; y is the price of capacity
         y = np.maximum(0.0, -np.asarray(sol.row_dual, dtype=float)[:n_arcs])
-        value = 1.0 - _path_cost(paths, y)
+        value = 1.0 - paths.path_cost(y)
         z = np.zeros(n_dem)
         np.maximum.at(z, paths.demand[active], value[active])
         enter = np.nonzero(~active & (value > z[paths.demand] + tolerance))[0]

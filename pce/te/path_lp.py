@@ -38,12 +38,11 @@ class PathLp:
 
     def allocation(self, x: np.ndarray) -> np.ndarray:
         """Mbit/s allocated to each demand."""
-        return np.bincount(self.paths.demand, weights=self.path_flows(x), minlength=self.n_demands)
+        return self.paths.demand_totals(self.path_flows(x), self.n_demands)
 
     def arc_load(self, x: np.ndarray, n_arcs: int) -> np.ndarray:
         """Mbit/s carried by each arc."""
-        flows = np.repeat(self.path_flows(x), self.paths.lengths())
-        return np.bincount(self.paths.arcs, weights=flows, minlength=n_arcs)
+        return self.paths.arc_totals(self.path_flows(x), n_arcs)
 
 
 def check_objective(objective: str) -> None:

@@ -52,6 +52,31 @@ class PathSet:
     def lengths(self) -> np.ndarray:
         return np.diff(self.ptr)
 
+    def owner(self) -> np.ndarray:
+        """The path of every entry of ``arcs``."""
+        return np.repeat(np.arange(self.n_paths, dtype=np.int64), self.lengths())
+
+    def entries(self, paths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """CSR view of the paths ``paths``: ``(ptr, idx)`` with ``arcs[idx[ptr[i]:ptr[i + 1]]]`` the
+        arcs of ``paths[i]``."""
+        lens = self.lengths()[paths]
+        ptr = np.zeros(paths.size + 1, dtype=np.int64)
+        np.cumsum(lens, out=ptr[1:])
+        # index = start of the path + offset within the path
+        return ptr, np.repeat(self.ptr[paths] - ptr[:-1], lens) + np.arange(ptr[-1])
+
+    def path_cost(self, arc_cost: np.ndarray) -> np.ndarray:
+        """Sum of ``arc_cost`` over the arcs of every path."""
+        return np.bincount(self.owner(), weights=arc_cost[self.arcs], minlength=self.n_paths)
+
+    def demand_totals(self, flow: np.ndarray, n_demands: int) -> np.ndarray:
+        """Per demand, the sum of ``flow`` (one value per path) over its paths."""
+        return np.bincount(self.demand, weights=flow, minlength=n_demands)
+
+    def arc_totals(self, flow: np.ndarray, n_arcs: int) -> np.ndarray:
+        """Per arc, the sum of ``flow`` (one value per path) over the paths through it."""
+        return np.bincount(self.arcs, weights=np.repeat(flow, self.lengths()), minlength=n_arcs)
+
     def subset(self, demand_idx: np.ndarray) -> PathSet:
         """The paths of the demands ``demand_idx``, renumbered 0..len(demand_idx)-1 in that order."""
         remap = np.full(int(self.demand.max(initial=-1)) + 1, -1, dtype=np.int64)
@@ -59,13 +84,7 @@ class PathSet:
         keep = np.nonzero(remap[self.demand] >= 0)[0]
         new_demand = remap[self.demand[keep]]
         order = np.argsort(new_demand, kind="stable")
-        keep = keep[order]
-        lens = self.lengths()[keep]
-        ptr = np.zeros(keep.size + 1, dtype=np.int64)
-        np.cumsum(lens, out=ptr[1:])
-        starts = self.ptr[keep]
-        # gather arcs of the kept paths: index = start of path + offset within path
-        idx = np.repeat(starts - ptr[:-1], lens) + np.arange(ptr[-1])
+        ptr, idx = self.entries(keep[order])
         return PathSet(new_demand[order], ptr, self.arcs[idx])
 
 

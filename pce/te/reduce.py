@@ -170,17 +170,14 @@ def _set_ids(paths: PathSet, keep: np.ndarray, binding: np.ndarray, owner: np.nd
     entry = np.nonzero(keep[owner] & on)[0]
     order = np.lexsort((paths.arcs[entry], owner[entry]))
     arcs_sorted = paths.arcs[entry][order]
-    count = np.bincount(owner[entry], minlength=paths.n_paths)
     start = np.zeros(paths.n_paths + 1, dtype=np.int64)
-    np.cumsum(count, out=start[1:])
-    rep = kept[rep_idx][ids]
-    lens = count[kept]
-    offs = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-    mine = arcs_sorted[np.repeat(start[kept], lens) + offs]
-    theirs = arcs_sorted[np.repeat(start[rep], lens) + offs]
-    bad_entry = mine != theirs
+    np.cumsum(np.bincount(owner[entry], minlength=paths.n_paths), out=start[1:])
+    remaining = PathSet(paths.demand, start, arcs_sorted)  # each path's remaining arcs, sorted
+    ptr, mine = remaining.entries(kept)
+    _, theirs = remaining.entries(kept[rep_idx][ids])  # equal lengths: the length is in the hash key
+    bad_entry = arcs_sorted[mine] != arcs_sorted[theirs]
     if bad_entry.any():  # a hash collision: give those paths ids of their own (never merged)
-        bad = np.unique(np.repeat(np.arange(kept.size), lens)[bad_entry])
+        bad = np.unique(np.repeat(np.arange(kept.size), np.diff(ptr))[bad_entry])
         ids = ids.copy()
         ids[bad] = ids.max() + 1 + np.arange(bad.size)
     out = np.full(paths.n_paths, -1, dtype=np.int64)
@@ -231,8 +228,7 @@ def reduce_total_flow(network: TeNetwork, demands: Demands, paths: PathSet,
     cap = network.arc_cap * capacity_factor
     vol = np.asarray(demands.volume, dtype=float)
     n_dem, n_paths = len(demands), paths.n_paths
-    lens = paths.lengths()
-    owner = np.repeat(np.arange(n_paths, dtype=np.int64), lens)
+    owner = paths.owner()
     active, binding, fixed, rounds = _free_demands(vol, cap, paths, owner)
     keep = active[paths.demand]
     n_binding = np.bincount(owner, weights=binding[paths.arcs], minlength=n_paths).astype(np.int64)
@@ -280,10 +276,8 @@ def reduce_total_flow(network: TeNetwork, demands: Demands, paths: PathSet,
     red_lens = n_binding[rep_paths]
     red_ptr = np.zeros(rep_paths.size + 1, dtype=np.int64)
     np.cumsum(red_lens, out=red_ptr[1:])
-    on_entry = binding[paths.arcs]
-    gather = np.repeat(paths.ptr[rep_paths], lens[rep_paths]) + (
-        np.arange(int(lens[rep_paths].sum())) - np.repeat(np.cumsum(lens[rep_paths]) - lens[rep_paths], lens[rep_paths]))
-    gather = gather[on_entry[gather]]
+    _, gather = paths.entries(rep_paths)
+    gather = gather[binding[paths.arcs[gather]]]
     red_paths = PathSet(demand=red_demand, ptr=red_ptr, arcs=remap[paths.arcs[gather]])
     # every kept original path -> the reduced path of its commodity with the same set id
     red_key = red_demand * (int(set_id.max(initial=0)) + 1) + set_id[rep_paths]
@@ -318,8 +312,7 @@ def dual_bound(network: TeNetwork, demands: Demands, paths: PathSet, arc_price: 
     """Objective of the dual solution ``(arc_price, mu)`` of the total-flow path LP, with the best
     ``mu_d = max(0, 1 - shortest priced candidate of d)``: an upper bound on the optimum (Mbit/s)."""
     price = np.maximum(arc_price, 0.0)
-    owner = np.repeat(np.arange(paths.n_paths), paths.lengths())
-    length = np.bincount(owner, weights=price[paths.arcs], minlength=paths.n_paths)
+    length = paths.path_cost(price)
     shortest = np.full(len(demands), np.inf)
     np.minimum.at(shortest, paths.demand, length)
     cap = network.arc_cap * capacity_factor

@@ -15,7 +15,7 @@ import numpy as np
 
 from pce.errors import InvalidInputError
 from pce.te.edge_lp import build_edge_lp
-from pce.te.matrix import LP_METHODS, SOLVERS, solve
+from pce.te.matrix import LP_METHODS, SOLVERS, LpSolution, solve
 from pce.te.network import Demands, TeNetwork, demands_to_arrays, network_from_graph
 from pce.te.path_lp import OBJECTIVES, build_path_lp
 from pce.te.paths import PATH_METHODS, PathSet, Progress, compute_paths
@@ -26,6 +26,11 @@ FORMULATIONS = ("path", "edge")
 LP_ALGORITHMS = ("auto", "full", "colgen")
 
 
+def presolve_applies(presolve: bool, formulation: str, objective: str) -> bool:
+    """The exact reductions of :mod:`pce.te.reduce` exist for the total-flow path LP only."""
+    return presolve and formulation == "path" and objective == "total-flow"
+
+
 def resolve_lp_algorithm(lp_algorithm: str, formulation: str, objective: str, solver: str, presolve: bool,
                          partitions: int) -> str:
     """What ``auto`` means for these options. On the presolved LP column generation was never much
@@ -34,7 +39,7 @@ def resolve_lp_algorithm(lp_algorithm: str, formulation: str, objective: str, so
     are small, so they keep the full LP."""
     if lp_algorithm != "auto":
         return lp_algorithm
-    fits = formulation == "path" and objective == "total-flow" and solver == "highs" and presolve
+    fits = presolve_applies(presolve, formulation, objective) and solver == "highs"
     return "colgen" if fits and partitions == 1 else "full"
 
 
@@ -141,17 +146,33 @@ def solve_subproblem(
 
     ``presolve``: for the total-flow path LP, first apply the exact reductions of
     :mod:`pce.te.reduce` (other LPs are solved as they are)."""
-    if presolve and formulation == "path" and objective == "total-flow":
+    if presolve_applies(presolve, formulation, objective):
         assert paths is not None
         return _solve_reduced(network, demands, paths, capacity_factor, solver, lp_method, threads,
                               time_limit, lp_algorithm, progress)
     if lp_algorithm == "colgen":
         return _solve_colgen(network, demands, paths, objective, formulation, capacity_factor, solver,
                              threads, time_limit)
+    model, sol, build_s, solve_s = _build_and_solve(network, demands, paths, formulation, objective,
+                                                     capacity_factor, solver, lp_method, threads, time_limit)
+    return SubResult(
+        allocation=model.allocation(sol.x),
+        arc_load=model.arc_load(sol.x, network.n_arcs),
+        build_seconds=build_s,
+        solve_seconds=solve_s,
+        sizes=model.lp.sizes(),
+        lp_objective=sol.objective,
+    )
+
+
+def _build_and_solve(network: TeNetwork, demands: Demands, paths: PathSet | None, formulation: str,
+                     objective: str, capacity_factor: float | np.ndarray, solver: str, lp_method: str,
+                     threads: int, time_limit: float | None) -> tuple[Any, LpSolution, float, float]:
+    """The whole LP in one solve: (model, solution, build seconds, solve seconds)."""
     t0 = time.perf_counter()
     if formulation == "path":
         assert paths is not None
-        model = build_path_lp(network, demands, paths, objective, capacity_factor)
+        model: Any = build_path_lp(network, demands, paths, objective, capacity_factor)
     else:
         model = build_edge_lp(network, demands, objective, capacity_factor)
     t1 = time.perf_counter()
@@ -159,15 +180,7 @@ def solve_subproblem(
     if solver == "highs":
         kwargs.update(method=lp_method, threads=threads)
     sol = solve(model.lp, solver, **kwargs)
-    x = sol.x
-    return SubResult(
-        allocation=model.allocation(x),
-        arc_load=model.arc_load(x, network.n_arcs),
-        build_seconds=t1 - t0,
-        solve_seconds=time.perf_counter() - t1,
-        sizes=model.lp.sizes(),
-        lp_objective=sol.objective,
-    )
+    return model, sol, t1 - t0, time.perf_counter() - t1
 
 
 def _solve_reduced(network: TeNetwork, demands: Demands, paths: PathSet, capacity_factor: float | np.ndarray,
@@ -197,21 +210,15 @@ def _solve_reduced(network: TeNetwork, demands: Demands, paths: PathSet, capacit
         reduced_flow, build_s, solve_s, sizes = sub.path_flow, 0.0, sub.solve_seconds, sub.sizes
         price = sub.arc_price
     else:
-        t1 = time.perf_counter()
-        model = build_path_lp(red.network, red.demands, red.paths, "total-flow")
-        build_s = time.perf_counter() - t1
-        kwargs: dict[str, Any] = {"time_limit": time_limit}
-        if solver == "highs":
-            kwargs.update(method=lp_method, threads=threads)
-        sol = solve(model.lp, solver, **kwargs)
-        solve_s = time.perf_counter() - t1 - build_s
+        model, sol, build_s, solve_s = _build_and_solve(red.network, red.demands, red.paths, "path",
+                                                        "total-flow", 1.0, solver, lp_method, threads, time_limit)
         reduced_flow = model.path_flows(sol.x)
         sizes = model.lp.sizes()
         if sol.row_dual is not None:
             price = np.maximum(0.0, -sol.row_dual[len(red.demands):])
     flow = red.expand(reduced_flow)
-    allocation = np.bincount(paths.demand, weights=flow, minlength=len(demands))
-    arc_load = np.bincount(paths.arcs, weights=np.repeat(flow, paths.lengths()), minlength=network.n_arcs)
+    allocation = paths.demand_totals(flow, len(demands))
+    arc_load = paths.arc_totals(flow, network.n_arcs)
     bound = None
     if price is not None:
         bound = dual_bound(network, demands, paths, red.arc_price(price, network.n_arcs), capacity_factor)
@@ -248,12 +255,11 @@ def _solve_colgen(network: TeNetwork, demands: Demands, paths: PathSet | None, o
     assert paths is not None
     sol = solve_total_flow_colgen(network, demands, paths, capacity_factor, threads=threads,
                                   time_limit=time_limit)
-    flows = np.repeat(sol.path_flow, paths.lengths())
     return _ColgenResult(
         path_flow=sol.path_flow,
         arc_price=sol.arc_price,
-        allocation=np.bincount(paths.demand, weights=sol.path_flow, minlength=len(demands)),
-        arc_load=np.bincount(paths.arcs, weights=flows, minlength=network.n_arcs),
+        allocation=paths.demand_totals(sol.path_flow, len(demands)),
+        arc_load=paths.arc_totals(sol.path_flow, network.n_arcs),
         build_seconds=0.0,
         solve_seconds=sol.seconds,
         sizes={**sol.sizes, "colgen_rounds": sol.rounds},
@@ -347,7 +353,7 @@ def solve_te(
         "solver": solver,
         "lp_method": lp_method,
         "lp_algorithm": lp_algorithm,
-        "presolve": bool(presolve and formulation == "path" and objective == "total-flow"),
+        "presolve": presolve_applies(presolve, formulation, objective),
         "workers": workers,
         "seed": seed,
     }
