@@ -82,6 +82,11 @@ class Inventory(app_manager.OSKenApp):
         except ValueError:
             return None
 
+    def datapath_by_name(self, name: str) -> Datapath | None:
+        """The connected datapath of the switch ``name`` (see :meth:`by_name`), if any."""
+        sw = self.by_name(name)
+        return self.datapath(sw.dpid) if sw is not None else None
+
     def of_kind(self, kind: str) -> list[SwitchInfo]:
         return [sw for sw in self.switches.values() if sw.kind == kind]
 

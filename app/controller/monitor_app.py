@@ -430,9 +430,7 @@ class MonitorApp(app_manager.OSKenApp):
     def _flowstats_off(self, switch: str) -> None:
         assert self.counting is not None
         self.counting.disable(switch)
-        inv = app_manager.lookup_service_brick("mlte_inventory")
-        sw = inv.by_name(switch)
-        dp = inv.datapath(sw.dpid) if sw is not None else None
+        dp = app_manager.lookup_service_brick("mlte_inventory").datapath_by_name(switch)
         if dp is None:
             return
         ofp, parser = dp.ofproto, dp.ofproto_parser
@@ -445,9 +443,7 @@ class MonitorApp(app_manager.OSKenApp):
     def _send_rules(self, switch: str, ops: list[RuleOp]) -> None:
         if not ops:
             return
-        inv = app_manager.lookup_service_brick("mlte_inventory")
-        sw = inv.by_name(switch)
-        dp = inv.datapath(sw.dpid) if sw is not None else None
+        dp = app_manager.lookup_service_brick("mlte_inventory").datapath_by_name(switch)
         if dp is None:
             return
         ofp, parser = dp.ofproto, dp.ofproto_parser
