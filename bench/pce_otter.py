@@ -15,7 +15,7 @@ that GREEDY alone follows the paper's GREEDY curve at 20K/30K/40K (least squares
 ``--capacity-factor 1.65 --shared-factor 0.5`` is the earlier one-point calibration (GREEDY at
 20K only), ``--capacity-factor 1 --shared-factor 0.5`` the uncalibrated network.
 
-Usage: bench/pce_otter.py --json PATH [--quick] [--capacity-factor F] [--shared-factor F]
+Usage: bench/pce_otter.py --json PATH [--quick] [--capacity-factor F] [--shared-factor F] [--edge-factor F]
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from pce.otter.model import build_model  # noqa: E402
 from pce.otter.problem import make_problem  # noqa: E402
 from pce.otter.scenario import (  # noqa: E402
     CALIBRATED_CAPACITY_FACTOR,
+    CALIBRATED_EDGE_FACTOR,
     CALIBRATED_SHARED_FACTOR,
     generate_flows,
     generate_network,
@@ -44,6 +45,7 @@ POLICIES = ("GREEDY", "PER+PATHPIN", "OPT+PATHPIN", "OPT")
 # fitted to the paper's GREEDY curve (Table 7) with GREEDY only, see bench/otter_calibrate.py
 CAPACITY_FACTOR = CALIBRATED_CAPACITY_FACTOR
 SHARED_FACTOR = CALIBRATED_SHARED_FACTOR
+EDGE_FACTOR = CALIBRATED_EDGE_FACTOR
 
 
 def log(msg: str) -> None:
@@ -51,25 +53,26 @@ def log(msg: str) -> None:
 
 
 def scenario(rate: float, scale: float, duration: float, seed: int, pad: float,
-             capacity_factor: float, shared_factor: float):
+             capacity_factor: float, shared_factor: float, edge_factor: float = EDGE_FACTOR):
     """The allocation runs' 8×8 network and flows; shared with bench/otter_calibrate.py so the
     calibration sees exactly the benchmark's instance. Returns (network, flows, measure window)."""
     net = generate_network(8, 8, 8, seed=seed, scale=scale, capacity_factor=capacity_factor,
-                           shared_factor=shared_factor)
+                           shared_factor=shared_factor, edge_factor=edge_factor)
     flows = generate_flows(net, rate=rate * scale, duration=pad + duration + pad, seed=seed)
     flows.arrival[:] -= pad  # warm-up [-pad, 0), measured [0, duration], cool-down after
     return net, flows, {"measure_from": 0.0, "measure_to": duration}
 
 
 def allocation(rates, scale: float, duration: float, seed: int, top_n: int, pad: float,
-               capacity_factor: float = CAPACITY_FACTOR, shared_factor: float = SHARED_FACTOR) -> list[dict]:
+               capacity_factor: float = CAPACITY_FACTOR, shared_factor: float = SHARED_FACTOR,
+               edge_factor: float = EDGE_FACTOR) -> list[dict]:
     out = []
     for rate in rates:
-        net, flows, window = scenario(rate, scale, duration, seed, pad, capacity_factor, shared_factor)
+        net, flows, window = scenario(rate, scale, duration, seed, pad, capacity_factor, shared_factor, edge_factor)
         cand = candidates(net, flows, top_n)
         row = {"rate": rate, "scale": scale, "effective_rate": rate * scale, "flows_simulated": len(flows),
                "warmup_s": pad, "cooldown_s": pad, "top_n": top_n, "capacity_factor": capacity_factor,
-               "shared_factor": shared_factor, "policies": {}}
+               "shared_factor": shared_factor, "edge_factor": edge_factor, "policies": {}}
         for pol in POLICIES:
             r = simulate(net, flows, pol, cand=cand, top_n=top_n, period=1.0, opt_epoch=0.1, **window)
             row["policies"][pol] = r.as_dict()
@@ -144,6 +147,8 @@ def main() -> int:
                          "1.65 with --shared-factor 0.5 = the one-point calibration, 1 = uncalibrated)")
     ap.add_argument("--shared-factor", type=float, default=SHARED_FACTOR,
                     help=f"access link = F × the sum of its paths' capacities (default {SHARED_FACTOR}, fitted)")
+    ap.add_argument("--edge-factor", type=float, default=EDGE_FACTOR,
+                    help=f"edge-site resources = F × Table 4's ranges (default {EDGE_FACTOR}, fitted)")
     ap.add_argument("--pad", type=float, default=None, help="warm-up and cool-down seconds (default 10, quick 3)")
     args = ap.parse_args()
     scale = args.scale or (0.002 if args.quick else 0.005)
@@ -153,7 +158,7 @@ def main() -> int:
         doc["allocation"] = allocation(
             (20000, 30000, 40000), scale, 5.0 if args.quick else 10.0, args.seed, args.top_n,
             args.pad if args.pad is not None else (3.0 if args.quick else 10.0),
-            args.capacity_factor, args.shared_factor,
+            args.capacity_factor, args.shared_factor, args.edge_factor,
         )
     if args.only in (None, "scale"):
         doc["scale"] = scale_lp(2000 if args.quick else 20000, 16 if args.quick else 64, args.seed, pulp_too=True)

@@ -28,19 +28,30 @@ def _network_args(p: argparse.ArgumentParser) -> None:
                         "throughput)")
     p.add_argument("--shared-factor", type=float, default=None,
                    help="access link capacity = F × the sum of its paths' capacities (default 0.4, fitted)")
+    p.add_argument("--edge-factor", type=float, default=None,
+                   help="edge-site CPU/RAM/disk = F × Table 4's ranges (default: the calibrated value, "
+                        "see docs/performance/pce-otter.md)")
 
 
 def _network(args: argparse.Namespace):
     """The Table 4 network of the command line (link factors default to the fitted ones)."""
-    from pce.otter.scenario import CALIBRATED_CAPACITY_FACTOR, CALIBRATED_SHARED_FACTOR, generate_network
+    from pce.otter.scenario import (
+        CALIBRATED_CAPACITY_FACTOR,
+        CALIBRATED_EDGE_FACTOR,
+        CALIBRATED_SHARED_FACTOR,
+        generate_network,
+    )
 
     # filled in here so that the JSON config shows the values used
     if args.capacity_factor is None:
         args.capacity_factor = CALIBRATED_CAPACITY_FACTOR
     if args.shared_factor is None:
         args.shared_factor = CALIBRATED_SHARED_FACTOR
+    if args.edge_factor is None:
+        args.edge_factor = CALIBRATED_EDGE_FACTOR
     return generate_network(args.sources, args.dests, args.paths, seed=args.seed, scale=args.scale,
-                            capacity_factor=args.capacity_factor, shared_factor=args.shared_factor)
+                            capacity_factor=args.capacity_factor, shared_factor=args.shared_factor,
+                            edge_factor=args.edge_factor)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
