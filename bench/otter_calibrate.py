@@ -50,9 +50,10 @@ def log(msg: str) -> None:
 class Fitter:
     """Runs and caches GREEDY fractions per (shared, capacity, seed)."""
 
-    def __init__(self) -> None:
+    def __init__(self, edge_factor: float = 1.0) -> None:
         self.cache: dict[tuple[float, float, int], list[float]] = {}
         self.runs = 0
+        self.edge_factor = edge_factor
 
     def greedy(self, s: float, c: float, seed: int) -> list[float]:
         key = (round(s, 4), round(c, 4), seed)
@@ -60,7 +61,7 @@ class Fitter:
             out = []
             for rate in RATES:
                 net, flows, window = scenario(rate, SCALE, DURATION, seed, PAD, capacity_factor=key[1],
-                                              shared_factor=key[0])
+                                              shared_factor=key[0], edge_factor=self.edge_factor)
                 cand = candidates(net, flows, TOP_N)
                 r = simulate(net, flows, "GREEDY", cand=cand, top_n=TOP_N, period=1.0, opt_epoch=0.1, **window)
                 out.append(r.allocated_bytes_fraction)
@@ -117,6 +118,21 @@ def stage2(fit: Fitter, best: dict, shared: tuple[float, ...]) -> list[dict]:
     return [fit.cell(s, c) for s in ss for c in cs]
 
 
+def fit_greedy(fit: Fitter, top_n: int = 5) -> tuple[list[dict], tuple[float, ...], tuple[float, ...],
+                                                     list[dict], list[dict], dict]:
+    """Stages 1-3 of §3.1 at ``fit``'s edge factor: (grid, shared values, capacity values,
+    refinement, seed-checked cells, chosen cell)."""
+    grid, shared, caps = stage1(fit)
+    best1 = min(grid, key=lambda x: x["sse"])
+    log(f"stage 1 best (edge {fit.edge_factor:g}): shared {best1['shared_factor']:g} capacity "
+        f"{best1['capacity_factor']:g} SSE {best1['sse']:.5f} GREEDY {best1['greedy']}")
+    refine = stage2(fit, best1, shared)
+    pool = {(x["shared_factor"], x["capacity_factor"]): x for x in grid + refine}
+    top = sorted(pool.values(), key=lambda x: x["sse"])[:top_n]
+    checked = [fit.seeds(x["shared_factor"], x["capacity_factor"], (1, 2, 3)) for x in top]
+    return grid, shared, caps, refine, checked, min(checked, key=lambda x: x["mean_sse"])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", required=True, help="write grid, refinement, seed check and choice here")
@@ -127,15 +143,7 @@ def main() -> int:
     args = ap.parse_args()
     t0 = time.perf_counter()
     fit = Fitter()
-    grid, shared, caps = stage1(fit)
-    best1 = min(grid, key=lambda x: x["sse"])
-    log(f"stage 1 best: shared {best1['shared_factor']:g} capacity {best1['capacity_factor']:g} "
-        f"SSE {best1['sse']:.5f} GREEDY {best1['greedy']}")
-    refine = stage2(fit, best1, shared)
-    pool = {(x["shared_factor"], x["capacity_factor"]): x for x in grid + refine}
-    top = sorted(pool.values(), key=lambda x: x["sse"])[: args.top]
-    checked = [fit.seeds(x["shared_factor"], x["capacity_factor"], (1, 2, 3)) for x in top]
-    chosen = min(checked, key=lambda x: x["mean_sse"])
+    grid, shared, caps, refine, checked, chosen = fit_greedy(fit, args.top)
     reference = fit.seeds(*REFERENCE, (1, 2, 3))
     adopt = chosen["mean_sse"] < ADOPT_BELOW * reference["mean_sse"]
     for x in [*checked, reference]:

@@ -7,6 +7,8 @@ import json
 import sys
 import time
 
+from pce.otter.calibration import CALIBRATED_CAPACITY_FACTOR, CALIBRATED_EDGE_FACTOR, CALIBRATED_SHARED_FACTOR
+
 #: Above this many active flows the LP policies are slow on two cores (see docs/otter.md).
 LARGE_ACTIVE = 50_000
 
@@ -22,25 +24,21 @@ def _network_args(p: argparse.ArgumentParser) -> None:
                    help="matrix = direct highspy sparse build (default); pulp = PuLP model (needed for cbc)")
     p.add_argument("--json", metavar="PATH", help="write the results as JSON")
     p.add_argument("--capacity-factor", type=float, default=None,
-                   help="link capacity = F × sampled path throughput (default 2.0, fitted with --shared-factor so "
-                        "that GREEDY follows the paper's GREEDY curve at 20K/30K/40K flows/s; 1.65 with "
-                        "--shared-factor 0.5 = the earlier one-point calibration; 1 = links carry the measured "
-                        "throughput)")
+                   help=f"link capacity = F × sampled path throughput (default {CALIBRATED_CAPACITY_FACTOR}, "
+                        "fitted with --shared-factor and --edge-factor to the paper's GREEDY and OPT results, "
+                        "docs/performance/pce-otter.md; 1 with --shared-factor 0.5 --edge-factor 1 = the "
+                        "uncalibrated network: links carry the measured throughput)")
     p.add_argument("--shared-factor", type=float, default=None,
-                   help="access link capacity = F × the sum of its paths' capacities (default 0.4, fitted)")
+                   help=f"access link capacity = F × the sum of its paths' capacities "
+                        f"(default {CALIBRATED_SHARED_FACTOR}, fitted)")
     p.add_argument("--edge-factor", type=float, default=None,
-                   help="edge-site CPU/RAM/disk = F × Table 4's ranges (default: the calibrated value, "
-                        "see docs/performance/pce-otter.md)")
+                   help=f"edge-site CPU/RAM/disk = F × Table 4's ranges (default {CALIBRATED_EDGE_FACTOR}, fitted; "
+                        "1 = as printed in Table 4)")
 
 
 def _network(args: argparse.Namespace):
     """The Table 4 network of the command line (link factors default to the fitted ones)."""
-    from pce.otter.scenario import (
-        CALIBRATED_CAPACITY_FACTOR,
-        CALIBRATED_EDGE_FACTOR,
-        CALIBRATED_SHARED_FACTOR,
-        generate_network,
-    )
+    from pce.otter.scenario import generate_network
 
     # filled in here so that the JSON config shows the values used
     if args.capacity_factor is None:

@@ -15,6 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pce.errors import InvalidInputError, UnknownTopologyError
+from pce.otter.calibration import (  # noqa: F401  (re-exported: the fitted defaults)
+    CALIBRATED_CAPACITY_FACTOR,
+    CALIBRATED_EDGE_FACTOR,
+    CALIBRATED_SHARED_FACTOR,
+)
 from pce.otter.demand import IGNORE, LINEAR, RATIONAL, STEP
 from pce.otter.profiles import PROFILES
 
@@ -28,15 +33,6 @@ JITTER_MS = (0.008, 38.0, 0.62, 1.38)
 LOSS_PCT = (0.0, 4.3, 0.06, 0.16)
 EDGE_CAPACITY = ((128.0, 4096.0), (128.0, 4096.0), (1024.0, 32768.0))
 FLOW_NEEDS = ((1.0, 128.0), (1.0, 128.0), (8.0, 1024.0))
-# Link capacity / sampled path throughput and access-link sharing fitted so that GREEDY's
-# allocated-byte fraction follows the paper's whole Table 7 curve (.64/.55/.44 at 20K/30K/40K
-# flows/s): least squares over a grid, 3-seed check, GREEDY only (bench/otter_calibrate.py,
-# docs/performance/pce-otter.md §3). The earlier one-point fit was 1.65 / 0.5.
-# ``generate_network`` keeps its own defaults 1.0 / 0.5 (links = measured throughput).
-CALIBRATED_CAPACITY_FACTOR = 2.0
-CALIBRATED_SHARED_FACTOR = 0.4
-# Multiplier of Table 4's edge-site resources (1 = as printed; see generate_network).
-CALIBRATED_EDGE_FACTOR = 1.0
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The network's congestion parameters (capacity_factor, shared_factor) and their CLI options."""
+"""The network's fitted parameters (capacity_factor, shared_factor, edge_factor) and their CLI options."""
 import json
 
 import numpy as np
@@ -10,6 +10,7 @@ from pce.otter.matrix import build_matrix
 from pce.otter.problem import make_problem
 from pce.otter.scenario import (
     CALIBRATED_CAPACITY_FACTOR,
+    CALIBRATED_EDGE_FACTOR,
     CALIBRATED_SHARED_FACTOR,
     generate_flows,
     generate_network,
@@ -47,7 +48,35 @@ def test_more_capacity_never_lowers_the_lp_optimum():
     assert objectives[-1] > objectives[0]  # the small network is link-bound
 
 
-@pytest.mark.parametrize("kw", [{"capacity_factor": 0.0}, {"shared_factor": -1.0}])
+def test_edge_factor_scales_edge_resources_only():
+    base = generate_network(3, 4, 3, seed=2, scale=0.01)
+    big = generate_network(3, 4, 3, seed=2, scale=0.01, edge_factor=30.0)
+    edge = base.dest_is_edge
+    assert edge.any() and not edge.all()
+    np.testing.assert_allclose(big.dest_cap[edge], 30.0 * base.dest_cap[edge])
+    assert np.isinf(big.dest_cap[~edge]).all()  # DCs stay unlimited
+    np.testing.assert_array_equal(big.link_cap, base.link_cap)
+    np.testing.assert_array_equal(big.path_metrics, base.path_metrics)
+
+
+def test_larger_edge_sites_take_flows_the_small_ones_refuse():
+    """Flows needing more cores than a literal Table 4 site has left are placed only when the
+    edge sites are larger; DC-only capacity is the same in both networks."""
+    objectives, edge_share = [], []
+    for ef in (1.0, 100.0):
+        net = generate_network(2, 4, 3, seed=5, scale=0.01, edge_factor=ef)
+        fl = generate_flows(net, n=400, seed=5)
+        prob = make_problem(net, fl, top_n=4)
+        sol = build_matrix(prob).solve()
+        objectives.append(sol.objective)
+        x = sol.x
+        to_edge = net.dest_is_edge[net.path_dst[prob.col_path]]
+        edge_share.append(float(x[to_edge].sum() / max(x.sum(), 1e-12)))
+    assert objectives[1] > objectives[0]
+    assert edge_share[1] > edge_share[0]
+
+
+@pytest.mark.parametrize("kw", [{"capacity_factor": 0.0}, {"shared_factor": -1.0}, {"edge_factor": 0.0}])
 def test_invalid_factors(kw):
     with pytest.raises(InvalidInputError):
         generate_network(2, 4, 2, **kw)
@@ -62,12 +91,18 @@ def test_cli_capacity_factor_default_and_override(tmp_path, capsys):
     a, b = json.loads(out1.read_text()), json.loads(out2.read_text())
     assert (a["config"]["capacity_factor"], a["config"]["shared_factor"]) == (
         CALIBRATED_CAPACITY_FACTOR, CALIBRATED_SHARED_FACTOR)
+    assert a["config"]["edge_factor"] == CALIBRATED_EDGE_FACTOR
     assert (b["config"]["capacity_factor"], b["config"]["shared_factor"]) == (1.0, 0.5)
-    # the fitted network has more capacity on every link than the uncalibrated one
-    assert CALIBRATED_CAPACITY_FACTOR >= 1 and CALIBRATED_CAPACITY_FACTOR * CALIBRATED_SHARED_FACTOR >= 0.5
-    assert a["objective"] >= b["objective"] - 1e-6
+    out3 = tmp_path / "c.json"
+    assert main([*common, "--capacity-factor", "4", "--shared-factor", "1", "--edge-factor", "100",
+                 "--json", str(out3)]) == 0
+    c = json.loads(out3.read_text())
+    assert c["config"]["edge_factor"] == 100.0
+    assert c["objective"] >= max(a["objective"], b["objective"]) - 1e-6  # more of everything
     assert main([*common, "--capacity-factor", "-2"]) == 2
     assert "capacity_factor" in capsys.readouterr().err
+    assert main([*common, "--edge-factor", "0"]) == 2
+    assert "edge_factor" in capsys.readouterr().err
 
 
 def test_cli_help_states_the_fitted_defaults(capsys):
@@ -76,3 +111,4 @@ def test_cli_help_states_the_fitted_defaults(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert f"default {CALIBRATED_CAPACITY_FACTOR}" in text
     assert f"default {CALIBRATED_SHARED_FACTOR}" in text
+    assert f"default {CALIBRATED_EDGE_FACTOR}" in text
