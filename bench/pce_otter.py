@@ -8,12 +8,13 @@
 2. Scale: 64×64, 8 paths, 20,000 active flows, top-4 destinations: problem + build + solve time of
    the highspy matrix path (target ≤ 10 s) against the PuLP path on the same problem.
 
-Network calibration (docs/performance/pce-otter.md §3): the paper gives no link capacities. Link
-capacities are ``--capacity-factor`` × the sampled path throughput (access links ``--shared-factor``
-× the sum over their paths). The defaults (2.0 / 0.4) are fitted by bench/otter_calibrate.py so
-that GREEDY alone follows the paper's GREEDY curve at 20K/30K/40K (least squares, seeds 1–3).
-``--capacity-factor 1.65 --shared-factor 0.5`` is the earlier one-point calibration (GREEDY at
-20K only), ``--capacity-factor 1 --shared-factor 0.5`` the uncalibrated network.
+Network calibration (docs/performance/pce-otter.md §3-4): the paper gives no link capacities, and
+its edge resources taken literally hold almost no flows. Link capacities are ``--capacity-factor``
+× the sampled path throughput (access links ``--shared-factor`` × the sum over their paths), edge
+resources ``--edge-factor`` × Table 4's. The defaults (1.95 / 0.4 / 30, pce/otter/calibration.py)
+are fitted to the paper's GREEDY and OPT columns by bench/otter_calibrate_edge.py, never to
+PER+PATHPIN. ``--capacity-factor 2 --shared-factor 0.4 --edge-factor 1`` is the GREEDY-only fit,
+``--capacity-factor 1 --shared-factor 0.5 --edge-factor 1`` the uncalibrated network.
 
 Usage: bench/pce_otter.py --json PATH [--quick] [--capacity-factor F] [--shared-factor F] [--edge-factor F]
 """
@@ -42,7 +43,7 @@ from pce.otter.scenario import (  # noqa: E402
 from pce.otter.sim import simulate  # noqa: E402
 
 POLICIES = ("GREEDY", "PER+PATHPIN", "OPT+PATHPIN", "OPT")
-# fitted to the paper's GREEDY curve (Table 7) with GREEDY only, see bench/otter_calibrate.py
+# fitted to the paper's GREEDY and OPT columns (Table 7), see bench/otter_calibrate_edge.py
 CAPACITY_FACTOR = CALIBRATED_CAPACITY_FACTOR
 SHARED_FACTOR = CALIBRATED_SHARED_FACTOR
 EDGE_FACTOR = CALIBRATED_EDGE_FACTOR
@@ -149,6 +150,7 @@ def main() -> int:
                     help=f"access link = F × the sum of its paths' capacities (default {SHARED_FACTOR}, fitted)")
     ap.add_argument("--edge-factor", type=float, default=EDGE_FACTOR,
                     help=f"edge-site resources = F × Table 4's ranges (default {EDGE_FACTOR}, fitted)")
+    ap.add_argument("--rates", default="20000,30000,40000", help="allocation runs: flows/s (default 20000,30000,40000)")
     ap.add_argument("--pad", type=float, default=None, help="warm-up and cool-down seconds (default 10, quick 3)")
     args = ap.parse_args()
     scale = args.scale or (0.002 if args.quick else 0.005)
@@ -156,7 +158,7 @@ def main() -> int:
     doc = {"benchmark": "pce_otter", "quick": args.quick, "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}
     if args.only in (None, "allocation"):
         doc["allocation"] = allocation(
-            (20000, 30000, 40000), scale, 5.0 if args.quick else 10.0, args.seed, args.top_n,
+            tuple(int(x) for x in args.rates.split(",")), scale, 5.0 if args.quick else 10.0, args.seed, args.top_n,
             args.pad if args.pad is not None else (3.0 if args.quick else 10.0),
             args.capacity_factor, args.shared_factor, args.edge_factor,
         )

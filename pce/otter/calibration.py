@@ -15,6 +15,6 @@ the uncalibrated defaults (capacity 1, shared 0.5, edge 1).
   (bench/otter_calibrate_edge.py).
 """
 
-CALIBRATED_CAPACITY_FACTOR = 2.0
+CALIBRATED_CAPACITY_FACTOR = 1.95
 CALIBRATED_SHARED_FACTOR = 0.4
-CALIBRATED_EDGE_FACTOR = 1.0
+CALIBRATED_EDGE_FACTOR = 30.0
