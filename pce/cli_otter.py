@@ -23,30 +23,23 @@ def _network_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=("matrix", "pulp"), default="matrix",
                    help="matrix = direct highspy sparse build (default); pulp = PuLP model (needed for cbc)")
     p.add_argument("--json", metavar="PATH", help="write the results as JSON")
-    p.add_argument("--capacity-factor", type=float, default=None,
+    p.add_argument("--capacity-factor", type=float, default=CALIBRATED_CAPACITY_FACTOR,
                    help=f"link capacity = F × sampled path throughput (default {CALIBRATED_CAPACITY_FACTOR}, "
                         "fitted with --shared-factor and --edge-factor to the paper's GREEDY and OPT results, "
                         "docs/performance/pce-otter.md; 1 with --shared-factor 0.5 --edge-factor 1 = the "
                         "uncalibrated network: links carry the measured throughput)")
-    p.add_argument("--shared-factor", type=float, default=None,
+    p.add_argument("--shared-factor", type=float, default=CALIBRATED_SHARED_FACTOR,
                    help=f"access link capacity = F × the sum of its paths' capacities "
                         f"(default {CALIBRATED_SHARED_FACTOR}, fitted)")
-    p.add_argument("--edge-factor", type=float, default=None,
+    p.add_argument("--edge-factor", type=float, default=CALIBRATED_EDGE_FACTOR,
                    help=f"edge-site CPU/RAM/disk = F × Table 4's ranges (default {CALIBRATED_EDGE_FACTOR}, fitted; "
                         "1 = as printed in Table 4)")
 
 
 def _network(args: argparse.Namespace):
-    """The Table 4 network of the command line (link factors default to the fitted ones)."""
+    """The Table 4 network of the command line (the factors default to the fitted ones)."""
     from pce.otter.scenario import generate_network
 
-    # filled in here so that the JSON config shows the values used
-    if args.capacity_factor is None:
-        args.capacity_factor = CALIBRATED_CAPACITY_FACTOR
-    if args.shared_factor is None:
-        args.shared_factor = CALIBRATED_SHARED_FACTOR
-    if args.edge_factor is None:
-        args.edge_factor = CALIBRATED_EDGE_FACTOR
     return generate_network(args.sources, args.dests, args.paths, seed=args.seed, scale=args.scale,
                             capacity_factor=args.capacity_factor, shared_factor=args.shared_factor,
                             edge_factor=args.edge_factor)
