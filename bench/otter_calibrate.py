@@ -43,6 +43,11 @@ ADOPT_BELOW = 0.5  # adopt iff mean SSE < this × the reference's mean SSE
 SCALE, DURATION, PAD, TOP_N = 0.005, 10.0, 10.0, 8
 
 
+def sse(values: list[float], paper: tuple[float, ...]) -> float:
+    """Sum over the rates of (ours - paper)^2."""
+    return sum((v - p) ** 2 for v, p in zip(values, paper, strict=True))
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -70,7 +75,7 @@ class Fitter:
         return self.cache[key]
 
     def sse(self, s: float, c: float, seed: int) -> float:
-        return sum((g - p) ** 2 for g, p in zip(self.greedy(s, c, seed), PAPER_GREEDY, strict=True))
+        return sse(self.greedy(s, c, seed), PAPER_GREEDY)
 
     def cell(self, s: float, c: float, seed: int = 1) -> dict:
         return {"shared_factor": round(s, 4), "capacity_factor": round(c, 4), "seed": seed,

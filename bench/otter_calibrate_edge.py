@@ -24,14 +24,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from otter_calibrate import DURATION, PAD, RATES, SCALE, TOP_N, Fitter, fit_greedy, log  # noqa: E402
+from otter_calibrate import (  # noqa: E402
+    DURATION,
+    PAD,
+    PAPER_GREEDY,
+    RATES,
+    SCALE,
+    TOP_N,
+    Fitter,
+    fit_greedy,
+    log,
+    sse,
+)
 from pce_otter import scenario  # noqa: E402
 
 from pce.otter.aggregate import candidates  # noqa: E402
 from pce.otter.sim import simulate  # noqa: E402
 
 EDGE_GRID = (1.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0)
-PAPER_GREEDY = (0.64, 0.55, 0.44)  # Table 7
 PAPER_OPT = (0.96, 0.87, 0.70)  # Table 7
 REFERENCE = (0.4, 2.0, 1.0)  # (shared, capacity, edge): the §3 default
 ADOPT_BELOW = 0.5
@@ -62,10 +72,6 @@ def _opt(task: tuple[float, float, float, float]) -> tuple[tuple[float, float, f
     return (s, c, e), rate, r.allocated_bytes_fraction, wall
 
 
-def _sse(values: list[float], paper: tuple[float, ...]) -> float:
-    return sum((v - p) ** 2 for v, p in zip(values, paper, strict=True))
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", required=True)
@@ -89,7 +95,7 @@ def main() -> int:
 
     def opt_row(point: tuple[float, float, float]) -> dict:
         values = [opt[point][r][0] for r in RATES]
-        return {"opt": values, "opt_sse": _sse(values, PAPER_OPT), "opt_wall_s": [opt[point][r][1] for r in RATES]}
+        return {"opt": values, "opt_sse": sse(values, PAPER_OPT), "opt_wall_s": [opt[point][r][1] for r in RATES]}
 
     rows = []
     for f in fits:

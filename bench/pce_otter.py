@@ -30,16 +30,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pce.otter.aggregate import candidates  # noqa: E402
-from pce.otter.matrix import build_matrix  # noqa: E402
-from pce.otter.model import build_model  # noqa: E402
-from pce.otter.problem import make_problem  # noqa: E402
-from pce.otter.scenario import (  # noqa: E402
+from pce.otter.calibration import (  # noqa: E402
     CALIBRATED_CAPACITY_FACTOR,
     CALIBRATED_EDGE_FACTOR,
     CALIBRATED_SHARED_FACTOR,
-    generate_flows,
-    generate_network,
 )
+from pce.otter.matrix import build_matrix  # noqa: E402
+from pce.otter.model import build_model  # noqa: E402
+from pce.otter.problem import make_problem  # noqa: E402
+from pce.otter.scenario import generate_flows, generate_network  # noqa: E402
 from pce.otter.sim import simulate  # noqa: E402
 
 POLICIES = ("GREEDY", "PER+PATHPIN", "OPT+PATHPIN", "OPT")

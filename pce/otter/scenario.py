@@ -15,11 +15,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pce.errors import InvalidInputError, UnknownTopologyError
-from pce.otter.calibration import (  # noqa: F401  (re-exported: the fitted defaults)
-    CALIBRATED_CAPACITY_FACTOR,
-    CALIBRATED_EDGE_FACTOR,
-    CALIBRATED_SHARED_FACTOR,
-)
 from pce.otter.demand import IGNORE, LINEAR, RATIONAL, STEP
 from pce.otter.profiles import PROFILES
 

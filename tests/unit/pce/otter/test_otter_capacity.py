@@ -6,15 +6,10 @@ import pytest
 
 from app.cli.main import main
 from pce.errors import InvalidInputError
+from pce.otter.calibration import CALIBRATED_CAPACITY_FACTOR, CALIBRATED_EDGE_FACTOR, CALIBRATED_SHARED_FACTOR
 from pce.otter.matrix import build_matrix
 from pce.otter.problem import make_problem
-from pce.otter.scenario import (
-    CALIBRATED_CAPACITY_FACTOR,
-    CALIBRATED_EDGE_FACTOR,
-    CALIBRATED_SHARED_FACTOR,
-    generate_flows,
-    generate_network,
-)
+from pce.otter.scenario import generate_flows, generate_network
 
 
 def test_capacity_factor_scales_links_only():
