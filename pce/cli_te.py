@@ -47,6 +47,9 @@ def register(psub: argparse._SubParsersAction) -> None:
     p.add_argument("--capacity-split", choices=["uniform", "demand"], default="uniform",
                    help="POP: 1/K of every link per partition (uniform), or shares proportional to each "
                         "partition's expected load on the link (demand; not in the POP paper)")
+    p.add_argument("--no-repair", dest="repair", action="store_false",
+                   help="POP as published: leave out the repair LP that routes the unmet demand over the "
+                        "capacity the partitions left (total-flow only; on by default)")
     p.add_argument("--lp-algorithm", choices=["auto", "full", "colgen"], default="auto",
                    help="full: the whole LP at once; colgen: exact column generation (total-flow path LP only, "
                         "same optimum, see docs/te.md); auto (default): colgen for an unpartitioned presolved "
@@ -100,7 +103,7 @@ def run_te(args: argparse.Namespace) -> int:
                       path_method=args.path_method, weight=args.weight, workers=args.workers,
                       seed=args.seed, time_limit=args.time_limit, progress=progress,
                       split=args.split, lp_algorithm=args.lp_algorithm, capacity_split=args.capacity_split,
-                      presolve=args.presolve)
+                      presolve=args.presolve, repair=None if args.repair else False)
     doc = {"topology": args.topology, "capacity": args.capacity, "demand_kind": args.demands,
            **result.to_json(details=not args.summary_only)}
     doc["timings"]["end_to_end_s"] = time.perf_counter() - t0

@@ -74,6 +74,28 @@ class Reduction:
         return price
 
 
+def _groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_index=True, return_inverse=True)[1:]`` for a 1-d integer key, with
+    one stable argsort (``np.unique(..., axis=0)`` on a table of keys was the presolve's slowest
+    step): the first position of every distinct key, and each element's group number."""
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    new = np.empty(key.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(sorted_key[1:], sorted_key[:-1], out=new[1:])
+    ids = np.empty(key.size, dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return order[new], ids
+
+
+def _row_hash(table: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of every row of an integer table (wrapping sum of entries times random odd
+    weights); equal rows hash equal, and callers verify that equal hashes mean equal rows."""
+    weights = np.random.default_rng(7).integers(1, 2**63, table.shape[1], dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        return (table.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64).view(np.int64)
+
+
 def _first_per_group(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For sorted-or-not ``keys``: the unique keys and the ``values`` entry of each key's first occurrence."""
     uniq, first = np.unique(keys, return_index=True)
@@ -117,9 +139,9 @@ def _dominated(paths: PathSet, keep: np.ndarray, binding: np.ndarray, owner: np.
     entry = np.nonzero(keep[owner] & binding[paths.arcs])[0]
     dem = paths.demand[owner[entry]]
     n_arcs = int(binding.size)
-    key = dem.astype(np.int64) * n_arcs + paths.arcs[entry]
-    order = np.argsort(key, kind="stable")
-    key, bit = key[order], (np.int64(1) << local[owner[entry]].astype(np.int64))[order]
+    # sort (demand, arc, local path index) packed into one integer: no argsort needed
+    packed = np.sort((dem.astype(np.int64) * n_arcs + paths.arcs[entry]) * k_max + local[owner[entry]])
+    key, bit = packed // k_max, np.int64(1) << (packed % k_max)
     starts = np.r_[0, np.nonzero(np.diff(key))[0] + 1]
     mask = np.bitwise_or.reduceat(bit, starts) if key.size else np.zeros(0, dtype=np.int64)
     pair_dem = key[starts] // n_arcs
@@ -164,20 +186,22 @@ def _set_ids(paths: PathSet, keep: np.ndarray, binding: np.ndarray, owner: np.nd
     h2 = np.add.reduceat(w2, paths.ptr[:-1]) if w2.size else np.zeros(0, np.uint64)
     kept = np.nonzero(keep)[0]
     table = np.stack([h1[kept].view(np.int64), h2[kept].view(np.int64), n_binding[kept].astype(np.int64)], axis=1)
-    _, rep_idx, ids = np.unique(table, axis=0, return_index=True, return_inverse=True)
-    ids = ids.reshape(-1)
-    # verify: every path's sorted remaining arcs equal its representative's
+    rep_idx, ids = _groups(_row_hash(table))
+    # verify: every path's length and sorted remaining arcs equal its representative's
+    n_arcs = int(binding.size)
     entry = np.nonzero(keep[owner] & on)[0]
-    order = np.lexsort((paths.arcs[entry], owner[entry]))
-    arcs_sorted = paths.arcs[entry][order]
+    arcs_sorted = np.sort(owner[entry].astype(np.int64) * n_arcs + paths.arcs[entry]) % n_arcs
     start = np.zeros(paths.n_paths + 1, dtype=np.int64)
     np.cumsum(np.bincount(owner[entry], minlength=paths.n_paths), out=start[1:])
     remaining = PathSet(paths.demand, start, arcs_sorted)  # each path's remaining arcs, sorted
-    ptr, mine = remaining.entries(kept)
-    _, theirs = remaining.entries(kept[rep_idx][ids])  # equal lengths: the length is in the hash key
+    rep_of = kept[rep_idx][ids]
+    same_len = n_binding[kept] == n_binding[rep_of]
+    check = np.nonzero(same_len)[0]
+    ptr, mine = remaining.entries(kept[check])
+    _, theirs = remaining.entries(rep_of[check])
     bad_entry = arcs_sorted[mine] != arcs_sorted[theirs]
-    if bad_entry.any():  # a hash collision: give those paths ids of their own (never merged)
-        bad = np.unique(np.repeat(np.arange(kept.size), np.diff(ptr))[bad_entry])
+    if bad_entry.any() or not same_len.all():  # a hash collision: those paths get ids of their own
+        bad = np.union1d(np.nonzero(~same_len)[0], check[np.repeat(np.arange(check.size), np.diff(ptr))[bad_entry]])
         ids = ids.copy()
         ids[bad] = ids.max() + 1 + np.arange(bad.size)
     out = np.full(paths.n_paths, -1, dtype=np.int64)
@@ -192,9 +216,8 @@ def _drop_parallel_rows(paths: PathSet, keep: np.ndarray, binding: np.ndarray, o
     entry = np.nonzero(keep[owner] & binding[paths.arcs])[0]
     if entry.size == 0:
         return binding, 0
-    arc, path = paths.arcs[entry], owner[entry]
-    order = np.lexsort((path, arc))
-    arc, path = arc[order], path[order]
+    packed = np.sort(paths.arcs[entry].astype(np.int64) * paths.n_paths + owner[entry])  # by arc, then path
+    arc, path = packed // paths.n_paths, packed % paths.n_paths
     starts = np.r_[0, np.nonzero(np.diff(arc))[0] + 1]
     arcs_used = arc[starts]
     r1, r2 = _hash_weights(paths.n_paths)
@@ -202,13 +225,14 @@ def _drop_parallel_rows(paths: PathSet, keep: np.ndarray, binding: np.ndarray, o
     h2 = np.add.reduceat(r2[path], starts)
     count = np.diff(np.r_[starts, arc.size])
     table = np.stack([h1.view(np.int64), h2.view(np.int64), count], axis=1)
-    _, rep, group = np.unique(table, axis=0, return_index=True, return_inverse=True)
-    group = group.reshape(-1)
-    # verify: each arc's sorted path list equals its group representative's
+    rep, group = _groups(_row_hash(table))
+    # verify: each arc's path count and sorted path list equal its group representative's
+    same_len = count == count[rep[group]]
     offs = np.arange(arc.size) - np.repeat(starts, count)
-    mine = path
-    theirs = path[np.repeat(starts[rep[group]], count) + offs]
-    bad = np.unique(np.repeat(np.arange(arcs_used.size), count)[mine != theirs])
+    check = np.repeat(same_len, count)
+    theirs = np.full(arc.size, -1, dtype=np.int64)
+    theirs[check] = path[np.repeat(starts[rep[group]], count)[check] + offs[check]]
+    bad = np.unique(np.repeat(np.arange(arcs_used.size), count)[path != theirs])
     if bad.size:  # a hash collision: those arcs stay on their own
         group = group.copy()
         group[bad] = group.max() + 1 + np.arange(bad.size)
@@ -257,8 +281,11 @@ def reduce_total_flow(network: TeNetwork, demands: Demands, paths: PathSet,
     sig = np.full((n_dem, max(k_max, 1)), -1, dtype=np.int64)
     sig[paths.demand[kept], local[kept]] = set_id[kept]
     sig = np.sort(sig[act], axis=1)
-    _, rep_pos, commodity_of_act = np.unique(sig, axis=0, return_index=True, return_inverse=True)
-    commodity_of_act = commodity_of_act.reshape(-1)
+    rep_pos, commodity_of_act = _groups(_row_hash(sig))
+    wrong = np.nonzero((sig != sig[rep_pos[commodity_of_act]]).any(axis=1))[0]
+    if wrong.size:  # a hash collision: those demands stay commodities of their own
+        commodity_of_act[wrong] = rep_pos.size + np.arange(wrong.size)
+        rep_pos = np.concatenate([rep_pos, wrong])
     n_com = rep_pos.size
     commodity = np.full(n_dem, -1, dtype=np.int64)
     commodity[act] = commodity_of_act

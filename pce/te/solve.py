@@ -313,6 +313,7 @@ def solve_te(
     lp_algorithm: str = "auto",
     capacity_split: str = "uniform",
     presolve: bool = True,
+    repair: bool | None = None,
 ) -> TeResult:
     """Solve the WAN TE LP on ``graph`` (edge attribute ``capacity``) for ``demands``.
 
@@ -325,10 +326,17 @@ def solve_te(
     (``uniform``) or shares proportional to each partition's expected load per arc (``demand``).
     ``presolve``: exact reductions of the total-flow path LP first (:mod:`pce.te.reduce`; every
     POP partition too); an unpartitioned result then carries a dual-bound ``certificate``.
+    ``repair`` (POP, total-flow): route the unmet demand over the capacity the partitions left
+    (:mod:`pce.te.pop`); ``None`` = on for the total-flow objective.
     """
     from pce.te.pop import solve_partitioned
 
     check_options(objective, formulation, k, partitions, solver, lp_method, path_method, workers, lp_algorithm)
+    if repair is None:
+        repair = objective == "total-flow"
+    elif repair and objective != "total-flow":
+        raise InvalidInputError("POP repair needs the total-flow objective (MLU routes every demand in full)")
+    repair = repair and partitions > 1
     lp_algorithm = resolve_lp_algorithm(lp_algorithm, formulation, objective, solver, presolve, partitions)
     say = progress or (lambda _msg: None)
     t_start = time.perf_counter()
@@ -350,6 +358,7 @@ def solve_te(
         "partitions": partitions,
         "split": split if partitions > 1 else None,
         "capacity_split": capacity_split if partitions > 1 else None,
+        "repair": repair if partitions > 1 else None,
         "solver": solver,
         "lp_method": lp_method,
         "lp_algorithm": lp_algorithm,
@@ -360,7 +369,7 @@ def solve_te(
     if partitions > 1:
         combined = solve_partitioned(network, dem, paths, formulation, objective, partitions, solver,
                                      lp_method, workers, seed, time_limit, progress, split, lp_algorithm,
-                                     capacity_split, presolve)
+                                     capacity_split, presolve, repair)
         allocation, arc_load = combined.allocation, combined.arc_load
         timings.update(combined.timings)
         sizes = combined.sizes

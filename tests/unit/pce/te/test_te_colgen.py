@@ -72,8 +72,8 @@ def test_colgen_on_as7018_subset_equals_full_lp() -> None:
 
 def test_colgen_inside_pop_equals_full_lp_inside_pop() -> None:
     g, dem = random_instance(5, n=14, pairs=80)
-    a = solve_te(g, dem, "total-flow", "path", k=3, partitions=4, workers=1, seed=3, split=0.5)
-    b = solve_te(g, dem, "total-flow", "path", k=3, partitions=4, workers=2, seed=3, split=0.5,
+    a = solve_te(g, dem, "total-flow", "path", k=3, partitions=4, workers=1, seed=3, split=0.5, repair=False)
+    b = solve_te(g, dem, "total-flow", "path", k=3, partitions=4, workers=2, seed=3, split=0.5, repair=False,
                  lp_algorithm="colgen")
     assert b.objective_value == pytest.approx(a.objective_value, rel=1e-7)
 

@@ -62,8 +62,8 @@ def test_presolve_with_column_generation_and_inside_pop(seed: int) -> None:
     cg = solve_te(g, dem, k=3, workers=1, lp_algorithm="colgen")
     assert cg.objective_value == pytest.approx(plain.objective_value, rel=1e-7, abs=1e-9)
     assert cg.certificate is not None and abs(cg.certificate["relative_gap"]) < 1e-7
-    pop_plain = solve_te(g, dem, k=3, partitions=3, workers=1, seed=seed, presolve=False)
-    pop_red = solve_te(g, dem, k=3, partitions=3, workers=1, seed=seed)
+    pop_plain = solve_te(g, dem, k=3, partitions=3, workers=1, seed=seed, presolve=False, repair=False)
+    pop_red = solve_te(g, dem, k=3, partitions=3, workers=1, seed=seed, repair=False)
     assert pop_red.objective_value == pytest.approx(pop_plain.objective_value, rel=1e-7, abs=1e-9)
     assert_feasible(pop_red)
 
@@ -156,6 +156,26 @@ def test_hash_collisions_are_caught_by_the_verification(monkeypatch: pytest.Monk
         monkeypatch.undo()
         assert got.objective_value == pytest.approx(expected, rel=1e-7, abs=1e-9)
         assert_feasible(got)
+
+
+def test_row_hash_collisions_of_any_kind_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row hashing to 0 makes paths of different lengths, arcs with different path counts and
+    demands with different signatures collide; the checks must keep all of them apart."""
+    for seed in range(4):
+        g, dem = random_instance(seed, heavy=3.0)
+        expected = solve_te(g, dem, k=4, workers=1, presolve=False).objective_value
+        monkeypatch.setattr(reduce_mod, "_row_hash", lambda t: np.zeros(t.shape[0], dtype=np.int64))
+        got = solve_te(g, dem, k=4, workers=1)
+        monkeypatch.undo()
+        assert got.objective_value == pytest.approx(expected, rel=1e-7, abs=1e-9)
+        assert_feasible(got)
+
+
+def test_groups_matches_numpy_unique() -> None:
+    key = np.random.default_rng(3).integers(0, 50, 1000)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rep, ids = reduce_mod._groups(key)
+    assert rep.tolist() == first.tolist() and ids.tolist() == inverse.reshape(-1).tolist()
 
 
 def test_many_paths_per_demand_skip_domination_but_stay_exact() -> None:
