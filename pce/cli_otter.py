@@ -73,6 +73,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--scale", type=float, default=1.0, help="multiply link/edge capacities by this")
     s.add_argument("--no-aggregate", action="store_true", help="one LP variable set per flow")
     s.add_argument("--no-c4", action="store_true", help="drop the destination resource constraints")
+    s.add_argument("--no-presolve", dest="presolve", action="store_false",
+                   help="hand HiGHS the whole LP, without the exact reductions of pce/otter/reduce.py "
+                        "(matrix backend; see docs/otter.md)")
+    s.add_argument("--lp-method", choices=("primal", "dual", "ipm"), default="primal",
+                   help="HiGHS algorithm, matrix backend (default primal; ipm is faster on very large LPs)")
     s.set_defaults(func=_solve)
 
 
@@ -158,13 +163,17 @@ def _solve(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     prob = make_problem(net, flows, top_n=args.top_n, aggregate=not args.no_aggregate, use_c4=not args.no_c4)
     t_prob = time.perf_counter() - t0
-    sol = solve_problem(prob, _backend(args, solver), solver)
+    backend = _backend(args, solver)
+    presolve = args.presolve and backend == "matrix" and solver == "highs"
+    sol = solve_problem(prob, backend, solver, presolve=presolve, method=args.lp_method)
     doc = {
         "command": "otter-solve",
         "config": {k: v for k, v in vars(args).items() if k not in ("func", "cfg")},
         "aggregates": prob.n_aggs, "columns": prob.n_cols, "objective": sol.objective,
         "allocated_mbps": sol.allocated(), "requested_mbps": float(flows.bw.sum()),
         "problem_seconds": t_prob, "build_seconds": sol.build_seconds, "solve_seconds": sol.solve_seconds,
+        "total_seconds": t_prob + sol.build_seconds + sol.solve_seconds,
+        "presolve": sol.reduction_stats,
     }
     print(json.dumps({k: v for k, v in doc.items() if k != "config"}, indent=2), file=sys.stdout)
     _write(args, doc)

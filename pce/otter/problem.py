@@ -153,6 +153,7 @@ class LpSolution:
     status: str
     build_seconds: float
     solve_seconds: float
+    reduction_stats: dict | None = None  # what the exact presolve removed (matrix backend, presolve on)
 
     def path_fractions(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Per aggregate: (paths, fraction of each member's bw on them, candidate slots)."""
