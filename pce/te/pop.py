@@ -51,18 +51,17 @@ def residual_instance(network: TeNetwork, demands: Demands, paths: PathSet | Non
     unmet = np.maximum(demands.volume - allocation, 0.0)
     live = unmet > tol * np.maximum(demands.volume, 1e-300)
     sub_paths = None
-    if paths is not None:
-        blocked = np.bincount(paths.owner(), weights=(cap[paths.arcs] == 0.0).astype(float),
-                              minlength=paths.n_paths) > 0
-        open_paths = np.nonzero(~blocked)[0]
-        live &= np.bincount(paths.demand[open_paths], minlength=len(demands)) > 0
+    if paths is not None:  # keep the paths through arcs with capacity left; drop demands with none
+        open_path = np.bincount(paths.owner(), weights=(cap[paths.arcs] == 0.0).astype(float),
+                                minlength=paths.n_paths) == 0
+        live &= np.bincount(paths.demand[open_path], minlength=len(demands)) > 0
+        remap = np.full(len(demands), -1, dtype=np.int64)
+        remap[live] = np.arange(int(live.sum()))
+        keep = np.nonzero(open_path & live[paths.demand])[0]
+        keep = keep[np.argsort(remap[paths.demand[keep]], kind="stable")]
+        ptr, idx = paths.entries(keep)
+        sub_paths = PathSet(remap[paths.demand[keep]], ptr, paths.arcs[idx])
     index = np.nonzero(live)[0]
-    if paths is not None:
-        sub = paths.subset(index)
-        keep = np.nonzero(np.bincount(sub.owner(), weights=(cap[sub.arcs] == 0.0).astype(float),
-                                      minlength=sub.n_paths) == 0)[0]
-        ptr, idx = sub.entries(keep)
-        sub_paths = PathSet(sub.demand[keep], ptr, sub.arcs[idx])
     rnet = TeNetwork(network.nodes, network.arc_src, network.arc_dst, cap, network.arc_weight,
                      network.weight_name)
     return Residual(rnet, Demands(demands.src[index], demands.dst[index], unmet[index]), index, sub_paths)
