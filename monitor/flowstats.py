@@ -29,18 +29,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from app.controller import rule_plan
 from monitor.sflow.estimator import FlowRate
 from monitor.sflow.packet import HEADER_ETHERNET, parse_header
 from monitor.sflow.records import FiveTuple
 
-COOKIE_BASE = 0x4D4C5445 << 32  # "MLTE", like the controller's other cookies (0x4d4c5445000000xx)
-KIND_LEARN = 0x30
-KIND_COUNT = 0x31
+COOKIE_BASE = rule_plan.COOKIE_BASE  # "MLTE", like the controller's other cookies (0x4d4c5445000000xx)
+KIND_LEARN = rule_plan.FLOW_LEARN.kind
+KIND_COUNT = rule_plan.FLOW_COUNT.kind
 KIND_MASK = 0xFFFFFFFF000000FF
 ALL_MASK = 0xFFFFFFFF000000FE  # learn + count
 ID_LIMIT = 1 << 24
-LEARN_PRIORITY = 150
-COUNT_PRIORITY = 200
+LEARN_PRIORITY = rule_plan.FLOW_LEARN.priority()
+COUNT_PRIORITY = rule_plan.FLOW_COUNT.priority()
 LEARN_MAC = "02:4d:4c:54:45:4c"  # locally administered; never a host's address
 ADD, DELETE = "add", "delete"
 

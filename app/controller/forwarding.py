@@ -18,7 +18,7 @@ from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib.packet import arp, ethernet, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_ARP, ETH_TYPE_LLDP
 
-from app.controller import events
+from app.controller import events, rule_plan
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
@@ -26,9 +26,11 @@ from app.controller.model import PACKET, HostInfo, PortRef
 from app.controller.of13 import add_flow, delete_flows
 from app.controller.paths import Plan, diff, link_graph, plan, reachable
 
-COOKIE_FWD = 0x4D4C544500000002
-FWD_PRIORITY = 100
-ARP_PRIORITY = 110  # above the eth_dst rules: every ARP reaches the controller (IPv4 of every host learnt)
+COOKIE_FWD = rule_plan.FORWARDING.cookie()  # shared by the forwarding app's three bands
+FWD_PRIORITY = rule_plan.FORWARDING.priority()
+# above the eth_dst rules: every ARP reaches the controller (IPv4 of every host learnt)
+ARP_PRIORITY = rule_plan.ARP.priority()
+MISS_PRIORITY = rule_plan.TABLE_MISS.priority()
 
 
 class Forwarding(app_manager.OSKenApp):
@@ -88,7 +90,7 @@ class Forwarding(app_manager.OSKenApp):
         # start from a clean table as far as our rules go (the cookie spares LLDP's trap rule)
         delete_flows(dp, COOKIE_FWD, parser.OFPMatch())
         to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-        add_flow(dp, COOKIE_FWD, 0, parser.OFPMatch(), to_controller)
+        add_flow(dp, COOKIE_FWD, MISS_PRIORITY, parser.OFPMatch(), to_controller)
         # ARP is handled by the controller (proxy replies, replies delivered to the asker's port): a
         # reply following the asker's eth_dst rule would hide the replier's IPv4 address from us
         add_flow(dp, COOKIE_FWD, ARP_PRIORITY, parser.OFPMatch(eth_type=ETH_TYPE_ARP), to_controller)

@@ -18,7 +18,7 @@ from os_ken.lib import hub
 from os_ken.lib.packet import ethernet, lldp, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_LLDP
 
-from app.controller import events
+from app.controller import events, rule_plan
 from app.controller.guard import ERROR_LOG, loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
@@ -28,8 +28,8 @@ from app.controller.of13 import add_flow
 from app.controller.runtime import SETTINGS
 
 CHASSIS_PREFIX = b"mlte:"
-LLDP_PRIORITY = 65000
-COOKIE_LLDP = 0x4D4C544500000001
+LLDP_PRIORITY = rule_plan.LLDP.priority()
+COOKIE_LLDP = rule_plan.LLDP.cookie()
 
 
 def lldp_frame(dpid: int, port_no: int, hw_addr: str) -> bytes:

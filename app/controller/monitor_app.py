@@ -40,7 +40,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
 from app.config import DEFAULTS, load_config
-from app.controller import db_writer
+from app.controller import db_writer, rule_plan
 from app.controller import events as ctl_events
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
@@ -66,8 +66,8 @@ from monitor.sflow import SflowCollector
 from monitor.sflow.sflow_rt import SflowRtBackend
 
 LOG = logging.getLogger("mlte.controller.monitor")
-COOKIE_PROBE = 0x4D4C544500000020  # the probe trap rule (docs/controller.md cookie scheme)
-PROBE_PRIORITY = 64000  # below LLDP (65000), above everything else
+COOKIE_PROBE = rule_plan.PROBE.cookie()  # the probe trap rule (app/controller/rule_plan.py)
+PROBE_PRIORITY = rule_plan.PROBE.priority()
 ECHO_MAGIC = b"MLTEECHO"
 STORE = "monitor_store"  # the MonitorStore, a resource of the db_writer thread
 

@@ -19,7 +19,7 @@ from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, events
+from app.controller import db_writer, events, rule_plan
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
@@ -33,7 +33,7 @@ __all__ = ["BarrierTimeout", "DriverError", "OtsDriver", "XconResult"]  # errors
 
 LOG = logging.getLogger("mlte.controller.ots")
 CAPS = "capabilities"  # the CapabilityStore, a resource of the db_writer thread
-COOKIE_XCON = 0x4D4C544500000010
+COOKIE_XCON = rule_plan.XCON.cookie()
 
 
 def error_names(err_type: int, code: int) -> tuple[str, str]:
