@@ -23,6 +23,8 @@ from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import PACKET, HostInfo, PortRef
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
 from app.controller.of13 import add_flow, delete_flows
 from app.controller.paths import Plan, diff, link_graph, plan, reachable
 
@@ -35,14 +37,25 @@ MISS_PRIORITY = rule_plan.TABLE_MISS.priority()
 
 class Forwarding(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView}
     _EVENTS = [events.EventHostAdd]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_forwarding"
-        self.hosts: dict[str, HostInfo] = {}
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.hosts: dict[str, HostInfo] = self.view.hosts  # the view owns them; we learn them
         self.installed: Plan = {}
         self._graph = link_graph([], [])
+
+    @property
+    def installed(self) -> Plan:
+        """The installed eth_dst rules, kept in the network view (the monitor's counting rules read them)."""
+        return self.view.forwarding_rules
+
+    @installed.setter
+    def installed(self, plan: Plan) -> None:
+        self.view.forwarding_rules = plan
 
     def _inventory(self):
         return app_manager.lookup_service_brick("mlte_inventory")

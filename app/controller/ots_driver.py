@@ -25,7 +25,11 @@ from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, dpid_label
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import OpenFlowSouthbound
 from ots_virtual import protocol
 from topology.capabilities import CapabilityStore, NodeCapabilities
 
@@ -100,14 +104,19 @@ class XconResult:
 
 class OtsDriver(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_ots_driver"
-        self.xcons: dict[int, dict[int, int]] = {}  # dpid -> {in_port: out_port}, as confirmed by barriers
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
+        self.southbound.xcon_driver = self
+        # dpid -> {in_port: out_port}, as confirmed by barriers (the network view's table)
+        self.xcons: dict[int, dict[int, int]] = self.view.xcons
         # dpid -> {in_port: out_port} sent but never confirmed (barrier timed out): maybe applied, maybe
         # not; kept until a delete of that port is confirmed, so a roll-back can remove them
-        self.unknown: dict[int, dict[int, int]] = {}
+        self.unknown: dict[int, dict[int, int]] = self.view.unknown_xcons
         self._pending: dict[tuple[int, int], _Pending] = {}
         self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
         # the capability store (topology/); without a DB URL capabilities stay in memory only
