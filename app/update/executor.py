@@ -167,21 +167,24 @@ class _Run:
         return [self.sb.flow_packets(r) for r in rules]
 
     def verify(self, s: VerifyStep) -> Outcome:
+        """Each rule's counter must rise by ``min_packets`` from its value now; a rule not on its switch
+        yet (one-shot: still in flight) counts from 0 once it appears."""
         base = self._counts(s.rules)
-        missing = [r.target() for r, c in zip(s.rules, base, strict=True) if c is None]
-        if missing:
-            return Outcome.refused(f"rules not on their switch: {'; '.join(missing)}")
         deadline = self.clock() + s.timeout_s
         while True:
             now = self._counts(s.rules)
-            rise = {r.target(): None if c is None else c - b for r, b, c in zip(s.rules, base, now, strict=True)}
+            base = [0 if b is None and c is not None else b for b, c in zip(base, now, strict=True)]
+            rise = {r.target(): None if c is None or b is None else c - b
+                    for r, b, c in zip(s.rules, base, now, strict=True)}
             if all(d is not None and d >= s.min_packets for d in rise.values()):
                 return Outcome.done(self.clock(), packets=rise)
             if self.clock() >= deadline:
-                idle = [t for t, d in rise.items() if d is None or d < s.min_packets]
-                return Outcome.refused(f"no traffic on the new path within {s.timeout_s} s: "
-                                       f"{len(idle)} rule(s) counted < {s.min_packets} packet(s): "
-                                       f"{'; '.join(idle)}", packets=rise)
+                missing = [t for t, d in rise.items() if d is None]
+                idle = [t for t, d in rise.items() if d is not None and d < s.min_packets]
+                why = [f"{len(idle)} rule(s) counted < {s.min_packets} packet(s): {'; '.join(idle)}"] if idle else []
+                why += [f"not on their switch: {'; '.join(missing)}"] if missing else []
+                return Outcome.refused(f"no traffic on the new path within {s.timeout_s} s: {' / '.join(why)}",
+                                       packets=rise)
             self.sleep(self.poll_s)
 
     def drain(self, s: DrainStep) -> Outcome:

@@ -105,7 +105,7 @@ class FakeNetwork:
         # failure injection
         self._refuse_xcon: dict[str, tuple[frozenset[int] | None, str]] = {}
         self._refuse_flow: dict[str, str] = {}
-        self._drop_barriers: set[str] = set()
+        self._drop_barriers: dict[str, int | None] = {}  # node -> barriers left to drop (None: all)
         self._latency: dict[str, tuple[float, float]] = {}
         self._xcon_delay: dict[str, float] = {}
         self._lag: dict[str, float] = {}
@@ -199,9 +199,9 @@ class FakeNetwork:
     def refuse_flow(self, switch: str, error: str = "OFPFMFC_TABLE_FULL") -> None:
         self._refuse_flow[switch] = error
 
-    def drop_barriers(self, node: str) -> None:
-        """``node`` applies what it gets but never answers a barrier."""
-        self._drop_barriers.add(node)
+    def drop_barriers(self, node: str, count: int | None = None) -> None:
+        """``node`` applies what it gets but answers no barrier (only the next ``count`` ones, if given)."""
+        self._drop_barriers[node] = count
 
     def set_latency(self, node: str, seconds: float, jitter_s: float = 0.0) -> None:
         self._latency[node] = (seconds, jitter_s)
@@ -396,7 +396,7 @@ class FakeNetwork:
             self._push(due, answer)
         if not barrier:
             return Outcome.done(now, sent=True)
-        if node in self._drop_barriers:  # the node works; its reply is lost
+        if self._drop_barrier(node):  # the node works; its reply is lost
             time.sleep(max(0.0, now + self.barrier_timeout_s - time.time()))
             return Outcome.timed_out(f"no BARRIER_REPLY from {node} within {self.barrier_timeout_s} s")
         if not p.event.wait(self.barrier_timeout_s + delay + base + jitter + 1.0):
@@ -404,6 +404,18 @@ class FakeNetwork:
         if p.error:
             return Outcome.refused(f"{node} refused {op} {target}: {p.error}", p.at, errors=[p.error])
         return Outcome.done(p.at)
+
+    def _drop_barrier(self, node: str) -> bool:
+        with self._lock:
+            if node not in self._drop_barriers:
+                return False
+            left = self._drop_barriers[node]
+            if left is not None:
+                if left <= 1:
+                    del self._drop_barriers[node]
+                else:
+                    self._drop_barriers[node] = left - 1
+            return True
 
     # ------------------------------------------------------------------ internals: applying
     def _xcon_check(self, x: XconSpec) -> str:
