@@ -157,7 +157,7 @@ def provision(circuit_xcons: Sequence[XconSpec], circuit_ports: Sequence[Port], 
         raise PlanError("provision cannot shadow an old ingress rule it never removes: use move()")
     path = [FlowStep(id=ids("path+", r.switch), deps=frozenset(up), op=ADD, rule=r, settle_s=settle)
             for r in transit_rules] + [s.with_deps(up) for s in pre]
-    path_ids = {s.id for s in path} | up
+    path_ids = {s.id for s in path} or up  # the swap waits for the path (which waited for the circuit)
     swap = [s.with_deps(path_ids) for s in swap]
     default_verify = [c.new for c in changes] + list(transit_rules)
     steps += path + swap + _verify(verify, default_verify if verify_rules is None else verify_rules,
@@ -247,7 +247,7 @@ def move(old_xcons: Sequence[XconSpec], old_rules: Sequence[FlowRule], new_xcons
     pre, swap, leftover = _ingress_steps(changes, ids, settle)
     path = [FlowStep(id=ids("path+", r.switch), deps=frozenset(up), op=ADD, rule=r, settle_s=settle)
             for r in new_path] + [s.with_deps(up) for s in pre]
-    path_ids = {s.id for s in path} | up
+    path_ids = {s.id for s in path} or up  # the swap waits for the path (which waited for the circuit)
     swap = [s.with_deps(path_ids) for s in swap]
     steps += path + swap
     commit = {s.id for s in swap}
