@@ -37,21 +37,28 @@ class LiveSouthbound:
         self.view = view
 
     # ---- XCONs -----------------------------------------------------------------------------------
-    def install_xcon(self, x: XconSpec, barrier: bool = True) -> Outcome:
-        driver = self.sb.xcon_driver
-        if driver is None:
-            return Outcome.refused("the OTS driver is not loaded")
+    @staticmethod
+    def _xcon_call(what: str, ots: str, call: Any) -> Outcome:
+        """Run a driver call; its result, refusal or silence as an :class:`Outcome`."""
         try:
-            if not barrier:
-                return Outcome.done(driver.send_nowait(x.ots, x.in_port, x.out_port), sent_only=True)
-            res = driver.install(x.ots, x.in_port, x.out_port)
+            res = call()
         except BarrierTimeout as exc:
             return Outcome.timed_out(str(exc))
         except DriverError as exc:
             return Outcome.refused(str(exc))
+        if isinstance(res, float):  # sent without a barrier (one-shot)
+            return Outcome.done(res, sent_only=True)
         if not res.ok:
-            return Outcome.refused(f"{x.ots} refused the XCON: {_errors(res.errors)}", errors=res.errors)
+            return Outcome.refused(f"{ots} refused the {what}: {_errors(res.errors)}", errors=res.errors)
         return Outcome.done(res.applied_at, sent_at=res.sent_at)
+
+    def install_xcon(self, x: XconSpec, barrier: bool = True) -> Outcome:
+        driver = self.sb.xcon_driver
+        if driver is None:
+            return Outcome.refused("the OTS driver is not loaded")
+        if not barrier:
+            return self._xcon_call("XCON", x.ots, lambda: driver.send_nowait(x.ots, x.in_port, x.out_port))
+        return self._xcon_call("XCON", x.ots, lambda: driver.install(x.ots, x.in_port, x.out_port))
 
     def remove_xcon(self, x: XconSpec, barrier: bool = True) -> Outcome:
         driver = self.sb.xcon_driver
@@ -65,17 +72,9 @@ class LiveSouthbound:
             return Outcome.refused(f"{x.ots}:{x.in_port} is joined to another port, not {x.out_port}")
         if x.in_port not in joined and x.out_port not in joined:
             return Outcome.done(time.time(), absent=True)  # nothing there: removing it is a success
-        try:
-            if not barrier:
-                return Outcome.done(driver.remove_nowait(x.ots, x.in_port), sent_only=True)
-            res = driver.remove(x.ots, x.in_port)
-        except BarrierTimeout as exc:
-            return Outcome.timed_out(str(exc))
-        except DriverError as exc:
-            return Outcome.refused(str(exc))
-        if not res.ok:
-            return Outcome.refused(f"{x.ots} refused the delete: {_errors(res.errors)}", errors=res.errors)
-        return Outcome.done(res.applied_at)
+        if not barrier:
+            return self._xcon_call("delete", x.ots, lambda: driver.remove_nowait(x.ots, x.in_port))
+        return self._xcon_call("delete", x.ots, lambda: driver.remove(x.ots, x.in_port))
 
     # ---- packet rules ------------------------------------------------------------------------------
     def _flow(self, r: FlowRule, delete: bool, barrier: bool) -> Outcome:

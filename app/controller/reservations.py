@@ -153,8 +153,9 @@ class ReservationManager:
         self.on_event("reservation_active", out.to_json() | {"circuit": c.to_json()})
         return out
 
-    def _run(self, plan: Any, res_id: int, c: ReservationCircuit) -> PlanRecord:
-        stop = self.probes(c) if self.probes is not None else None
+    def _run(self, plan: Any, res_id: int, c: ReservationCircuit, probe: bool = True) -> PlanRecord:
+        """Execute and record a plan (probe frames cross the new path while it runs, for verification)."""
+        stop = self.probes(c) if self.probes is not None and probe else None
         try:
             record = execute(plan, self.southbound, run_parallel=self.run_parallel, clock=self.clock,
                              on_event=lambda e: self.on_event("plan", {**e, "reservation_id": res_id}))
@@ -185,13 +186,8 @@ class ReservationManager:
     def release_circuit(self, res_id: int, c: ReservationCircuit, mark: bool = False) -> Outcome:
         plan = planner.release(c.xcons, list(c.transit), list(c.ingress), drain=False,
                                plan_id=f"res{res_id}-release-{int(self.clock() * 1000)}")
-        record = execute(plan, self.southbound, run_parallel=self.run_parallel, clock=self.clock,
-                         on_event=lambda e: self.on_event("plan", {**e, "reservation_id": res_id}))
+        record = self._run(plan, res_id, c, probe=False)
         data = record.to_json()
-        self.run_db(self.store.record_plan, {"kind": data["kind"], "mode": data["mode"], "reservation_id": res_id,
-                                            "state": data["state"], "error": data.get("error") or None,
-                                            "started_at": data["started_at"], "finished_at": data["finished_at"],
-                                            "steps": data["steps"]})
         ok = record.state == "done"
         if ok:
             self.active.pop(res_id, None)
