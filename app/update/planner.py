@@ -236,6 +236,11 @@ def move(old_xcons: Sequence[XconSpec], old_rules: Sequence[FlowRule], new_xcons
     new_path = [r for r in new_rules if r not in shared]
     old_path = [r for r in old_rules if r not in shared and r not in ingress_old]
     _ingress_checks(changes, new_path)
+    old_ingress_keys = {r.key(): r for r in ingress_old}
+    for r in new_path:
+        if r.key() in old_ingress_keys:
+            raise PlanError(f"new path rule {r.target()} overwrites the old ingress rule "
+                            f"{old_ingress_keys[r.key()].target()}: that is the swap, give it as an IngressChange")
     live_keys = {r.key() for r in old_path}
     for c in changes:
         if c.new.key() in live_keys:

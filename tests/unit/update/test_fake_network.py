@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 from app.update.model import FlowRule, XconSpec
+from app.update.southbound import Southbound
 from tests.lib.fake_network import BLACKHOLE, LOOP, Traffic
 
 H1, H3 = "00:00:00:00:00:01", "00:00:00:00:00:03"
@@ -16,6 +17,7 @@ def fwd(sw: str, out: int, prio: int = 100, **match) -> FlowRule:
 
 def test_initial_path_carries_both_directions(fig2):
     net, sc = fig2()
+    assert isinstance(net, Southbound)
     hops = net.trace(*sc.forward[:2])
     assert [h[0] for h in hops] == ["A", "X", "Y", "B", "Y", "Z", "C", "h3"]
     assert net.delivered_to(*sc.reverse[:2]) == "h1"

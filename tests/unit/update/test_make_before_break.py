@@ -3,7 +3,10 @@ single change the fake network applies; one-shot mode, with messages landing in 
 black-holes traffic in the same scenario (the paper's regular vs planned update)."""
 from __future__ import annotations
 
+import random
 import time
+
+import pytest
 
 from app.update import planner
 from app.update.executor import DONE, execute, threaded
@@ -35,6 +38,19 @@ def test_ordered_move_delivers_after_every_single_change(fig2):
     assert set(net.all_flows()) == {c.new for c in sc.ingress} | set(sc.new_rules)
     assert norm_xcons(net.all_xcons()) == norm_xcons(sc.new_xcons)
     assert not net.port_up(("A", 3)) and not net.port_up(("C", 1))  # the old circuit is dark
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_ordered_move_is_safe_whatever_the_latencies(fig2, seed):
+    rng = random.Random(seed)
+    net, sc = fig2(xcon_delay_s=rng.uniform(0.005, 0.03), seed=seed)
+    for node in LATENCY:
+        net.set_latency(node, rng.uniform(0.0, 0.01), jitter_s=rng.uniform(0.0, 0.005))
+    watch = Watch(net, [sc.forward, sc.reverse])
+    with Traffic(net, [sc.forward, sc.reverse]):
+        rec = execute(fig2_plan(sc), net, run_parallel=threaded)
+    assert rec.state == DONE, rec.error
+    assert len(watch.states) == 14 and watch.broken() == []
 
 
 def test_one_shot_with_reordered_messages_black_holes_traffic(fig2):

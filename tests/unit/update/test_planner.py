@@ -95,6 +95,11 @@ def test_move_refuses_what_cannot_be_made_before_break():
     with pytest.raises(PlanError, match="listed twice"):
         planner.move(sc.old_xcons, sc.old_rules, sc.new_xcons * 2, sc.new_ports, sc.new_links, sc.new_rules,
                      sc.ingress)
+    shadow = IngressChange(FlowRule("A", "reservation", 7, 30005, {"in_port": 1, "eth_dst": H3}, 4),
+                           sc.ingress[0].old)
+    with pytest.raises(PlanError, match="overwrites the old ingress rule"):  # a swap hidden in the path layer
+        planner.move(sc.old_xcons, sc.old_rules, sc.new_xcons, sc.new_ports, sc.new_links,
+                     [*sc.new_rules, sc.ingress[0].new], [shadow, sc.ingress[1]])
     with pytest.raises(PlanError, match="also a path rule"):
         planner.move([], [], [], [], [], [sc.ingress[0].new], sc.ingress)
 
