@@ -7,10 +7,10 @@ import requests
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
+from app.db.migrate import owned_only
+from app.db.models import METADATA
 from app.web import create_app
 from app.web.auth import create_user
-from app.web.db import web_tables_only
-from app.web.models import Base
 from tests.lib.webrace import check_race, iso, scenario_topology
 
 pytestmark = pytest.mark.postgres
@@ -31,8 +31,8 @@ def test_migrations_on_postgres(pg) -> None:  # noqa: ANN001
     try:
         assert db.engine.dialect.name == "postgresql"
         with db.engine.connect() as conn:
-            ctx = MigrationContext.configure(conn, opts={"include_name": web_tables_only})
-            assert compare_metadata(ctx, Base.metadata) == []
+            ctx = MigrationContext.configure(conn, opts={"include_name": owned_only})
+            assert compare_metadata(ctx, list(METADATA)) == []
     finally:
         db.dispose()
 
