@@ -123,18 +123,23 @@ class Database:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[Session]:
-        """A session whose transaction holds the write lock; commits on success, rolls back on error."""
-        with self.writer():
-            s = self.session()
-            try:
-                self.lock_for_write(s)
-                yield s
-                s.commit()
-            except BaseException:
-                s.rollback()
-                raise
-            finally:
-                s.close()
+        """A session whose transaction holds the write lock; commits on success, rolls back on error.
+
+        Without :meth:`writer`'s in-process queue: meant for a process's single writer such as the
+        controller's writer thread (whose ``threading`` eventlet may have patched: a green lock must
+        not be waited on from an OS thread). The web service's many threads use ``write_tx``, which
+        queues first.
+        """
+        s = self.session()
+        try:
+            self.lock_for_write(s)
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise
+        finally:
+            s.close()
 
     def dispose(self) -> None:
         self.engine.dispose()

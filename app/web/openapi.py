@@ -260,7 +260,7 @@ def document() -> dict[str, Any]:
             "get": _op("getReservation", "Get one reservation with its circuits and packet rules",
                        _json(_ref("ReservationDetail"), "the reservation"), (401, 403, 404), params=[_ID]),
             "patch": _op("modifyReservation", "Modify bandwidth and/or end time (re-checked by admission control;"
-                         " RESERVED/ACTIVE on their current path)", _RES,
+                         " RESERVED/PROVISIONING/ACTIVE on their current path)", _RES,
                          (*_MUT_ERRORS, 415), params=[_ID], body=_ref("ReservationModify")),
         },
         "/api/v1/reservations/{res_id}/commit": {
