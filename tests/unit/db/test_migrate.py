@@ -59,8 +59,8 @@ def test_the_stores_ask_the_migrations_for_their_tables(tmp_path) -> None:  # no
 
 
 def test_an_engine_made_elsewhere_is_migrated_in_one_locked_transaction(tmp_path) -> None:  # noqa: ANN001
-    """A plain ``create_engine`` (pysqlite's own transaction handling, as MonitorStore(url) uses):
-    the migration still runs under BEGIN IMMEDIATE, so a second writer waits for it."""
+    """A plain ``create_engine`` (pysqlite's own transaction handling, as MonitorStore(url) uses) is
+    migrated too (under BEGIN IMMEDIATE: the process race below runs with such engines as well)."""
     engine = create_engine(f"sqlite:///{tmp_path / 'plain.db'}")
     try:
         migrate.upgrade(engine)
@@ -84,12 +84,16 @@ def test_in_memory_database_is_one_database_for_all_threads() -> None:
         engine.dispose()
 
 
-def test_processes_starting_together_migrate_once(tmp_path) -> None:  # noqa: ANN001
-    """Four processes open a fresh file at the same instant: all succeed, the schema is made once."""
+@pytest.mark.parametrize("plain", [False, True], ids=["make_engine", "plain-engine"])
+def test_processes_starting_together_migrate_once(tmp_path, plain: bool) -> None:  # noqa: ANN001
+    """Four processes open a fresh file at the same instant: all succeed, the schema is made once
+    (without the migration lock this fails with "table already exists"). Also with engines made by a
+    plain ``create_engine`` (pysqlite's own transaction handling), as ``CapabilityStore(url)`` has."""
     path = tmp_path / "race.db"
     go = time.time() + 1.5  # after every interpreter has started
-    code = ("import sys, time; from app.db.migrate import upgrade; "
-            f"time.sleep(max(0.0, {go} - time.time())); print(upgrade(sys.argv[1]))")
+    target = "create_engine('sqlite:///' + sys.argv[1])" if plain else "sys.argv[1]"
+    code = ("import sys, time; from sqlalchemy import create_engine; from app.db.migrate import upgrade; "
+            f"t = {target}; time.sleep(max(0.0, {go} - time.time())); print(upgrade(t))")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(4)]
     outs = [p.communicate(timeout=120) for p in procs]
