@@ -23,10 +23,11 @@ and an ``events`` row. Executed update plans are kept with :meth:`~ProvisioningS
 """
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, selectinload
@@ -47,6 +48,7 @@ RULE_KEYS = frozenset({"switch", "table", "priority", "cookie", "match", "action
 MAX_PLANS = 1000
 MAX_ID = 2**31 - 1  # ids are 32-bit INTEGER columns on PostgreSQL
 BY_CONTROLLER = {"by": "controller"}
+_T = TypeVar("_T")
 
 
 class ProvisioningError(ValueError):
@@ -126,6 +128,21 @@ def _number(value: Any, what: str, *, optional: bool = False) -> float | None:
     return float(value)
 
 
+def _finite(value: Any, what: str) -> float:
+    t = _number(value, what)
+    assert t is not None
+    return t
+
+
+def _json(value: Any, what: str) -> Any:
+    """``value`` if it is plain JSON (stored in a JSON column), else ProvisioningError."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ProvisioningError(f"{what} must be plain JSON: {exc}") from None
+    return value
+
+
 def _keys(d: Any, allowed: frozenset[str], required: frozenset[str], what: str) -> Mapping[str, Any]:
     if not isinstance(d, Mapping):
         raise ProvisioningError(f"{what} must be a mapping, got {type(d).__name__}")
@@ -141,8 +158,7 @@ def _check_circuit(c: Any, n: int) -> tuple[str, str, str, float, tuple[tuple[st
     d = _keys(c, CIRCUIT_KEYS, CIRCUIT_KEYS - {"name"}, what)
     a_end = _text(d["a_end"], f"{what}: a_end", 64)
     z_end = _text(d["z_end"], f"{what}: z_end", 64)
-    capacity = _number(d["capacity"], f"{what}: capacity")
-    assert capacity is not None
+    capacity = _finite(d["capacity"], f"{what}: capacity")
     if capacity < 0:
         raise ProvisioningError(f"{what}: capacity must be >= 0 Mbit/s, got {capacity!r}")
     raw = d["xcons"]
@@ -170,7 +186,8 @@ def _check_rule(r: Any, n: int) -> tuple[str, int, int, int, dict[str, Any], lis
         raise ProvisioningError(f"{what}: match must be a mapping of OpenFlow match fields")
     if isinstance(d["actions"], (str, bytes)) or not isinstance(d["actions"], Sequence):
         raise ProvisioningError(f"{what}: actions must be a list")
-    return switch, table, priority, cookie, dict(d["match"]), list(d["actions"])
+    return (switch, table, priority, cookie, _json(dict(d["match"]), f"{what}: match"),
+            _json(list(d["actions"]), f"{what}: actions"))
 
 
 def circuit_key(a_end: str, z_end: str, xcons: Iterable[tuple[str, int, int]]) -> tuple:
@@ -183,6 +200,17 @@ def circuit_key(a_end: str, z_end: str, xcons: Iterable[tuple[str, int, int]]) -
 def _rule_key(switch: str, table: int, priority: int, cookie: int, match: Mapping[str, Any]) -> tuple:
     """A rule recorded once: switch, table, priority and match (OpenFlow's strict identity) plus cookie."""
     return switch, table, priority, cookie, tuple(sorted((str(k), repr(v)) for k, v in match.items()))
+
+
+def _unseen(items: list[_T], key: Callable[[_T], tuple], seen: set[tuple]) -> list[_T]:
+    """``items`` whose key is not in ``seen`` (nor repeated among them), in order."""
+    out = []
+    for item in items:
+        k = key(item)
+        if k not in seen:
+            seen.add(k)
+            out.append(item)
+    return out
 
 
 def _steps(raw: Any) -> list[dict[str, Any]]:
@@ -204,7 +232,7 @@ def _steps(raw: Any) -> list[dict[str, Any]]:
         if d["error"] is not None and not isinstance(d["error"], str):
             raise ProvisioningError(f"{what}: error must be a string or null")
         out.append({"id": d["id"], "kind": _text(d["kind"], f"{what}: kind", 64),
-                    "target": _text(d["target"], f"{what}: target", 256), "deps": list(deps),
+                    "target": _text(d["target"], f"{what}: target", 256), "deps": _json(list(deps), f"{what}: deps"),
                     "started_at": _number(d["started_at"], f"{what}: started_at", optional=True),
                     "finished_at": _number(d["finished_at"], f"{what}: finished_at", optional=True),
                     "ok": d["ok"], "error": d["error"]})
@@ -296,15 +324,15 @@ class ProvisioningStore:
         rs = [_check_rule(r, n) for n, r in enumerate(rules)]
         if not cs and not rs:
             raise ProvisioningError("nothing installed: mark_active needs at least one circuit or rule")
-        now = _number(now, "now")  # type: ignore[assignment]
+        now = _finite(now, "now")
         with self.db.locked() as s:
             res = self._get(s, res_id)
             have_c = {circuit_key(c.a_end, c.z_end, [(x.ots, x.in_port, x.out_port) for x in c.xcons])
                       for c in self._circuit_rows(s, res_id)}
             have_r = {_rule_key(r.switch, r.table_id, r.priority, int(r.cookie, 16), r.match)
                       for r in self._rule_rows(s, res_id)}
-            new_c = [c for c in cs if circuit_key(c[1], c[2], c[4]) not in have_c]
-            new_r = [r for r in rs if _rule_key(*r[:5]) not in have_r]
+            new_c = _unseen(cs, lambda c: circuit_key(c[1], c[2], c[4]), have_c)
+            new_r = _unseen(rs, lambda r: _rule_key(*r[:5]), have_r)
             if not new_c and not new_r:  # a retry of a call that was recorded
                 return res.state == ACTIVE
             for name, a_end, z_end, capacity, xcons in new_c:
@@ -332,7 +360,7 @@ class ProvisioningStore:
         broke). True if it is FAILED afterwards (already FAILED: nothing written); False if it had
         already FINISHED or been CANCELLED."""
         reason = _text(reason, "reason", 500)
-        now = _number(now, "now")  # type: ignore[assignment]
+        now = _finite(now, "now")
         with self.db.locked() as s:
             res = self._get(s, res_id)
             if res.state == FAILED:
@@ -347,7 +375,7 @@ class ProvisioningStore:
 
         Only for a final reservation (FINISHED, CANCELLED, FAILED): True (also when nothing was left
         installed); False, nothing written, for one that is still running."""
-        now = _number(now, "now")  # type: ignore[assignment]
+        now = _finite(now, "now")
         with self.db.locked() as s:
             res = self._get(s, res_id)
             if res.state not in FINAL_STATES:
@@ -387,9 +415,8 @@ class ProvisioningStore:
             error = _text(error, f"plan error (required for a {d['state']} plan)", 4000)
         elif error is not None:
             error = _text(error, "plan error", 4000)
-        started = _number(d["started_at"], "plan started_at")
-        finished = _number(d["finished_at"], "plan finished_at")
-        assert started is not None and finished is not None
+        started = _finite(d["started_at"], "plan started_at")
+        finished = _finite(d["finished_at"], "plan finished_at")
         if finished < started:
             raise ProvisioningError("plan finished_at is before started_at")
         steps = _steps(d["steps"])

@@ -155,6 +155,10 @@ def test_mark_active_is_idempotent(w: World) -> None:
     reverse = {**CIRCUIT, "a_end": "C:1", "z_end": "A:3", "xcons": [("Z", 2, 3), ("X", 3, 1)]}
     assert w.store.mark_active(rid, reverse, list(reversed(RULES)), T + 6) is True
     assert w.counts() == before
+    twice = w.reservation(PROVISIONING)
+    assert w.store.mark_active(twice, [CIRCUIT, reverse], RULES + RULES, T) is True  # repeated in one call
+    (inst,) = [i for i in w.store.installed() if i.reservation_id == twice]
+    assert len(inst.circuits) == 1 and len(inst.rules) == 2
 
 
 def test_a_packet_only_path_needs_no_circuit(w: World) -> None:
@@ -193,6 +197,8 @@ def test_cancelled_meanwhile_is_refused_but_recorded_for_release(w: World) -> No
     (CIRCUIT, [{**RULES[0], "priority": True}], "priority must be an integer"),
     (CIRCUIT, [{**RULES[0], "match": [1]}], "match must be a mapping"),
     (CIRCUIT, [{**RULES[0], "actions": "output:3"}], "actions must be a list"),
+    (CIRCUIT, [{**RULES[0], "match": {"eth_src": b"\x00\x01"}}], "match must be plain JSON"),
+    (CIRCUIT, [{**RULES[0], "actions": [{"output": float("inf")}]}], "actions must be plain JSON"),
     (CIRCUIT, [{**RULES[0], "switch": ""}], "switch must be a string"),
     (CIRCUIT, RULES[0], "rules must be a list"),
     (None, [], "nothing installed"),
@@ -229,6 +235,8 @@ def test_mark_failed(w: World) -> None:
     done = w.reservation(FINISHED)
     assert w.store.mark_failed(done, "late", T) is False and w.state(done)[0] == FINISHED
     lit = w.reservation(PROVISIONING)
+    with pytest.raises(ProvisioningError, match="now must be a finite number"):
+        w.store.mark_active(lit, CIRCUIT, RULES, "soon")  # type: ignore[arg-type]
     w.store.mark_active(lit, CIRCUIT, RULES, T)
     assert w.store.mark_failed(lit, "fibre X-Z cut", T + 9) is True  # a lit reservation can break
     assert [i.reservation_id for i in w.store.to_release()] == [lit]
@@ -353,6 +361,7 @@ def test_plans_are_recorded_and_listed(w: World) -> None:
     ({"steps": [*_plan()["steps"], _plan()["steps"][0]]}, "id must be a unique"),
     ({"steps": [{**_plan()["steps"][1], "deps": [7]}]}, r"deps name unknown step\(s\) \[7\]"),
     ({"steps": [{**_plan()["steps"][0], "ok": "yes"}]}, "ok must be true, false or null"),
+    ({"started_at": float("nan")}, "started_at must be a finite number"),
 ])
 def test_bad_plans_write_nothing(w: World, over: dict[str, Any], message: str) -> None:
     before = w.counts()
