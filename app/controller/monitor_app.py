@@ -150,7 +150,7 @@ class MonitorApp(app_manager.OSKenApp):
         # locked database must not stall the hub; the store is opened and used in that thread only
         self.writer: db_writer.DbWriter | None = None
         if SETTINGS.db_url:
-            from app.web.db import make_engine
+            from app.db.engine import make_engine
             from monitor.store import MonitorStore
 
             url, retention = SETTINGS.db_url, float(self.cfg["retention_seconds"])
