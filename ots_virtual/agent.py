@@ -45,6 +45,8 @@ BACKOFF_MIN, BACKOFF_MAX = 0.25, 8.0
 ECHO_INTERVAL = 5.0  # seconds between keepalive ECHO_REQUESTs to the controller (0 = no keepalive)
 ECHO_TIMEOUT = 15.0  # seconds without any message from the controller before the session is dropped
 ECHO_PAYLOAD = b"mlte-ots-keepalive"
+READ_TIMEOUT = 5.0  # s: a message whose first byte arrived this long ago and is still incomplete ends the session
+LINGER = 1.0  # s: after a stream error, how long the agent reads and discards before closing the socket
 BATCH_IDLE = 0.1  # s: with no barrier following, a batch closes after this long without a new change
 BATCH_MAX = 1.0  # s: ... or this long after its first change, so a stream without barriers still moves
 BATCH_LOG = 256  # batches kept in OtsAgent.batches
@@ -86,6 +88,8 @@ class OtsAgent:
     ``echo_interval`` = 0 turns the keepalive off. ``batch_idle`` / ``batch_max``: when no barrier
     closes a batch of XCON changes, it is closed after that long without a new change / after its
     first change (module docstring); :attr:`batches` logs the latest batches for tests and labs.
+    A broken byte stream from the controller (:func:`of10.check_request_header`, or a message still
+    incomplete ``read_timeout`` s after its first byte) gets an OFPT_ERROR and ends the session.
     """
 
     def __init__(self, bridge: str, dpid: int, ports: dict[int, str], controller: tuple[str, int],
@@ -93,11 +97,15 @@ class OtsAgent:
                  listen_port: int = 0, delay: Callable[[], float] | None = None, claim: bool = True,
                  ovs_wait: float = 10.0, echo_interval: float = ECHO_INTERVAL,
                  echo_timeout: float = ECHO_TIMEOUT, batch_idle: float = BATCH_IDLE,
-                 batch_max: float = BATCH_MAX) -> None:
+                 batch_max: float = BATCH_MAX, read_timeout: float = READ_TIMEOUT) -> None:
         if not 0 <= delay_min <= delay_max:
             raise ValueError("need 0 <= delay_min <= delay_max")
         if not 0 <= batch_idle <= batch_max:
             raise ValueError("need 0 <= batch_idle <= batch_max")
+        if not read_timeout > 0:
+            raise ValueError("read_timeout must be > 0")
+        self.read_timeout = read_timeout
+        self.stream_errors = 0  # sessions ended because the byte stream broke (docs/ots.md)
         check_keepalive(echo_interval, echo_timeout)
         self.batch_idle, self.batch_max = batch_idle, batch_max
         self.batches: deque[Batch] = deque(maxlen=BATCH_LOG)  # the latest batches, oldest first
@@ -220,22 +228,35 @@ class OtsAgent:
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
 
-    def _wait_readable(self, session: _Session, keep: dict[str, float]) -> bool:
-        """Keepalive: wait until the session has data (True); send ECHO_REQUESTs while it is quiet;
-        False once the controller has been silent for ``echo_timeout`` s (the caller reconnects)."""
+    def _wait_readable(self, session: _Session, keep: dict[str, float], reader: of10.MessageReader) -> bool:
+        """Wait until the session has data (True). Keepalive: send ECHO_REQUESTs while it is quiet;
+        False once the controller has been silent for ``echo_timeout`` s (the caller reconnects).
+        Raise FramingError once a message has been incomplete for ``read_timeout`` s."""
+        keepalive = self.echo_interval > 0
         while not self._stop.is_set():
             now = time.monotonic()
-            if now - keep["rx"] >= self.echo_timeout:
-                self.keepalive_drops += 1
-                LOG.warning("controller %s:%d silent for %.1fs (no reply to ECHO_REQUEST); reconnecting",
-                            *self.controller, now - keep["rx"])
-                return False
-            if now >= keep["echo"]:
-                self.echo_requests += 1
-                self._send(session, of10.message(ofp.OFPT_ECHO_REQUEST, 0xE0000000 | self.echo_requests & 0xFFFFFFF,
-                                                 ECHO_PAYLOAD))
-                keep["echo"] = now + self.echo_interval
-            wait = max(0.0, min(keep["echo"], keep["rx"] + self.echo_timeout) - now)
+            deadlines = []
+            if reader.partial_since is not None:
+                stall = reader.partial_since + self.read_timeout
+                if now >= stall:
+                    part = reader.partial
+                    xid = of10.parse_header(part).xid if len(part) >= ofp.OFP_HEADER_SIZE else 0
+                    raise of10.FramingError(f"message incomplete after {now - reader.partial_since:.1f}s "
+                                            f"({len(part)} bytes buffered)", data=part, xid=xid)
+                deadlines.append(stall)
+            if keepalive:
+                if now - keep["rx"] >= self.echo_timeout:
+                    self.keepalive_drops += 1
+                    LOG.warning("controller %s:%d silent for %.1fs (no reply to ECHO_REQUEST); reconnecting",
+                                *self.controller, now - keep["rx"])
+                    return False
+                if now >= keep["echo"]:
+                    self.echo_requests += 1
+                    self._send(session, of10.message(ofp.OFPT_ECHO_REQUEST,
+                                                     0xE0000000 | self.echo_requests & 0xFFFFFFF, ECHO_PAYLOAD))
+                    keep["echo"] = now + self.echo_interval
+                deadlines += [keep["echo"], keep["rx"] + self.echo_timeout]
+            wait = max(0.0, min(deadlines) - now) if deadlines else None
             try:
                 ready, _, _ = select.select([session.sock], [], [], wait)
             except (ValueError, OSError):  # closed by stop()
@@ -245,12 +266,12 @@ class OtsAgent:
         return False
 
     def _serve(self, session: _Session) -> None:
-        reader = of10.MessageReader()
+        reader = of10.MessageReader(of10.check_request_header, of10.check_request)
         now = time.monotonic()
         keep = {"rx": now, "echo": now + self.echo_interval}
         try:
             while not self._stop.is_set():
-                if self.echo_interval > 0 and not self._wait_readable(session, keep):
+                if not self._wait_readable(session, keep, reader):
                     return
                 data = session.sock.recv(65536)
                 if not data:
@@ -268,11 +289,35 @@ class OtsAgent:
                     except Exception:  # never let one bad message take the switch down
                         LOG.exception("error handling message type %d", raw[1])
                         self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM)
-        except (of10.FramingError, _CloseSession) as exc:
+        except of10.FramingError as exc:
+            self.stream_errors += 1
+            LOG.warning("controller byte stream broken (%s): error type %d code %d, session closed",
+                        exc, exc.err_type, exc.code)
+            self._send(session, of10.error(exc.xid, exc.err_type, exc.code, exc.data))
+            self._linger_close(session)
+        except _CloseSession as exc:
             LOG.warning("controller session unusable (%s); reconnecting", exc)
+            self._linger_close(session)
         except OSError as exc:
             if not self._stop.is_set():
                 LOG.info("controller connection lost: %s", exc)
+
+    def _linger_close(self, session: _Session) -> None:
+        """Close after an ERROR so that the controller reads it: send FIN, then read and discard what
+        it still sends (up to EOF or :data:`LINGER` s) instead of closing with unread data, which
+        makes the kernel answer with a RST that can destroy the ERROR before the controller reads it."""
+        with self._up_lock:
+            if self._session is session:
+                self._session = None  # nothing else is sent on this socket
+        try:
+            session.sock.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + LINGER
+            while not self._stop.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([session.sock], [], [], left)[0] or not session.sock.recv(65536):
+                    break
+        except (OSError, ValueError):
+            pass
 
     def _send(self, session: _Session | int, data: bytes) -> None:
         number = session if isinstance(session, int) else session.number
@@ -297,9 +342,6 @@ class OtsAgent:
                 self._send(session, of10.error(h.xid, ofp.OFPET_HELLO_FAILED, ofp.OFPHFC_INCOMPATIBLE,
                                                b"OpenFlow 1.0 required"))
                 raise _CloseSession(f"controller speaks OpenFlow version {h.version}")
-            return
-        if h.version != ofp.OFP_VERSION:
-            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VERSION)
             return
         t = h.msg_type
         if t == ofp.OFPT_ECHO_REQUEST:
