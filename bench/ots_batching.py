@@ -3,10 +3,12 @@
 No OVS, no root: the agent's upstream face is driven by the foreign OF1.0 test controller
 (``tests/lib/of10_client.py``); the bridge side stays unconnected. For each way of sending —
 ``one-write`` (both FLOW_MODs and the barrier in one TCP write), ``back-to-back`` (three writes, no
-pause), ``gap-Nms`` (three writes N ms apart) — it sets up and tears down XCON 1<->2 ``--tries`` times with a fixed provisioning delay and records
-the barrier latency (from the barrier's write to its reply) in units of the delay, and whether the
-setup was split: a port went dark again after it had been lit (seen in PORT_STATUS), or the barrier
-took longer than 1.5 delays, or (when the agent keeps a batch log) more than one batch ran.
+pause), ``gap-Nms`` (three writes N ms apart), ``no-barrier`` (both FLOW_MODs in one write, no
+barrier) — it sets up and tears down XCON 1<->2 ``--tries`` times with a fixed provisioning delay.
+It records the latency in units of the delay (from the barrier's write to its reply; for
+``no-barrier`` from the write to the last PORT_STATUS that lights a port) and whether the set-up
+was split: a port went dark again after it had been lit (seen in PORT_STATUS), or the barrier took
+1.5 delays or more, or (when the agent keeps a batch log) more than one batch ran.
 
     .venv/bin/python bench/ots_batching.py --json bench/results/ots_batching.json --label after [--quick]
 
@@ -36,14 +38,19 @@ from tests.lib.of10_client import Of10Controller, delete_xcon, xcon  # noqa: E40
 PORTS = {1: "ODU2", 2: "ODU2"}
 
 
-def one_try(ctl: Of10Controller, agent: OtsAgent, delay: float, gap: float | None) -> dict[str, float | bool]:
-    """Set up XCON 1<->2 with a barrier, then tear it down; what happened on the set-up."""
+def one_try(ctl: Of10Controller, agent: OtsAgent, delay: float, mode: str) -> dict[str, float | bool]:
+    """Set up XCON 1<->2, then tear it down; what happened on the set-up. Latency: to the barrier
+    reply from the barrier's write, or for ``no-barrier`` to the last "lit" PORT_STATUS from the write."""
     batches_before = getattr(agent, "batch_count", None)
     start = ctl.mark()
     msgs = [of10.serialize(xcon(1, 2), ctl.next_xid()), of10.serialize(xcon(2, 1), ctl.next_xid())]
     bxid = ctl.next_xid()
     barrier = of10.serialize(parser.OFPBarrierRequest(of10.DP), bxid)
-    if gap is None:
+    gap = mode_gap(mode)
+    if mode == "no-barrier":
+        sent = time.monotonic()
+        ctl.send(b"".join(msgs))
+    elif gap is None:
         sent = time.monotonic()
         ctl.send(b"".join([*msgs, barrier]))
     else:
@@ -53,9 +60,17 @@ def one_try(ctl: Of10Controller, agent: OtsAgent, delay: float, gap: float | Non
                 time.sleep(gap)
         sent = time.monotonic()
         ctl.send(barrier)
-    reply = ctl.wait_for(lambda r: r.header.xid == bxid and r.header.msg_type == ofp.OFPT_BARRIER_REPLY,
-                         start=start, timeout=10 * delay + 5)
-    latency = (reply.at - sent) / delay
+    if mode == "no-barrier":
+        for port in (1, 2):
+            ctl.wait_for(lambda r, p=port: r.header.msg_type == ofp.OFPT_PORT_STATUS and r.msg.desc.port_no == p
+                         and not r.msg.desc.config & ofp.OFPPC_PORT_DOWN, start=start, timeout=10 * delay + 5)
+        time.sleep(2 * delay + 0.3)  # a second batch, if any, darkens and relights the ports meanwhile
+        done = max(r.at for r in ctl.received[start:] if r.header.msg_type == ofp.OFPT_PORT_STATUS
+                   and not r.msg.desc.config & ofp.OFPPC_PORT_DOWN)
+    else:
+        done = ctl.wait_for(lambda r: r.header.xid == bxid and r.header.msg_type == ofp.OFPT_BARRIER_REPLY,
+                            start=start, timeout=10 * delay + 5).at
+    latency = (done - sent) / delay
     blink = False
     for port in (1, 2):
         seq = [s.desc.config & ofp.OFPPC_PORT_DOWN for s in ctl.port_statuses(start) if s.desc.port_no == port]
@@ -64,18 +79,18 @@ def one_try(ctl: Of10Controller, agent: OtsAgent, delay: float, gap: float | Non
     batches = None if batches_before is None else agent.batch_count - batches_before
     ctl.send(b"".join(of10.serialize(m, ctl.next_xid()) for m in (delete_xcon(1), delete_xcon(2))))
     ctl.barrier()
-    split = blink or latency >= 1.5 or (batches is not None and batches != 1)
+    split = blink or (batches is not None and batches != 1) or (mode != "no-barrier" and latency >= 1.5)
     return {"latency_x_delay": latency, "port_went_dark_after_lit": blink, "split": split,
             "batches": batches if batches is not None else -1}
 
 
-def run_mode(delay: float, gap: float | None, tries: int) -> dict[str, object]:
+def run_mode(delay: float, mode: str, tries: int) -> dict[str, object]:
     ctl = Of10Controller()
     agent = OtsAgent("bench-batch", 0x0F0B, PORTS, ctl.address, delay=lambda: delay, claim=False, ovs_wait=0)
     agent.start()
     try:
         ctl.wait_connected()
-        rows = [one_try(ctl, agent, delay, gap) for _ in range(tries)]
+        rows = [one_try(ctl, agent, delay, mode) for _ in range(tries)]
     finally:
         agent.stop()
         ctl.close()
@@ -85,14 +100,14 @@ def run_mode(delay: float, gap: float | None, tries: int) -> dict[str, object]:
         "split": sum(bool(r["split"]) for r in rows),
         "single_batch": sum(not r["split"] for r in rows),
         "port_went_dark_after_lit": sum(bool(r["port_went_dark_after_lit"]) for r in rows),
-        "barrier_latency_x_delay": {"median": round(statistics.median(lat), 3), "max": round(lat[-1], 3),
+        "latency_x_delay": {"median": round(statistics.median(lat), 3), "max": round(lat[-1], 3),
                                     "min": round(lat[0], 3)},
     }
 
 
 def mode_gap(mode: str) -> float | None:
     """Seconds between the writes for ``mode`` (None = one write)."""
-    if mode == "one-write":
+    if mode in ("one-write", "no-barrier"):
         return None
     if mode == "back-to-back":
         return 0.0
@@ -114,19 +129,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="", help="write results here")
     ap.add_argument("--tries", type=int, default=20)
     ap.add_argument("--delays", default="0.3,1.0", help="comma-separated fixed provisioning delays, s")
-    ap.add_argument("--modes", default="one-write,back-to-back,gap-2ms,gap-20ms",
-                    help="comma-separated: one-write, back-to-back, gap-<N>ms")
+    ap.add_argument("--modes", default="one-write,back-to-back,gap-2ms,gap-20ms,no-barrier",
+                    help="comma-separated: one-write, back-to-back, gap-<N>ms, no-barrier")
     ap.add_argument("--label", default="run", help="name of this run in the JSON file (e.g. before, after)")
     ap.add_argument("--quick", action="store_true", help="3 tries, one delay (smoke run)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     tries = 3 if args.quick else args.tries
     delays = [0.3] if args.quick else [float(d) for d in args.delays.split(",")]
-    modes = [(m, mode_gap(m)) for m in args.modes.split(",")]
+    modes = args.modes.split(",")
+    for m in modes:
+        mode_gap(m)  # unknown modes fail before anything runs
     results = []
     for delay in delays:
-        for mode, gap in modes:
-            row = {"delay_s": delay, "mode": mode, **run_mode(delay, gap, tries)}
+        for mode in modes:
+            row = {"delay_s": delay, "mode": mode, **run_mode(delay, mode, tries)}
             print(json.dumps(row), flush=True)
             results.append(row)
     run = {"label": args.label, "git": git_rev(), "python": platform.python_version(),
