@@ -26,9 +26,11 @@ from app.controller.api_routes import ApiRoutes
 from app.controller.circuits import setup_circuit
 from app.controller.driver_errors import DriverError
 from app.controller.journal import JOURNAL
+from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.model import OTS, PACKET, PortRef, host_label, split_names
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import DEFAULT_SOURCES, SOURCES, NetworkView, UnknownSource
+from app.controller.plan_log import PLANS
 from app.controller.runtime import SETTINGS
 from app.controller.scanner import run_scan
 from app.controller.southbound import CONTEXT as SOUTHBOUND
@@ -78,6 +80,8 @@ class ControlApi(app_manager.OSKenApp):
             ("POST", "/names"): self.r_names,
             ("POST", "/flowmod"): self.r_raw_flowmod,
             ("GET", "/events"): self.r_events,
+            ("POST", "/plan"): self.r_plan_run,
+            ("GET", "/plans"): self.r_plans,
         }
         path = SETTINGS.controller.get("static_file") or ""
         if path:
@@ -291,6 +295,37 @@ class ControlApi(app_manager.OSKenApp):
         if errors:
             return 422, {"ok": False, "errors": [e.to_json() for e in errors]}
         return {"ok": True, "errors": []}
+
+    # ---- update plans ----------------------------------------------------------------------------
+    def r_plan_run(self, q: dict, d: dict):
+        """``{"plan": <app.update Plan JSON>}``: run it through the southbound (blocks until done or
+        rolled back); 200 with the record when done, 422 when it failed or was rolled back."""
+        from app.update.executor import execute
+        from app.update.plan import Plan
+
+        raw = d.get("plan")
+        if not isinstance(raw, dict):
+            raise ApiError(400, "'plan' must be an update plan object (docs/updates.md)")
+        try:
+            plan = Plan.from_json(raw)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ApiError(400, f"bad plan: {exc}") from None
+
+        def note(e: dict) -> None:
+            JOURNAL.add("plan", **{k: v for k, v in e.items() if k != "t"})
+
+        record = execute(plan, LiveSouthbound(self.southbound, self.view), run_parallel=green_parallel,
+                         sleep=hub.sleep, poll_s=0.02, on_event=note).to_json()
+        PLANS.add(record, source="api")
+        return (200 if record["state"] == "done" else 422), record
+
+    def r_plans(self, q: dict, d: dict) -> list:
+        try:
+            limit = int(q.get("limit", 50))
+            res = int(q["reservation"]) if "reservation" in q else None
+        except ValueError:
+            raise ApiError(400, "'limit' and 'reservation' must be integers") from None
+        return PLANS.items(limit, res)
 
     # ---- discovery -------------------------------------------------------------------------------
     def r_scan(self, q: dict, d: dict):

@@ -170,6 +170,7 @@ class ReservationManager:
             if stop is not None:
                 stop()
         data = record.to_json()
+        self.on_event("plan_record", {**data, "reservation_id": res_id})
         self.run_db("record_plan", {"kind": data["kind"], "mode": data["mode"], "reservation_id": res_id,
                                             "state": data["state"], "error": data.get("error") or None,
                                             "started_at": data["started_at"], "finished_at": data["finished_at"],

@@ -10,7 +10,8 @@ restarted controller neither re-lights nor forgets them.
 While a reservation is lit its circuit's packet ports are in ``NetworkView.reserved_ports``: the
 forwarding app keeps other traffic off them. Events: ``reservation`` and ``plan`` in the journal
 (``GET /events``) and :class:`app.controller.events.EventReservation` / ``EventPlan`` on the bus.
-``GET /reservations`` and ``GET /plans`` on the control API show what it did.
+``GET /reservations`` and ``GET /plans`` on the control API show what it did (plans:
+:data:`app.controller.plan_log.PLANS`).
 """
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ from app.controller import db_writer, events, guard
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.journal import JOURNAL
-from app.controller.live_southbound import LiveSouthbound
+from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.plan_log import PLANS
 from app.controller.reservation_plans import ReservationCircuit
 from app.controller.reservations import ReservationManager, ports_of
 from app.controller.runtime import SETTINGS
@@ -49,14 +51,6 @@ def probe_frame() -> bytes:
     return dst + src + PROBE_ETHERTYPE.to_bytes(2, "big") + b"mlte reservation probe".ljust(46, b"\0")
 
 
-def green_parallel(thunks: list) -> list:
-    """Run plan steps as greenthreads and wait for all (the executor's ``run_parallel`` on the hub)."""
-    if len(thunks) <= 1:
-        return [t() for t in thunks]
-    threads = [hub.spawn(t) for t in thunks]
-    return [t.wait() for t in threads]
-
-
 class ReservationsApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
@@ -72,7 +66,6 @@ class ReservationsApp(app_manager.OSKenApp):
         self.poll = float(ctl.get("reservation_poll", 1.0))
         self.busy: set[int] = set()
         self.outcomes: deque[dict[str, Any]] = deque(maxlen=200)
-        self.plans: deque[dict[str, Any]] = deque(maxlen=100)
         self.writer: db_writer.DbWriter | None = None
         if SETTINGS.db_url:
             from app.db.provisioning import ProvisioningStore
@@ -87,7 +80,6 @@ class ReservationsApp(app_manager.OSKenApp):
             circuit_timeout_s=float(ctl.get("circuit_timeout", 10.0)),
             verify_timeout_s=float(ctl.get("verify_timeout", 3.0)))
         self.routes[("GET", "/reservations")] = self.r_reservations
-        self.routes[("GET", "/plans")] = self.r_plans
 
     def start(self):
         thread = super().start()
@@ -112,15 +104,15 @@ class ReservationsApp(app_manager.OSKenApp):
         return self.view.busy_ots_ports(sw.dpid) if sw is not None else set()
 
     def _event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "plan_record":
+            PLANS.add(data, source="reservations")
+            return
         if kind == "plan":
             JOURNAL.add("plan", **{k: v for k, v in data.items() if k != "t"})
             self.send_event_to_observers(events.EventPlan(dict(data)))
             return
         JOURNAL.add("reservation", event=kind, **{k: v for k, v in data.items() if k != "circuit"})
         self.outcomes.append({"t": time.time(), "event": kind, **data})
-        if data.get("plan_id"):
-            self.plans.append({"reservation_id": data.get("reservation_id"), "plan_id": data["plan_id"],
-                               "state": data.get("plan_state"), "event": kind})
         self.send_event_to_observers(events.EventReservation(kind, dict(data)))
 
     def _probes(self, c: ReservationCircuit):
@@ -194,6 +186,3 @@ class ReservationsApp(app_manager.OSKenApp):
         return {"lit": {str(k): c.to_json() for k, c in sorted(self.manager.active.items())},
                 "busy": sorted(self.busy), "events": list(self.outcomes)[-50:],
                 "database": bool(SETTINGS.db_url)}
-
-    def r_plans(self, q: dict, d: dict) -> list:
-        return list(self.plans)
