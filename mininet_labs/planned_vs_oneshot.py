@@ -144,7 +144,6 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     res: dict[str, Any] = {"lab": "planned-vs-oneshot", "quick": quick, "probe_interval_ms": 1.0,
                            "provisioning_delay_s": list(delay)}
     with net_lock(), LabSession(spec, work, delay=delay, static_file=str(static)) as session:
-        session.start(timeout=60)
         session.client.circuit(FIG2_CIRCUITS["initial"])
         session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
         for h, ip in (("h1", "10.0.0.3"), ("h3", "10.0.0.1")):

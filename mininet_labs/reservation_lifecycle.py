@@ -94,7 +94,6 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
 
     with net_lock(), LabSession(spec, out / "work", delay=delay, static_file=str(static),
                                 controller_args=("--db-url", f"sqlite:///{db}")) as session:
-        session.start(timeout=60)
         note("controller and Fig. 2 testbed up")
         for h, ip in (("h1", "10.0.0.3"), ("h3", "10.0.0.1")):  # hosts announce themselves (ARP)
             session.lab.node(h).cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")

@@ -36,9 +36,13 @@ def positive_float(text: str) -> float:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("lab", help="run a Mininet lab with the controller (needs root and OVS)")
-    p.add_argument("name", help="testbed (= fig2, the paper's Fig. 2), mesh-<packet>x<ots>[-d<deg>][-s<seed>], "
-                                "topohub:<key>")
+    p = sub.add_parser("lab", help="run a Mininet lab with the controller (needs root and OVS)",
+                       description="`mlte lab list` names the experiment labs, `mlte lab run NAME --out DIR "
+                                   "[--quick]` runs one; `mlte lab TOPOLOGY [--discover]` starts a testbed.")
+    p.add_argument("name", help="list | run | testbed (= fig2, the paper's Fig. 2), "
+                                "mesh-<packet>x<ots>[-d<deg>][-s<seed>], topohub:<key>")
+    p.add_argument("lab", nargs="?", help="with `run`: the lab to run (see `mlte lab list`)")
+    p.add_argument("--quick", action="store_true", help="with `run`: the CI-sized run (about a minute)")
     p.add_argument("--discover", action="store_true",
                    help="discover the topology, print it, write JSON + PNG, then clean up and exit")
     p.add_argument("--out", default="lab-out", help="output directory (default %(default)s)")
@@ -62,14 +66,51 @@ def _raise_interrupt(signum, frame):  # SIGTERM/SIGHUP clean up like Ctrl-C
     raise KeyboardInterrupt
 
 
+def _list() -> int:
+    from mininet_labs.registry import LABS
+
+    width = max(len(n) for n in LABS)
+    for lab in LABS.values():
+        print(f"{lab.name:<{width}}  {lab.summary} [{lab.paper}]")
+    return 0
+
+
+def _run_lab(args: argparse.Namespace) -> int:
+    from mininet_labs.registry import LABS
+
+    if not args.lab:
+        raise LabError(f"lab run: which lab? one of {', '.join(LABS)}")
+    lab = LABS.get(args.lab)
+    if lab is None:
+        raise LabError(f"unknown lab {args.lab!r}; `mlte lab list` names them ({', '.join(LABS)})")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupt)
+    out = Path(args.out)
+    print(f"lab {lab.name}{' (quick)' if args.quick else ''}: {lab.summary}; results in {out}", flush=True)
+    try:
+        lab.runner()(out, quick=args.quick, progress=lambda line: print(line, flush=True))
+    except KeyboardInterrupt:
+        print("\ninterrupted: the lab cleaned up", file=sys.stderr)
+        return 130
+    except TimeoutError as exc:
+        raise LabError(f"{lab.name}: {exc}") from None
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     import os
     import shutil
 
+    if args.name == "list":
+        return _list()
+    if args.lab is not None and args.name != "run":
+        raise LabError(f"unexpected argument {args.lab!r} (only `mlte lab run NAME` takes a second name)")
     if os.geteuid() != 0:
         raise LabError("mlte lab needs root (Mininet and OVS); run it with sudo")
     if shutil.which("ovs-vsctl") is None:
         raise LabError("Open vSwitch is not installed (run `make bootstrap`)")
+    if args.name == "run":
+        return _run_lab(args)
     from mininet_labs.netlock import net_lock  # the machine-wide lock every network builder holds
     from mininet_labs.session import LabSession  # (its testbed import puts the project root on sys.path)
     from mininet_labs.spec import spec_by_name, spec_to_vendor_file
