@@ -9,7 +9,8 @@ circuit A-X-Z-C (XCONs X 4↔5, Z 5↔4; packet link A:4–C:2) by one update pl
 - **one-shot**: the same messages at once, no barriers, no waits — the ingress rule steers the flow
   into a circuit that is still dark for the provisioning delay.
 
-The probe's receiver on h3 counts what arrived; the lab reports sent/lost per mode, the per-step
+A third run takes Z:4 behind the controller's back so the OTS refuses Z 5↔4: the ordered plan must
+roll back with the flow still on its old path. The probe's receiver on h3 counts what arrived; the lab reports sent/lost per mode, the per-step
 times of both plans and a plot of the receive timeline around each move.
 """
 from __future__ import annotations
@@ -158,8 +159,16 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             if rel.get("state") != "done":
                 raise RuntimeError(f"release after {mode} failed: {rel.get('error')}")
             time.sleep(1.0)  # the flow is back on A-B-C; the circuit's ports settle dark
+        # a refused XCON: Z:4 taken behind the controller's back (a raw FLOW_MOD Z 4 -> 3), so the OTS
+        # refuses Z 5<->4; the ordered plan rolls back and the flow never leaves A-B-C
+        session.client.flowmod("Z", {"in_port": 4}, 3)
+        r = move_once(session, work, "refused", ordered, seconds, lead)
+        note(f"refused: plan {r['plan_state']} ({r['plan_error']}); probe sent {r['sent']}, lost {r['lost']}; "
+             f"XCONs left {len(session.client.xcons())}")
+        r["leftover_xcons"] = session.client.xcons()
+        res["refused"] = r
         res["controller_errors"] = session.controller_errors()
-    for mode in ("planned", "one_shot"):
+    for mode in ("planned", "one_shot", "refused"):
         res[mode]["received_at"] = {str(k): v for k, v in res[mode]["received_at"].items()}
     _plot(res, out / "planned_vs_oneshot.png")
     slim = {k: ({kk: vv for kk, vv in v.items() if kk != "received_at"} if isinstance(v, dict) else v)

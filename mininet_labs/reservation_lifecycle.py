@@ -5,7 +5,8 @@ The operator's path, end to end: the controller (with its database), the reserva
 window that starts a few seconds later. The lab then measures when the controller lit it (the
 ACTIVE transition against the window start), what UDP throughput h1 → h3 gets at the reserved rate,
 and — after the window ends (``--quick``: after a cancel) — that every XCON and every
-reservation rule is gone. Results: ``results.json`` and ``lifecycle.png`` (timeline).
+reservation rule is gone. A second reservation, whose OTS refuses one of its XCONs, must end FAILED
+with the reason and leave nothing behind. Results: ``results.json`` and ``lifecycle.png`` (timeline).
 """
 from __future__ import annotations
 
@@ -151,6 +152,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             res["plans"] = plans.json() if plans.ok else []
             note(f"released: {res['released']} (XCONs left {res['leftover_xcons']}, rules left "
                  f"{res['leftover_rules']}); final state {res['final_state']}")
+            res["refused"] = _refused(session, url, headers, note)
             res["controller_errors"] = session.controller_errors()
         finally:
             web.terminate()
@@ -164,6 +166,38 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     _plot(res, out / "lifecycle.png")
     progress(f"wrote {out / 'results.json'} and {out / 'lifecycle.png'}")
     return res
+
+
+def _ots_flows(bridge: str) -> list[str]:
+    """XCON flows on an OTS bridge (the agent's priority-0 drop-all rule left out)."""
+    out = subprocess.run(["ovs-ofctl", "--no-names", "dump-flows", bridge], capture_output=True, text=True,
+                         timeout=10, check=True).stdout
+    return [line.strip() for line in out.splitlines() if "cookie=" in line and "priority=0 " not in line
+            and not line.rstrip().endswith("priority=0 actions=drop")]
+
+
+def _refused(session: Any, url: str, headers: dict, note: Callable[[str], None]) -> dict[str, Any]:
+    """A reservation whose OTS refuses its XCON ends FAILED with the reason and leaves nothing.
+
+    Z:2 is taken behind the controller's back (a raw FLOW_MOD Z 2 -> 4, which the controller does not
+    count as an XCON), so the stored path's XCON Z 3<->2 is refused by the OTS itself."""
+    session.client.flowmod("Z", {"in_port": 2}, 4)
+    start = time.time() + 3.0
+    r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
+        "name": "lab refused", "src": "A:1", "dst": "C:3", "bandwidth": RESERVED_MBPS,
+        "start": _iso(start), "end": _iso(start + 20)})
+    r.raise_for_status()
+    rid = r.json()["id"]
+    requests.post(f"{url}/reservations/{rid}/commit", headers=headers, timeout=30).raise_for_status()
+    state = _wait(lambda: _state(url, headers, rid, ("ACTIVE", "FAILED")), 40, "FAILED")
+    detail = requests.get(f"{url}/reservations/{rid}", headers=headers, timeout=30).json()
+    out = {"reservation_id": rid, "state": state, "reason": detail.get("state_reason", ""),
+           "leftover_xcons": len(session.client.xcons()),
+           "leftover_rules": sum(len(_reservation_rules(session.lab.bridge(n))) for n in ("A", "B", "C")),
+           "x_flows": _ots_flows(session.lab.bridge("X"))}
+    note(f"reservation {rid} with Z:2 taken: {state} ({out['reason']}); XCONs left {out['leftover_xcons']}, "
+         f"rules left {out['leftover_rules']}, X flows {len(out['x_flows'])}")
+    return out
 
 
 def _get(url: str, headers: dict) -> Any:

@@ -24,6 +24,9 @@ def test_reservation_lifecycle_lights_carries_and_releases(tmp_path):
     kinds = [p["kind"] for p in res["plans"]["items"]]
     assert sorted(kinds) == ["provision", "release"], kinds
     assert all(p["state"] == "done" for p in res["plans"]["items"])
+    refused = res["refused"]
+    assert refused["state"] == "FAILED" and "Z" in refused["reason"], refused
+    assert refused["leftover_xcons"] == 0 and refused["leftover_rules"] == 0 and refused["x_flows"] == []
     assert json.loads((tmp_path / "results.json").read_text())["lit"] is True
     assert (tmp_path / "lifecycle.png").stat().st_size > 0
 
@@ -38,6 +41,9 @@ def test_planned_move_loses_nothing_and_one_shot_loses_packets(tmp_path):
     assert planned["sent"] > 2500 and one_shot["sent"] > 2500
     assert planned["lost"] == 0, planned
     assert one_shot["lost"] > 50, one_shot  # at 1 packet/ms the dark provisioning delay (>= 150 ms) shows
+    refused = res["refused"]
+    assert refused["plan_state"] == "rolled_back" and "Z" in refused["plan_error"], refused
+    assert refused["lost"] == 0 and refused["leftover_xcons"] == [], refused
     kinds = [s["kind"] for s in planned["steps"]]
     assert kinds.index("circuit_up") < kinds.index("verify")
     assert (tmp_path / "planned_vs_oneshot.png").stat().st_size > 0
