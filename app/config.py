@@ -29,6 +29,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "access_default_mbps": 1000.0,  # capacity of a learned host's access edge when its switch port reports no speed
         "link_default_mbps": 1000.0,  # capacity of an LLDP packet link (not a circuit) when neither port reports a speed
         "db_queue_max": 1000,  # database writer queue bound (jobs); when full the oldest samples are dropped
+        "state_file": "",  # JSON file keeping the optical scan's adaptations across restarts ("" = not kept)
     },
     "ots": {
         "provision_delay_min": 0.150,  # seconds an XCON stays dark (drawn uniformly in [min, max])

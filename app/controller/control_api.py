@@ -19,7 +19,7 @@ from os_ken.base import app_manager
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, guard
+from app.controller import db_writer, guard, state_file
 from app.controller.circuits import setup_circuit
 from app.controller.graph_view import DEFAULT_ACCESS_MBPS, DEFAULT_LINK_MBPS, combined, live_graph, strip
 from app.controller.inventory import OFP_VERSIONS
@@ -52,7 +52,8 @@ class ControlApi(app_manager.OSKenApp):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_control_api"
-        self.scan_attached: dict[tuple[int, int], PortRef | None] = {}
+        self.scan_attached: dict[tuple[int, int], PortRef | None] = state_file.load_attached(  # a restart keeps it
+            SETTINGS.controller.get("state_file", ""), SETTINGS.names)
         self.static_graph = None
         self.static_path = ""
         self.last_scan: dict[str, Any] | None = None
@@ -343,6 +344,7 @@ class ControlApi(app_manager.OSKenApp):
             sw = inv.switches.get(dpid)
             return sw.name if sw else f"{dpid:x}"
 
+        state_file.save_attached(SETTINGS.controller.get("state_file", ""), self.scan_attached, name)
         self.last_scan = {
             "ok": not report.errors,
             "probes": report.probes,

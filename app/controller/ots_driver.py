@@ -5,6 +5,12 @@ BARRIER_REQUEST; the OTS answers it only once the XCONs before it are *applied* 
 provisioning delay), so a caller waiting here knows the circuit is lit. An OpenFlow ERROR for any
 of the requests is returned to the caller (the control API turns it into a 4xx answer).
 Capabilities come from the OTS VENDOR message and go into the capability store.
+
+Reconciliation (docs/controller.md): when an OTS (re)connects, its XCONs are read back with an OF1.0
+flow-stats request and *adopted* into the table (``xcon_adopted``); until that reply is in the OTS is
+*reconciling* and the scan does not touch it (:meth:`OtsDriver.wait_reconciled`). Adopted XCONs on no
+lit circuit are *orphans*: listed as such by ``GET /xcon`` and journalled (``xcon_orphan``), deleted
+only by the operator.
 """
 from __future__ import annotations
 
@@ -14,18 +20,20 @@ import time
 from dataclasses import dataclass, field, replace
 
 from os_ken.base import app_manager
+from os_ken.controller import event as osken_event
 from os_ken.controller import ofp_event
 from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, events, rule_plan
+from app.controller import db_writer, events, reconcile, rule_plan
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, dpid_label
 from app.controller.runtime import SETTINGS
+from app.controller.scan import busy_ports
 from ots_virtual import protocol
 from topology.capabilities import CapabilityStore, NodeCapabilities
 
@@ -77,6 +85,22 @@ class _Pending:
 
 
 @dataclass
+class _Readback:
+    """An outstanding XCON read-back (flow-stats request) of one OTS."""
+
+    xid: int
+    sent: float  # monotonic
+    done: hub.Event = field(default_factory=hub.Event)
+    entries: list[tuple[int, int]] = field(default_factory=list)
+    touched: set[int] = field(default_factory=set)  # in_ports we changed after the request left
+    error: str | None = None  # the OTS refused the request: it stays unreconciled
+
+
+class EventOrphanCheck(osken_event.EventBase):
+    """Internal: the adoptions have settled, look for orphan XCONs (sent by the driver to itself)."""
+
+
+@dataclass
 class XconResult:
     """Outcome of an XCON change: ok, or the OpenFlow errors the OTS returned."""
 
@@ -108,6 +132,16 @@ class OtsDriver(app_manager.OSKenApp):
         # dpid -> {in_port: out_port} sent but never confirmed (barrier timed out): maybe applied, maybe
         # not; kept until a delete of that port is confirmed, so a roll-back can remove them
         self.unknown: dict[int, dict[int, int]] = {}
+        # dpid -> in_ports whose XCON was read back from the OTS (installed before this process knew)
+        self.adopted: dict[int, set[int]] = {}
+        # dpid -> the read-back under way (or refused); absent once the OTS is reconciled
+        self.readback: dict[int, _Readback] = {}
+        self.settle = reconcile.settle_seconds(SETTINGS.controller["link_timeout"],
+                                               SETTINGS.controller["lldp_interval"])
+        self._orphans_reported: set[tuple[int, int, int]] = set()
+        self._orphan_due: float | None = None
+        self._orphan_timer = None
+        self._running = False
         self._pending: dict[tuple[int, int], _Pending] = {}
         self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
         # the capability store (topology/); without a DB URL capabilities stay in memory only
@@ -118,7 +152,12 @@ class OtsDriver(app_manager.OSKenApp):
             self.writer = db_writer.shared(int(SETTINGS.controller.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
             self.writer.open(CAPS, lambda: CapabilityStore(url))
 
+    def start(self):
+        self._running = True  # timers only in a running controller (unit tests call handlers directly)
+        return super().start()
+
     def stop(self):
+        self._running = False
         if self.writer is not None:
             self.writer = None
             db_writer.release()  # the last user flushes what is queued
@@ -141,15 +180,146 @@ class OtsDriver(app_manager.OSKenApp):
                 self._store(NodeCapabilities(dpid=ev.switch.dpid, switch_type="packet",
                                              switching_time=0.001, name=ev.switch.name))
             return
-        self.xcons.setdefault(ev.switch.dpid, {})
-        dp = self._inventory().datapath(ev.switch.dpid)
+        dpid = ev.switch.dpid
+        self.xcons[dpid] = {}
+        self.unknown.pop(dpid, None)
+        self.adopted[dpid] = set()
+        dp = self._inventory().datapath(dpid)
         dp.send_msg(protocol.caps_request(dp))
+        # read the XCONs back (they outlive us: a restarted controller must know what is lit)
+        parser, ofp = dp.ofproto_parser, dp.ofproto
+        req = parser.OFPFlowStatsRequest(dp, 0, parser.OFPMatch(), 0xFF, ofp.OFPP_NONE)
+        dp.set_xid(req)
+        old = self.readback.pop(dpid, None)
+        if old is not None:
+            old.error = "the OTS reconnected"
+            old.done.set()
+        self.readback[dpid] = _Readback(req.xid, time.monotonic())
+        dp.send_msg(req)
 
     @set_ev_cls(events.EventSwitchLeave)
     @loud
     def _switch_leave(self, ev: events.EventSwitchLeave) -> None:
         self.xcons.pop(ev.switch.dpid, None)
         self.unknown.pop(ev.switch.dpid, None)
+        self.adopted.pop(ev.switch.dpid, None)
+        rb = self.readback.pop(ev.switch.dpid, None)
+        if rb is not None:
+            rb.error = "the OTS disconnected"
+            rb.done.set()
+
+    # ---- read-back and adoption ---------------------------------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
+    @loud
+    def _flow_stats(self, ev) -> None:
+        msg = ev.msg
+        dp = msg.datapath
+        rb = self.readback.get(dp.id)
+        if rb is None or msg.xid != rb.xid or rb.done.is_set() or dp.ofproto.OFP_VERSION != ofproto_v1_0.OFP_VERSION:
+            return  # not our read-back (e.g. the monitor's flow stats of a packet switch)
+        for st in msg.body:
+            outs = [a.port for a in st.actions if isinstance(a, dp.ofproto_parser.OFPActionOutput)]
+            if st.match.wildcards & ofproto_v1_0.OFPFW_IN_PORT or len(outs) != 1 or len(st.actions) != 1:
+                LOG.warning("OTS %016x holds a rule that is no XCON (match %s, actions %s): ignored",
+                            dp.id, st.match, st.actions)
+                continue
+            rb.entries.append((int(st.match.in_port), int(outs[0])))
+        if msg.flags & ofproto_v1_0.OFPSF_REPLY_MORE:
+            return  # more parts follow
+        self._adopt(dp.id, rb)
+
+    def _adopt(self, dpid: int, rb: _Readback) -> None:
+        table = self.xcons.setdefault(dpid, {})
+        new = reconcile.adopt_xcons(rb.entries, table, self.unknown.get(dpid, {}), rb.touched)
+        table.update(new)
+        self.adopted.setdefault(dpid, set()).update(new)
+        del self.readback[dpid]
+        rb.done.set()
+        sw = self._inventory().switches.get(dpid)
+        name = sw.name if sw is not None else dpid_label(dpid)
+        JOURNAL.add("xcon_adopted", ots=name, dpid=dpid, xcons=[[a, b] for a, b in sorted(new.items())],
+                    read=len(rb.entries), seconds=round(time.monotonic() - rb.sent, 4))
+        if new:
+            LOG.info("OTS %s: %d XCON(s) read back and adopted", name, len(new))
+            self._schedule_orphan_check()
+
+    def reconciling(self, dpid: int) -> bool:
+        """True while the XCONs of OTS ``dpid`` are not read back (or the OTS refused the read-back)."""
+        return dpid in self.readback
+
+    def wait_reconciled(self, dpid: int, timeout: float) -> str | None:
+        """Wait (at most ``timeout`` s) until OTS ``dpid`` is reconciled; None when it is, else why not."""
+        rb = self.readback.get(dpid)
+        if rb is None:
+            return None
+        if not rb.done.is_set():
+            rb.done.wait(timeout=timeout)
+        rb = self.readback.get(dpid)
+        if rb is None:
+            return None
+        return rb.error or f"XCONs not read back after {timeout:g}s (reconciling)"
+
+    def _touch(self, dpid: int, in_ports) -> None:
+        """We change these ports now: a read-back still under way must not override our record."""
+        rb = self.readback.get(dpid)
+        if rb is not None:
+            rb.touched.update(in_ports)
+
+    # ---- orphans ------------------------------------------------------------------------------------
+    def _schedule_orphan_check(self) -> None:
+        """Look for orphans once adoptions stopped for ``settle`` s (the other OTSes, whose XCONs complete
+        a chain, reconnect within seconds of each other)."""
+        self._orphan_due = time.monotonic() + self.settle
+        if self._running and self._orphan_timer is None:
+            self._orphan_timer = hub.spawn(self._orphan_wait)
+
+    def _orphan_wait(self) -> None:
+        try:
+            while self._orphan_due is not None and time.monotonic() < self._orphan_due:
+                hub.sleep(max(0.05, self._orphan_due - time.monotonic()))
+        finally:
+            self._orphan_timer = None
+        self.send_event(self.name, EventOrphanCheck())
+
+    @set_ev_cls(EventOrphanCheck)
+    @loud
+    def _orphan_check(self, ev: EventOrphanCheck) -> None:
+        self.report_orphans()
+
+    def report_orphans(self) -> list[dict]:
+        """Journal (``xcon_orphan``) every adopted XCON on no lit circuit that was not reported yet."""
+        inv = self._inventory()
+        out = []
+        for d, a in sorted(self.orphans()):
+            key = (d, a, self.xcons[d][a])
+            if key in self._orphans_reported:
+                continue
+            self._orphans_reported.add(key)
+            name = inv.switches[d].name
+            out.append(JOURNAL.add("xcon_orphan", ots=name, in_port=a, out_port=key[2]))
+            LOG.warning("orphan XCON %s %d->%d: adopted, on no known circuit; left alone (DELETE /xcon "
+                        "removes it)", name, a, key[2])
+        return out
+
+    def _graph(self):
+        """The live multi-layer graph (adaptations, fibres, XCONs) from the control API, which owns the
+        scan result and the static file; None without it."""
+        api = app_manager.lookup_service_brick("mlte_control_api")
+        return api.build_graph()[0] if api is not None else None
+
+    def orphans(self) -> set[tuple[int, int]]:
+        """(dpid, in_port) of the adopted XCONs that lie on no lit circuit."""
+        inv = self._inventory()
+        adopted = {d: {a: self.xcons[d][a] for a in ports if a in self.xcons.get(d, {})}
+                   for d, ports in self.adopted.items() if ports and d in inv.switches}
+        if not any(adopted.values()):
+            return set()
+        g = self._graph()
+        if g is None:
+            return set()
+        names = {inv.switches[d].name: d for d in adopted}
+        found = reconcile.orphan_xcons(g, {inv.switches[d].name: t for d, t in adopted.items()})
+        return {(names[n], a) for n, a in found}
 
     @set_ev_cls(ofp_event.EventOFPVendor, MAIN_DISPATCHER)
     @loud
@@ -176,6 +346,11 @@ class OtsDriver(app_manager.OSKenApp):
         err = OfError(msg.xid, msg.type, msg.code)
         JOURNAL.add("of_error", dpid=dpid, **err.to_json())
         LOG.warning("OpenFlow error from %016x: %s", dpid, err.to_json())
+        rb = self.readback.get(dpid)
+        if rb is not None and msg.xid == rb.xid and not rb.done.is_set():  # it cannot tell us its XCONs
+            j = err.to_json()
+            rb.error = f"the OTS refused the XCON read-back ({j['type_name']}/{j['code_name']}): not reconciled"
+            rb.done.set()
         for (pdpid, _), pending in self._pending.items():
             if pdpid == dpid and msg.xid in pending.xids:
                 pending.errors.append(err)
@@ -221,8 +396,10 @@ class OtsDriver(app_manager.OSKenApp):
         finally:
             self._pending.pop((dpid, barrier.xid), None)
 
-    def flow_mod(self, dpid: int, command: int, in_port: int | None, out_port: int | None, **extra):
-        """An OF1.0 FLOW_MOD for an XCON (``extra`` lets tests send non-XCON rules on purpose)."""
+    def flow_mod(self, dpid: int, command: int, in_port: int | None, out_port: int | None,
+                 only_to: int | None = None, **extra):
+        """An OF1.0 FLOW_MOD for an XCON (``extra`` lets tests send non-XCON rules on purpose);
+        ``only_to``: a DELETE matches only the XCON that outputs to this port."""
         dp = self._inventory().datapath(dpid)
         if dp is None:
             raise DriverError(f"datapath {dpid:016x} is not connected", 409)
@@ -241,7 +418,7 @@ class OtsDriver(app_manager.OSKenApp):
             hard_timeout=0,
             priority=ofp.OFP_DEFAULT_PRIORITY,
             buffer_id=0xFFFFFFFF,
-            out_port=ofp.OFPP_NONE,
+            out_port=ofp.OFPP_NONE if only_to is None else only_to,
             flags=0,
             actions=actions,
         )
@@ -253,6 +430,7 @@ class OtsDriver(app_manager.OSKenApp):
         pairs = [(in_port, out_port)] + ([(out_port, in_port)] if bidirectional else [])
         msgs = [self.flow_mod(dpid, ofp.OFPFC_ADD, a, b) for a, b in pairs]
         name = self._inventory().switches[dpid].name
+        self._touch(dpid, [a for a, _b in pairs])
         try:
             errors, sent, applied = self.send_and_barrier(dpid, msgs)
         except BarrierTimeout as exc:  # sent, never confirmed: record as unknown so it can be removed
@@ -268,6 +446,7 @@ class OtsDriver(app_manager.OSKenApp):
             changes.append({"in_port": a, "out_port": b, "ok": ok})
             if ok:
                 self.xcons.setdefault(dpid, {})[a] = b
+                self.adopted.get(dpid, set()).discard(a)  # ours now: the controller set it
         for a, _b in pairs:
             self.unknown.get(dpid, {}).pop(a, None)  # a barrier answered for them: no longer unknown
         if errors:  # all or nothing: undo the directions that did go in
@@ -279,39 +458,59 @@ class OtsDriver(app_manager.OSKenApp):
         return XconResult(not errors, name, changes, [e.to_json() for e in errors], sent,
                           None if errors else applied)
 
-    def remove(self, ots: str | int, in_port: int, bidirectional: bool = True) -> XconResult:
-        """Remove the XCON on ``in_port`` (and its reverse); wait until the OTS applied it."""
+    def remove(self, ots: str | int, in_port: int, bidirectional: bool = True,
+               only_to: int | None = None) -> XconResult:
+        """Remove the XCON on ``in_port`` (and its reverse); wait until the OTS applied it. ``only_to``
+        (one direction only): remove it only if it outputs to that port (a scan removing its probe
+        can never take a different XCON with it)."""
         dpid = self.resolve(ots)
         ports = delete_ports(self.xcons.get(dpid, {}), self.unknown.get(dpid, {}), in_port, bidirectional)
-        errors, sent, applied = self._delete(dpid, ports)
+        if only_to is not None and ports != [in_port]:
+            raise ValueError("only_to applies to one direction (bidirectional=False)")
+        errors, sent, applied = self._delete(dpid, ports, only_to)
         name = self._inventory().switches[dpid].name
         JOURNAL.add("xcon_delete", ots=name, ports=ports, ok=not errors)
         return XconResult(not errors, name, [{"in_port": p, "deleted": True} for p in ports],
                           [e.to_json() for e in errors], sent, None if errors else applied)
 
-    def _delete(self, dpid: int, in_ports: list[int]):
+    def _delete(self, dpid: int, in_ports: list[int], only_to: int | None = None):
         ofp = ofproto_v1_0
-        msgs = [self.flow_mod(dpid, ofp.OFPFC_DELETE_STRICT, p, None) for p in in_ports]
+        msgs = [self.flow_mod(dpid, ofp.OFPFC_DELETE_STRICT, p, None, only_to=only_to) for p in in_ports]
+        self._touch(dpid, in_ports)
         errors, sent, applied = self.send_and_barrier(dpid, msgs)
         if not errors:
             for p in in_ports:
-                self.xcons.get(dpid, {}).pop(p, None)
-                self.unknown.get(dpid, {}).pop(p, None)
+                for table in (self.xcons.get(dpid, {}), self.unknown.get(dpid, {})):
+                    if only_to is None or table.get(p) == only_to:
+                        table.pop(p, None)
+                if p not in self.xcons.get(dpid, {}):
+                    self.adopted.get(dpid, set()).discard(p)
         return errors, sent, applied
+
+    def busy_ports(self, dpid: int) -> set[int]:
+        """Ports of OTS ``dpid`` that are an end of an XCON (applied, adopted or unknown): never probed."""
+        return busy_ports(self.xcons.get(dpid, {}), self.unknown.get(dpid, {}))
 
     def known_port(self, dpid: int, in_port: int) -> bool:
         """True if ``in_port`` of OTS ``dpid`` has an XCON, applied or in an unknown state."""
         return in_port in self.xcons.get(dpid, {}) or in_port in self.unknown.get(dpid, {})
 
     def active(self) -> list[dict]:
-        """Applied XCONs, then those in an unknown state (``"state": "unknown"``)."""
+        """Applied XCONs, then those in an unknown state (``"state": "unknown"``). Read-back ones carry
+        ``"adopted": true`` and ``"orphan"`` (on no lit circuit)."""
         inv = self._inventory()
 
         def name(d: int) -> str:
             return inv.switches[d].name if d in inv.switches else f"{d:016x}"
 
-        out = [{"ots": name(d), "in_port": a, "out_port": b}
-               for d, table in sorted(self.xcons.items()) for a, b in sorted(table.items())]
+        orphans = self.orphans()
+        out = []
+        for d, table in sorted(self.xcons.items()):
+            for a, b in sorted(table.items()):
+                x = {"ots": name(d), "in_port": a, "out_port": b}
+                if a in self.adopted.get(d, ()):
+                    x.update(adopted=True, orphan=(d, a) in orphans)
+                out.append(x)
         out += [{"ots": name(d), "in_port": a, "out_port": b, "state": "unknown"}
                 for d, table in sorted(self.unknown.items()) for a, b in sorted(table.items())]
         return out
