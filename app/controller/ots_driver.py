@@ -252,7 +252,7 @@ class OtsDriver(app_manager.OSKenApp):
         rb = self.readback.get(dpid)
         if rb is None:
             return None
-        if not rb.done.is_set():
+        if timeout > 0 and not rb.done.is_set():
             rb.done.wait(timeout=timeout)
         rb = self.readback.get(dpid)
         if rb is None:

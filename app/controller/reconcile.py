@@ -49,7 +49,7 @@ def orphan_xcons(g: MultiLayerGraph, xcons: Mapping[str, Mapping[int, int]]) -> 
     either direction of a hop counts."""
     on_circuit: set[tuple[str, int, int]] = set()
     for c in lit_circuits(g):
-        for ots, a, b in c.hops:
+        for ots, a, b in c.xcons:
             on_circuit |= {(ots, a, b), (ots, b, a)}
     return {(ots, a) for ots, table in xcons.items() for a, b in table.items() if (ots, a, b) not in on_circuit}
 
