@@ -139,6 +139,9 @@ class OtsDriver(app_manager.OSKenApp):
         self.settle = reconcile.settle_seconds(SETTINGS.controller["link_timeout"],
                                                SETTINGS.controller["lldp_interval"])
         self._orphans_reported: set[tuple[int, int, int]] = set()
+        # False from any switch (re)connecting until the check ``settle`` s later: a chain can only be
+        # followed once its OTSes and the packet switches of its adaptations are back
+        self.orphans_decided = True
         self._orphan_due: float | None = None
         self._orphan_timer = None
         self._running = False
@@ -174,6 +177,8 @@ class OtsDriver(app_manager.OSKenApp):
     @set_ev_cls(events.EventSwitchEnter)
     @loud
     def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
+        self.orphans_decided = False
+        self._schedule_orphan_check()
         if ev.switch.kind != OTS:
             if self.writer is not None:
                 # measured on the userspace datapath: FLOW_MOD + barrier ~1 ms (docs/controller.md)
@@ -241,7 +246,6 @@ class OtsDriver(app_manager.OSKenApp):
                     read=len(rb.entries), seconds=round(time.monotonic() - rb.sent, 4))
         if new:
             LOG.info("OTS %s: %d XCON(s) read back and adopted", name, len(new))
-            self._schedule_orphan_check()
 
     def reconciling(self, dpid: int) -> bool:
         """True while the XCONs of OTS ``dpid`` are not read back (or the OTS refused the read-back)."""
@@ -267,8 +271,8 @@ class OtsDriver(app_manager.OSKenApp):
 
     # ---- orphans ------------------------------------------------------------------------------------
     def _schedule_orphan_check(self) -> None:
-        """Look for orphans once adoptions stopped for ``settle`` s (the other OTSes, whose XCONs complete
-        a chain, reconnect within seconds of each other)."""
+        """Decide orphans once no switch (re)connected for ``settle`` s: the other OTSes, whose XCONs
+        complete a chain, and the packet switches, whose ports end it, reconnect within seconds."""
         self._orphan_due = time.monotonic() + self.settle
         if self._running and self._orphan_timer is None:
             self._orphan_timer = hub.spawn(self._orphan_wait)
@@ -283,7 +287,10 @@ class OtsDriver(app_manager.OSKenApp):
 
     @set_ev_cls(EventOrphanCheck)
     @loud
-    def _orphan_check(self, ev: EventOrphanCheck) -> None:
+    def _orphan_check(self, ev: EventOrphanCheck | None) -> None:
+        if self._orphan_due is not None and time.monotonic() < self._orphan_due:
+            return  # another switch entered meanwhile: a newer check follows
+        self.orphans_decided = True
         self.report_orphans()
 
     def report_orphans(self) -> list[dict]:
@@ -497,19 +504,20 @@ class OtsDriver(app_manager.OSKenApp):
 
     def active(self) -> list[dict]:
         """Applied XCONs, then those in an unknown state (``"state": "unknown"``). Read-back ones carry
-        ``"adopted": true`` and ``"orphan"`` (on no lit circuit)."""
+        ``"adopted": true`` and ``"orphan"``: on no lit circuit (null until decided, see
+        :meth:`_schedule_orphan_check`)."""
         inv = self._inventory()
 
         def name(d: int) -> str:
             return inv.switches[d].name if d in inv.switches else f"{d:016x}"
 
-        orphans = self.orphans()
+        orphans = self.orphans() if self.orphans_decided else set()
         out = []
         for d, table in sorted(self.xcons.items()):
             for a, b in sorted(table.items()):
                 x = {"ots": name(d), "in_port": a, "out_port": b}
                 if a in self.adopted.get(d, ()):
-                    x.update(adopted=True, orphan=(d, a) in orphans)
+                    x.update(adopted=True, orphan=(d, a) in orphans if self.orphans_decided else None)
                 out.append(x)
         out += [{"ots": name(d), "in_port": a, "out_port": b, "state": "unknown"}
                 for d, table in sorted(self.unknown.items()) for a, b in sorted(table.items())]
