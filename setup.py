@@ -8,7 +8,8 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["app*", "ots_virtual*", "pce*", "monitor*", "topology*", "mininet_labs*"]),
     include_package_data=True,
-    package_data={"app": ["web/templates/*.html", "web/templates/**/*.html", "web/static/**/*", "web/migrations/**/*", "*.toml"],
+    package_data={"app": ["web/templates/*.html", "web/templates/**/*.html", "web/static/**/*", "db/migrations/*.py",
+                          "db/migrations/*.mako", "db/migrations/versions/*.py", "*.toml"],
                   "mininet_labs": ["data/*.yaml", "data/*.json"]},
     install_requires=[
         "os-ken==4.2.2",

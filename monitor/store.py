@@ -1,8 +1,12 @@
 """Monitoring time series and events in SQL (SQLAlchemy 2), with bounded retention.
 
 Own ``DeclarativeBase`` and ``mon_``-prefixed tables, so the web service can read them from the
-same database without importing the controller. :meth:`MonitorStore.prune` deletes rows older
-than ``[monitor] retention_seconds``; the controller calls it once per interval.
+same database without importing the controller. The tables are declared here, but created and
+changed only by mlte's migrations (``app/db/migrations``, docs/database.md): :class:`MonitorStore`
+brings the database to the newest schema when it opens (``app.db.migrate.upgrade``, imported then,
+so importing this module loads nothing from ``app/``; it needs SQLAlchemy and Alembic, no Flask or
+os-ken). :meth:`MonitorStore.prune` deletes rows older than ``[monitor] retention_seconds``; the
+controller calls it once per interval.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from monitor.events import Event
 
 
 class MonBase(DeclarativeBase):
-    pass
+    """Declarative base of the monitor's tables (listed in ``app.db.models.METADATA``)."""
 
 
 class MonSample(MonBase):
@@ -41,6 +45,14 @@ class MonEvent(MonBase):
     detail: Mapped[str] = mapped_column(Text, default="{}")  # JSON object
 
 
+def migrate_to_head(engine: Engine) -> None:
+    """Have the schema owner (mlte's Alembic migrations) create or update the tables: this module
+    declares them but never creates them itself, so there is one version of the schema."""
+    from app.db.migrate import upgrade
+
+    upgrade(engine)
+
+
 @dataclass(frozen=True)
 class SeriesPoint:
     t: float
@@ -53,7 +65,7 @@ class MonitorStore:
     def __init__(self, url_or_engine: str | Engine = "sqlite://", retention_seconds: float = 3600) -> None:
         self.engine = create_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
         self.retention = retention_seconds
-        MonBase.metadata.create_all(self.engine)
+        migrate_to_head(self.engine)
 
     def add_samples(self, rows: Iterable[tuple[float, str, str, float]]) -> int:
         """Rows of (t, point, metric, value); returns how many were written."""

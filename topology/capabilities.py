@@ -3,7 +3,10 @@
 The PCE must know per node how fast it switches, whether it allows one rule per port, how many
 rules fit, VLAN restrictions and the granularity of each port before it places bandwidth; the
 controller fills the store from FEATURES_REPLY / the OTS capabilities message and config.
-Plain SQLAlchemy 2.x (own ``DeclarativeBase``, tables prefixed ``cap_``), no Flask.
+Plain SQLAlchemy 2.x (own ``DeclarativeBase``, tables prefixed ``cap_``), no Flask. The table is
+declared here but created and changed only by mlte's migrations (``app/db/migrations``,
+docs/database.md): :class:`CapabilityStore` brings the database to the newest schema when it opens
+(``app.db.migrate.upgrade``, imported then, so importing this module loads nothing from ``app/``).
 
     store = CapabilityStore("sqlite:///mlte.db")
     store.upsert(NodeCapabilities(dpid=0xF01, switch_type="optical", switching_time=0.185, ...))
@@ -33,7 +36,7 @@ class CapabilityError(TopologyError):
 
 
 class CapBase(DeclarativeBase):
-    """Declarative base of the capability tables (separate from the web service's models)."""
+    """Declarative base of the capability tables (listed in ``app.db.models.METADATA``)."""
 
 
 class CapNode(CapBase):
@@ -153,7 +156,7 @@ def _from_row(row: CapNode) -> NodeCapabilities:
 
 
 class CapabilityStore:
-    """Upsert/get/list/delete node capabilities; creates its ``cap_`` tables if missing."""
+    """Upsert/get/list/delete node capabilities; migrates the database to the newest schema on open."""
 
     def __init__(self, url: str = "sqlite:///mlte.db", engine: Engine | None = None):
         try:
@@ -163,11 +166,10 @@ class CapabilityStore:
                     kwargs = {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
                 engine = create_engine(url, **kwargs)
             self.engine = engine
-            try:
-                CapBase.metadata.create_all(engine)
-            except SQLAlchemyError:  # another process created the table between check and create
-                CapBase.metadata.create_all(engine)
-        except (SQLAlchemyError, ValueError, ImportError) as exc:
+            from app.db.migrate import upgrade  # the schema owner; see the module docstring
+
+            upgrade(engine)
+        except (SQLAlchemyError, ValueError, ImportError, RuntimeError) as exc:
             raise CapabilityError(f"capability store {url!r} unusable: {exc}") from None
 
     def upsert(self, caps: NodeCapabilities, now: float | None = None) -> NodeCapabilities:

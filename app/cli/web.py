@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _create_user(args: argparse.Namespace) -> int:
+    from app.db.engine import Database
+    from app.db.migrate import upgrade
     from app.web.auth import create_user
-    from app.web.db import Database, upgrade
 
     db = Database(args.user_db or args.db or args.cfg["db"]["url"])
     try:

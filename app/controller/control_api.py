@@ -1,9 +1,10 @@
 """The local control API: JSON over HTTP on 127.0.0.1 (docs/controller.md), served on the hub.
 
-Labs, tests, the monitor and the web service drive the controller only through this API
-(:mod:`app.controller.client` is the Python client). Requests run in their own greenthreads and
-call the other apps directly: under the eventlet hub everything shares one OS thread, so a
-handler never sees another one half-way.
+Labs and tests drive the controller through this API (:mod:`app.controller.client` is the Python
+client). It is a thin adapter: reads come from the shared :class:`NetworkView`, changes go through
+the southbound (XCONs through the OTS driver registered there); no other app is looked up by name.
+Requests run in their own greenthreads: under the eventlet hub everything shares one OS thread, so
+a handler never sees another one half-way.
 """
 from __future__ import annotations
 
@@ -20,19 +21,21 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
 from app.controller import db_writer, guard, state_file
+from app.controller.api_routes import CONTEXT as ROUTES
+from app.controller.api_routes import ApiRoutes
 from app.controller.circuits import setup_circuit
-from app.controller.graph_view import DEFAULT_ACCESS_MBPS, DEFAULT_LINK_MBPS, combined, live_graph, strip
-from app.controller.inventory import OFP_VERSIONS
+from app.controller.driver_errors import DriverError
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortRef, host_label, split_names
-from app.controller.ots_driver import DriverError
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import DEFAULT_SOURCES, SOURCES, NetworkView, UnknownSource
 from app.controller.runtime import SETTINGS
 from app.controller.scanner import run_scan
-from topology.vendor_file import load_vendor_graph
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 
 LOG = logging.getLogger("mlte.controller.api")
-SOURCES = ("lldp", "scan", "static", "static-fibres", "hosts")
-DEFAULT_SOURCES = ("lldp", "scan", "static", "hosts")
+__all__ = ["DEFAULT_SOURCES", "SOURCES", "ApiError", "ControlApi"]
 
 
 class ApiError(Exception):
@@ -48,15 +51,17 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Al
 
 class ControlApi(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_control_api"
-        self.scan_attached: dict[tuple[int, int], PortRef | None] = state_file.load_attached(  # a restart keeps it
-            SETTINGS.controller.get("state_file", ""), SETTINGS.names)
-        self.static_graph = None
-        self.static_path = ""
-        self.last_scan: dict[str, Any] | None = None
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
+        self.extra_routes: ApiRoutes = kwargs.get(ROUTES) if kwargs.get(ROUTES) is not None else ApiRoutes()
+        # what the optical scan learnt before a restart ([controller] state_file)
+        self.view.scan_attached.update(
+            state_file.load_attached(SETTINGS.controller.get("state_file", ""), SETTINGS.names))
         self._scan_lock = hub.BoundedSemaphore(1)
         self.started = time.time()
         self.routes: dict[tuple[str, str], Callable[[dict, dict], Any]] = {
@@ -81,6 +86,13 @@ class ControlApi(app_manager.OSKenApp):
         if path:
             self._load_static(path)
 
+    @property
+    def driver(self):
+        """The OTS driver (it registers itself with the southbound when it starts)."""
+        if self.southbound.xcon_driver is None:
+            raise DriverError("the OTS driver is not loaded", 409)
+        return self.southbound.xcon_driver
+
     def start(self):
         thread = super().start()
         host, port = SETTINGS.controller["api_host"], int(SETTINGS.controller["api_port"])
@@ -89,18 +101,15 @@ class ControlApi(app_manager.OSKenApp):
         return thread
 
     # ---- plumbing -------------------------------------------------------------------------------
-    def app(self, name: str):
-        return app_manager.lookup_service_brick(name)
-
     def wsgi(self, environ: dict, start_response) -> list[bytes]:
         method = environ["REQUEST_METHOD"]
         path = environ.get("PATH_INFO", "/").rstrip("/") or "/"
         query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
         status, body = 200, None
         try:
-            handler = self.routes.get((method, path))
+            handler = self.routes.get((method, path)) or self.extra_routes.get((method, path))
             if handler is None:
-                known = {m for (m, p) in self.routes if p == path}
+                known = {m for (m, p) in (*self.routes, *self.extra_routes) if p == path}
                 raise ApiError(405 if known else 404, f"no route {method} {path}")
             try:
                 length = int(environ.get("CONTENT_LENGTH") or 0)
@@ -145,66 +154,46 @@ class ControlApi(app_manager.OSKenApp):
 
     # ---- read endpoints -------------------------------------------------------------------------
     def r_health(self, q: dict, d: dict) -> dict:
-        inv = self.app("mlte_inventory")
         return {
             "ok": not guard.failures,
             "uptime": time.time() - self.started,
-            "packet_switches": len(inv.of_kind(PACKET)),
-            "ots": len(inv.of_kind(OTS)),
-            "links": len(self.app("mlte_lldp").table.links()),
+            "packet_switches": len(self.view.of_kind(PACKET)),
+            "ots": len(self.view.of_kind(OTS)),
+            "links": len(self.view.links.links()),
             "failures": guard.failures[-20:],
             # the database writer thread (db_writer): queue length, drops of samples, write errors
             "db": writer.stats() if (writer := db_writer.current()) is not None else None,
         }
 
     def r_switches(self, q: dict, d: dict) -> list:
-        inv = self.app("mlte_inventory")
-        return [sw.to_json() for sw in sorted(inv.switches.values(), key=lambda s: s.name)]
+        return [sw.to_json() for sw in sorted(self.view.switches.values(), key=lambda s: s.name)]
 
     def r_links(self, q: dict, d: dict) -> list:
-        inv = self.app("mlte_inventory")
-
         def end(r: PortRef) -> dict:
-            sw = inv.switches.get(r.dpid)
-            return {"node": sw.name if sw else f"{r.dpid:x}", "dpid": r.dpid, "port": r.port_no}
+            return {"node": self.view.name_of(r.dpid), "dpid": r.dpid, "port": r.port_no}
 
-        table = self.app("mlte_lldp").table
+        table = self.view.links
         return [{"src": end(link.src), "dst": end(link.dst), "last_seen": table.last_seen(link)}
                 for link in table.links()]
 
     def r_hosts(self, q: dict, d: dict) -> list:
-        inv = self.app("mlte_inventory")
         out = []
-        for h in sorted(self.app("mlte_forwarding").hosts.values(), key=lambda h: h.mac):
-            sw = inv.switches.get(h.port.dpid)
+        for h in sorted(self.view.hosts.values(), key=lambda h: h.mac):
+            sw = self.view.switches.get(h.port.dpid)
             out.append({"mac": h.mac, "ip": h.ip, "node": sw.name if sw else None, "port": h.port.port_no,
                         "id": SETTINGS.host_names.get(h.mac.lower()) or host_label(h.mac)})
         return out
 
     def build_graph(self, sources: tuple[str, ...] = DEFAULT_SOURCES):
-        inv = self.app("mlte_inventory")
-        links = self.app("mlte_lldp").table.links() if "lldp" in sources else []
-        adapt = {k: v for k, v in self.scan_attached.items() if v is not None} if "scan" in sources else {}
-        live, problems = live_graph(inv.switches.values(), links, adapt, self.app("mlte_ots_driver").xcons,
-                                    float(SETTINGS.ots["unit_mbps"]),
-                                    self.app("mlte_forwarding").hosts.values() if "hosts" in sources else (),
-                                    SETTINGS.host_names,
-                                    float(SETTINGS.controller.get("access_default_mbps", DEFAULT_ACCESS_MBPS)),
-                                    float(SETTINGS.controller.get("link_default_mbps", DEFAULT_LINK_MBPS)))
-        static = None
-        if self.static_graph is not None and "static" in sources:
-            static = self.static_graph
-        elif self.static_graph is not None and "static-fibres" in sources:
-            static = strip(self.static_graph, ["adaptation"])
-        result = combined(live, static)
-        return result.graph, problems + [str(c) for c in result.conflicts]
+        """The merged graph (shared, read-only) and its problems: the network view's."""
+        return self.view.graph(sources)
 
     def r_topology(self, q: dict, d: dict) -> dict:
         sources = tuple(s for s in q.get("sources", ",".join(DEFAULT_SOURCES)).split(",") if s)
-        bad = [s for s in sources if s not in SOURCES]
-        if bad:
-            raise ApiError(400, f"unknown source(s) {bad} (known: {', '.join(SOURCES)})")
-        graph, problems = self.build_graph(sources)
+        try:
+            graph, problems = self.view.graph(sources)
+        except UnknownSource as exc:
+            raise ApiError(400, str(exc)) from None
         out = graph.to_dict()
         out["problems"] = problems
         return out
@@ -218,7 +207,7 @@ class ControlApi(app_manager.OSKenApp):
 
     # ---- XCONs and circuits ----------------------------------------------------------------------
     def r_xcon_list(self, q: dict, d: dict) -> list:
-        return self.app("mlte_ots_driver").active()
+        return self.driver.active()
 
     def _xcon_result(self, res) -> tuple[int, dict]:
         return (200 if res.ok else 422), res.to_json()
@@ -227,7 +216,7 @@ class ControlApi(app_manager.OSKenApp):
         ots = d.get("ots")
         if ots is None:
             raise ApiError(400, "missing 'ots'")
-        res = self.app("mlte_ots_driver").install(
+        res = self.driver.install(
             ots, self._int(d, "in_port"), self._int(d, "out_port"), bool(d.get("bidirectional", True))
         )
         return self._xcon_result(res)
@@ -240,7 +229,7 @@ class ControlApi(app_manager.OSKenApp):
         port = d.get("in_port")
         port = int(port) if isinstance(port, str) and port.isdigit() else port
         port = self._int({"in_port": port}, "in_port")
-        driver = self.app("mlte_ots_driver")
+        driver = self.driver
         dpid = driver.resolve(ots)
         if not driver.known_port(dpid, port):
             raise ApiError(404, f"no XCON on {ots} in_port {port}")
@@ -253,7 +242,7 @@ class ControlApi(app_manager.OSKenApp):
         hops = d.get("xcons")
         if not isinstance(hops, list) or not hops:
             raise ApiError(400, "'xcons' must be a non-empty list of {ots, in_port, out_port}")
-        driver = self.app("mlte_ots_driver")
+        driver = self.driver
         for hop in hops:
             if not isinstance(hop, dict) or "ots" not in hop:
                 raise ApiError(400, "each XCON needs 'ots', 'in_port', 'out_port'")
@@ -272,7 +261,7 @@ class ControlApi(app_manager.OSKenApp):
             raise ApiError(400, "'xcons' must be a non-empty list of {ots, in_port}")
         if not all(isinstance(h, dict) and "ots" in h for h in hops):
             raise ApiError(400, "each XCON needs 'ots' and 'in_port'")
-        driver = self.app("mlte_ots_driver")
+        driver = self.driver
         for h in hops:  # validate every hop before removing any
             self._int(h, "in_port")
             driver.resolve(h["ots"])
@@ -288,7 +277,7 @@ class ControlApi(app_manager.OSKenApp):
 
     def r_raw_flowmod(self, q: dict, d: dict):
         """Send one OF1.0 FLOW_MOD ADD with arbitrary match fields to an OTS (tests the OTS's checks)."""
-        driver = self.app("mlte_ots_driver")
+        driver = self.driver
         dpid = driver.resolve(d.get("ots", ""))
         match = d.get("match") or {}
         if not isinstance(match, dict):
@@ -307,45 +296,19 @@ class ControlApi(app_manager.OSKenApp):
         return {"ok": True, "errors": []}
 
     # ---- discovery -------------------------------------------------------------------------------
-    def _known_far_ends(self) -> dict[tuple[int, int], PortRef | None]:
-        """OTS ports whose far end the static file already gives (fibre: None; adaptation: the port)."""
-        known: dict[tuple[int, int], PortRef | None] = {}
-        if self.static_graph is None:
-            return known
-        inv = self.app("mlte_inventory")
-        by_name = {sw.name: sw.dpid for sw in inv.switches.values()}
-        g = self.static_graph
-        for node in g.nodes_of_kind("oport"):
-            attrs = g.g.nodes[node]
-            odpid = by_name.get(attrs["ots"])
-            if odpid is None:
-                continue
-            att = g.adaptation_at(node)
-            if att is not None and att[0] in by_name:
-                known[(odpid, attrs["port"])] = PortRef(by_name[att[0]], att[1])
-            elif g.fibre_peer(node) is not None:
-                known[(odpid, attrs["port"])] = None
-        return known
-
     def r_scan(self, q: dict, d: dict):
         """``{"all": false}``: probe OTS ports with unknown far ends (``all``: every free port)."""
         if not self._scan_lock.acquire(blocking=False):
             raise ApiError(409, "a scan is already running")
         try:
-            known = {} if d.get("all") else self._known_far_ends()
-            report = run_scan(self.app("mlte_inventory"), self.app("mlte_ots_driver"), known,
-                              float(SETTINGS.controller["scan_settle"]))
+            self.view.scanning = True
+            known = {} if d.get("all") else self.view.known_far_ends()
+            report = run_scan(self.view, self.driver, known, float(SETTINGS.controller["scan_settle"]))
         finally:
+            self.view.scanning = False
             self._scan_lock.release()
-        self.scan_attached.update(report.attached)
-        inv = self.app("mlte_inventory")
-
-        def name(dpid: int) -> str:
-            sw = inv.switches.get(dpid)
-            return sw.name if sw else f"{dpid:x}"
-
-        state_file.save_attached(SETTINGS.controller.get("state_file", ""), self.scan_attached, name)
-        self.last_scan = {
+        name = self.view.name_of
+        result = {
             "ok": not report.errors,
             "probes": report.probes,
             "seconds": round(report.seconds, 3),
@@ -358,18 +321,19 @@ class ControlApi(app_manager.OSKenApp):
                           for (o, p), c in sorted(report.ambiguous.items())},
             "unscannable": [f"{name(o)}:{p}" for o, p in sorted(report.unscannable)],
             "errors": report.errors,
-            "leftover_xcons": self.app("mlte_ots_driver").active(),
+            "leftover_xcons": self.driver.active(),
         }
-        return self.last_scan
+        self.view.set_scan(report.attached, result)
+        state_file.save_attached(SETTINGS.controller.get("state_file", ""), self.view.scan_attached, name)
+        return result
 
     def r_scan_result(self, q: dict, d: dict):
-        if self.last_scan is None:
+        if self.view.last_scan is None:
             raise ApiError(404, "no scan has run yet")
-        return self.last_scan
+        return self.view.last_scan
 
     def _load_static(self, path: str) -> None:
-        self.static_graph = load_vendor_graph(path)
-        self.static_path = path
+        self.view.load_static(path)
         JOURNAL.add("static_loaded", path=path)
 
     def r_static_load(self, q: dict, d: dict):
@@ -378,7 +342,7 @@ class ControlApi(app_manager.OSKenApp):
         if not isinstance(path, str):
             raise ApiError(400, "'path' must be a string")
         if not path:
-            self.static_graph, self.static_path = None, ""
+            self.view.load_static("")
             return {"ok": True, "static": None}
         try:
             self._load_static(path)
@@ -397,7 +361,6 @@ class ControlApi(app_manager.OSKenApp):
             names, host_names = split_names(raw)
         except ValueError as exc:
             raise ApiError(400, str(exc)) from None
-        self.app("mlte_inventory").rename(names)
-        SETTINGS.host_names.update(host_names)
+        self.view.rename(names, host_names)
         JOURNAL.add("names", switches=len(names), hosts=len(host_names))  # the graph's node ids changed
         return {"ok": True, "named": len(names) + len(host_names)}

@@ -3,8 +3,8 @@
 A thin os-ken app (loaded by the launcher when ``[db] url`` / ``--db-url`` is set). It watches the
 controller journal for topology and XCON changes (switches, ports, LLDP links, XCONs, scans, static
 files), waits until they have been quiet for ``DEBOUNCE`` seconds (at most ``MAX_DELAY`` after the
-first one; never while an optical scan is probing), then builds the live multi-layer graph exactly
-as ``GET /topology`` does and writes it through :class:`app.web.feed.Feed` — a new snapshot only if
+first one; never while an optical scan is probing), then reads the merged multi-layer graph from the
+shared network view (as ``GET /topology`` does) and writes it through :class:`app.web.feed.Feed` — a new snapshot only if
 the graph changed, and the set of lit circuits (``circuit_view.lit_circuits``) only if it changed.
 The writes are queued to the controller's writer thread (:mod:`app.controller.db_writer`), so a
 locked database never stalls the hub.
@@ -22,6 +22,8 @@ from app.controller import db_writer, guard
 from app.controller.circuit_view import lit_circuits
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
 
 LOG = logging.getLogger("mlte.controller.db_feed")
@@ -37,10 +39,12 @@ FEED = "web_feed"  # the app.web.feed.Feed, a resource of the db_writer thread
 
 class DbFeed(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_db_feed"
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         # the Feed is opened and used in the controller's writer thread only (db_writer): a locked
         # database must not stall the hub
         self.writer: db_writer.DbWriter | None = None
@@ -70,12 +74,6 @@ class DbFeed(app_manager.OSKenApp):
             db_writer.release()  # the last user flushes what is queued
         super().stop()
 
-    def _scanning(self, api) -> bool:  # noqa: ANN001
-        if not api._scan_lock.acquire(blocking=False):
-            return True
-        api._scan_lock.release()
-        return False
-
     def _loop(self) -> None:
         seen, first, last = 0, None, 0.0
         while True:
@@ -94,21 +92,20 @@ class DbFeed(app_manager.OSKenApp):
                 if first is None:
                     continue
                 now = time.monotonic()
-                api = app_manager.lookup_service_brick("mlte_control_api")
-                if api is None or self._scanning(api):
+                if self.view.scanning:
                     continue
                 if now - last >= DEBOUNCE or now - first >= MAX_DELAY:
                     first = None
-                    self.publish(api)
+                    self.publish()
             except Exception as exc:  # keep feeding; loud in the error log and in GET /health
                 guard.failures.append(f"db_feed: {exc!r}")
                 guard.ERROR_LOG.exception("db_feed: writing the topology failed")
 
-    def publish(self, api) -> None:  # noqa: ANN001
+    def publish(self) -> None:
         """Queue the current graph and circuits if they differ from what was last queued (the writer
         thread writes them in order; on a failure :attr:`_rewrite` makes the next loop queue them again)."""
         assert self.writer is not None
-        graph, _problems = api.build_graph()
+        graph, _problems = self.view.graph()
         data = graph.to_dict()
         if data != self.last_graph:
             self.writer.submit(db_writer.SNAPSHOT, FEED, lambda feed: feed.topology(data), self._failed)

@@ -17,6 +17,7 @@
 """
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -29,13 +30,18 @@ from os_ken.lib.packet import arp, ethernet, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_ARP, ETH_TYPE_LLDP
 
 from app.controller import events, reconcile, rule_plan
+from app.controller.driver_errors import DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import PACKET, HostInfo, PortRef
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
 from app.controller.of13 import add_flow, delete_flows
 from app.controller.paths import Plan, link_graph, plan, reachable
 from app.controller.runtime import SETTINGS
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import FlowStat, OpenFlowSouthbound
 
 COOKIE_FWD = rule_plan.FORWARDING.cookie()  # shared by the forwarding app's three bands
 FWD_PRIORITY = rule_plan.FORWARDING.priority()
@@ -46,43 +52,52 @@ MISS_PRIORITY = rule_plan.TABLE_MISS.priority()
 
 @dataclass
 class _RuleReadback:
-    """An outstanding read-back of one switch's forwarding rules (OF1.3 flow stats, our cookie)."""
+    """A read-back of one switch's forwarding rules (flow stats filtered by our cookie), under way."""
 
-    xid: int | None
-    entries: list[tuple[str, int]] = field(default_factory=list)
-    touched: set[str] = field(default_factory=set)  # MACs we installed or deleted after the request left
+    token: int  # tells this read-back's answer from an older one's (the switch reconnected meanwhile)
+    touched: set[str] = field(default_factory=set)  # MACs we installed or deleted since it began
+
+
+class EventRulesReadBack(osken_event.EventBase):
+    """Internal: the answer to a rule read-back, posted by the greenthread that waited for it."""
+
+    def __init__(self, dpid: int, token: int, stats: list[FlowStat] | None, error: str | None = None) -> None:
+        super().__init__()
+        self.dpid, self.token, self.stats, self.error = dpid, token, stats, error
 
 
 class EventSettled(osken_event.EventBase):
     """Internal: no switch entered for the settle time; held deletions may go (sent to ourselves)."""
 
 
-def forwarding_rule(st, ofp) -> tuple[str, int] | None:
-    """(MAC, out port) of a flow-stats entry that is one of our ``eth_dst -> output`` rules, else None."""
-    if st.priority != FWD_PRIORITY or st.cookie != COOKIE_FWD:
+def forwarding_rule(st: FlowStat) -> tuple[str, int] | None:
+    """(MAC, out port) of a read-back rule that is one of our ``eth_dst -> output`` rules, else None."""
+    if st.priority != FWD_PRIORITY or st.cookie != COOKIE_FWD or st.table != 0:
         return None
-    fields = dict(st.match.items())
-    if set(fields) != {"eth_dst"} or not isinstance(fields["eth_dst"], str) or len(st.instructions) != 1:
+    mac = st.match.get("eth_dst")
+    if set(st.match) != {"eth_dst"} or not isinstance(mac, str) or len(st.out_ports) != 1:
         return None
-    actions = getattr(st.instructions[0], "actions", None) or []
-    if len(actions) != 1 or getattr(actions[0], "type", None) != ofp.OFPAT_OUTPUT:
-        return None
-    return fields["eth_dst"].lower(), int(actions[0].port)
+    return mac.lower(), st.out_ports[0]
 
 
 class Forwarding(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
     _EVENTS = [events.EventHostAdd]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_forwarding"
-        self.hosts: dict[str, HostInfo] = {}
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
+        self.hosts: dict[str, HostInfo] = self.view.hosts  # the view owns them; we learn them
         self.installed: Plan = {}
         # dpid -> {mac: port}: rules read back from the switch, not (re)installed by us since; their
         # deletion is held until the topology settled
         self.adopted: Plan = {}
         self._readback: dict[int, _RuleReadback] = {}
+        self._tokens = itertools.count(1)
+        self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
         self.settle = reconcile.settle_seconds(SETTINGS.controller["link_timeout"], SETTINGS.controller["lldp_interval"])
         self.settle_at = 0.0  # time.monotonic() before which adopted rules are held
         self._timer = None
@@ -96,6 +111,15 @@ class Forwarding(app_manager.OSKenApp):
     def stop(self):
         self._running = False
         super().stop()
+
+    @property
+    def installed(self) -> Plan:
+        """The installed eth_dst rules, kept in the network view (the monitor's counting rules read them)."""
+        return self.view.forwarding_rules
+
+    @installed.setter
+    def installed(self, plan: Plan) -> None:
+        self.view.forwarding_rules = plan
 
     def _inventory(self):
         return app_manager.lookup_service_brick("mlte_inventory")
@@ -156,22 +180,26 @@ class Forwarding(app_manager.OSKenApp):
             return
         dpid = ev.switch.dpid
         dp = self._inventory().datapath(dpid)
-        parser, ofp = dp.ofproto_parser, dp.ofproto
         # no wipe: the switch keeps forwarding with the rules it has (a controller restart must not
         # cut traffic); read them back and adopt them, held until the topology settled
-        req = parser.OFPFlowStatsRequest(dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY, COOKIE_FWD,
-                                         rule_plan.ALL_BITS, parser.OFPMatch())
-        dp.send_msg(req)  # sets its xid
-        self._readback[dpid] = _RuleReadback(req.xid)
-        to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-        add_flow(dp, COOKIE_FWD, MISS_PRIORITY, parser.OFPMatch(), to_controller)  # ADD overwrites: no gap
-        # ARP is handled by the controller (proxy replies, replies delivered to the asker's port): a
-        # reply following the asker's eth_dst rule would hide the replier's IPv4 address from us
-        add_flow(dp, COOKIE_FWD, ARP_PRIORITY, parser.OFPMatch(eth_type=ETH_TYPE_ARP), to_controller)
+        rb = self._readback[dpid] = _RuleReadback(next(self._tokens))
+        if self._running:  # unit tests deliver EventRulesReadBack themselves
+            hub.spawn(self._read_back, dpid, rb.token)
+        self._base_rules(dp)
         self.installed[dpid] = {}  # unknown until the read-back answers
         self.adopted[dpid] = {}
         self._hold(time.monotonic())
         self._replan()
+
+    @staticmethod
+    def _base_rules(dp) -> None:
+        """Table-miss and ARP to the controller (ADD overwrites an identical rule: no gap)."""
+        parser, ofp = dp.ofproto_parser, dp.ofproto
+        to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
+        add_flow(dp, COOKIE_FWD, MISS_PRIORITY, parser.OFPMatch(), to_controller)
+        # ARP is handled by the controller (proxy replies, replies delivered to the asker's port): a
+        # reply following the asker's eth_dst rule would hide the replier's IPv4 address from us
+        add_flow(dp, COOKIE_FWD, ARP_PRIORITY, parser.OFPMatch(eth_type=ETH_TYPE_ARP), to_controller)
 
     # ---- read-back, adoption, settling -----------------------------------------------------------
     def _hold(self, now: float) -> None:
@@ -188,23 +216,39 @@ class Forwarding(app_manager.OSKenApp):
             self._timer = None
         self.send_event(self.name, EventSettled())
 
-    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
-    @loud
-    def _flow_stats(self, ev) -> None:
-        msg = ev.msg
-        dp = msg.datapath
-        rb = self._readback.get(dp.id)
-        if rb is None or msg.xid != rb.xid or dp.ofproto.OFP_VERSION != 4:
-            return  # not our read-back (the monitor's counting stats, an OTS's XCONs)
-        rb.entries += [r for st in msg.body if (r := forwarding_rule(st, dp.ofproto)) is not None]
-        if msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:
-            return
-        self._adopt(dp.id, rb)
+    def _read_back(self, dpid: int, token: int) -> None:
+        """Greenthread: our rules on the switch (flow stats by cookie), posted to ourselves."""
+        try:
+            stats = self.southbound.flow_stats(dpid, COOKIE_FWD, rule_plan.ALL_BITS, timeout=self.barrier_timeout)
+            ev = EventRulesReadBack(dpid, token, stats)
+        except DriverError as exc:  # no answer (BarrierTimeout is one), refused, disconnected
+            ev = EventRulesReadBack(dpid, token, None, str(exc))
+        self.send_event(self.name, ev)
 
-    def _adopt(self, dpid: int, rb: _RuleReadback) -> None:
+    @set_ev_cls(EventRulesReadBack)
+    @loud
+    def _rules_read_back(self, ev: EventRulesReadBack) -> None:
+        rb = self._readback.get(ev.dpid)
+        if rb is None or rb.token != ev.token:
+            return  # an older read-back's answer, or the switch left
+        if ev.stats is None:  # rules we cannot see: start clean as far as our rules go (the old way)
+            del self._readback[ev.dpid]
+            JOURNAL.add("rules_adopted", dpid=ev.dpid, rules=0, error=ev.error)
+            dp = self._inventory().datapath(ev.dpid)
+            if dp is not None:
+                delete_flows(dp, COOKIE_FWD, dp.ofproto_parser.OFPMatch())  # the cookie spares other apps' rules
+                self._base_rules(dp)
+                self.installed[ev.dpid] = {}
+                self.adopted[ev.dpid] = {}
+                self._replan()
+            return
+        entries = [r for st in ev.stats if (r := forwarding_rule(st)) is not None]
+        self._adopt(ev.dpid, rb, entries)
+
+    def _adopt(self, dpid: int, rb: _RuleReadback, entries: list[tuple[str, int]]) -> None:
         del self._readback[dpid]
         mine = self.installed.setdefault(dpid, {})
-        new = reconcile.adopt_rules(rb.entries, mine, rb.touched)
+        new = reconcile.adopt_rules(entries, mine, rb.touched)
         mine.update(new)
         self.adopted.setdefault(dpid, {}).update(new)
         sw = self._inventory().switches.get(dpid)

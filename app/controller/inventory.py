@@ -18,10 +18,14 @@ from app.controller import events
 from app.controller.guard import loud
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortInfo, SwitchInfo, dpid_label
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from topology.granularity import from_port_name
 
-OFP_VERSIONS = [ofproto_v1_0.OFP_VERSION, ofproto_v1_3.OFP_VERSION]
+__all__ = ["OFP_VERSIONS", "Inventory", "classify", "port_speed_kbps"]
 
 
 #: OF1.0 ``curr`` feature bits -> kbit/s (OF1.0 ports carry no speed field, only these flags)
@@ -57,6 +61,7 @@ def classify(ofp_version: int, port_names: list[str]) -> str:
 
 class Inventory(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
     _EVENTS = [
         events.EventSwitchEnter,
         events.EventSwitchLeave,
@@ -66,21 +71,16 @@ class Inventory(app_manager.OSKenApp):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_inventory"
-        self.switches: dict[int, SwitchInfo] = {}
-        self._datapaths: dict[int, Datapath] = {}
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
+        self.switches: dict[int, SwitchInfo] = self.view.switches  # the view owns them; we keep them current
 
     # ---- lookups used by the other apps and the control API -------------------------------------
     def datapath(self, dpid: int) -> Datapath | None:
-        return self._datapaths.get(dpid)
+        return self.southbound.datapath(dpid)
 
     def by_name(self, name: str) -> SwitchInfo | None:
-        for sw in self.switches.values():
-            if sw.name == name or dpid_label(sw.dpid) == name:
-                return sw
-        try:
-            return self.switches.get(int(name, 0))
-        except ValueError:
-            return None
+        return self.view.by_name(name)
 
     def datapath_by_name(self, name: str) -> Datapath | None:
         """The connected datapath of the switch ``name`` (see :meth:`by_name`), if any."""
@@ -88,13 +88,10 @@ class Inventory(app_manager.OSKenApp):
         return self.datapath(sw.dpid) if sw is not None else None
 
     def of_kind(self, kind: str) -> list[SwitchInfo]:
-        return [sw for sw in self.switches.values() if sw.kind == kind]
+        return self.view.of_kind(kind)
 
     def rename(self, names: dict[int, str]) -> None:
-        SETTINGS.names.update(names)
-        for dpid, name in names.items():
-            if dpid in self.switches:
-                self.switches[dpid].name = name
+        self.view.rename(names)
 
     # ---- connection life cycle -------------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
@@ -104,13 +101,13 @@ class Inventory(app_manager.OSKenApp):
         if dp.id is None:
             return
         if ev.state == MAIN_DISPATCHER:
-            self._datapaths[dp.id] = dp
+            self.southbound.connected(dp)
             if dp.ofproto.OFP_VERSION == ofproto_v1_3.OFP_VERSION:
                 dp.send_msg(dp.ofproto_parser.OFPPortDescStatsRequest(dp, 0))
             else:  # OF1.0: the FEATURES_REPLY carried the ports (os-ken stored them on dp.ports)
                 self._enter(dp, list((dp.ports or {}).values()))
-        elif ev.state == DEAD_DISPATCHER and self._datapaths.get(dp.id) is dp:
-            del self._datapaths[dp.id]
+        elif ev.state == DEAD_DISPATCHER and self.southbound.datapath(dp.id) is dp:
+            self.southbound.disconnected(dp)
             sw = self.switches.pop(dp.id, None)
             if sw is not None:
                 JOURNAL.add("switch_leave", dpid=sw.dpid, name=sw.name, kind=sw.kind)

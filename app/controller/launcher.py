@@ -17,6 +17,7 @@ import warnings
 from typing import Any
 
 APPS = [
+    "app.controller.southbound",
     "app.controller.inventory",
     "app.controller.lldp",
     "app.controller.forwarding",

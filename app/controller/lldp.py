@@ -24,8 +24,12 @@ from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.links import LinkTable
 from app.controller.model import PACKET, PacketLink, PortRef
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
 from app.controller.of13 import add_flow
 from app.controller.runtime import SETTINGS
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import OpenFlowSouthbound
 
 CHASSIS_PREFIX = b"mlte:"
 LLDP_PRIORITY = rule_plan.LLDP.priority()
@@ -63,12 +67,15 @@ def parse_lldp(data: bytes) -> PortRef | None:
 
 class LldpDiscovery(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
     _EVENTS = [events.EventLinkAdd, events.EventLinkDelete]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_lldp"
-        self.table = LinkTable()
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
+        self.table: LinkTable = self.view.links  # the view owns the link table; LLDP keeps it current
         self.interval = float(SETTINGS.controller["lldp_interval"])
         self.timeout = float(SETTINGS.controller["link_timeout"])
         self._thread = None
@@ -77,9 +84,6 @@ class LldpDiscovery(app_manager.OSKenApp):
         thread = super().start()
         self._thread = hub.spawn(self._loop)
         return thread
-
-    def _inventory(self):
-        return app_manager.lookup_service_brick("mlte_inventory")
 
     # ---- periodic probing and expiry -----------------------------------------------------------
     def _loop(self) -> None:
@@ -91,10 +95,7 @@ class LldpDiscovery(app_manager.OSKenApp):
             hub.sleep(self.interval)
 
     def _round(self) -> None:
-        inv = self._inventory()
-        if inv is None:
-            return
-        for sw in inv.of_kind(PACKET):
+        for sw in self.view.of_kind(PACKET):
             for port in sw.ports.values():
                 if port.up:
                     self._send(sw.dpid, port.port_no, port.hw_addr)
@@ -102,7 +103,7 @@ class LldpDiscovery(app_manager.OSKenApp):
             self._deleted(link, "expired")
 
     def _send(self, dpid: int, port_no: int, hw_addr: str) -> None:
-        dp = self._inventory().datapath(dpid)
+        dp = self.southbound.datapath(dpid)
         if dp is None:
             return
         parser, ofp = dp.ofproto_parser, dp.ofproto
@@ -125,7 +126,7 @@ class LldpDiscovery(app_manager.OSKenApp):
     def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
         if ev.switch.kind != PACKET:
             return
-        dp = self._inventory().datapath(ev.switch.dpid)
+        dp = self.southbound.datapath(ev.switch.dpid)
         parser, ofp = dp.ofproto_parser, dp.ofproto
         add_flow(dp, COOKIE_LLDP, LLDP_PRIORITY, parser.OFPMatch(eth_type=ETH_TYPE_LLDP),
                  [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)])
@@ -161,11 +162,10 @@ class LldpDiscovery(app_manager.OSKenApp):
         if len(msg.data) < 14 or struct.unpack_from("!H", msg.data, 12)[0] != ETH_TYPE_LLDP:
             return
         src = parse_lldp(msg.data)
-        inv = self._inventory()
-        if src is None or inv is None:
+        if src is None:
             return
-        src_sw = inv.switches.get(src.dpid)
-        dst_sw = inv.switches.get(dp.id)
+        src_sw = self.view.switches.get(src.dpid)
+        dst_sw = self.view.switches.get(dp.id)
         if src_sw is None or dst_sw is None or src_sw.kind != PACKET:
             return
         link = PacketLink(src, PortRef(dp.id, msg.match["in_port"]))

@@ -42,11 +42,17 @@ from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 from app.config import DEFAULTS, load_config
 from app.controller import db_writer, rule_plan
 from app.controller import events as ctl_events
+from app.controller.api_routes import CONTEXT as ROUTES
+from app.controller.api_routes import ApiRoutes
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import PACKET
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import OpenFlowSouthbound
 from monitor import flowstats
 from monitor.core import MonitorCore, circuits_from_graph
 from monitor.counters import PortSnapshot
@@ -102,10 +108,14 @@ def agent_address(index: int) -> str:
 class MonitorApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _EVENTS = [EventMonitor]
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_monitor"
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
+        self.routes: ApiRoutes = kwargs.get(ROUTES) if kwargs.get(ROUTES) is not None else ApiRoutes()
         self.cfg = monitor_settings()
         self.interval = float(self.cfg["interval"])
         self.backend = str(self.cfg["fine_backend"])
@@ -141,7 +151,7 @@ class MonitorApp(app_manager.OSKenApp):
         # locked database must not stall the hub; the store is opened and used in that thread only
         self.writer: db_writer.DbWriter | None = None
         if SETTINGS.db_url:
-            from app.web.db import make_engine
+            from app.db.engine import make_engine
             from monitor.store import MonitorStore
 
             url, retention = SETTINGS.db_url, float(self.cfg["retention_seconds"])
@@ -167,11 +177,10 @@ class MonitorApp(app_manager.OSKenApp):
             self.collector.port = self._sflow_sock.getsockname()[1]
             self.sflow.target = f"127.0.0.1:{self.collector.port}"
             self._receiver = hub.spawn(self._sflow_loop)
-        api = app_manager.lookup_service_brick("mlte_control_api")
-        if api is not None:  # our read endpoints on the control API
-            api.routes[("GET", "/monitor/latency")] = self.r_latency
-            api.routes[("GET", "/monitor/fine")] = self.r_fine
-            api.routes[("GET", "/monitor/cost")] = self.r_cost
+        # our read endpoints on the control API
+        self.routes[("GET", "/monitor/latency")] = self.r_latency
+        self.routes[("GET", "/monitor/fine")] = self.r_fine
+        self.routes[("GET", "/monitor/cost")] = self.r_cost
         self._poller = hub.spawn(self._poll_loop)
         if self.probe_interval > 0:
             self._prober = hub.spawn(self._probe_loop)
@@ -245,12 +254,12 @@ class MonitorApp(app_manager.OSKenApp):
             self._awaiting.discard((msg.datapath.id, reply))
 
     def _request_stats(self) -> None:
-        inv = app_manager.lookup_service_brick("mlte_inventory")
+        inv = self.view
         fine = self.counting.enabled if self.counting is not None else set()
         self.cost["polls"] += 1
         self._awaiting = set()
         for sw in list(inv.switches.values()):
-            dp = inv.datapath(sw.dpid)
+            dp = self.southbound.datapath(sw.dpid)
             if dp is None:
                 continue
             ofp, parser = dp.ofproto, dp.ofproto_parser
@@ -287,7 +296,7 @@ class MonitorApp(app_manager.OSKenApp):
     @loud
     def _port_stats(self, ev) -> None:
         dp = ev.msg.datapath
-        inv = app_manager.lookup_service_brick("mlte_inventory")
+        inv = self.view
         sw = inv.switches.get(dp.id)
         self._received(ev.msg, "coarse", "port")
         if sw is None:
@@ -312,18 +321,16 @@ class MonitorApp(app_manager.OSKenApp):
         if msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:
             return  # more parts of this reply follow
         del self._flow_replies[dp.id]
-        sw = app_manager.lookup_service_brick("mlte_inventory").switches.get(dp.id)
+        sw = self.view.switches.get(dp.id)
         if sw is not None:
             self.counting.stats(sw.name, entries, time.monotonic())
 
     # ---- classification and fine actions ------------------------------------------------------------
     def _tick(self) -> None:
-        api = app_manager.lookup_service_brick("mlte_control_api")
-        if api is not None:
-            graph, _problems = api.build_graph()
-            self.core.set_circuits(circuits_from_graph(graph))
+        graph, _problems = self.view.graph()
+        self.core.set_circuits(circuits_from_graph(graph))
         if self.everywhere:  # the baseline: fine data on every packet switch, all the time
-            inv = app_manager.lookup_service_brick("mlte_inventory")
+            inv = self.view
             for action in self.core.manager.hold("everywhere", [sw.name for sw in inv.switches.values()
                                                                  if sw.kind == PACKET]):
                 self._execute(action)
@@ -381,7 +388,7 @@ class MonitorApp(app_manager.OSKenApp):
             return
         if self.backend != "sflow":
             return  # sFlow-RT: the site's agents already export everywhere; nothing to switch
-        inv = app_manager.lookup_service_brick("mlte_inventory")
+        inv = self.view
         sw = inv.by_name(action.switch)
         if sw is None:
             return
@@ -407,18 +414,20 @@ class MonitorApp(app_manager.OSKenApp):
         JOURNAL.add("monitor_fine", op=action.op, switch=action.switch, bridge=bridge)
 
     # ---- fine monitoring with OpenFlow per-flow statistics ----------------------------------------
+    def _datapath_by_name(self, switch: str):
+        sw = self.view.by_name(switch)
+        return self.southbound.datapath(sw.dpid) if sw is not None else None
+
     def _forwarding(self, switch: str) -> dict[str, int]:
         """The forwarding app's current rules (eth_dst → output port) on ``switch``."""
-        inv = app_manager.lookup_service_brick("mlte_inventory")
-        fwd = app_manager.lookup_service_brick("mlte_forwarding")
-        sw = inv.by_name(switch)
-        if sw is None or fwd is None:
+        sw = self.view.by_name(switch)
+        if sw is None:
             return {}
-        return dict(fwd.installed.get(sw.dpid, {}))
+        return dict(self.view.forwarding_rules.get(sw.dpid, {}))
 
     def _execute_flowstats(self, action: FineAction) -> None:
         assert self.counting is not None
-        inv = app_manager.lookup_service_brick("mlte_inventory")
+        inv = self.view
         sw = inv.by_name(action.switch)
         if sw is None or sw.kind != PACKET:
             return
@@ -433,7 +442,7 @@ class MonitorApp(app_manager.OSKenApp):
     def _flowstats_off(self, switch: str) -> None:
         assert self.counting is not None
         self.counting.disable(switch)
-        dp = app_manager.lookup_service_brick("mlte_inventory").datapath_by_name(switch)
+        dp = self._datapath_by_name(switch)
         if dp is None:
             return
         ofp, parser = dp.ofproto, dp.ofproto_parser
@@ -446,7 +455,7 @@ class MonitorApp(app_manager.OSKenApp):
     def _send_rules(self, switch: str, ops: list[RuleOp]) -> None:
         if not ops:
             return
-        dp = app_manager.lookup_service_brick("mlte_inventory").datapath_by_name(switch)
+        dp = self._datapath_by_name(switch)
         if dp is None:
             return
         ofp, parser = dp.ofproto, dp.ofproto_parser
@@ -488,7 +497,7 @@ class MonitorApp(app_manager.OSKenApp):
             return
         if msg.cookie == COOKIE_PROBE:
             probe = parse_probe(msg.data)
-            sw = app_manager.lookup_service_brick("mlte_inventory").switches.get(dp.id)
+            sw = self.view.switches.get(dp.id)
             if probe is None or sw is None:
                 return
             res = self.latency.received(probe[0], (sw.name, msg.match["in_port"]), now)
@@ -497,7 +506,7 @@ class MonitorApp(app_manager.OSKenApp):
             return
         if self.counting is not None and flowstats.cookie_kind(msg.cookie) == flowstats.KIND_LEARN:
             self.cost["fine_received"] += len(msg.buf or b"")  # the learn copies are fine-monitoring bytes
-            sw = app_manager.lookup_service_brick("mlte_inventory").switches.get(dp.id)
+            sw = self.view.switches.get(dp.id)
             if sw is None:
                 return
             op = self.counting.learned(sw.name, msg.cookie, msg.data)
@@ -518,24 +527,23 @@ class MonitorApp(app_manager.OSKenApp):
 
     def _echo_round(self) -> None:
         """ECHO to every packet switch: the control-channel delay subtracted from probe times."""
-        inv = app_manager.lookup_service_brick("mlte_inventory")
+        inv = self.view
         for sw in [sw for sw in inv.switches.values() if sw.kind == PACKET]:
-            dp = inv.datapath(sw.dpid)
+            dp = self.southbound.datapath(sw.dpid)
             if dp is not None:
                 dp.send_msg(dp.ofproto_parser.OFPEchoRequest(dp, ECHO_MAGIC + time.monotonic_ns().to_bytes(8, "big")))
 
     def _probe_round(self) -> None:
-        inv = app_manager.lookup_service_brick("mlte_inventory")
-        lldp = app_manager.lookup_service_brick("mlte_lldp")
+        inv = self.view
         names = {dpid: sw.name for dpid, sw in inv.switches.items()}
         directed = [(names[x.src.dpid], x.src.port_no, names[x.dst.dpid], x.dst.port_no)
-                    for x in lldp.table.links() if x.src.dpid in names and x.dst.dpid in names]
+                    for x in self.view.links.links() if x.src.dpid in names and x.dst.dpid in names]
         added, removed = self.latency.set_links(probed_links(directed))
         if added or removed:
             JOURNAL.add("monitor_probe_links", added=added, removed=removed, links=sorted(self.latency.links))
         packet = [sw for sw in inv.switches.values() if sw.kind == PACKET]
         for sw in packet:
-            dp = inv.datapath(sw.dpid)
+            dp = self.southbound.datapath(sw.dpid)
             if dp is None:
                 continue
             if sw.dpid not in self._trapped:
@@ -543,7 +551,7 @@ class MonitorApp(app_manager.OSKenApp):
         by_name = {sw.name: sw for sw in packet}
         for link, pid in self.latency.send(time.monotonic()):
             sw = by_name.get(link.src[0])
-            dp = inv.datapath(sw.dpid) if sw is not None else None
+            dp = self.southbound.datapath(sw.dpid) if sw is not None else None
             if dp is None:
                 continue
             ofp, parser = dp.ofproto, dp.ofproto_parser
@@ -567,7 +575,7 @@ class MonitorApp(app_manager.OSKenApp):
         data = bytes(ev.msg.data or b"")
         if len(data) != 16 or not data.startswith(ECHO_MAGIC):
             return  # os-ken's own keep-alive echoes
-        sw = app_manager.lookup_service_brick("mlte_inventory").switches.get(ev.msg.datapath.id)
+        sw = self.view.switches.get(ev.msg.datapath.id)
         if sw is not None:
             self.latency.control.add(sw.name, (now - int.from_bytes(data[8:], "big")) / 1e6)
 

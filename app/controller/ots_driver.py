@@ -14,6 +14,7 @@ only by the operator.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
@@ -32,8 +33,12 @@ from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, dpid_label
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
 from app.controller.scan import busy_ports
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import FlowStat, OpenFlowSouthbound
 from ots_virtual import protocol
 from topology.capabilities import CapabilityStore, NodeCapabilities
 
@@ -86,18 +91,35 @@ class _Pending:
 
 @dataclass
 class _Readback:
-    """An outstanding XCON read-back (flow-stats request) of one OTS."""
+    """An XCON read-back (flow-stats request through the southbound) of one OTS, under way or failed."""
 
-    xid: int
+    token: int  # tells this read-back's answer from an older one's (the OTS reconnected meanwhile)
     sent: float  # monotonic
     done: hub.Event = field(default_factory=hub.Event)
-    entries: list[tuple[int, int]] = field(default_factory=list)
-    touched: set[int] = field(default_factory=set)  # in_ports we changed after the request left
-    error: str | None = None  # the OTS refused the request: it stays unreconciled
+    touched: set[int] = field(default_factory=set)  # in_ports we changed since the read-back began
+    error: str | None = None  # no answer or refused: the OTS stays unreconciled
+    retry: bool = False  # the error was a timeout: the next scan tries again
+
+
+class EventXconReadBack(osken_event.EventBase):
+    """Internal: the answer to an XCON read-back (the driver sends it to itself from the greenthread
+    that waited, so the table is changed in a handler)."""
+
+    def __init__(self, dpid: int, token: int, stats: list[FlowStat] | None, error: str | None = None,
+                 retry: bool = False) -> None:
+        super().__init__()
+        self.dpid, self.token, self.stats, self.error, self.retry = dpid, token, stats, error, retry
 
 
 class EventOrphanCheck(osken_event.EventBase):
     """Internal: the adoptions have settled, look for orphan XCONs (sent by the driver to itself)."""
+
+
+def xcon_of(st: FlowStat) -> tuple[int, int] | None:
+    """(in_port, out_port) of a read-back rule that is an XCON (match in_port only, one output)."""
+    if set(st.match) != {"in_port"} or len(st.out_ports) != 1:
+        return None
+    return int(st.match["in_port"]), st.out_ports[0]
 
 
 @dataclass
@@ -124,18 +146,24 @@ class XconResult:
 
 class OtsDriver(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_ots_driver"
-        self.xcons: dict[int, dict[int, int]] = {}  # dpid -> {in_port: out_port}, as confirmed by barriers
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
+        self.southbound.xcon_driver = self
+        # dpid -> {in_port: out_port}, as confirmed by barriers (the network view's table)
+        self.xcons: dict[int, dict[int, int]] = self.view.xcons
         # dpid -> {in_port: out_port} sent but never confirmed (barrier timed out): maybe applied, maybe
         # not; kept until a delete of that port is confirmed, so a roll-back can remove them
-        self.unknown: dict[int, dict[int, int]] = {}
+        self.unknown: dict[int, dict[int, int]] = self.view.unknown_xcons
         # dpid -> in_ports whose XCON was read back from the OTS (installed before this process knew)
         self.adopted: dict[int, set[int]] = {}
         # dpid -> the read-back under way (or refused); absent once the OTS is reconciled
         self.readback: dict[int, _Readback] = {}
+        self._tokens = itertools.count(1)
         self.settle = reconcile.settle_seconds(SETTINGS.controller["link_timeout"],
                                                SETTINGS.controller["lldp_interval"])
         self._orphans_reported: set[tuple[int, int, int]] = set()
@@ -191,16 +219,29 @@ class OtsDriver(app_manager.OSKenApp):
         self.adopted[dpid] = set()
         dp = self._inventory().datapath(dpid)
         dp.send_msg(protocol.caps_request(dp))
-        # read the XCONs back (they outlive us: a restarted controller must know what is lit)
-        parser, ofp = dp.ofproto_parser, dp.ofproto
-        req = parser.OFPFlowStatsRequest(dp, 0, parser.OFPMatch(), 0xFF, ofp.OFPP_NONE)
-        dp.set_xid(req)
+        self._start_read_back(dpid)  # the XCONs outlive us: a restarted controller must know what is lit
+
+    def _start_read_back(self, dpid: int) -> _Readback:
         old = self.readback.pop(dpid, None)
         if old is not None:
             old.error = "the OTS reconnected"
             old.done.set()
-        self.readback[dpid] = _Readback(req.xid, time.monotonic())
-        dp.send_msg(req)
+        rb = self.readback[dpid] = _Readback(next(self._tokens), time.monotonic())
+        if self._running:  # unit tests deliver EventXconReadBack themselves
+            hub.spawn(self._read_back, dpid, rb.token)
+        return rb
+
+    def _read_back(self, dpid: int, token: int) -> None:
+        """Greenthread: ask the OTS for every XCON (OF1.0 flow stats), post the answer to ourselves."""
+        try:
+            stats = self.southbound.flow_stats(dpid, timeout=self.barrier_timeout)
+            ev = EventXconReadBack(dpid, token, stats)
+        except BarrierTimeout:
+            ev = EventXconReadBack(dpid, token, None, f"no answer to the XCON read-back within "
+                                                      f"{self.barrier_timeout:g}s", retry=True)
+        except DriverError as exc:  # refused (e.g. an OTS without flow stats) or disconnected
+            ev = EventXconReadBack(dpid, token, None, f"XCON read-back failed: {exc}")
+        self.send_event(self.name, ev)
 
     @set_ev_cls(events.EventSwitchLeave)
     @loud
@@ -214,28 +255,30 @@ class OtsDriver(app_manager.OSKenApp):
             rb.done.set()
 
     # ---- read-back and adoption ---------------------------------------------------------------------
-    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
+    @set_ev_cls(EventXconReadBack)
     @loud
-    def _flow_stats(self, ev) -> None:
-        msg = ev.msg
-        dp = msg.datapath
-        rb = self.readback.get(dp.id)
-        if rb is None or msg.xid != rb.xid or rb.done.is_set() or dp.ofproto.OFP_VERSION != ofproto_v1_0.OFP_VERSION:
-            return  # not our read-back (e.g. the monitor's flow stats of a packet switch)
-        for st in msg.body:
-            outs = [a.port for a in st.actions if isinstance(a, dp.ofproto_parser.OFPActionOutput)]
-            if st.match.wildcards & ofproto_v1_0.OFPFW_IN_PORT or len(outs) != 1 or len(st.actions) != 1:
-                LOG.warning("OTS %016x holds a rule that is no XCON (match %s, actions %s): ignored",
-                            dp.id, st.match, st.actions)
-                continue
-            rb.entries.append((int(st.match.in_port), int(outs[0])))
-        if msg.flags & ofproto_v1_0.OFPSF_REPLY_MORE:
-            return  # more parts follow
-        self._adopt(dp.id, rb)
+    def _read_back_done(self, ev: EventXconReadBack) -> None:
+        rb = self.readback.get(ev.dpid)
+        if rb is None or rb.token != ev.token or rb.done.is_set():
+            return  # an older read-back's answer (the OTS reconnected), or the OTS left
+        if ev.stats is None:
+            rb.error, rb.retry = f"{ev.error}: not reconciled", ev.retry
+            rb.done.set()
+            LOG.warning("OTS %016x: %s", ev.dpid, rb.error)
+            JOURNAL.add("xcon_readback_failed", dpid=ev.dpid, error=rb.error)
+            return
+        entries = []
+        for st in ev.stats:
+            x = xcon_of(st)
+            if x is None:
+                LOG.warning("OTS %016x holds a rule that is no XCON (%s): ignored", ev.dpid, st)
+            else:
+                entries.append(x)
+        self._adopt(ev.dpid, rb, entries)
 
-    def _adopt(self, dpid: int, rb: _Readback) -> None:
+    def _adopt(self, dpid: int, rb: _Readback, entries: list[tuple[int, int]]) -> None:
         table = self.xcons.setdefault(dpid, {})
-        new = reconcile.adopt_xcons(rb.entries, table, self.unknown.get(dpid, {}), rb.touched)
+        new = reconcile.adopt_xcons(entries, table, self.unknown.get(dpid, {}), rb.touched)
         table.update(new)
         self.adopted.setdefault(dpid, set()).update(new)
         del self.readback[dpid]
@@ -243,7 +286,8 @@ class OtsDriver(app_manager.OSKenApp):
         sw = self._inventory().switches.get(dpid)
         name = sw.name if sw is not None else dpid_label(dpid)
         JOURNAL.add("xcon_adopted", ots=name, dpid=dpid, xcons=[[a, b] for a, b in sorted(new.items())],
-                    read=len(rb.entries), seconds=round(time.monotonic() - rb.sent, 4))
+                    read=len(entries), seconds=round(time.monotonic() - rb.sent, 4))
+        self.view.changed()  # the graph has XCONs it did not have
         if new:
             LOG.info("OTS %s: %d XCON(s) read back and adopted", name, len(new))
 
@@ -252,10 +296,13 @@ class OtsDriver(app_manager.OSKenApp):
         return dpid in self.readback
 
     def wait_reconciled(self, dpid: int, timeout: float) -> str | None:
-        """Wait (at most ``timeout`` s) until OTS ``dpid`` is reconciled; None when it is, else why not."""
+        """Wait (at most ``timeout`` s) until OTS ``dpid`` is reconciled; None when it is, else why not.
+        A read-back that timed out is tried again first."""
         rb = self.readback.get(dpid)
         if rb is None:
             return None
+        if rb.done.is_set() and rb.retry:
+            rb = self._start_read_back(dpid)
         if timeout > 0 and not rb.done.is_set():
             rb.done.wait(timeout=timeout)
         rb = self.readback.get(dpid)
@@ -309,10 +356,9 @@ class OtsDriver(app_manager.OSKenApp):
         return out
 
     def _graph(self):
-        """The live multi-layer graph (adaptations, fibres, XCONs) from the control API, which owns the
-        scan result and the static file; None without it."""
-        api = app_manager.lookup_service_brick("mlte_control_api")
-        return api.build_graph()[0] if api is not None else None
+        """The merged multi-layer graph (adaptations from the scan / state file / static file, fibres,
+        XCONs) of the shared network view."""
+        return self.view.graph()[0]
 
     def orphans(self) -> set[tuple[int, int]]:
         """(dpid, in_port) of the adopted XCONs that lie on no lit circuit."""
@@ -322,8 +368,6 @@ class OtsDriver(app_manager.OSKenApp):
         if not any(adopted.values()):
             return set()
         g = self._graph()
-        if g is None:
-            return set()
         names = {inv.switches[d].name: d for d in adopted}
         found = reconcile.orphan_xcons(g, {inv.switches[d].name: t for d, t in adopted.items()})
         return {(names[n], a) for n, a in found}
@@ -353,11 +397,6 @@ class OtsDriver(app_manager.OSKenApp):
         err = OfError(msg.xid, msg.type, msg.code)
         JOURNAL.add("of_error", dpid=dpid, **err.to_json())
         LOG.warning("OpenFlow error from %016x: %s", dpid, err.to_json())
-        rb = self.readback.get(dpid)
-        if rb is not None and msg.xid == rb.xid and not rb.done.is_set():  # it cannot tell us its XCONs
-            j = err.to_json()
-            rb.error = f"the OTS refused the XCON read-back ({j['type_name']}/{j['code_name']}): not reconciled"
-            rb.done.set()
         for (pdpid, _), pending in self._pending.items():
             if pdpid == dpid and msg.xid in pending.xids:
                 pending.errors.append(err)

@@ -1,7 +1,7 @@
 """The reservation service: REST API under ``/api/v1`` and the web UI (Flask application factory).
 
-``create_app(test_config)`` opens the database, runs the Alembic migrations shipped in
-``app/web/migrations`` and registers one blueprint per resource. Configuration keys (all optional):
+``create_app(test_config)`` opens the database, runs the Alembic migrations of ``app/db/migrations``
+(docs/database.md) and registers one blueprint per resource. Configuration keys (all optional):
 ``DATABASE`` (SQLAlchemy URL or SQLite path), ``TOPOLOGY`` (``auto`` | ``controller`` | ``fig2`` | JSON file),
 ``UNIT_MBPS``, ``HOLD_SECONDS``, ``CLOCK`` (a ``() -> float`` epoch clock, for tests), ``SECRET_KEY``.
 """

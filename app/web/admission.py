@@ -1,9 +1,9 @@
 """Admission control: a reservation is accepted only if pce/ finds a path with enough headroom.
 
-Capacity already booked by overlapping reservations (HELD and not expired, RESERVED, ACTIVE) is
-passed to :func:`pce.reservation.compute_path` as :class:`pce.reservation.Booking` objects, so in any
-instant of any window the booked bandwidth never exceeds capacity or granularity rules. Callers must
-run this inside a transaction holding the admission lock (:meth:`app.web.db.Database.lock_for_write`)
+Capacity already booked by overlapping reservations (HELD and not expired, RESERVED, PROVISIONING,
+ACTIVE) is passed to :func:`pce.reservation.compute_path` as :class:`pce.reservation.Booking`
+objects, so in any instant of any window the booked bandwidth never exceeds capacity or granularity rules. Callers must
+run this inside a transaction holding the admission lock (:meth:`app.db.engine.Database.lock_for_write`)
 and write the reservation in the same transaction, or two racing requests could both pass.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
+from app.db.models import Reservation
+from app.db.states import BOOKING_STATES, HELD
 from app.web.errors import ApiError, Conflict
-from app.web.models import Reservation
-from app.web.states import BOOKING_STATES, HELD
 
 if TYPE_CHECKING:
     from pce.reservation import Booking, PathResult

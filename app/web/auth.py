@@ -16,8 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from app.db.models import ApiToken, Reservation, User
 from app.web.errors import ApiError, Forbidden, Unauthorized
-from app.web.models import ApiToken, Reservation, User
 
 
 def hash_token(token: str) -> str:

@@ -8,18 +8,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flask import current_app, g, request
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.db.lifecycle import due_condition
+from app.db.models import Reservation
 from app.web.errors import ApiError
-from app.web.models import Reservation
-from app.web.states import ACTIVE, HELD, RESERVED
 from app.web.throttle import LoginThrottle
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from app.web.db import Database
+    from app.db.engine import Database
     from app.web.topology_source import TopologySource
     from topology.graph import MultiLayerGraph
 
@@ -60,7 +60,7 @@ def close_session(_exc: BaseException | None = None) -> None:
 def write_tx() -> Iterator[Session]:
     """A transaction holding the admission lock; commits on success, rolls back on any error.
 
-    Time-driven transitions (expired holds, started/finished windows) are applied first, so every
+    Time-driven transitions (expired holds, started/ended windows) are applied first, so every
     decision sees current states.
     """
     from app.web import service
@@ -84,11 +84,7 @@ def write_tx() -> Iterator[Session]:
 def advance_if_due() -> None:
     """Apply due time-driven transitions before a read; takes the write lock only when needed."""
     t = now()
-    due = read_session().execute(select(func.count()).select_from(Reservation).where(or_(
-        (Reservation.state == HELD) & (Reservation.hold_expires_ts <= t),
-        (Reservation.state.in_((RESERVED, ACTIVE))) & (Reservation.end_ts <= t),
-        (Reservation.state == RESERVED) & (Reservation.start_ts <= t),
-    ))).scalar()
+    due = read_session().execute(select(func.count()).select_from(Reservation).where(due_condition(t))).scalar()
     if due:
         with write_tx():
             pass

@@ -8,9 +8,9 @@ from typing import Any
 from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from app.web import monitor_read
+from app.db.engine import Database
+from app.db.migrate import upgrade
 from app.web.context import WebState, close_session
-from app.web.db import Database, upgrade
 from app.web.errors import ApiError
 from app.web.throttle import LoginThrottle
 from app.web.topology_source import TopologySource
@@ -40,8 +40,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         app.config.update(test_config)
 
     db = Database(app.config["DATABASE"])
-    upgrade(db.engine)
-    monitor_read.ensure_tables(db.engine)  # utilization and monitor events are read from the monitor's tables
+    upgrade(db.engine)  # every table, the monitor's and the capability store's included (docs/database.md)
     app.extensions["mlte"] = WebState(
         db=db, topology=TopologySource(app.config["TOPOLOGY"], app.config["UNIT_MBPS"]),
         clock=app.config["CLOCK"], hold_seconds=float(app.config["HOLD_SECONDS"]),

@@ -5,6 +5,8 @@ The controller never imports Flask: its ``db_feed`` app (``app/controller/db_fee
 topology snapshots, the circuits it has lit, and controller events. Utilization series and
 monitoring events are *not* written here: the monitor app stores them in ``mon_samples`` /
 ``mon_events`` (``monitor/store.py``) and the web reads them from there (``app/web/monitor_read.py``).
+A reservation's own circuits, rules and state are written through
+:class:`app.db.provisioning.ProvisioningStore`; :meth:`Feed.sync_circuits` leaves those rows alone.
 """
 from __future__ import annotations
 
@@ -16,8 +18,10 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import selectinload
 
-from app.web.db import Database, upgrade
-from app.web.models import Circuit, Event, TopologySnapshot, Xcon
+from app.db.engine import Database
+from app.db.migrate import upgrade
+from app.db.models import Circuit, Event, TopologySnapshot, Xcon
+from app.db.provisioning import circuit_key
 
 ACTIVE, RELEASED = "ACTIVE", "RELEASED"
 
@@ -84,17 +88,21 @@ class Feed:
 
     def sync_circuits(self, current: Iterable[CircuitRecord], ts: float | None = None) -> tuple[int, int]:
         """Make the ACTIVE rows equal ``current``: new circuits are inserted ACTIVE, ACTIVE rows no longer
-        lit become RELEASED (XCONs inactive); each change is also an event. Returns (added, released)."""
+        lit become RELEASED (XCONs inactive); each change is also an event. Returns (added, released).
+
+        A circuit recorded for a reservation (``reservation_id`` set, by the provisioning store) counts
+        as present when it is lit, and is never released here: its life follows the reservation's
+        (``ProvisioningStore.mark_released``). Circuits match in either direction."""
         now = time.time() if ts is None else ts
-        want = {(c.a_end, c.z_end, tuple(c.xcons)): c for c in current}
+        want = {circuit_key(c.a_end, c.z_end, c.xcons): c for c in current}
         added = released = 0
         with self.db.session() as s:
             self.db.lock_for_write(s)  # read-then-write: take the write lock first (SQLite WAL snapshots)
             rows = s.execute(select(Circuit).where(Circuit.state == ACTIVE)
                              .options(selectinload(Circuit.xcons))).scalars().all()
             for row in rows:
-                key = (row.a_end, row.z_end, tuple((x.ots, x.in_port, x.out_port) for x in row.xcons))
-                if want.pop(key, None) is not None:
+                key = circuit_key(row.a_end, row.z_end, ((x.ots, x.in_port, x.out_port) for x in row.xcons))
+                if want.pop(key, None) is not None or row.reservation_id is not None:
                     continue
                 row.state, row.updated_ts = RELEASED, now
                 for x in row.xcons:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import Select, func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from app.web.models import AuditEntry, Reservation, User
+from app.db.models import AuditEntry, Reservation, User
 from app.web.validation import ListQuery
 
 

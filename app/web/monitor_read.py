@@ -11,19 +11,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from monitor.store import MonBase, MonEvent, MonSample
+from monitor.store import MonEvent, MonSample
 
 KIND_PREFIX = "monitor."
 _INFO_KINDS = {"hot_spot_cleared", "elephant_gone"}  # the others ask an operator to look
-
-
-def ensure_tables(engine: Engine) -> None:
-    """Create the monitor's tables if the monitor has not run yet (schema owned by monitor/store.py),
-    so reads return empty series instead of failing on a missing table."""
-    MonBase.metadata.create_all(engine)
 
 
 def utilization(session: Session, since: float, links: list[str], limit: int) -> dict[str, list[tuple]]:
@@ -67,7 +61,7 @@ def events(session: Session, since: float | None, kind: str | None, limit: int) 
 
 def merged_events(session: Session, since: float | None, kind: str | None, limit: int) -> list[dict[str, Any]]:
     """Service/controller events (web ``events`` table) and monitor events, newest first."""
-    from app.web.models import Event
+    from app.db.models import Event
 
     q = select(Event)
     if since is not None:

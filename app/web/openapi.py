@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.web.states import STATES
+from app.db.states import STATES
 
 _STR = {"type": "string"}
 _DT = {"type": "string", "format": "date-time"}
@@ -108,10 +108,20 @@ SCHEMAS: dict[str, Any] = {
             "id": {"type": "integer"}, "name": _STR, "description": _STR, "src": _STR, "src_vlan": _VLAN,
             "dst": _STR, "dst_vlan": _VLAN, "bandwidth": {"type": "number"}, "start": _DT, "end": _DT,
             "mode": {"type": "string", "enum": ["static", "elastic"]},
-            "state": {"type": "string", "enum": list(STATES)}, "state_reason": _STR,
+            "state": {"type": "string", "enum": list(STATES)},
+            "state_reason": {"type": "string", "description": "why it is in this state (the failure reason "
+                                                              "of a FAILED reservation)"},
             "ero": {"type": "array", "items": _STR, "nullable": True}, "path": _ref("Path"), "owner": _STR,
             "hold_expires": _NULLABLE_DT, "created": _DT, "updated": _DT,
         },
+    },
+    "ReservationDetail": {
+        "allOf": [_ref("Reservation"), {
+            "type": "object", "required": ["circuits", "rules"],
+            "properties": {"circuits": {"type": "array", "items": _ref("Circuit"),
+                                        "description": "circuits (with XCONs) the controller lit for it"},
+                           "rules": {"type": "array", "items": _ref("Rule"),
+                                     "description": "packet rules the controller installed for it"}}}],
     },
     "ReservationList": {
         "type": "object", "required": ["items", "total", "limit", "offset"],
@@ -141,19 +151,50 @@ SCHEMAS: dict[str, Any] = {
                                       "adaptation": {"type": "object"}}},
         },
     },
+    "Circuit": {
+        "type": "object", "required": ["id", "name", "reservation_id", "a_end", "z_end", "capacity", "state",
+                                       "xcons", "created", "updated"],
+        "properties": {
+            "id": {"type": "integer"}, "name": _STR, "reservation_id": {"type": "integer", "nullable": True},
+            "a_end": _STR, "z_end": _STR, "capacity": {"type": "number"},
+            "state": {"type": "string", "description": "ACTIVE (installed) or RELEASED"},
+            "xcons": {"type": "array", "items": {
+                "type": "object", "required": ["ots", "in_port", "out_port", "active"],
+                "properties": {"ots": _STR, "in_port": {"type": "integer"}, "out_port": {"type": "integer"},
+                               "active": {"type": "boolean"}}}},
+            "created": _DT, "updated": _DT},
+    },
     "CircuitList": {
         "type": "object", "required": ["items"],
+        "properties": {"items": {"type": "array", "items": _ref("Circuit")}},
+    },
+    "Rule": {
+        "type": "object", "description": "a packet-switch flow rule the controller installed for a reservation",
+        "required": ["id", "switch", "table", "priority", "cookie", "match", "actions", "installed", "installed_at",
+                     "removed_at"],
+        "properties": {
+            "id": {"type": "integer"}, "switch": _STR, "table": {"type": "integer"}, "priority": {"type": "integer"},
+            "cookie": {"type": "string", "pattern": "^0x[0-9a-f]{16}$"}, "match": {"type": "object"},
+            "actions": {"type": "array", "items": {}}, "installed": {"type": "boolean"},
+            "installed_at": _DT, "removed_at": _NULLABLE_DT},
+    },
+    "PlanList": {
+        "type": "object", "required": ["items"],
         "properties": {"items": {"type": "array", "items": {
-            "type": "object", "required": ["id", "name", "reservation_id", "a_end", "z_end", "capacity", "state",
-                                           "xcons", "created", "updated"],
+            "type": "object",
+            "required": ["id", "kind", "mode", "reservation_id", "state", "error", "started", "finished", "steps"],
             "properties": {
-                "id": {"type": "integer"}, "name": _STR, "reservation_id": {"type": "integer", "nullable": True},
-                "a_end": _STR, "z_end": _STR, "capacity": {"type": "number"}, "state": _STR,
-                "xcons": {"type": "array", "items": {
-                    "type": "object", "required": ["ots", "in_port", "out_port", "active"],
-                    "properties": {"ots": _STR, "in_port": {"type": "integer"}, "out_port": {"type": "integer"},
-                                   "active": {"type": "boolean"}}}},
-                "created": _DT, "updated": _DT}}}},
+                "id": {"type": "integer"}, "kind": _STR, "mode": {"type": "string", "enum": ["ordered", "one_shot"]},
+                "reservation_id": {"type": "integer", "nullable": True},
+                "state": {"type": "string", "enum": ["done", "failed", "rolled_back"]},
+                "error": {"type": "string", "nullable": True}, "started": _DT, "finished": _DT,
+                "steps": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["id", "kind", "target", "deps", "started_at", "finished_at", "ok", "error"],
+                    "properties": {"id": {}, "kind": _STR, "target": _STR, "deps": {"type": "array", "items": {}},
+                                   "started_at": _NULLABLE_DT, "finished_at": _NULLABLE_DT,
+                                   "ok": {"type": "boolean", "nullable": True},
+                                   "error": {"type": "string", "nullable": True}}}}}}}},
     },
     "Utilization": {
         "type": "object", "required": ["since", "series"],
@@ -216,15 +257,16 @@ def document() -> dict[str, Any]:
                        _json(_ref("ReservationList"), "a page"), (400, 401), params=_LIST_PARAMS),
         },
         "/api/v1/reservations/{res_id}": {
-            "get": _op("getReservation", "Get one reservation", _RES, (401, 403, 404), params=[_ID]),
+            "get": _op("getReservation", "Get one reservation with its circuits and packet rules",
+                       _json(_ref("ReservationDetail"), "the reservation"), (401, 403, 404), params=[_ID]),
             "patch": _op("modifyReservation", "Modify bandwidth and/or end time (re-checked by admission control;"
-                         " RESERVED/ACTIVE on their current path)", _RES,
+                         " RESERVED/PROVISIONING/ACTIVE on their current path)", _RES,
                          (*_MUT_ERRORS, 415), params=[_ID], body=_ref("ReservationModify")),
         },
         "/api/v1/reservations/{res_id}/commit": {
             "post": _op("commitReservation", "HELD → RESERVED (409 once the hold expired or the window ended)", _RES, _MUT_ERRORS, params=[_ID])},
         "/api/v1/reservations/{res_id}/cancel": {
-            "post": _op("cancelReservation", "Cancel (HELD, RESERVED or ACTIVE → CANCELLED)", _RES, _MUT_ERRORS, params=[_ID])},
+            "post": _op("cancelReservation", "Cancel (HELD, RESERVED, PROVISIONING or ACTIVE → CANCELLED)", _RES, _MUT_ERRORS, params=[_ID])},
         "/api/v1/reservations/{res_id}/fail": {
             "post": _op("failReservation", "Mark FAILED (admins / the controller)", _RES, (*_MUT_ERRORS, 415), params=[_ID],
                         body=_ref("FailRequest"))},
@@ -242,6 +284,13 @@ def document() -> dict[str, Any]:
         "/api/v1/circuits": {
             "get": _op("listCircuits", "Optical circuits and their XCONs", _json(_ref("CircuitList"), "circuits"), (400, 401),
                        params=[_q("state", {"type": "string", "maxLength": 16})], tag="network")},
+        "/api/v1/plans": {
+            "get": _op("listPlans", "Update plans the controller executed (provision, release...), newest first",
+                       _json(_ref("PlanList"), "plans"), (400, 401, 403, 404),
+                       params=[_q("reservation", {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
+                                  "only the plans of this reservation"),
+                               _q("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50})],
+                       tag="network")},
         "/api/v1/utilization": {
             "get": _op("getUtilization", "Link utilization time series", _json(_ref("Utilization"), "series"), (400, 401),
                        params=[{**_q("link", {"type": "array", "items": {"type": "string", "minLength": 1,
@@ -261,7 +310,8 @@ def document() -> dict[str, Any]:
         "openapi": "3.0.3",
         "info": {"title": "mlte reservation service", "version": "1.0.0",
                  "description": "Bandwidth reservations over a multi-layer packet + optical network "
-                                "(hold → commit → cancel), with admission control by the mlte PCE."},
+                                "(hold → commit → provisioning → active → finished, or cancel), with "
+                                "admission control by the mlte PCE; the controller lights them."},
         "servers": [{"url": "/"}],
         "security": [{"bearer": []}],
         "paths": paths,

@@ -5,27 +5,23 @@ that books capacity; it validates first and raises :class:`ApiError` before writ
 """
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.web import admission
-from app.web.errors import ApiError, Conflict
-from app.web.models import AuditEntry, Event, Reservation, User
-from app.web.states import (
-    ACTIVE,
+from app.db import lifecycle
+from app.db.models import Reservation, User
+from app.db.states import (
     CANCELLED,
     FAILED,
-    FINISHED,
     HELD,
     MODIFIABLE_STATES,
     PINNED_PATH_STATES,
     RESERVED,
     IllegalTransition,
-    check_transition,
 )
+from app.web import admission
+from app.web.errors import ApiError, Conflict
 from app.web.timeutil import to_iso
 from app.web.topology_source import check_endpoint_in_graph
 from app.web.validation import ReservationInput
@@ -35,27 +31,15 @@ if TYPE_CHECKING:
 
 
 def audit(db: Session, user: User | None, action: str, res: Reservation, **detail: Any) -> None:
-    db.add(AuditEntry(ts=time.time(), user_id=None if user is None else user.id, action=action,
-                      entity="reservation", entity_id=res.id, detail=detail))
+    lifecycle.audit(db, None if user is None else user.id, action, res, **detail)
 
 
 def transition(db: Session, user: User | None, res: Reservation, target: str, reason: str, now: float) -> None:
     """Move ``res`` to ``target`` through the checked table; raise Conflict (409) if illegal."""
     try:
-        check_transition(res.state, target)
+        lifecycle.transition(db, None if user is None else user.id, res, target, reason, now)
     except IllegalTransition as exc:
         raise Conflict(str(exc), field="state", state=res.state) from None
-    old = res.state
-    res.state = target
-    res.state_reason = reason
-    res.updated_ts = now
-    if target != HELD:
-        res.hold_expires_ts = None
-    db.flush()
-    audit(db, user, "transition", res, **{"from": old, "to": target, "reason": reason})
-    db.add(Event(ts=now, kind=f"reservation.{target.lower()}", severity="error" if target == FAILED else "info",
-                 message=f"reservation {res.id} ({res.name}) {old} → {target}: {reason}",
-                 detail={"reservation": res.id}))
 
 
 def create(db: Session, graph: MultiLayerGraph, user: User, inp: ReservationInput, now: float,
@@ -83,7 +67,7 @@ def create(db: Session, graph: MultiLayerGraph, user: User, inp: ReservationInpu
 def commit(db: Session, user: User, res: Reservation, now: float) -> None:
     """HELD → RESERVED, refused (409, nothing written) once the hold expired or the window ended:
     committing an ended window would book nothing and jump straight to FINISHED."""
-    expired = res.state == CANCELLED and res.state_reason == "hold expired"
+    expired = res.state == CANCELLED and res.state_reason == lifecycle.HOLD_EXPIRED
     if expired or (res.state == HELD and res.hold_expires_ts is not None and res.hold_expires_ts <= now):
         raise Conflict(f"the hold of reservation {res.id} expired; create it again", field="state",
                        state="EXPIRED")
@@ -105,7 +89,7 @@ def modify(db: Session, graph: MultiLayerGraph, user: User, res: Reservation, ba
            end: float | None, now: float) -> None:
     """Change bandwidth and/or end; the new values are re-admitted against everybody else's bookings.
 
-    A RESERVED or ACTIVE reservation keeps its path (:data:`PINNED_PATH_STATES`): the change is checked
+    A RESERVED, PROVISIONING or ACTIVE reservation keeps its path (:data:`PINNED_PATH_STATES`): the change is checked
     on exactly its recorded edges and optical ports and refused, naming the bottleneck, if it no longer
     fits there. A HELD one is re-routed like a new request (the new path is shown before commit).
     """
@@ -132,17 +116,5 @@ def modify(db: Session, graph: MultiLayerGraph, user: User, res: Reservation, ba
 
 
 def advance(db: Session, now: float) -> int:
-    """Time-driven transitions: expire holds, start and finish windows. Returns how many changed."""
-    changed = 0
-    rows = db.execute(select(Reservation).where(Reservation.state.in_((HELD, RESERVED, ACTIVE)))).scalars()
-    for res in list(rows):
-        if res.state == HELD and res.hold_expires_ts is not None and res.hold_expires_ts <= now:
-            transition(db, None, res, CANCELLED, "hold expired", now)
-        elif res.state in (RESERVED, ACTIVE) and res.end_ts <= now:
-            transition(db, None, res, FINISHED, "end time reached", now)
-        elif res.state == RESERVED and res.start_ts <= now:
-            transition(db, None, res, ACTIVE, "start time reached", now)
-        else:
-            continue
-        changed += 1
-    return changed
+    """Time-driven transitions (expired holds, started and ended windows); see :func:`app.db.lifecycle.advance`."""
+    return lifecycle.advance(db, now)

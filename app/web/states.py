@@ -1,53 +1,10 @@
-"""The reservation life cycle: one transition table, checked in one function.
+"""The life cycle moved to :mod:`app.db.states` (the controller's store applies it too).
 
-HELD (expires after ``[web] hold_seconds``) → RESERVED (committed) → ACTIVE (window started) →
-FINISHED (window ended); CANCELLED by the owner/admin or an expired hold; FAILED when the network
-cannot provide it. Anything else is refused with the reason (the API answers 409).
+Kept only so the modules that still import it from here (``validation.py``) keep working; import from
+``app.db.states``.
 """
 from __future__ import annotations
 
-HELD = "HELD"
-RESERVED = "RESERVED"
-ACTIVE = "ACTIVE"
-FINISHED = "FINISHED"
-CANCELLED = "CANCELLED"
-FAILED = "FAILED"
+from app.db.states import STATES
 
-STATES = (HELD, RESERVED, ACTIVE, FINISHED, CANCELLED, FAILED)
-#: States that hold capacity: admission control counts them.
-BOOKING_STATES = (HELD, RESERVED, ACTIVE)
-#: States that can still be modified (bandwidth / end time).
-MODIFIABLE_STATES = (HELD, RESERVED, ACTIVE)
-#: States whose path is fixed: a modify is re-checked on exactly the recorded path, never re-routed
-#: (OSCARS keeps the path of a committed reservation; a HELD one is still a draft and may move).
-PINNED_PATH_STATES = (RESERVED, ACTIVE)
-
-#: state -> {allowed next state: what causes it}
-TRANSITIONS: dict[str, dict[str, str]] = {
-    HELD: {RESERVED: "commit", CANCELLED: "cancel or hold expired", FAILED: "network failure"},
-    RESERVED: {ACTIVE: "start time reached", CANCELLED: "cancel", FAILED: "network failure",
-               FINISHED: "end time reached"},
-    ACTIVE: {FINISHED: "end time reached", CANCELLED: "cancel", FAILED: "network failure"},
-    FINISHED: {},
-    CANCELLED: {},
-    FAILED: {},
-}
-
-
-class IllegalTransition(Exception):
-    """``current → target`` is not in :data:`TRANSITIONS`; the message says why."""
-
-    user_error = True
-
-    def __init__(self, current: str, target: str) -> None:
-        allowed = ", ".join(TRANSITIONS.get(current, {})) or "none (final state)"
-        super().__init__(f"cannot go from {current} to {target}; allowed from {current}: {allowed}")
-        self.current = current
-        self.target = target
-
-
-def check_transition(current: str, target: str) -> str:
-    """Return ``target`` if ``current → target`` is allowed, else raise :class:`IllegalTransition`."""
-    if current not in TRANSITIONS or target not in STATES or target not in TRANSITIONS[current]:
-        raise IllegalTransition(current, target)
-    return target
+__all__ = ["STATES"]

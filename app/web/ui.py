@@ -15,6 +15,8 @@ from flask_wtf import FlaskForm
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from app.db.models import Circuit, Plan, Reservation, User
+from app.db.states import CANCELLABLE_STATES, MODIFIABLE_STATES, STATES
 from app.web import monitor_read, service
 from app.web.api.network import layers
 from app.web.auth import check_owner, check_password, current_user
@@ -23,8 +25,6 @@ from app.web.drawing import draw
 from app.web.errors import ApiError
 from app.web.forms import ActionForm, LoginForm, ModifyForm, ReservationForm
 from app.web.listing import history, list_page
-from app.web.models import Circuit, Reservation, User
-from app.web.states import MODIFIABLE_STATES, STATES
 from app.web.throttle import login_keys
 from app.web.validation import parse_create, parse_list, parse_modify
 
@@ -228,11 +228,17 @@ def _detail_page(res: Reservation, modify_form: ModifyForm, status: int = 200): 
     entries = history(db, res.id)
     names = {u.id: u.name for u in db.execute(select(User).where(
         User.id.in_({e.user_id for e in entries if e.user_id is not None}))).scalars()}
-    rows = [(e, names.get(e.user_id, "system") if e.user_id is not None else "system", _describe(e.action, e.detail))
-            for e in entries]
+    rows = [(e, names.get(e.user_id, "system") if e.user_id is not None else _system(e.detail),
+             _describe(e.action, e.detail)) for e in entries]
+    plans = db.execute(select(Plan).where(Plan.reservation_id == res.id).order_by(Plan.id.desc()).limit(20)).scalars()
     return render_template("reservation_detail.html", res=res, drawing=drawing, history=rows,
-                           chart_links=chart_links, modify_form=modify_form,
-                           modifiable=res.state in MODIFIABLE_STATES), status
+                           chart_links=chart_links, modify_form=modify_form, plans=list(plans),
+                           modifiable=res.state in MODIFIABLE_STATES, cancellable=CANCELLABLE_STATES), status
+
+
+def _system(detail: dict[str, Any]) -> str:
+    """Who made a change no user made: the controller says so in the detail, else the service's clock."""
+    return "controller" if detail.get("by") == "controller" else "system"
 
 
 def _describe(action: str, d: dict[str, Any]) -> str:
@@ -247,6 +253,10 @@ def _describe(action: str, d: dict[str, Any]) -> str:
         if old.get("end") != new.get("end"):
             parts.append(f"end {old.get('end')} → {new.get('end')}")
         return "; ".join(parts) or "no change"
+    if action in ("install", "release"):
+        verb = "installed" if action == "install" else "removed"
+        circuits = ", ".join(d.get("circuits") or []) or "no circuit"
+        return f"{verb}: {circuits}; {d.get('rules', 0)} packet rule(s)"
     if action == "create":
         return (f"{d.get('bandwidth', 0):g} Mbit/s {d.get('src')} → {d.get('dst')}, {d.get('start')} → {d.get('end')}"
                 f", path {' → '.join(d.get('path') or [])}")

@@ -160,3 +160,66 @@ def _scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
         page.click("text=Events")
         assert page.locator("#event-list", has_text="cancelled by ada").count() == 1
         shot(page, "10-events")
+
+
+def test_provisioning_lit_and_failed_in_the_browser(tmp_path, browser_page) -> None:  # noqa: ANN001
+    """Two reservations whose window starts now: both show PROVISIONING (waiting for the controller);
+    the controller lights one (its circuit and rules appear on its page) and fails the other (the
+    reason is shown)."""
+    try:
+        _provisioning_scenario(tmp_path, browser_page)
+    except BaseException:
+        shot(browser_page, "failure-provisioning")
+        raise
+
+
+def _provisioning_scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
+    import requests
+
+    from app.db.provisioning import ProvisioningStore
+    from tests.lib.provisioning import installation
+
+    db = str(tmp_path / "prov.db")
+    token = create_user_cli(db, "bea", password="bea-secret")
+    h = {"Authorization": f"Bearer {token}"}
+    with serve_cli(db, log_path=tmp_path / "server.log") as url:
+        now = time.time()
+        ids = []
+        for name, src, dst in (("lit", "A:1", "C:3"), ("broken", "A:2", "C:4")):
+            body = {"name": name, "src": src, "dst": dst, "bandwidth": 2,
+                    "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+                    "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 3600))}
+            r = requests.post(f"{url}/api/v1/reservations", json=body, headers=h, timeout=30)
+            assert r.status_code == 201, r.text
+            ids.append(r.json()["id"])
+            assert requests.post(f"{url}/api/v1/reservations/{ids[-1]}/commit", headers=h, timeout=30).ok
+        page.goto(f"{url}/login")
+        page.fill("#username", "bea")
+        page.fill("#password", "bea-secret")
+        page.click("#login-form button[type=submit]")
+        page.wait_for_url(f"{url}/reservations")
+        page.goto(f"{url}/reservations/{ids[0]}")
+        assert page.inner_text("#res-state") == "PROVISIONING"
+        assert "waiting for the controller" in page.inner_text("#res-provisioning")
+        assert "No circuit recorded" in page.inner_text("#res-circuits")
+        shot(page, "11-provisioning")
+
+        store = ProvisioningStore(db)  # what the controller does once it has set the network up
+        try:
+            orders = {o.id: o for o in store.due(time.time())}
+            assert set(orders) == set(ids)
+            circuit, rules = installation(orders[ids[0]].path)
+            assert store.mark_active(ids[0], circuit, rules, time.time())
+            assert store.mark_failed(ids[1], "no free port on OTS Z for the second route", time.time())
+        finally:
+            store.close()
+        page.reload()
+        assert page.inner_text("#res-state") == "ACTIVE"
+        assert page.locator("#res-circuits tbody tr", has_text="A:3-C:1").count() == 1
+        assert page.locator("#res-rules tbody tr").count() == 2
+        shot(page, "12-active")
+        page.goto(f"{url}/reservations/{ids[1]}")
+        assert page.inner_text("#res-state") == "FAILED"
+        assert page.inner_text("#res-failure") == "no free port on OTS Z for the second route"
+        assert page.locator("#cancel-btn").count() == 0
+        shot(page, "13-failed")

@@ -1,4 +1,5 @@
-"""``/api/v1/topology`` (both layers) and ``/api/v1/circuits`` (what the controller set up)."""
+"""``/api/v1/topology`` (both layers), ``/api/v1/circuits`` and ``/api/v1/plans`` (what the controller
+set up, and the update plans it executed)."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,11 +8,12 @@ from flask import Blueprint, jsonify, request
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
+from app.db.models import Circuit, Plan, Reservation
 from app.web.api import serialize
+from app.web.api.reservations import MAX_ID, load_reservation
 from app.web.auth import require_user
 from app.web.context import graph, read_session
 from app.web.errors import ApiError
-from app.web.models import Circuit
 
 bp = Blueprint("api_network", __name__)
 
@@ -57,3 +59,32 @@ def circuits():  # noqa: ANN201
     if "state" in request.args:
         stmt = stmt.where(Circuit.state == request.args["state"])
     return jsonify({"items": [serialize.circuit(c) for c in db.execute(stmt).scalars()]})
+
+
+def _int_arg(name: str, lo: int, hi: int, default: int | None = None) -> int | None:
+    raw = request.args.get(name)
+    if raw is None:
+        return default
+    if not (raw.isascii() and raw.isdigit()) or not lo <= int(raw) <= hi:
+        raise ApiError(f"{name} must be an integer in {lo}..{hi}", field=name)
+    return int(raw)
+
+
+@bp.get("/plans")
+def plans():  # noqa: ANN201
+    """Update plans the controller executed, newest first: of one reservation (``reservation``), or all
+    the caller may see (admins: every plan; users: those of their own reservations)."""
+    db = read_session()
+    user = require_user(db, allow_session=True)
+    for key in request.args:
+        if key not in ("reservation", "limit"):
+            raise ApiError(f"unknown query parameter {key!r}", field=key)
+    res_id = _int_arg("reservation", 1, MAX_ID)
+    limit = _int_arg("limit", 1, 500, 50)
+    stmt = select(Plan).order_by(Plan.id.desc()).limit(limit)
+    if res_id is not None:
+        load_reservation(db, res_id, user)
+        stmt = stmt.where(Plan.reservation_id == res_id)
+    elif not user.is_admin:
+        stmt = stmt.where(Plan.reservation_id.in_(select(Reservation.id).where(Reservation.owner_id == user.id)))
+    return jsonify({"items": [serialize.plan(p) for p in db.execute(stmt).scalars()]})

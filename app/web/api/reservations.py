@@ -4,13 +4,13 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from sqlalchemy.orm import Session
 
+from app.db.models import Reservation, User
 from app.web import admission, service
 from app.web.api import serialize
 from app.web.auth import check_owner, require_user
 from app.web.context import advance_if_due, graph, json_body, now, read_session, state, write_tx
 from app.web.errors import ApiError, Forbidden, NotFound
 from app.web.listing import history, list_page
-from app.web.models import Reservation, User
 from app.web.timeutil import to_iso
 from app.web.topology_source import check_endpoint_in_graph
 from app.web.validation import (
@@ -27,7 +27,8 @@ bp = Blueprint("api_reservations", __name__)
 MAX_ID = 2**31 - 1
 
 
-def _load(db: Session, res_id: int, user: User) -> Reservation:
+def load_reservation(db: Session, res_id: int, user: User) -> Reservation:
+    """The reservation if ``user`` may see it; 404 / 403 otherwise."""
     res = db.get(Reservation, res_id) if 0 < res_id <= MAX_ID else None
     if res is None:
         raise NotFound(f"no reservation {res_id}", field="id")
@@ -63,9 +64,10 @@ def list_reservations():  # noqa: ANN201
 
 @bp.get("/reservations/<int:res_id>")
 def get_reservation(res_id: int):  # noqa: ANN201
+    """The reservation with its circuits (and XCONs) and packet rules, as the controller recorded them."""
     user = require_user(read_session(), allow_session=True)
     advance_if_due()
-    return jsonify(serialize.reservation(_load(read_session(), res_id, user)))
+    return jsonify(serialize.reservation_detail(load_reservation(read_session(), res_id, user)))
 
 
 @bp.get("/reservations/<int:res_id>/history")
@@ -73,7 +75,7 @@ def reservation_history(res_id: int):  # noqa: ANN201
     """The audit log of one reservation (every change, who made it)."""
     user = require_user(read_session(), allow_session=True)
     db = read_session()
-    _load(db, res_id, user)
+    load_reservation(db, res_id, user)
     rows = history(db, res_id)
     return jsonify({"items": [serialize.audit(a) for a in rows]})
 
@@ -86,7 +88,7 @@ def _mutate(res_id: int, action: str):  # noqa: ANN202
     elif request.get_data(cache=True).strip() not in (b"", b"{}"):
         raise ApiError(f"{action} takes no request body", field="body")
     with write_tx() as db:
-        res = _load(db, res_id, user)
+        res = load_reservation(db, res_id, user)
         t = now()
         if action == "commit":
             service.commit(db, user, res, t)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.web.models import AuditEntry, Circuit, Reservation
+from app.db.models import AuditEntry, Circuit, Plan, Reservation, ReservationRule
 from app.web.timeutil import to_iso
 
 
@@ -29,6 +29,25 @@ def reservation(res: Reservation) -> dict[str, Any]:
         "created": to_iso(res.created_ts),
         "updated": to_iso(res.updated_ts),
     }
+
+
+def reservation_detail(res: Reservation) -> dict[str, Any]:
+    """One reservation with what the controller installed for it: its circuits (XCONs) and packet rules."""
+    return {**reservation(res), "circuits": [circuit(c) for c in res.circuits], "rules": [rule(r) for r in res.rules]}
+
+
+def rule(r: ReservationRule) -> dict[str, Any]:
+    """A packet rule; the cookie as ``0x`` + 16 hex digits (a 64-bit value is not safe in a JSON number)."""
+    return {"id": r.id, "switch": r.switch, "table": r.table_id, "priority": r.priority, "cookie": f"0x{r.cookie}",
+            "match": r.match, "actions": r.actions, "installed": r.installed, "installed_at": to_iso(r.installed_ts),
+            "removed_at": to_iso(r.removed_ts)}
+
+
+def plan(p: Plan) -> dict[str, Any]:
+    steps = [{**st, "started_at": to_iso(st.get("started_at")), "finished_at": to_iso(st.get("finished_at"))}
+             for st in p.steps]
+    return {"id": p.id, "kind": p.kind, "mode": p.mode, "reservation_id": p.reservation_id, "state": p.state,
+            "error": p.error, "started": to_iso(p.started_at), "finished": to_iso(p.finished_at), "steps": steps}
 
 
 def circuit(c: Circuit) -> dict[str, Any]:

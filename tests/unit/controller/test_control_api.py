@@ -9,7 +9,11 @@ import pytest
 from app.controller.control_api import ControlApi
 from app.controller.links import LinkTable
 from app.controller.model import OTS, PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
 from app.controller.ots_driver import BarrierTimeout, DriverError, XconResult, delete_ports, record_unknown
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import OpenFlowSouthbound
 
 
 class FakeInventory:
@@ -32,11 +36,11 @@ class FakeInventory:
 
 
 class FakeDriver:
-    """The real driver's bookkeeping (record_unknown, delete_ports) over a fake OTS."""
+    """The real driver's bookkeeping (record_unknown, delete_ports) over a fake OTS, in the view's tables."""
 
-    def __init__(self):
-        self.xcons: dict[int, dict[int, int]] = {}
-        self.unknown: dict[int, dict[int, int]] = {}
+    def __init__(self, view: NetworkView):
+        self.xcons: dict[int, dict[int, int]] = view.xcons
+        self.unknown: dict[int, dict[int, int]] = view.unknown_xcons
         self.deleted: list[int] = []  # in_ports DELETE_STRICTs were sent for
 
     def resolve(self, ots):
@@ -72,23 +76,15 @@ class FakeDriver:
             for a, b in sorted(self.unknown.get(0xF01, {}).items())]
 
 
-class FakeLldp:
-    def __init__(self):
-        self.table = LinkTable()
-        self.table.seen(PacketLink(PortRef(0xA1, 3), PortRef(0xA1, 4)), 5.0)
-
-
-class FakeForwarding:
-    hosts: dict = {}
-
-
 @pytest.fixture
 def api():
-    a = ControlApi()
-    apps = {"mlte_inventory": FakeInventory(), "mlte_ots_driver": FakeDriver(), "mlte_lldp": FakeLldp(),
-            "mlte_forwarding": FakeForwarding()}
-    a.app = apps.__getitem__
-    return a
+    """The API over a network view filled as the apps would fill it, and a fake OTS driver."""
+    view = NetworkView()
+    view.switches.update(FakeInventory().switches)
+    view.links.seen(PacketLink(PortRef(0xA1, 3), PortRef(0xA1, 4)), 5.0)
+    southbound = OpenFlowSouthbound()
+    southbound.xcon_driver = FakeDriver(view)
+    return ControlApi(**{VIEW: view, SOUTHBOUND: southbound})
 
 
 def call(api, method, path, body=None):
@@ -146,7 +142,7 @@ def test_circuit_rolls_back_when_an_ots_does_not_answer(api, parallel):
     # the hop whose barrier timed out is in an unknown state: rolled back too, both directions
     assert body["unknown"] == [{"ots": "X", "in_port": 3, "out_port": 8}]
     assert body["rolled_back"] == (3 if parallel else 2)  # in parallel the third hop went in too
-    assert {3, 8} <= set(api.app("mlte_ots_driver").deleted)
+    assert {3, 8} <= set(api.driver.deleted)
     assert call(api, "GET", "/xcon")[1] == []
 
 
@@ -156,7 +152,7 @@ def test_timed_out_xcon_is_listed_as_unknown_and_deletable(api):
     assert call(api, "GET", "/xcon")[1] == [{"ots": "X", "in_port": 3, "out_port": 8, "state": "unknown"},
                                            {"ots": "X", "in_port": 8, "out_port": 3, "state": "unknown"}]
     assert call(api, "DELETE", "/xcon", {"ots": "X", "in_port": 3})[0] == 200  # not a 404: it may be there
-    assert api.app("mlte_ots_driver").deleted == [3, 8] and call(api, "GET", "/xcon")[1] == []
+    assert api.driver.deleted == [3, 8] and call(api, "GET", "/xcon")[1] == []
 
 
 def test_circuit_delete_validates_hops(api):
@@ -184,9 +180,8 @@ def test_topology_has_learnt_hosts_and_names_them(api, monkeypatch):
     from app.controller.runtime import SETTINGS
 
     monkeypatch.setattr(SETTINGS, "host_names", {})
-    fwd = api.app("mlte_forwarding")
-    monkeypatch.setattr(fwd, "hosts", {"00:00:00:00:00:01": HostInfo("00:00:00:00:00:01", "10.0.0.1", PortRef(0xA1, 3))})
-    monkeypatch.setattr(api.app("mlte_lldp"), "table", LinkTable())  # A:3 is an edge port here
+    api.view.hosts["00:00:00:00:00:01"] = HostInfo("00:00:00:00:00:01", "10.0.0.1", PortRef(0xA1, 3))
+    monkeypatch.setattr(api.view, "links", LinkTable())  # A:3 is an edge port here
     status, body = call(api, "GET", "/topology")
     assert status == 200
     access = [link for link in body["links"] if link["kind"] == "access"]
@@ -241,7 +236,7 @@ def test_unknown_ots_is_404_everywhere(api):
 def test_circuit_delete_validates_every_hop_before_removing_any(api):
     assert call(api, "POST", "/xcon", {"ots": "X", "in_port": 1, "out_port": 2})[0] == 200
     status, _ = call(api, "DELETE", "/circuit", {"xcons": [{"ots": "X", "in_port": 1}, {"ots": "X", "in_port": "a"}]})
-    assert status == 400 and api.app("mlte_ots_driver").deleted == []
+    assert status == 400 and api.driver.deleted == []
 
 
 def test_bad_static_file_and_names_are_400(api, tmp_path):

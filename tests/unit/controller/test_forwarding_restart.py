@@ -11,9 +11,16 @@ from types import SimpleNamespace
 from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
 
 from app.controller import events, rule_plan
-from app.controller.forwarding import COOKIE_FWD, FWD_PRIORITY, Forwarding, forwarding_rule
+from app.controller.forwarding import (
+    COOKIE_FWD,
+    FWD_PRIORITY,
+    EventRulesReadBack,
+    Forwarding,
+    forwarding_rule,
+)
 from app.controller.links import LinkTable
 from app.controller.model import PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
+from app.controller.southbound import FlowStat, flow_stat
 
 A, B = 0xA1, 0xB1
 H1, H3 = "00:00:00:00:00:01", "00:00:00:00:00:03"
@@ -55,18 +62,20 @@ def make_app():
     return app, dps, sws, lldp
 
 
-def stats_entry(mac: str, port: int, priority: int = FWD_PRIORITY, cookie: int = COOKIE_FWD):
-    return P.OFPFlowStats(table_id=0, priority=priority, cookie=cookie, match=P.OFPMatch(eth_dst=mac),
-                          instructions=[P.OFPInstructionActions(ofproto_v1_3.OFPIT_APPLY_ACTIONS,
-                                                                [P.OFPActionOutput(port)])])
+def stats_entry(mac: str, port: int, priority: int = FWD_PRIORITY, cookie: int = COOKIE_FWD) -> FlowStat:
+    """A rule as the southbound hands it over (parsed from an os-ken OF1.3 flow-stats entry)."""
+    st = P.OFPFlowStats(table_id=0, priority=priority, cookie=cookie, match=P.OFPMatch(eth_dst=mac),
+                        instructions=[P.OFPInstructionActions(ofproto_v1_3.OFPIT_APPLY_ACTIONS,
+                                                              [P.OFPActionOutput(port)])],
+                        packet_count=5, byte_count=500)
+    return flow_stat(ofproto_v1_3.OFP_VERSION, st)
 
 
-def answer(app, dp: FakeDp, rules: dict[str, int], more_parts: bool = False) -> None:
-    (req,) = [m for m in dp.sent if isinstance(m, P.OFPFlowStatsRequest)]
-    body = [stats_entry(m, p) for m, p in rules.items()]
-    body.append(stats_entry("00:00:00:00:00:99", 1, priority=rule_plan.ARP.priority()))  # not a forwarding rule
-    msg = SimpleNamespace(datapath=dp, xid=req.xid, flags=0, body=body)
-    app._flow_stats(SimpleNamespace(msg=msg))
+def answer(app, dp: FakeDp, rules: dict[str, int]) -> None:
+    """The switch's answer to the read-back: its forwarding rules, and a rule of another band."""
+    stats = [stats_entry(m, p) for m, p in rules.items()]
+    stats.append(stats_entry("00:00:00:00:00:99", 1, priority=rule_plan.ARP.priority()))  # not a forwarding rule
+    app._rules_read_back(EventRulesReadBack(dp.id, app._readback[dp.id].token, stats))
 
 
 def restart(app, dps, sws, lldp, links=LINK):
@@ -86,8 +95,7 @@ def test_entering_switches_are_not_wiped_and_are_asked_for_our_rules():
     mods = dps[A].flow_mods()
     assert not [m for m in mods if m.command != ofproto_v1_3.OFPFC_ADD]  # the old code deleted every rule here
     assert {m.priority for m in mods} == {rule_plan.TABLE_MISS.priority(), rule_plan.ARP.priority()}
-    (req,) = [m for m in dps[A].sent if isinstance(m, P.OFPFlowStatsRequest)]
-    assert (req.cookie, req.cookie_mask) == (COOKIE_FWD, rule_plan.ALL_BITS)
+    assert A in app._readback  # a read-back of our rules began
 
 
 def test_a_restart_of_an_unchanged_network_sends_no_forwarding_rule():
@@ -137,11 +145,24 @@ def test_a_held_rule_into_a_port_that_went_down_is_deleted_at_once():
     assert deleted == [(A, H3)] and app.installed[B] == OLD_RULES[B]
 
 
-def test_a_reply_that_is_not_ours_is_ignored_and_only_our_rules_count():
+def test_an_older_answer_is_ignored_and_only_our_rules_count():
     app, dps, sws, _ = make_app()
     app._switch_enter(events.EventSwitchEnter(sws[A]))
-    msg = SimpleNamespace(datapath=dps[A], xid=999, flags=0, body=[stats_entry(H1, 1)])
-    app._flow_stats(SimpleNamespace(msg=msg))
+    old = app._readback[A].token
+    app._switch_enter(events.EventSwitchEnter(sws[A]))  # reconnected: a new read-back
+    app._rules_read_back(EventRulesReadBack(A, old, [stats_entry(H1, 1)]))
     assert app.installed[A] == {}
-    assert forwarding_rule(stats_entry(H1, 1, cookie=rule_plan.RESERVATION.cookie(5)), ofproto_v1_3) is None
-    assert forwarding_rule(stats_entry(H1, 4), ofproto_v1_3) == (H1, 4)
+    assert forwarding_rule(stats_entry(H1, 1, cookie=rule_plan.RESERVATION.cookie(5))) is None
+    assert forwarding_rule(stats_entry(H1, 4)) == (H1, 4)
+
+
+def test_a_switch_that_cannot_tell_its_rules_is_started_clean():
+    """No answer to the read-back: the rules are unknown, so ours are deleted and planned afresh."""
+    app, dps, sws, _ = make_app()
+    app._switch_enter(events.EventSwitchEnter(sws[A]))
+    dps[A].sent.clear()
+    app._rules_read_back(EventRulesReadBack(A, app._readback[A].token, None, "no FLOW_STATS reply"))
+    mods = dps[A].flow_mods()
+    assert mods[0].command == ofproto_v1_3.OFPFC_DELETE and mods[0].cookie == COOKIE_FWD
+    assert mods[0].cookie_mask == rule_plan.ALL_BITS
+    assert {m.priority for m in mods[1:]} == {rule_plan.TABLE_MISS.priority(), rule_plan.ARP.priority()}

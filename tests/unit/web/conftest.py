@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 import pytest
 from sqlalchemy import func, select
 
+from app.db.models import AuditEntry, Event, Reservation
 from app.web import create_app
 from app.web.auth import create_user
-from app.web.models import AuditEntry, Event, Reservation
 
 T0 = 1_900_000_000.0  # 2030-03-17: a fixed "now" so windows are reproducible
 

@@ -1,4 +1,5 @@
-"""Property: any sequence of create / commit / cancel / modify / clock ticks leaves no instant at which
+"""Property: any sequence of create / commit / cancel / modify / clock ticks / the controller lighting a
+due reservation leaves no instant at which
 the reservations that hold capacity (read straight from the database rows) book more than an edge's
 capacity, or put two reservations on one optical port. The check is a sweep over the rows' windows
 against the graph's capacities; it does not ask the PCE."""
@@ -12,10 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from app.db.models import Reservation
+from app.db.provisioning import ProvisioningStore
+from app.db.states import BOOKING_STATES, HELD, RESERVED
 from app.web import create_app
-from app.web.models import Reservation
-from app.web.states import ACTIVE, HELD, RESERVED
 from app.web.timeutil import parse_iso
+from tests.lib.provisioning import installation
 from tests.unit.web.conftest import T0, Clock, iso, new_user
 
 PAIRS = [("A:1", "C:3"), ("A:2", "C:4"), ("C:3", "A:2"), ("B:1", "C:4"), ("A:1", "B:2")]
@@ -30,7 +33,9 @@ cancel = st.tuples(st.just("cancel"), pick)
 modify = st.tuples(st.just("modify"), pick, st.one_of(st.none(), st.sampled_from(BANDWIDTHS)),
                    st.one_of(st.none(), st.integers(1, 8)))
 tick = st.tuples(st.just("tick"), st.sampled_from([60.0, 250.0, 400.0, 900.0]))
-operations = st.lists(st.one_of(create, create, commit, cancel, modify, modify, tick), min_size=3, max_size=18)
+light = st.tuples(st.just("light"))
+operations = st.lists(st.one_of(create, create, commit, cancel, modify, modify, tick, light), min_size=3,
+                      max_size=18)
 
 
 def _peak(intervals: list[tuple[float, float, float]]) -> float:
@@ -45,7 +50,7 @@ def _peak(intervals: list[tuple[float, float, float]]) -> float:
 def _check_rows(app, graph, now: float) -> None:  # noqa: ANN001
     """The invariant, from the rows alone: capacity-holding reservations fit at every instant."""
     with app.extensions["mlte"].db.session() as s:
-        rows = s.execute(select(Reservation).where(Reservation.state.in_((HELD, RESERVED, ACTIVE)))).scalars()
+        rows = s.execute(select(Reservation).where(Reservation.state.in_(BOOKING_STATES))).scalars()
         live = [r for r in rows if r.state != HELD or (r.hold_expires_ts or 0) > now]
     per_edge: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     per_oport: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
@@ -89,6 +94,14 @@ def test_no_sequence_overbooks(ops: list[tuple]) -> None:
                         ids.append(r.get_json()["id"])
                 elif op[0] == "tick":
                     clock.t += op[1]
+                elif op[0] == "light":  # the controller's poll: light every due reservation
+                    store = ProvisioningStore(app.config["DATABASE"])
+                    try:
+                        for order in store.due(clock.t):
+                            circuit, rules = installation(order.path or {})
+                            assert store.mark_active(order.id, circuit, rules, clock.t) is True
+                    finally:
+                        store.close()
                 elif ids:
                     res_id = ids[op[1] % len(ids)]
                     if op[0] == "modify":
@@ -97,7 +110,8 @@ def test_no_sequence_overbooks(ops: list[tuple]) -> None:
                             change["bandwidth"] = op[2]
                         if op[3] is not None:
                             cur = c.get(f"/api/v1/reservations/{res_id}", headers=h).get_json()
-                            change["end"] = iso(st_.clock() + op[3] * SLOT if cur["state"] == ACTIVE
+                            started = cur["state"] not in (HELD, RESERVED)
+                            change["end"] = iso(st_.clock() + op[3] * SLOT if started
                                                 else parse_iso(cur["start"]) + op[3] * SLOT)
                         r = c.patch(f"/api/v1/reservations/{res_id}", headers=h, json=change or {"bandwidth": 1})
                     else:

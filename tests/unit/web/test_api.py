@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from app.db.lifecycle import START_REACHED
+from app.db.models import AuditEntry
 from app.web.feed import Feed
-from app.web.models import AuditEntry
 from monitor.events import UNCONSTRAINED_IMBALANCE
 from monitor.events import Event as MonEvent
 from monitor.store import MonitorStore
+from tests.lib.provisioning import light
 from tests.unit.web.conftest import T0, body, counts, iso
 
 API = "/api/v1"
@@ -49,22 +51,45 @@ def test_create_hold_commit_cancel(client, users, app) -> None:  # noqa: ANN001
     assert {e["kind"] for e in events} == {"reservation.reserved", "reservation.cancelled"}
 
 
-def test_activation_and_finish_follow_the_clock(client, users, clock) -> None:  # noqa: ANN001
+def test_provisioning_activation_and_finish(client, users, clock, app) -> None:  # noqa: ANN001
+    """The start time moves it to PROVISIONING (not ACTIVE); the controller lights it (ACTIVE, with its
+    circuit and rules in the answer); the end time finishes it and the installation is to be released."""
     rid = create(client, users).get_json()["id"]
     client.post(f"{API}/reservations/{rid}/commit", headers=users.h("alice"))
     clock.t = T0 + 601
-    assert client.get(f"{API}/reservations/{rid}", headers=users.h("alice")).get_json()["state"] == "ACTIVE"
+    r = client.get(f"{API}/reservations/{rid}", headers=users.h("alice")).get_json()
+    assert r["state"] == "PROVISIONING" and r["state_reason"] == START_REACHED
+    assert r["circuits"] == [] and r["rules"] == []
+    assert light(app.config["DATABASE"], rid, clock.t) is True
+    r = client.get(f"{API}/reservations/{rid}", headers=users.h("alice")).get_json()
+    assert r["state"] == "ACTIVE" and r["state_reason"] == "lit by the controller"
+    (circuit,) = r["circuits"]
+    assert (circuit["a_end"], circuit["z_end"], circuit["state"], circuit["reservation_id"]) == ("A:3", "C:1", "ACTIVE", rid)
+    assert [(x["ots"], x["in_port"], x["out_port"], x["active"]) for x in circuit["xcons"]] == [
+        ("X", 1, 3, True), ("Z", 3, 2, True)]
+    assert [(x["switch"], x["cookie"], x["installed"]) for x in r["rules"]] == [
+        ("A", "0x4d4c544500000100", True), ("C", "0x4d4c544500000101", True)]
+    assert r["rules"][0]["match"] == {"eth_type": 2048, "vlan_vid": 100} and r["rules"][0]["actions"] == [{"output": 3}]
+    assert r["rules"][0]["installed_at"] == iso(T0 + 601) and r["rules"][0]["removed_at"] is None
+    listed = client.get(f"{API}/reservations", headers=users.h("alice")).get_json()["items"][0]
+    assert "circuits" not in listed  # the list stays light; the detail has them
     clock.t = T0 + 4200
     r = client.get(f"{API}/reservations/{rid}", headers=users.h("alice")).get_json()
     assert r["state"] == "FINISHED" and r["state_reason"] == "end time reached"
     r = client.post(f"{API}/reservations/{rid}/cancel", headers=users.h("alice"))
     assert r.status_code == 409 and "final state" in r.get_json()["error"]["message"]
+    hist = client.get(f"{API}/reservations/{rid}/history", headers=users.h("alice")).get_json()["items"]
+    assert [h["detail"].get("to") for h in hist[1:]] == ["RESERVED", "PROVISIONING", "ACTIVE", "FINISHED"]
+    assert hist[3]["detail"]["by"] == "controller" and hist[3]["user_id"] is None
 
 
-def test_cancel_active(client, users, clock) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("lit", [False, True])
+def test_cancel_provisioning_or_active(client, users, clock, app, lit: bool) -> None:  # noqa: ANN001
     rid = create(client, users).get_json()["id"]
     client.post(f"{API}/reservations/{rid}/commit", headers=users.h("alice"))
     clock.t = T0 + 700
+    if lit:
+        light(app.config["DATABASE"], rid, clock.t)
     r = client.post(f"{API}/reservations/{rid}/cancel", headers=users.h("alice"))
     assert r.status_code == 200 and r.get_json()["state"] == "CANCELLED"
 
@@ -220,16 +245,16 @@ def test_unknown_api_route_is_json(client, users) -> None:  # noqa: ANN001
 
 
 def test_remaining_transitions(client, users, clock) -> None:  # noqa: ANN001
-    """HELD → FAILED, ACTIVE → FAILED, and RESERVED → FINISHED when nobody looked during the window."""
+    """HELD → FAILED, PROVISIONING → FAILED, and RESERVED → FINISHED when nobody looked during the window."""
     held = create(client, users, name="held").get_json()["id"]
     r = client.post(f"{API}/reservations/{held}/fail", json={"reason": "optical scan lost X"}, headers=users.h("root"))
     assert r.get_json()["state"] == "FAILED"
 
-    active = create(client, users, name="active").get_json()["id"]
-    client.post(f"{API}/reservations/{active}/commit", headers=users.h("alice"))
+    started = create(client, users, name="started").get_json()["id"]
+    client.post(f"{API}/reservations/{started}/commit", headers=users.h("alice"))
     clock.t = T0 + 700
-    assert client.get(f"{API}/reservations/{active}", headers=users.h("alice")).get_json()["state"] == "ACTIVE"
-    r = client.post(f"{API}/reservations/{active}/fail", json={}, headers=users.h("root"))
+    assert client.get(f"{API}/reservations/{started}", headers=users.h("alice")).get_json()["state"] == "PROVISIONING"
+    r = client.post(f"{API}/reservations/{started}/fail", json={}, headers=users.h("root"))
     assert r.get_json()["state"] == "FAILED" and r.get_json()["state_reason"] == "network failure"
 
     late = create(client, users, name="late", start=iso(T0 + 10_000), end=iso(T0 + 11_000)).get_json()["id"]

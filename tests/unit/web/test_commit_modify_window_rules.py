@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.lib.provisioning import light
 from tests.unit.web.conftest import T0, body, counts, iso
 
 API = "/api/v1/reservations"
@@ -69,11 +70,13 @@ def _route_taken_later(client, users) -> tuple[dict, dict]:  # noqa: ANN001
     return r1, r2
 
 
-@pytest.mark.parametrize("state, t", [("RESERVED", T0 + 100), ("ACTIVE", T0 + 700)])
+@pytest.mark.parametrize("state, t", [("RESERVED", T0 + 100), ("PROVISIONING", T0 + 700), ("ACTIVE", T0 + 700)])
 def test_modify_of_committed_reservation_is_checked_on_its_current_path(client, users, clock, app, state: str,  # noqa: ANN001
                                                                        t: float) -> None:
     r1, r2 = _route_taken_later(client, users)
     clock.t = t
+    if state == "ACTIVE":
+        assert light(app.config["DATABASE"], r1["id"], t)
     assert client.get(f"{API}/{r1['id']}", headers=users.h("alice")).get_json()["state"] == state
     before = counts(app)
     r = client.patch(f"{API}/{r1['id']}", json={"end": iso(T0 + 6000)}, headers=users.h("alice"))
@@ -86,9 +89,10 @@ def test_modify_of_committed_reservation_is_checked_on_its_current_path(client, 
     assert got["path"]["edges"] == r1["path"]["edges"] and got["end"] == r1["end"] and got["state"] == state
 
 
-def test_modify_of_active_reservation_that_fits_keeps_the_same_path(client, users, clock) -> None:  # noqa: ANN001
+def test_modify_of_active_reservation_that_fits_keeps_the_same_path(client, users, clock, app) -> None:  # noqa: ANN001
     r1, _ = _route_taken_later(client, users)
     clock.t = T0 + 700
+    assert light(app.config["DATABASE"], r1["id"], clock.t)
     r = client.patch(f"{API}/{r1['id']}", json={"bandwidth": 9}, headers=users.h("alice"))
     assert r.status_code == 200, r.get_json()
     got = r.get_json()

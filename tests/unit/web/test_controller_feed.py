@@ -42,7 +42,7 @@ def test_sync_circuits_inserts_releases_and_logs(tmp_path) -> None:  # noqa: ANN
         assert feed.sync_circuits([a]) == (0, 1)
         from sqlalchemy import select
 
-        from app.web.models import Circuit, Event
+        from app.db.models import Circuit, Event
 
         with feed.db.session() as s:
             rows = {c.a_end: (c.state, [x.active for x in c.xcons]) for c in s.execute(select(Circuit)).scalars()}
@@ -61,7 +61,7 @@ def test_snapshots_are_bounded(tmp_path) -> None:  # noqa: ANN001
             feed.topology({"n": i})
         from sqlalchemy import func, select
 
-        from app.web.models import TopologySnapshot
+        from app.db.models import TopologySnapshot
 
         with feed.db.session() as s:
             assert s.execute(select(func.count()).select_from(TopologySnapshot)).scalar() == 3
@@ -101,7 +101,8 @@ def test_migration_0002_drops_link_samples_and_downgrades(tmp_path) -> None:  # 
     from alembic.config import Config
     from sqlalchemy import inspect, text
 
-    from app.web.db import MIGRATIONS_DIR, Database
+    from app.db.engine import Database
+    from app.db.migrate import MIGRATIONS_DIR
 
     db = Database(str(tmp_path / "old.db"))
     cfg = Config()

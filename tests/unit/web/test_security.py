@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
+from app.db.models import ApiToken, User
 from app.web.auth import create_user
-from app.web.models import ApiToken, User
 from tests.unit.web.conftest import body, counts
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}

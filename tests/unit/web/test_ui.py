@@ -143,7 +143,7 @@ def test_modify_through_the_detail_page(ui, app) -> None:  # noqa: ANN001
     assert "bandwidth 3.0 → 6.0 Mbit/s; end 2030-03-17T19:00:00Z → 2030-03-17T20:30:00Z" in history
     assert "<td>dora</td><td>modify</td>" in history
     with app.extensions["mlte"].db.session() as s:
-        from app.web.models import Reservation
+        from app.db.models import Reservation
 
         res = s.get(Reservation, int(detail_url.rsplit("/", 1)[1]))
         assert (res.bandwidth, res.end_ts) == (6.0, parse_iso("2030-03-17T20:30:00Z"))
@@ -197,7 +197,7 @@ def test_list_filters(ui, app) -> None:  # noqa: ANN001
 
 def test_endpoint_filter_matches_the_port_exactly(ui, app) -> None:  # noqa: ANN001
     """``A:1`` is port 1, not every port whose number starts with 1 (``A:10``)."""
-    from app.web.models import Reservation
+    from app.db.models import Reservation
 
     login(ui)
     _held(ui, name="one")

@@ -1,26 +1,30 @@
-"""Engine, sessions, migrations and the admission write lock.
+"""Engines, sessions and the write lock every writer of reservation state takes.
 
 SQLite: the driver's own transaction handling is switched off so we can emit ``BEGIN`` ourselves;
-writers that decide admission use ``BEGIN IMMEDIATE`` (the database write lock is taken before the
-capacity check, so two racing requests are serialised). PostgreSQL: writers lock the single
+writers that decide admission or change a reservation's state use ``BEGIN IMMEDIATE`` (the database
+write lock is taken before anything is read, so two racing writers are serialised); WAL journal and a
+60 s busy timeout let readers go on while someone writes. PostgreSQL: writers lock the single
 ``admission_lock`` row with ``SELECT ... FOR UPDATE`` (READ COMMITTED: later reads in the same
 transaction see everything committed before the lock was granted).
+
+The web service (admission, commit, cancel, the time-driven sweep) and the controller's
+:class:`app.db.provisioning.ProvisioningStore` both go through :meth:`Database.lock_for_write`, so a
+cancel racing a ``mark_active`` is decided by whoever gets the lock first.
 """
 from __future__ import annotations
 
 import contextlib
 import threading
 from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
 
-from app.web.models import AdmissionLock, Base
+from app.db.models import AdmissionLock
 
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+SQLITE_BUSY_MS = 60_000
 
 
 def normalise_url(url: str) -> str:
@@ -32,13 +36,34 @@ def normalise_url(url: str) -> str:
     return url
 
 
+def is_memory_sqlite(url: str) -> bool:
+    return url.startswith("sqlite") and (":memory:" in url or url in ("sqlite://", "sqlite:///"))
+
+
+def _sqlite_begin(conn: Any) -> None:
+    """Emit ``BEGIN <mode>``; ``mode`` comes from the ``sqlite_begin`` execution option (default DEFERRED)."""
+    mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+    conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def manages_sqlite_begin(engine: Engine) -> bool:
+    """True for SQLite engines made by :func:`make_engine` (they honour ``sqlite_begin``)."""
+    return engine.dialect.name == "sqlite" and event.contains(engine, "begin", _sqlite_begin)
+
+
 def make_engine(url: str) -> Engine:
-    """Create an engine with the transaction behaviour described in the module docstring."""
+    """Create an engine with the transaction behaviour described in the module docstring.
+
+    An in-memory SQLite database is one connection shared by all threads (``StaticPool``): with a
+    pool, every thread would see a different, empty database.
+    """
     url = normalise_url(url)
     if url.startswith("sqlite"):
-        memory = ":memory:" in url or url in ("sqlite://", "sqlite:///")
-        pool = {} if memory else {"pool_size": 20, "max_overflow": 40, "pool_timeout": 60}
-        engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False}, **pool)
+        memory = is_memory_sqlite(url)
+        pool: dict[str, Any] = {"poolclass": StaticPool} if memory else \
+            {"pool_size": 20, "max_overflow": 40, "pool_timeout": 60}
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_MS / 1000, "check_same_thread": False},
+                               **pool)
 
         @event.listens_for(engine, "connect")
         def _sqlite_connect(dbapi_conn, _record) -> None:  # noqa: ANN001 (DBAPI objects)
@@ -47,36 +72,16 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=60000")
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
             cur.close()
 
-        @event.listens_for(engine, "begin")
-        def _sqlite_begin(conn) -> None:  # noqa: ANN001
-            mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
-            conn.exec_driver_sql(f"BEGIN {mode}")
-
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     return create_engine(url, pool_size=10, max_overflow=40, pool_timeout=60, pool_pre_ping=True)
 
 
-def web_tables_only(name: str | None, type_: str, _parent: dict) -> bool:
-    """Alembic ``include_name`` filter: the DB is shared with the monitor (``mon_*``) and the
-    capability store (``cap_*``), whose schemas their own modules own; autogenerate and schema
-    comparisons look only at the web's tables."""
-    return type_ != "table" or name in Base.metadata.tables
-
-
-def upgrade(engine: Engine) -> None:
-    """Run ``alembic upgrade head`` with the migrations shipped inside the package."""
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
-
-
 class Database:
-    """The engine plus a session factory; one instance per Flask app."""
+    """The engine plus a session factory; one instance per process and user (web app, controller store)."""
 
     def __init__(self, url: str) -> None:
         self.url = normalise_url(url)
@@ -106,7 +111,7 @@ class Database:
             yield
 
     def lock_for_write(self, session: Session) -> None:
-        """Start ``session``'s transaction holding the admission lock (call before any query)."""
+        """Start ``session``'s transaction holding the write lock (call before any query)."""
         if self.is_sqlite:
             session.connection(execution_options={"sqlite_begin": "IMMEDIATE"})
             return
@@ -115,6 +120,26 @@ class Database:
             session.add(AdmissionLock(id=1, counter=0))
             session.flush()
             session.execute(select(AdmissionLock).where(AdmissionLock.id == 1).with_for_update())
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[Session]:
+        """A session whose transaction holds the write lock; commits on success, rolls back on error.
+
+        Without :meth:`writer`'s in-process queue: meant for a process's single writer such as the
+        controller's writer thread (whose ``threading`` eventlet may have patched: a green lock must
+        not be waited on from an OS thread). The web service's many threads use ``write_tx``, which
+        queues first.
+        """
+        s = self.session()
+        try:
+            self.lock_for_write(s)
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise
+        finally:
+            s.close()
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -1,16 +1,19 @@
-"""The transition table: every (from, to) pair is either allowed by the table or refused with a reason."""
+"""The transition table: every (from, to) pair is either allowed by the table or refused with a reason.
+
+Only PROVISIONING leads to ACTIVE (the controller lit it); RESERVED never skips to ACTIVE."""
 from __future__ import annotations
 
 import itertools
 
 import pytest
 
-from app.web.states import (
+from app.db.states import (
     ACTIVE,
     CANCELLED,
     FAILED,
     FINISHED,
     HELD,
+    PROVISIONING,
     RESERVED,
     STATES,
     TRANSITIONS,
@@ -20,7 +23,8 @@ from app.web.states import (
 
 EXPECTED = {
     (HELD, RESERVED), (HELD, CANCELLED), (HELD, FAILED),
-    (RESERVED, ACTIVE), (RESERVED, CANCELLED), (RESERVED, FAILED), (RESERVED, FINISHED),
+    (RESERVED, PROVISIONING), (RESERVED, CANCELLED), (RESERVED, FAILED), (RESERVED, FINISHED),
+    (PROVISIONING, ACTIVE), (PROVISIONING, FAILED), (PROVISIONING, CANCELLED), (PROVISIONING, FINISHED),
     (ACTIVE, FINISHED), (ACTIVE, CANCELLED), (ACTIVE, FAILED),
 }
 

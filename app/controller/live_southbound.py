@@ -1,0 +1,153 @@
+"""The update executor's southbound (:class:`app.update.southbound.Southbound`) on the running controller.
+
+A thin adapter: XCONs go through the OTS driver (its barrier waits for the provisioning delay and
+its bookkeeping keeps the network view's XCON table right), packet rules through
+:class:`OpenFlowSouthbound` (FLOW_MOD + BARRIER), waits read the network view that the inventory
+and LLDP apps keep current, counters come from OpenFlow 1.3 flow statistics filtered by cookie.
+Calls block the calling greenthread only (``hub.sleep`` while polling), never the hub.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from os_ken.lib import hub
+
+from app.controller.driver_errors import BarrierTimeout, DriverError
+from app.controller.network_view import NetworkView
+from app.controller.rule_plan import ALL_BITS, BANDS
+from app.controller.southbound import OpenFlowSouthbound
+from app.update.model import FlowRule, ModelError, Outcome, Port, XconSpec, normalise_match
+
+_BANDS = {b.name: b for b in BANDS}
+POLL_S = 0.002  # how often a wait looks at the view (PORT_STATUS / LLDP arrive as events meanwhile)
+
+
+def _errors(errors: list) -> str:
+    return ", ".join(f"{e.get('type_name', e.get('type'))}/{e.get('code_name', e.get('code'))}" if isinstance(e, dict)
+                     else f"type {e.type} code {e.code}" for e in errors)
+
+
+class LiveSouthbound:
+    """:class:`app.update.southbound.Southbound` over the controller's shared objects."""
+
+    def __init__(self, southbound: OpenFlowSouthbound, view: NetworkView) -> None:
+        self.sb = southbound
+        self.view = view
+
+    # ---- XCONs -----------------------------------------------------------------------------------
+    @staticmethod
+    def _xcon_call(what: str, ots: str, call: Any) -> Outcome:
+        """Run a driver call; its result, refusal or silence as an :class:`Outcome`."""
+        try:
+            res = call()
+        except BarrierTimeout as exc:
+            return Outcome.timed_out(str(exc))
+        except DriverError as exc:
+            return Outcome.refused(str(exc))
+        if isinstance(res, float):  # sent without a barrier (one-shot)
+            return Outcome.done(res, sent_only=True)
+        if not res.ok:
+            return Outcome.refused(f"{ots} refused the {what}: {_errors(res.errors)}", errors=res.errors)
+        return Outcome.done(res.applied_at, sent_at=res.sent_at)
+
+    def install_xcon(self, x: XconSpec, barrier: bool = True) -> Outcome:
+        driver = self.sb.xcon_driver
+        if driver is None:
+            return Outcome.refused("the OTS driver is not loaded")
+        if not barrier:
+            return self._xcon_call("XCON", x.ots, lambda: driver.send_nowait(x.ots, x.in_port, x.out_port))
+        return self._xcon_call("XCON", x.ots, lambda: driver.install(x.ots, x.in_port, x.out_port))
+
+    def remove_xcon(self, x: XconSpec, barrier: bool = True) -> Outcome:
+        driver = self.sb.xcon_driver
+        if driver is None:
+            return Outcome.refused("the OTS driver is not loaded")
+        sw = self.view.by_name(x.ots)
+        if sw is None:
+            return Outcome.refused(f"unknown OTS {x.ots}")
+        joined = {**self.view.unknown_xcons.get(sw.dpid, {}), **self.view.xcons.get(sw.dpid, {})}
+        if joined.get(x.in_port) not in (None, x.out_port) or joined.get(x.out_port) not in (None, x.in_port):
+            return Outcome.refused(f"{x.ots}:{x.in_port} is joined to another port, not {x.out_port}")
+        if x.in_port not in joined and x.out_port not in joined:
+            return Outcome.done(time.time(), absent=True)  # nothing there: removing it is a success
+        if not barrier:
+            return self._xcon_call("delete", x.ots, lambda: driver.remove_nowait(x.ots, x.in_port))
+        return self._xcon_call("delete", x.ots, lambda: driver.remove(x.ots, x.in_port))
+
+    # ---- packet rules ------------------------------------------------------------------------------
+    def _flow(self, r: FlowRule, delete: bool, barrier: bool) -> Outcome:
+        sw = self.view.by_name(r.switch)
+        if sw is None:
+            return Outcome.refused(f"unknown switch {r.switch}")
+        try:
+            msg = self.sb.flow_mod13(sw.dpid, _BANDS[r.band], r.ident, r.priority, r.match_dict(),
+                                     None if delete else r.out_port, delete=delete, table=r.table)
+            if not barrier:
+                return Outcome.done(self.sb.send(sw.dpid, [msg]), sent_only=True)
+            done = self.sb.confirm(sw.dpid, [msg])
+        except BarrierTimeout as exc:
+            return Outcome.timed_out(str(exc))
+        except DriverError as exc:
+            return Outcome.refused(str(exc))
+        if not done.ok:
+            return Outcome.refused(f"{r.switch} refused {r.target()}: "
+                                   + ", ".join(f"type {e.type} code {e.code}" for e in done.errors))
+        return Outcome.done(done.confirmed_at, sent_at=done.sent_at)
+
+    def install_flow(self, r: FlowRule, barrier: bool = True) -> Outcome:
+        return self._flow(r, False, barrier)
+
+    def remove_flow(self, r: FlowRule, barrier: bool = True) -> Outcome:
+        return self._flow(r, True, barrier)
+
+    # ---- waits on the view -----------------------------------------------------------------------
+    def wait_ports_up(self, ports: Sequence[Port], stable_s: float, timeout_s: float) -> Outcome:
+        """Every port up, with no PORT_STATUS change for ``stable_s`` (a flap restarts the clock)."""
+        start = time.monotonic()
+        since: float | None = None
+        last: tuple[Any, ...] | None = None
+        while True:
+            now = time.monotonic()
+            state = tuple(self._port_state(p) for p in ports)
+            if state != last:  # any change (also up -> down -> up between two looks shows as a new object)
+                last, since = state, (now if all(s is not None and s.up for s in state) else None)
+            if since is not None and now - since >= stable_s:
+                return Outcome.done(time.time(), stable_since=time.time() - (now - since))
+            if now - start > timeout_s:
+                down = [f"{sw}:{p}" for (sw, p), s in zip(ports, state, strict=True) if s is None or not s.up]
+                what = f"ports {', '.join(down)} not up" if down else "ports not stable"
+                return Outcome.refused(f"{what} within {timeout_s}s")
+            hub.sleep(POLL_S)
+
+    def _port_state(self, port: Port) -> Any:
+        sw = self.view.by_name(port[0])
+        return sw.ports.get(port[1]) if sw is not None else None
+
+    def wait_link(self, a: Port, b: Port, timeout_s: float) -> Outcome:
+        start = time.monotonic()
+        while not self.view.has_link(a, b):
+            if time.monotonic() - start > timeout_s:
+                return Outcome.refused(f"LLDP did not see {a[0]}:{a[1]}-{b[0]}:{b[1]} within {timeout_s}s")
+            hub.sleep(POLL_S)
+        return Outcome.done(time.time())
+
+    # ---- counters ----------------------------------------------------------------------------------
+    def flow_packets(self, r: FlowRule) -> int | None:
+        sw = self.view.by_name(r.switch)
+        if sw is None:
+            return None
+        try:
+            stats = self.sb.flow_stats(sw.dpid, r.cookie, ALL_BITS)
+        except DriverError:
+            return None
+        for st in stats:
+            if st.priority != r.priority or st.table != r.table:
+                continue
+            try:
+                if normalise_match(st.match) == r.match:
+                    return st.packets
+            except ModelError:
+                continue
+        return None

@@ -1,0 +1,226 @@
+"""Reservations become network state: light at the start, release at the end (plain logic, no os-ken).
+
+The web service moves a committed reservation to PROVISIONING when its window starts; the
+controller follows the shared database (:class:`app.db.provisioning.ProvisioningStore`):
+
+- *provision*: the stored path (or, when one of its optical ports is no longer free, a new path from
+  ``pce`` over the live graph) becomes a :class:`~app.controller.reservation_plans.ReservationCircuit`,
+  the update planner orders it (XCONs → circuit up and LLDP link seen → transit rules → ingress rules
+  → data-plane verification by probe frames crossing the path), the executor runs it and rolls it
+  back on any failure. ACTIVE with what was installed, or FAILED with the step and the reason —
+  nothing left behind.
+- *release*: a reservation that ended (FINISHED, CANCELLED, FAILED) with something still installed
+  is taken down in reverse order (ingress rules first, then the rest, then the XCONs).
+
+Every plan is recorded (``plans`` table) with per-step times. The app (``reservations_app``) only
+wires this to the hub: ``run_db`` runs a store call off the hub, ``run_parallel`` runs plan steps as
+greenthreads.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.controller import rule_plan
+from app.controller.reservation_plans import ReservationCircuit, ReservationPathError, circuit_for
+from app.update import planner
+from app.update.executor import PlanRecord, execute
+from app.update.model import FlowRule, XconSpec
+from app.update.southbound import Southbound
+from topology.graph import MultiLayerGraph
+
+Runner = Callable[[list[Callable[[], Any]]], list[Any]]
+
+
+@dataclass
+class Outcome:
+    """What one provision or release did (also an event)."""
+
+    reservation_id: int
+    action: str  # provision | release
+    ok: bool
+    state: str  # the reservation's state afterwards as far as we know
+    reason: str = ""
+    plan: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reservation_id": self.reservation_id, "action": self.action, "ok": self.ok, "state": self.state,
+                "reason": self.reason, "plan_state": self.plan.get("state"), "plan_id": self.plan.get("id")}
+
+
+def _vlan(order: Any) -> int | None:
+    if order.src_vlan != order.dst_vlan:
+        raise ReservationPathError(f"VLAN translation ({order.src_vlan} → {order.dst_vlan}) is not supported")
+    return order.src_vlan
+
+
+def rule_record(r: FlowRule) -> dict[str, Any]:
+    """A rule as the provisioning store keeps it."""
+    return {"switch": r.switch, "table": r.table, "priority": r.priority, "cookie": r.cookie,
+            "match": r.match_dict(), "actions": [{"output": r.out_port}]}
+
+
+def rule_from_record(d: Any) -> FlowRule:
+    """Back from :func:`rule_record` (a stored rule of an earlier run or of a controller before a restart)."""
+    band = rule_plan.band_of(int(d.cookie))
+    if band is None:
+        raise ReservationPathError(f"stored rule on {d.switch} has a foreign cookie {int(d.cookie):#x}")
+    out = next(int(a["output"]) for a in d.actions if isinstance(a, dict) and "output" in a)
+    return FlowRule(d.switch, band.name, rule_plan.cookie_id(int(d.cookie)), int(d.priority),
+                    tuple(d.match.items()), out, int(d.table))
+
+
+def circuit_records(c: ReservationCircuit) -> list[dict[str, Any]]:
+    """One stored circuit per lit segment, with its XCONs."""
+    return [{"a_end": f"{a[0]}:{a[1]}", "z_end": f"{z[0]}:{z[1]}", "capacity": c.capacity,
+             "xcons": [(x.ots, x.in_port, x.out_port) for x in xs]}
+            for (a, z), xs in zip(c.segments, c.segment_xcons, strict=True)]
+
+
+class ReservationManager:
+    """Provision and release reservations through the update planner and executor."""
+
+    def __init__(self, store: Any, southbound: Southbound, graph: Callable[[], MultiLayerGraph], *,
+                 run_parallel: Runner, run_db: Callable[..., Any] | None = None,
+                 busy_ports: Callable[[str], set[int]] | None = None,
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None,
+                 probes: Callable[[ReservationCircuit], Callable[[], None]] | None = None,
+                 clock: Callable[[], float] = time.time, verify: bool = True,
+                 stable_ms: float = planner.DEFAULT_STABLE_MS, circuit_timeout_s: float = 10.0,
+                 verify_timeout_s: float = 3.0) -> None:
+        self.store = store
+        self.southbound = southbound
+        self.graph = graph
+        self.run_parallel = run_parallel
+        self.run_db = run_db or (lambda fn, *a, **kw: fn(*a, **kw))
+        self.busy_ports = busy_ports or (lambda _ots: set())
+        self.on_event = on_event or (lambda _kind, _data: None)
+        self.probes = probes
+        self.clock = clock
+        self.verify = verify
+        self.timing = {"stable_ms": stable_ms, "circuit_timeout_s": circuit_timeout_s,
+                       "verify_timeout_s": verify_timeout_s}
+        self.active: dict[int, ReservationCircuit] = {}  # lit by us (or re-adopted after a restart)
+
+    # ---- the path ---------------------------------------------------------------------------------
+    def circuit(self, order: Any) -> ReservationCircuit:
+        """The stored path, unless one of its XCON ports is taken now: then a new path from ``pce``."""
+        g = self.graph()
+        vlan = _vlan(order)
+        edges = list((order.path or {}).get("edges") or [])
+        if edges:
+            c = circuit_for(g, order.id, order.src, order.dst, edges, vlan)
+            if not any(x.in_port in self.busy_ports(x.ots) or x.out_port in self.busy_ports(x.ots) for x in c.xcons):
+                return c
+        from pce.errors import PceError
+        from pce.reservation import PathRequest, compute_path
+
+        taken = tuple(sorted(f"{o}:{p}" for o in {n["ots"] for _, n in g.g.nodes(data=True) if n.get("kind") == "oport"}
+                             for p in self.busy_ports(o) if f"{o}:{p}" in g.g))
+        try:  # over the live graph, around every optical port another circuit holds
+            res = compute_path(g, PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end,
+                                              exclude=taken))
+        except PceError as exc:
+            raise ReservationPathError(f"the stored path is taken and no other is free: {exc}") from None
+        return circuit_for(g, order.id, order.src, order.dst, res.edges, vlan)
+
+    # ---- provision -------------------------------------------------------------------------------
+    def provision(self, order: Any) -> Outcome:
+        try:
+            c = self.circuit(order)
+        except (ReservationPathError, ValueError) as exc:
+            return self._failed(order.id, f"no path: {exc}", {})
+        plan = planner.provision(c.xcons, c.packet_ports, list(c.segments), list(c.transit), list(c.ingress),
+                                 verify=self.verify, stable_ms=self.timing["stable_ms"],
+                                 circuit_timeout_s=self.timing["circuit_timeout_s"],
+                                 verify_timeout_s=self.timing["verify_timeout_s"],
+                                 plan_id=f"res{order.id}-provision-{int(self.clock() * 1000)}")
+        record = self._run(plan, order.id, c)
+        if record.state != "done":
+            failed = next((s for s in record.steps if s.ok is False), None)
+            where = f"step {failed.id} ({failed.target}): {failed.error}" if failed is not None else record.error
+            return self._failed(order.id, f"provisioning failed at {where}; rolled back", record.to_json())
+        lit = self.run_db(self.store.mark_active, order.id, circuit_records(c), [rule_record(r) for r in c.rules],
+                          self.clock())
+        self.active[order.id] = c
+        if not lit:  # cancelled or ended while we were lighting it: take it down again
+            out = self.release_circuit(order.id, c)
+            return Outcome(order.id, "provision", False, "RELEASED" if out.ok else "LEFT",
+                           "the reservation ended while it was being lit; released", record.to_json())
+        out = Outcome(order.id, "provision", True, "ACTIVE", plan=record.to_json())
+        self.on_event("reservation_active", out.to_json() | {"circuit": c.to_json()})
+        return out
+
+    def _run(self, plan: Any, res_id: int, c: ReservationCircuit, probe: bool = True) -> PlanRecord:
+        """Execute and record a plan (probe frames cross the new path while it runs, for verification)."""
+        stop = self.probes(c) if self.probes is not None and probe else None
+        try:
+            record = execute(plan, self.southbound, run_parallel=self.run_parallel, clock=self.clock,
+                             on_event=lambda e: self.on_event("plan", {**e, "reservation_id": res_id}))
+        finally:
+            if stop is not None:
+                stop()
+        data = record.to_json()
+        self.run_db(self.store.record_plan, {"kind": data["kind"], "mode": data["mode"], "reservation_id": res_id,
+                                            "state": data["state"], "error": data.get("error") or None,
+                                            "started_at": data["started_at"], "finished_at": data["finished_at"],
+                                            "steps": data["steps"]})
+        return record
+
+    def _failed(self, res_id: int, reason: str, plan: dict[str, Any]) -> Outcome:
+        self.run_db(self.store.mark_failed, res_id, reason, self.clock())
+        out = Outcome(res_id, "provision", False, "FAILED", reason, plan)
+        self.on_event("reservation_failed", out.to_json())
+        return out
+
+    # ---- release ---------------------------------------------------------------------------------
+    def release(self, inst: Any) -> Outcome:
+        """Take down what the store lists as installed for a finished reservation."""
+        c = self.active.get(inst.reservation_id)
+        if c is None:
+            c = installed_circuit(inst)
+        return self.release_circuit(inst.reservation_id, c, mark=True)
+
+    def release_circuit(self, res_id: int, c: ReservationCircuit, mark: bool = False) -> Outcome:
+        plan = planner.release(c.xcons, list(c.transit), list(c.ingress), drain=False,
+                               plan_id=f"res{res_id}-release-{int(self.clock() * 1000)}")
+        record = self._run(plan, res_id, c, probe=False)
+        data = record.to_json()
+        ok = record.state == "done"
+        if ok:
+            self.active.pop(res_id, None)
+            if mark:
+                self.run_db(self.store.mark_released, res_id, self.clock())
+        out = Outcome(res_id, "release", ok, "RELEASED" if ok else "RELEASE_FAILED", record.error or "", data)
+        self.on_event("reservation_released" if ok else "reservation_release_failed", out.to_json())
+        return out
+
+    def adopt(self, inst: Any) -> None:
+        """After a restart: what the store lists as installed for an ACTIVE reservation is ours again."""
+        self.active[inst.reservation_id] = installed_circuit(inst)
+
+
+def installed_circuit(inst: Any) -> ReservationCircuit:
+    """A :class:`ReservationCircuit` from the store's record of an installation."""
+    rules = [rule_from_record(r) for r in inst.rules]
+    seg_xcons = tuple(tuple(XconSpec(o, i, p) for o, i, p in c.xcons) for c in inst.circuits)
+    xcons = tuple(x for xs in seg_xcons for x in xs)
+    segs = tuple((_port(c.a_end), _port(c.z_end)) for c in inst.circuits)
+    caps = [c.capacity for c in inst.circuits] or [0.0]
+    ends = {p for seg in segs for p in seg}
+    # the ingress rules take traffic in at the endpoint ports: their in_port is on no circuit
+    ingress = tuple(r for r in rules if (r.switch, r.match_dict().get("in_port")) not in ends
+                    and (r.switch, r.out_port) in ends)
+    transit = tuple(r for r in rules if r not in ingress)
+    return ReservationCircuit(inst.reservation_id, xcons, segs, seg_xcons, transit, ingress, min(caps))
+
+
+def _port(name: str) -> tuple[str, int]:
+    sw, _, port = name.rpartition(":")
+    return sw, int(port)
+
+
+def ports_of(circuits: Sequence[ReservationCircuit]) -> set[tuple[str, int]]:
+    return {p for c in circuits for p in c.packet_ports}

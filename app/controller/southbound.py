@@ -1,0 +1,266 @@
+"""The southbound: OpenFlow messages out, confirmed domain results back (OF1.0 OTS and OF1.3 switches).
+
+One object (an os-ken context shared by the apps, :data:`CONTEXT`) owns the connected datapaths and
+every request that waits for an answer: a change followed by a BARRIER_REQUEST returns only once
+the switch answered the barrier (with the OpenFlow ERRORs any of the messages drew), and a flow
+statistics request returns the rules it matched. The thin app :class:`SouthboundApp` feeds it the
+replies. Callers get values (:class:`Confirmed`, lists of :class:`FlowStat`) instead of HTTP-shaped
+tuples; the control API and the update executor are adapters over it.
+
+Everything runs on the eventlet hub: callers are greenthreads (API requests, plan steps) that block
+on ``hub.Event``; the handlers only set events.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from os_ken.base import app_manager
+from os_ken.controller import ofp_event
+from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
+from os_ken.lib import hub
+from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
+
+from app.controller.driver_errors import BarrierTimeout, DriverError
+from app.controller.guard import loud
+from app.controller.network_view import CONTEXT as VIEW_CONTEXT
+from app.controller.network_view import NetworkView
+from app.controller.rule_plan import ALL_BITS, OF13, Band
+from app.controller.runtime import SETTINGS
+
+CONTEXT = "mlte_southbound"
+#: every app declares both (os-ken intersects the versions of all loaded apps)
+OFP_VERSIONS = [ofproto_v1_0.OFP_VERSION, ofproto_v1_3.OFP_VERSION]
+
+
+@dataclass
+class OfError:
+    """An OpenFlow ERROR a switch sent back for one of our requests."""
+
+    xid: int
+    type: int
+    code: int
+
+    def to_json(self) -> dict:
+        return {"xid": self.xid, "type": self.type, "code": self.code}
+
+
+@dataclass
+class Confirmed:
+    """Messages sent and confirmed by a BARRIER_REPLY: the switch processed them (the datapath may
+    still lag by a fraction of a millisecond: verify traffic in the data plane, never here)."""
+
+    errors: list[OfError]
+    sent_at: float
+    confirmed_at: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@dataclass(frozen=True)
+class FlowStat:
+    """One rule as a switch reports it in a flow-statistics reply."""
+
+    cookie: int
+    priority: int
+    table: int
+    match: dict[str, Any]
+    out_ports: tuple[int, ...]
+    packets: int
+    bytes: int
+
+
+@dataclass
+class _Waiter:
+    xids: set[int]
+    stats_request: bool = False  # an ERROR ends a stats request (no reply follows); a barrier still comes
+    done: Any = field(default_factory=hub.Event)
+    errors: list[OfError] = field(default_factory=list)
+    stats: list[FlowStat] = field(default_factory=list)
+
+
+def _outputs(actions: list) -> tuple[int, ...]:
+    return tuple(int(a.port) for a in actions if hasattr(a, "port") and type(a).__name__ == "OFPActionOutput")
+
+
+def flow_stat(ofp_version: int, st: Any) -> FlowStat:
+    """A :class:`FlowStat` from an OF1.0 or OF1.3 flow-stats entry."""
+    if ofp_version == ofproto_v1_3.OFP_VERSION:
+        acts = [a for inst in st.instructions for a in getattr(inst, "actions", [])]
+        match = dict(st.match.items())
+    else:
+        acts = list(st.actions)
+        match = {"in_port": int(st.match.in_port)} if st.match.in_port else {}  # XCONs match in_port only
+    return FlowStat(int(st.cookie), int(st.priority), int(getattr(st, "table_id", 0)), match, _outputs(acts),
+                    int(st.packet_count), int(st.byte_count))
+
+
+class OpenFlowSouthbound:
+    """Datapaths and waits for answers (barriers, errors, flow statistics)."""
+
+    def __init__(self, barrier_timeout: float = 5.0) -> None:
+        self.datapaths: dict[int, Any] = {}  # dpid -> connected os-ken Datapath (filled by the inventory)
+        self.barrier_timeout = barrier_timeout
+        self._waiters: dict[tuple[int, int], _Waiter] = {}
+        self.sent = itertools.count()  # messages sent through confirm/stats (for the benchmarks)
+        # XCON operations (install/remove with roll-back bookkeeping): the OTS driver app registers
+        # itself here when it is loaded, so nobody has to look it up by name
+        self.xcon_driver: Any = None
+
+    # ---- connection registry ---------------------------------------------------------------------
+    def connected(self, dp: Any) -> None:
+        self.datapaths[dp.id] = dp
+
+    def disconnected(self, dp: Any) -> None:
+        if self.datapaths.get(dp.id) is dp:
+            del self.datapaths[dp.id]
+        for (dpid, _xid), w in list(self._waiters.items()):  # nobody will answer them now
+            if dpid == dp.id:
+                w.done.set()
+
+    def datapath(self, dpid: int) -> Any:
+        return self.datapaths.get(dpid)
+
+    def _dp(self, dpid: int) -> Any:
+        dp = self.datapaths.get(dpid)
+        if dp is None:
+            raise DriverError(f"datapath {dpid:016x} is not connected", 409)
+        return dp
+
+    # ---- requests (greenthreads) ---------------------------------------------------------------
+    def confirm(self, dpid: int, msgs: list, timeout: float | None = None) -> Confirmed:
+        """Send ``msgs`` then a BARRIER_REQUEST; wait for its reply. BarrierTimeout if none comes,
+        DriverError if the switch is not (or no longer) connected."""
+        dp = self._dp(dpid)
+        for m in msgs:
+            dp.set_xid(m)
+        barrier = dp.ofproto_parser.OFPBarrierRequest(dp)
+        dp.set_xid(barrier)
+        waiter = _Waiter(xids={m.xid for m in msgs})
+        self._waiters[(dpid, barrier.xid)] = waiter
+        limit = self.barrier_timeout if timeout is None else timeout
+        sent = time.time()
+        try:
+            for m in msgs:
+                dp.send_msg(m)
+                next(self.sent)
+            dp.send_msg(barrier)
+            if not waiter.done.wait(timeout=limit):
+                raise BarrierTimeout(f"no BARRIER_REPLY from {dpid:016x} within {limit}s")
+            if self.datapaths.get(dpid) is not dp:
+                raise DriverError(f"datapath {dpid:016x} disconnected before it answered", 409)
+            hub.sleep(0)  # an ERROR queued just before the reply is handled first
+            return Confirmed(waiter.errors, sent, time.time())
+        finally:
+            self._waiters.pop((dpid, barrier.xid), None)
+
+    def send(self, dpid: int, msgs: list) -> float:
+        """Send without waiting (one-shot updates); returns when the messages left."""
+        dp = self._dp(dpid)
+        for m in msgs:
+            dp.send_msg(m)
+            next(self.sent)
+        return time.time()
+
+    def flow_stats(self, dpid: int, cookie: int = 0, cookie_mask: int = 0,
+                   timeout: float | None = None) -> list[FlowStat]:
+        """The rules of an OF1.3 switch whose cookie matches (every rule with mask 0); of an OF1.0 OTS
+        every rule (OF1.0 has no cookie filter)."""
+        dp = self._dp(dpid)
+        parser, ofp = dp.ofproto_parser, dp.ofproto
+        if ofp.OFP_VERSION == ofproto_v1_3.OFP_VERSION:
+            req = parser.OFPFlowStatsRequest(dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
+                                             cookie, cookie_mask, parser.OFPMatch())
+        else:
+            req = parser.OFPFlowStatsRequest(dp, 0, parser.OFPMatch(), 0xFF, ofp.OFPP_NONE)
+        dp.set_xid(req)
+        waiter = _Waiter(xids={req.xid}, stats_request=True)
+        self._waiters[(dpid, req.xid)] = waiter
+        limit = self.barrier_timeout if timeout is None else timeout
+        try:
+            dp.send_msg(req)
+            if not waiter.done.wait(timeout=limit):
+                raise BarrierTimeout(f"no FLOW_STATS reply from {dpid:016x} within {limit}s")
+            if waiter.errors:
+                raise DriverError(f"{dpid:016x} refused the flow statistics request: {waiter.errors}", 422)
+            return waiter.stats
+        finally:
+            self._waiters.pop((dpid, req.xid), None)
+
+    # ---- OpenFlow 1.3 rules ------------------------------------------------------------------------
+    def flow_mod13(self, dpid: int, band: Band, ident: int, priority: int, match: dict[str, Any],
+                   out_port: int | None, delete: bool = False, table: int | None = None) -> Any:
+        """One OF1.3 FLOW_MOD (ADD/overwrite, or DELETE_STRICT of exactly that rule) in ``band``."""
+        if band.protocol != OF13:
+            raise ValueError(f"band {band.name!r} is not an OpenFlow 1.3 band")
+        band.priority(priority - band.low)  # refuses a priority outside the band
+        dp = self._dp(dpid)
+        parser, ofp = dp.ofproto_parser, dp.ofproto
+        m = parser.OFPMatch(**match)
+        table_id = band.table if table is None else table
+        if delete:
+            return parser.OFPFlowMod(datapath=dp, cookie=band.cookie(ident), cookie_mask=ALL_BITS,
+                                     table_id=table_id, command=ofp.OFPFC_DELETE_STRICT, priority=priority,
+                                     out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, match=m)
+        actions = [parser.OFPActionOutput(out_port)] if out_port is not None else []
+        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
+        return parser.OFPFlowMod(datapath=dp, cookie=band.cookie(ident), table_id=table_id, priority=priority,
+                                 match=m, instructions=inst)
+
+    # ---- replies (handlers of SouthboundApp) --------------------------------------------------
+    def on_barrier(self, dpid: int, xid: int) -> None:
+        w = self._waiters.get((dpid, xid))
+        if w is not None:
+            w.done.set()
+
+    def on_error(self, dpid: int, xid: int, err_type: int, code: int) -> None:
+        for (wdpid, _), w in self._waiters.items():
+            if wdpid == dpid and xid in w.xids:
+                w.errors.append(OfError(xid, err_type, code))
+                if w.stats_request:
+                    w.done.set()  # a refused stats request gets no reply
+
+    def on_flow_stats(self, dpid: int, xid: int, ofp_version: int, body: list, more: bool) -> None:
+        w = self._waiters.get((dpid, xid))
+        if w is None:
+            return
+        w.stats.extend(flow_stat(ofp_version, st) for st in body)
+        if not more:
+            w.done.set()
+
+
+class SouthboundApp(app_manager.OSKenApp):
+    """Feeds BARRIER_REPLY, ERROR and FLOW_STATS replies to the shared :class:`OpenFlowSouthbound`."""
+
+    OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {CONTEXT: OpenFlowSouthbound, VIEW_CONTEXT: NetworkView}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = "mlte_southbound"
+        self.southbound: OpenFlowSouthbound = kwargs[CONTEXT]
+        self.southbound.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
+
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    @loud
+    def _barrier(self, ev) -> None:
+        self.southbound.on_barrier(ev.msg.datapath.id, ev.msg.xid)
+
+    @set_ev_cls(ofp_event.EventOFPErrorMsg, MAIN_DISPATCHER)
+    @loud
+    def _error(self, ev) -> None:
+        msg = ev.msg
+        self.southbound.on_error(msg.datapath.id, msg.xid, msg.type, msg.code)
+
+    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
+    @loud
+    def _flow_stats(self, ev) -> None:
+        msg = ev.msg
+        dp = msg.datapath
+        ofp = dp.ofproto  # OF1.3 calls the flag OFPMPF_REPLY_MORE, OF1.0 OFPSF_REPLY_MORE (both 1)
+        more = bool(msg.flags & getattr(ofp, "OFPMPF_REPLY_MORE", getattr(ofp, "OFPSF_REPLY_MORE", 1)))
+        self.southbound.on_flow_stats(dp.id, msg.xid, dp.ofproto.OFP_VERSION, list(msg.body), more)

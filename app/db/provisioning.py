@@ -1,0 +1,475 @@
+"""The database side of provisioning: what the controller reads and records when it lights reservations.
+
+Plain, synchronous SQLAlchemy (no Flask, no os-ken): the controller calls it from its database
+writer thread (docs/controller.md, "Database writes"). The cycle, per reservation:
+
+1. the window starts: RESERVED → PROVISIONING (time-driven, :func:`app.db.lifecycle.advance`; the web
+   service's sweeper does it, and :meth:`ProvisioningStore.due` does it too, so the controller does
+   not depend on the web service running);
+2. the controller asks :meth:`~ProvisioningStore.due` what to light, installs XCONs and packet rules,
+   then reports :meth:`~ProvisioningStore.mark_active` (PROVISIONING → ACTIVE, with what it installed)
+   or :meth:`~ProvisioningStore.mark_failed` (→ FAILED, with the reason);
+3. when the reservation is final (FINISHED, CANCELLED, FAILED) :meth:`~ProvisioningStore.to_release`
+   lists what is still installed; the controller removes it and reports
+   :meth:`~ProvisioningStore.mark_released`;
+4. after a restart :meth:`~ProvisioningStore.installed` lists everything installed, to re-adopt it.
+
+The database always knows what the controller put into the network: ``mark_active`` records the
+installation even when the reservation was cancelled (or ended) in the meantime — it then answers
+False and ``to_release`` lists the installation, so removing it takes the normal path. State changes
+take the same write lock as the web service's (:meth:`app.db.engine.Database.lock_for_write`), so a
+cancel racing ``mark_active`` is decided by whoever locks first, and each one writes an audit entry
+and an ``events`` row. Executed update plans are kept with :meth:`~ProvisioningStore.record_plan`.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session, selectinload
+
+from app.db import lifecycle
+from app.db.engine import Database
+from app.db.migrate import upgrade
+from app.db.models import Circuit, Event, Plan, Reservation, ReservationRule, Xcon
+from app.db.states import ACTIVE, FAILED, FINAL_STATES, PROVISIONING
+
+INSTALLED, RELEASED = "ACTIVE", "RELEASED"  # Circuit.state of an installed / removed circuit
+PLAN_MODES = ("ordered", "one_shot")
+PLAN_STATES = ("done", "failed", "rolled_back")
+STEP_KEYS = frozenset({"id", "kind", "target", "deps", "started_at", "finished_at", "ok", "error"})
+PLAN_KEYS = frozenset({"kind", "mode", "reservation_id", "state", "error", "started_at", "finished_at", "steps"})
+CIRCUIT_KEYS = frozenset({"name", "a_end", "z_end", "capacity", "xcons"})
+RULE_KEYS = frozenset({"switch", "table", "priority", "cookie", "match", "actions"})
+MAX_PLANS = 1000
+MAX_ID = 2**31 - 1  # ids are 32-bit INTEGER columns on PostgreSQL
+BY_CONTROLLER = {"by": "controller"}
+_T = TypeVar("_T")
+
+
+class ProvisioningError(ValueError):
+    """Malformed input (a circuit, rule or plan record), or a reservation that does not exist."""
+
+
+@dataclass(frozen=True)
+class ReservationOrder:
+    """A reservation the controller should light: endpoints, VLANs, bandwidth, window and the path
+    admission control pinned (``path`` is ``pce.reservation.PathResult.to_dict()``: nodes, edges,
+    oports, xcons as ``[in_oport, out_oport]`` pairs, latency, available, bottleneck, hops)."""
+
+    id: int
+    name: str
+    src: str
+    src_vlan: int | None
+    dst: str
+    dst_vlan: int | None
+    bandwidth: float  # Mbit/s
+    mode: str  # static | elastic
+    start: float
+    end: float
+    path: dict[str, Any] | None
+    ero: list[str] | None
+
+
+@dataclass(frozen=True)
+class InstalledCircuit:
+    id: int
+    name: str
+    a_end: str
+    z_end: str
+    capacity: float
+    xcons: tuple[tuple[str, int, int], ...]  # (ots, in_port, out_port)
+
+
+@dataclass(frozen=True)
+class InstalledRule:
+    id: int
+    switch: str
+    table: int
+    priority: int
+    cookie: int
+    match: dict[str, Any]
+    actions: list[Any]
+
+
+@dataclass(frozen=True)
+class Installation:
+    """What is installed in the network for one reservation (circuits and packet rules)."""
+
+    reservation_id: int
+    state: str
+    circuits: tuple[InstalledCircuit, ...]
+    rules: tuple[InstalledRule, ...]
+
+
+# ---- input checks (before anything is written) ---------------------------------------------------
+
+def _text(value: Any, what: str, max_len: int) -> str:
+    if not isinstance(value, str) or not 1 <= len(value) <= max_len:
+        raise ProvisioningError(f"{what} must be a string of 1..{max_len} characters, got {value!r}")
+    return value
+
+
+def _int(value: Any, what: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ProvisioningError(f"{what} must be an integer in {lo}..{hi}, got {value!r}")
+    return value
+
+
+def _number(value: Any, what: str, *, optional: bool = False) -> float | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ProvisioningError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _finite(value: Any, what: str) -> float:
+    t = _number(value, what)
+    assert t is not None
+    return t
+
+
+def _json(value: Any, what: str) -> Any:
+    """``value`` if it is plain JSON (stored in a JSON column), else ProvisioningError."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ProvisioningError(f"{what} must be plain JSON: {exc}") from None
+    return value
+
+
+def _keys(d: Any, allowed: frozenset[str], required: frozenset[str], what: str) -> Mapping[str, Any]:
+    if not isinstance(d, Mapping):
+        raise ProvisioningError(f"{what} must be a mapping, got {type(d).__name__}")
+    if unknown := set(d) - allowed:
+        raise ProvisioningError(f"{what}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    if missing := required - set(d):
+        raise ProvisioningError(f"{what}: missing field(s) {', '.join(sorted(missing))}")
+    return d
+
+
+def _check_circuit(c: Any, n: int) -> tuple[str, str, str, float, tuple[tuple[str, int, int], ...]]:
+    what = f"circuit {n}"
+    d = _keys(c, CIRCUIT_KEYS, CIRCUIT_KEYS - {"name"}, what)
+    a_end = _text(d["a_end"], f"{what}: a_end", 64)
+    z_end = _text(d["z_end"], f"{what}: z_end", 64)
+    capacity = _finite(d["capacity"], f"{what}: capacity")
+    if capacity < 0:
+        raise ProvisioningError(f"{what}: capacity must be >= 0 Mbit/s, got {capacity!r}")
+    raw = d["xcons"]
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence) or not raw:
+        raise ProvisioningError(f"{what}: xcons must be a non-empty list of (ots, in_port, out_port)")
+    xcons = []
+    for k, x in enumerate(raw):
+        if isinstance(x, (str, bytes)) or not isinstance(x, Sequence) or len(x) != 3:
+            raise ProvisioningError(f"{what}: xcon {k} must be (ots, in_port, out_port), got {x!r}")
+        xcons.append((_text(x[0], f"{what}: xcon {k} ots", 64), _int(x[1], f"{what}: xcon {k} in_port", 0, 2**32),
+                      _int(x[2], f"{what}: xcon {k} out_port", 0, 2**32)))
+    ots = ",".join(dict.fromkeys(o for o, _i, _p in xcons))
+    name = _text(d.get("name", f"{a_end}-{z_end} via {ots}")[:128], f"{what}: name", 128)
+    return name, a_end, z_end, capacity, tuple(xcons)
+
+
+def _check_rule(r: Any, n: int) -> tuple[str, int, int, int, dict[str, Any], list[Any]]:
+    what = f"rule {n}"
+    d = _keys(r, RULE_KEYS, RULE_KEYS - {"table"}, what)
+    switch = _text(d["switch"], f"{what}: switch", 64)
+    table = _int(d.get("table", 0), f"{what}: table", 0, 254)
+    priority = _int(d["priority"], f"{what}: priority", 0, 65535)
+    cookie = _int(d["cookie"], f"{what}: cookie", 0, 2**64 - 1)
+    if not isinstance(d["match"], Mapping):
+        raise ProvisioningError(f"{what}: match must be a mapping of OpenFlow match fields")
+    if isinstance(d["actions"], (str, bytes)) or not isinstance(d["actions"], Sequence):
+        raise ProvisioningError(f"{what}: actions must be a list")
+    return (switch, table, priority, cookie, _json(dict(d["match"]), f"{what}: match"),
+            _json(list(d["actions"]), f"{what}: actions"))
+
+
+def circuit_key(a_end: str, z_end: str, xcons: Iterable[tuple[str, int, int]]) -> tuple:
+    """The same key for a circuit read in either direction (an XCON joins its two ports both ways)."""
+    fwd = (a_end, z_end, tuple((o, int(i), int(p)) for o, i, p in xcons))
+    rev = (z_end, a_end, tuple((o, p, i) for o, i, p in reversed(fwd[2])))
+    return min(fwd, rev)
+
+
+def _rule_key(switch: str, table: int, priority: int, cookie: int, match: Mapping[str, Any]) -> tuple:
+    """A rule recorded once: switch, table, priority and match (OpenFlow's strict identity) plus cookie."""
+    return switch, table, priority, cookie, tuple(sorted((str(k), repr(v)) for k, v in match.items()))
+
+
+def _unseen(items: list[_T], key: Callable[[_T], tuple], seen: set[tuple]) -> list[_T]:
+    """``items`` whose key is not in ``seen`` (nor repeated among them), in order."""
+    out = []
+    for item in items:
+        k = key(item)
+        if k not in seen:
+            seen.add(k)
+            out.append(item)
+    return out
+
+
+def _steps(raw: Any) -> list[dict[str, Any]]:
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
+        raise ProvisioningError("plan steps must be a list")
+    out: list[dict[str, Any]] = []
+    ids: set[Any] = set()
+    for n, step in enumerate(raw):
+        what = f"plan step {n}"
+        d = _keys(step, STEP_KEYS, STEP_KEYS, what)
+        if isinstance(d["id"], bool) or not isinstance(d["id"], (int, str)) or d["id"] in ids:
+            raise ProvisioningError(f"{what}: id must be a unique string or integer, got {d['id']!r}")
+        ids.add(d["id"])
+        deps = d["deps"]
+        if isinstance(deps, (str, bytes)) or not isinstance(deps, Sequence):
+            raise ProvisioningError(f"{what}: deps must be a list of step ids")
+        if d["ok"] is not None and not isinstance(d["ok"], bool):
+            raise ProvisioningError(f"{what}: ok must be true, false or null (not run), got {d['ok']!r}")
+        if d["error"] is not None and not isinstance(d["error"], str):
+            raise ProvisioningError(f"{what}: error must be a string or null")
+        out.append({"id": d["id"], "kind": _text(d["kind"], f"{what}: kind", 64),
+                    "target": _text(d["target"], f"{what}: target", 256), "deps": _json(list(deps), f"{what}: deps"),
+                    "started_at": _number(d["started_at"], f"{what}: started_at", optional=True),
+                    "finished_at": _number(d["finished_at"], f"{what}: finished_at", optional=True),
+                    "ok": d["ok"], "error": d["error"]})
+    for step in out:
+        if unknown := [dep for dep in step["deps"] if dep not in ids]:
+            raise ProvisioningError(f"plan step {step['id']!r}: deps name unknown step(s) {unknown!r}")
+    return out
+
+
+def plan_dict(p: Plan) -> dict[str, Any]:
+    """A plan row as a plain dict (epoch-second times)."""
+    return {"id": p.id, "kind": p.kind, "mode": p.mode, "reservation_id": p.reservation_id, "state": p.state,
+            "error": p.error, "started_at": p.started_at, "finished_at": p.finished_at, "steps": p.steps}
+
+
+# ---- the store ------------------------------------------------------------------------------------
+
+class ProvisioningStore:
+    """Reads due reservations and records what the controller installed, removed and planned."""
+
+    def __init__(self, url: str) -> None:
+        self.db = Database(url)
+        upgrade(self.db.engine)
+
+    def close(self) -> None:
+        self.db.dispose()
+
+    # -- reading -----------------------------------------------------------------------------------
+    def due(self, now: float) -> list[ReservationOrder]:
+        """Reservations in PROVISIONING whose window is running at ``now``, oldest start first.
+
+        Time-driven transitions due at ``now`` are applied first (the lock is taken only when one is
+        due), so a window that has just started is listed even if no web service runs."""
+        with self.db.session() as s:
+            pending = s.execute(select(func.count()).select_from(Reservation)
+                                .where(lifecycle.due_condition(now))).scalar_one()
+        if pending:
+            with self.db.locked() as s:
+                lifecycle.advance(s, now)
+        with self.db.session() as s:
+            rows = s.execute(select(Reservation).where(Reservation.state == PROVISIONING, Reservation.end_ts > now,
+                                                       Reservation.start_ts <= now)
+                             .order_by(Reservation.start_ts, Reservation.id)).scalars()
+            return [ReservationOrder(id=r.id, name=r.name, src=r.src, src_vlan=r.src_vlan, dst=r.dst,
+                                     dst_vlan=r.dst_vlan, bandwidth=r.bandwidth, mode=r.mode, start=r.start_ts,
+                                     end=r.end_ts, path=r.path, ero=r.ero) for r in rows]
+
+    def installed(self) -> list[Installation]:
+        """Everything installed for reservations, whatever their state (to re-adopt after a restart)."""
+        with self.db.session() as s:
+            return self._installations(s, final_only=False)
+
+    def to_release(self) -> list[Installation]:
+        """Installations of reservations that are FINISHED, CANCELLED or FAILED: to be removed."""
+        with self.db.session() as s:
+            return self._installations(s, final_only=True)
+
+    def plans(self, limit: int = 50, reservation_id: int | None = None) -> list[dict[str, Any]]:
+        """Recorded update plans, newest first (optionally of one reservation)."""
+        _int(limit, "limit", 1, MAX_PLANS)
+        stmt = select(Plan).order_by(Plan.id.desc()).limit(limit)
+        if reservation_id is not None:
+            stmt = stmt.where(Plan.reservation_id == _int(reservation_id, "reservation_id", 1, MAX_ID))
+        with self.db.session() as s:
+            return [plan_dict(p) for p in s.execute(stmt).scalars()]
+
+    # -- recording ---------------------------------------------------------------------------------
+    def mark_active(self, res_id: int, circuits: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+                    rules: Sequence[Mapping[str, Any]], now: float) -> bool:
+        """Record what the controller installed for ``res_id`` and move it PROVISIONING → ACTIVE.
+
+        ``circuits``: one circuit or a list (a path can cross the optical layer more than once), each
+        ``{name?, a_end, z_end, capacity, xcons: [(ots, in_port, out_port), ...]}``; ``rules``: packet
+        rules ``{switch, table?, priority, cookie, match, actions}``. An item already recorded as
+        installed for this reservation is not recorded twice.
+
+        Returns True if the reservation is ACTIVE with this installation (also for a retried call);
+        False if it was no longer PROVISIONING (cancelled, ended or failed meanwhile): the installation
+        is recorded all the same and :meth:`to_release` lists it once the reservation is final.
+        Raises :class:`ProvisioningError` for malformed input or an unknown reservation (nothing written).
+        """
+        if circuits is None:
+            circuits = []
+        elif isinstance(circuits, Mapping):
+            circuits = [circuits]
+        if isinstance(rules, (str, bytes, Mapping)) or not isinstance(rules, Sequence):
+            raise ProvisioningError("rules must be a list of rule mappings")
+        cs = [_check_circuit(c, n) for n, c in enumerate(circuits)]
+        rs = [_check_rule(r, n) for n, r in enumerate(rules)]
+        if not cs and not rs:
+            raise ProvisioningError("nothing installed: mark_active needs at least one circuit or rule")
+        now = _finite(now, "now")
+        with self.db.locked() as s:
+            res = self._get(s, res_id)
+            have_c = {circuit_key(c.a_end, c.z_end, [(x.ots, x.in_port, x.out_port) for x in c.xcons])
+                      for c in self._circuit_rows(s, res_id)}
+            have_r = {_rule_key(r.switch, r.table_id, r.priority, int(r.cookie, 16), r.match)
+                      for r in self._rule_rows(s, res_id)}
+            new_c = _unseen(cs, lambda c: circuit_key(c[1], c[2], c[4]), have_c)
+            new_r = _unseen(rs, lambda r: _rule_key(*r[:5]), have_r)
+            if not new_c and not new_r:  # a retry of a call that was recorded
+                return res.state == ACTIVE
+            for name, a_end, z_end, capacity, xcons in new_c:
+                s.add(Circuit(reservation_id=res.id, name=name, a_end=a_end, z_end=z_end, capacity=capacity,
+                              state=INSTALLED, created_ts=now, updated_ts=now,
+                              xcons=[Xcon(ots=o, in_port=i, out_port=p, active=True) for o, i, p in xcons]))
+            for switch, table, priority, cookie, match, actions in new_r:
+                s.add(ReservationRule(reservation_id=res.id, switch=switch, table_id=table, priority=priority,
+                                      cookie=f"{cookie:016x}", match=match, actions=actions, installed=True,
+                                      installed_ts=now))
+            detail = {"circuits": [c[0] for c in new_c], "rules": len(new_r), **BY_CONTROLLER}
+            if res.state == PROVISIONING:
+                lifecycle.transition(s, None, res, ACTIVE, "lit by the controller", now, **detail)
+                return True
+            s.flush()
+            lifecycle.audit(s, None, "install", res, state=res.state, **detail)
+            s.add(Event(ts=now, kind="reservation.installed_late", severity="warning",
+                        message=f"reservation {res.id} ({res.name}) was {res.state} when the controller reported "
+                                "it lit: what was installed is recorded and will be released",
+                        detail={"reservation": res.id, **detail}))
+            return False
+
+    def mark_failed(self, res_id: int, reason: str, now: float) -> bool:
+        """Move ``res_id`` to FAILED with ``reason`` (from PROVISIONING, or a lit ACTIVE reservation that
+        broke). True if it is FAILED afterwards (already FAILED: nothing written); False if it had
+        already FINISHED or been CANCELLED."""
+        reason = _text(reason, "reason", 500)
+        now = _finite(now, "now")
+        with self.db.locked() as s:
+            res = self._get(s, res_id)
+            if res.state == FAILED:
+                return True
+            if res.state in FINAL_STATES:
+                return False
+            lifecycle.transition(s, None, res, FAILED, reason, now, **BY_CONTROLLER)
+            return True
+
+    def mark_released(self, res_id: int, now: float) -> bool:
+        """Record that everything installed for ``res_id`` was removed from the network.
+
+        Only for a final reservation (FINISHED, CANCELLED, FAILED): True (also when nothing was left
+        installed); False, nothing written, for one that is still running."""
+        now = _finite(now, "now")
+        with self.db.locked() as s:
+            res = self._get(s, res_id)
+            if res.state not in FINAL_STATES:
+                return False
+            circuits, rules = self._circuit_rows(s, res_id), self._rule_rows(s, res_id)
+            if not circuits and not rules:
+                return True
+            for c in circuits:
+                c.state, c.updated_ts = RELEASED, now
+                for x in c.xcons:
+                    x.active = False
+            for r in rules:
+                r.installed, r.removed_ts = False, now
+            detail = {"circuits": [c.name for c in circuits], "rules": len(rules), **BY_CONTROLLER}
+            lifecycle.audit(s, None, "release", res, **detail)
+            s.add(Event(ts=now, kind="reservation.released", severity="info",
+                        message=f"reservation {res.id} ({res.name}): {len(circuits)} circuit(s) and {len(rules)} "
+                                "rule(s) removed from the network", detail={"reservation": res.id, **detail}))
+            return True
+
+    def record_plan(self, record: Mapping[str, Any]) -> int:
+        """Store an executed update plan; returns its id.
+
+        ``record``: ``kind`` (e.g. provision, release, move), ``mode`` (ordered | one_shot),
+        ``reservation_id`` (or None), ``state`` (done | failed | rolled_back), ``error`` (required
+        unless done), ``started_at``, ``finished_at`` and ``steps`` (each ``{id, kind, target, deps,
+        started_at, finished_at, ok, error}``). A plan that failed or was rolled back is also an event.
+        """
+        d = _keys(record, PLAN_KEYS, PLAN_KEYS - {"reservation_id", "error"}, "plan")
+        kind = _text(d["kind"], "plan kind", 32)
+        if d["mode"] not in PLAN_MODES:
+            raise ProvisioningError(f"plan mode must be one of {', '.join(PLAN_MODES)}, got {d['mode']!r}")
+        if d["state"] not in PLAN_STATES:
+            raise ProvisioningError(f"plan state must be one of {', '.join(PLAN_STATES)}, got {d['state']!r}")
+        error = d.get("error")
+        if d["state"] != "done":
+            error = _text(error, f"plan error (required for a {d['state']} plan)", 4000)
+        elif error is not None:
+            error = _text(error, "plan error", 4000)
+        started = _finite(d["started_at"], "plan started_at")
+        finished = _finite(d["finished_at"], "plan finished_at")
+        if finished < started:
+            raise ProvisioningError("plan finished_at is before started_at")
+        steps = _steps(d["steps"])
+        res_id = d.get("reservation_id")
+        with self.db.session() as s, s.begin():
+            if res_id is not None:
+                self._get(s, _int(res_id, "plan reservation_id", 1, MAX_ID))
+            plan = Plan(kind=kind, mode=d["mode"], reservation_id=res_id, state=d["state"], error=error,
+                        started_at=started, finished_at=finished, steps=steps)
+            s.add(plan)
+            s.flush()
+            if d["state"] != "done":
+                s.add(Event(ts=finished, kind=f"plan.{d['state']}",
+                            severity="error" if d["state"] == "failed" else "warning",
+                            message=f"{kind} plan {plan.id}{f' of reservation {res_id}' if res_id else ''} "
+                                    f"{d['state'].replace('_', ' ')}: {error}",
+                            detail={"plan": plan.id, "reservation": res_id}))
+            return plan.id
+
+    # -- helpers -----------------------------------------------------------------------------------
+    @staticmethod
+    def _get(s: Session, res_id: int) -> Reservation:
+        _int(res_id, "reservation id", 1, MAX_ID)
+        res = s.get(Reservation, res_id)
+        if res is None:
+            raise ProvisioningError(f"no reservation {res_id}")
+        return res
+
+    @staticmethod
+    def _circuit_rows(s: Session, res_id: int) -> list[Circuit]:
+        return list(s.execute(select(Circuit).options(selectinload(Circuit.xcons))
+                              .where(Circuit.reservation_id == res_id, Circuit.state == INSTALLED)
+                              .order_by(Circuit.id)).scalars())
+
+    @staticmethod
+    def _rule_rows(s: Session, res_id: int) -> list[ReservationRule]:
+        return list(s.execute(select(ReservationRule).where(ReservationRule.reservation_id == res_id,
+                                                            ReservationRule.installed.is_(True))
+                              .order_by(ReservationRule.id)).scalars())
+
+    def _installations(self, s: Session, *, final_only: bool) -> list[Installation]:
+        with_circuit = select(Circuit.reservation_id).where(Circuit.reservation_id.is_not(None),
+                                                            Circuit.state == INSTALLED)
+        with_rule = select(ReservationRule.reservation_id).where(ReservationRule.installed.is_(True))
+        stmt = select(Reservation).where(or_(Reservation.id.in_(with_circuit), Reservation.id.in_(with_rule)))
+        if final_only:
+            stmt = stmt.where(Reservation.state.in_(FINAL_STATES))
+        out = []
+        for res in s.execute(stmt.order_by(Reservation.id)).scalars():
+            circuits = tuple(InstalledCircuit(c.id, c.name, c.a_end, c.z_end, c.capacity,
+                                              tuple((x.ots, x.in_port, x.out_port) for x in c.xcons))
+                             for c in self._circuit_rows(s, res.id))
+            rules = tuple(InstalledRule(r.id, r.switch, r.table_id, r.priority, int(r.cookie, 16), r.match,
+                                        r.actions) for r in self._rule_rows(s, res.id))
+            out.append(Installation(res.id, res.state, circuits, rules))
+        return out
