@@ -29,6 +29,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "access_default_mbps": 1000.0,  # capacity of a learned host's access edge when its switch port reports no speed
         "link_default_mbps": 1000.0,  # capacity of an LLDP packet link (not a circuit) when neither port reports a speed
         "db_queue_max": 1000,  # database writer queue bound (jobs); when full the oldest samples are dropped
+        "reservation_poll": 1.0,  # seconds between looks at the database for reservations to light or release
+        "circuit_stable_ms": 50.0,  # a new circuit's packet ports must stay up this long before rules go in (D)
+        "circuit_timeout": 10.0,  # seconds for a new circuit's ports to come up and its packet link to be seen
+        "verify_timeout": 3.0,  # seconds for probe traffic to show on a new path's rule counters
         "state_file": "",  # JSON file keeping the optical scan's adaptations across restarts ("" = not kept)
     },
     "ots": {
@@ -110,6 +114,11 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError("[controller] link_default_mbps must be a finite number > 0")
     if cfg["controller"]["db_queue_max"] < 1:
         raise ConfigError("[controller] db_queue_max must be >= 1")
+    for key in ("reservation_poll", "circuit_timeout", "verify_timeout"):
+        if not 0 < cfg["controller"][key] < float("inf"):
+            raise ConfigError(f"[controller] {key} must be a finite number of seconds > 0")
+    if not 0 <= cfg["controller"]["circuit_stable_ms"] < float("inf"):
+        raise ConfigError("[controller] circuit_stable_ms must be a finite number >= 0")
     ots = cfg["ots"]
     if not 0 <= ots["provision_delay_min"] <= ots["provision_delay_max"]:
         raise ConfigError("[ots] needs 0 <= provision_delay_min <= provision_delay_max")

@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 
-from ots_virtual.agent import ECHO_INTERVAL, ECHO_TIMEOUT, OtsAgent, check_keepalive
+from ots_virtual.agent import ECHO_INTERVAL, ECHO_TIMEOUT, READ_TIMEOUT, OtsAgent, check_keepalive
 from ots_virtual.granularity import PortSpecError, parse_ports
 
 
@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--echo-timeout", type=_seconds, default=ECHO_TIMEOUT,
                    help=f"keepalive: reconnect after this many seconds without any message from the controller "
                         f"(default {ECHO_TIMEOUT:g})")
+    p.add_argument("--read-timeout", type=_seconds, default=READ_TIMEOUT,
+                   help=f"close the controller session when a message is still incomplete this many seconds "
+                        f"after its first byte (default {READ_TIMEOUT:g})")
     p.add_argument("--log", default="", help="log file (default: stderr)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return p
@@ -88,13 +91,15 @@ def main(argv: list[str] | None = None) -> int:
             raise PortSpecError("need 0 <= --delay-min <= --delay-max")
         if args.unit_mbps <= 0:
             raise PortSpecError("--unit-mbps must be > 0")
+        if args.read_timeout <= 0:
+            raise PortSpecError("--read-timeout must be > 0")
         try:
             check_keepalive(args.echo_interval, args.echo_timeout)
         except ValueError as exc:
             raise PortSpecError(f"--echo-interval/--echo-timeout: {exc}") from None
         agent = OtsAgent(args.bridge, args.dpid, ports, args.controller, args.delay_min, args.delay_max,
                          args.unit_mbps, listen_port=args.listen_port, echo_interval=args.echo_interval,
-                         echo_timeout=args.echo_timeout)
+                         echo_timeout=args.echo_timeout, read_timeout=args.read_timeout)
         agent.start()
     except Exception as exc:
         if getattr(exc, "user_error", False):

@@ -6,6 +6,12 @@ checked the moment they arrive (:mod:`ots_virtual.rules`, against the accepted t
 rule on a busy port is refused even while the first one is still dark); BARRIER_REQUESTs go
 through the worker's queue, so their reply leaves only after every XCON before them is lit.
 
+Batching (docs/ots.md): the worker collects changes into one batch until a BARRIER_REQUEST (or
+:meth:`OtsAgent.wait_idle`, or the end of the session) closes it, or, with no barrier following,
+until no change has arrived for ``batch_idle`` s (or ``batch_max`` s after its first change). A
+batch is never closed just because the worker happened to run before the reader had queued the
+next FLOW_MOD, so a two-way XCON sent before one barrier always gets one provisioning delay.
+
 Light model (docs/ots.md): a port is admin-down ("dark") unless it is in an applied XCON. A batch
 of changes darkens every affected port, removes deleted XCON flows, waits the provisioning delay
 (only if it sets up a circuit), installs the new flows, then lights the ports of applied XCONs.
@@ -20,6 +26,7 @@ import socket
 import struct
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,10 +45,27 @@ BACKOFF_MIN, BACKOFF_MAX = 0.25, 8.0
 ECHO_INTERVAL = 5.0  # seconds between keepalive ECHO_REQUESTs to the controller (0 = no keepalive)
 ECHO_TIMEOUT = 15.0  # seconds without any message from the controller before the session is dropped
 ECHO_PAYLOAD = b"mlte-ots-keepalive"
+READ_TIMEOUT = 5.0  # s: a message whose first byte arrived this long ago and is still incomplete ends the session
+LINGER = 1.0  # s: after a stream error, how long the agent reads and discards before closing the socket
+BATCH_IDLE = 0.1  # s: with no barrier following, a batch closes after this long without a new change
+BATCH_MAX = 1.0  # s: ... or this long after its first change, so a stream without barriers still moves
+BATCH_LOG = 256  # batches kept in OtsAgent.batches
 
 
 class _CloseSession(Exception):
     """End the upstream session (and reconnect after the backoff)."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One provisioning batch, as kept in :attr:`OtsAgent.batches` (times are ``time.monotonic()``)."""
+
+    first_change: float  # arrival of its first change
+    closed: float  # when the worker closed it and began provisioning
+    finished: float  # when its ports were lit (or its XCONs removed)
+    changes: int  # XCON changes (adds, modifies, deletes) in it
+    delay: float  # provisioning delay waited (0 for a batch that sets nothing up)
+    closed_by: str  # "barrier", "idle", "max", "wait_idle" or "session-end"
 
 
 @dataclass
@@ -61,17 +85,31 @@ class OtsAgent:
     (the caller points it at :attr:`ovs_port`). Keepalive: an ECHO_REQUEST goes upstream every
     ``echo_interval`` s; after ``echo_timeout`` s without any message from the controller (a dead
     controller behind a half-open TCP session sends nothing) the session is closed and re-dialled.
-    ``echo_interval`` = 0 turns the keepalive off.
+    ``echo_interval`` = 0 turns the keepalive off. ``batch_idle`` / ``batch_max``: when no barrier
+    closes a batch of XCON changes, it is closed after that long without a new change / after its
+    first change (module docstring); :attr:`batches` logs the latest batches for tests and labs.
+    A broken byte stream from the controller (:func:`of10.check_request_header`, or a message still
+    incomplete ``read_timeout`` s after its first byte) gets an OFPT_ERROR and ends the session.
     """
 
     def __init__(self, bridge: str, dpid: int, ports: dict[int, str], controller: tuple[str, int],
                  delay_min: float = 0.150, delay_max: float = 0.220, unit_mbps: float = 1.0,
                  listen_port: int = 0, delay: Callable[[], float] | None = None, claim: bool = True,
                  ovs_wait: float = 10.0, echo_interval: float = ECHO_INTERVAL,
-                 echo_timeout: float = ECHO_TIMEOUT) -> None:
+                 echo_timeout: float = ECHO_TIMEOUT, batch_idle: float = BATCH_IDLE,
+                 batch_max: float = BATCH_MAX, read_timeout: float = READ_TIMEOUT) -> None:
         if not 0 <= delay_min <= delay_max:
             raise ValueError("need 0 <= delay_min <= delay_max")
+        if not 0 <= batch_idle <= batch_max:
+            raise ValueError("need 0 <= batch_idle <= batch_max")
+        if not read_timeout > 0:
+            raise ValueError("read_timeout must be > 0")
+        self.read_timeout = read_timeout
+        self.stream_errors = 0  # sessions ended because the byte stream broke (docs/ots.md)
         check_keepalive(echo_interval, echo_timeout)
+        self.batch_idle, self.batch_max = batch_idle, batch_max
+        self.batches: deque[Batch] = deque(maxlen=BATCH_LOG)  # the latest batches, oldest first
+        self.batch_count = 0  # batches provisioned (all sessions)
         self.echo_interval, self.echo_timeout = echo_interval, echo_timeout
         self.echo_requests = 0  # keepalive ECHO_REQUESTs sent (all sessions)
         self.keepalive_drops = 0  # sessions closed because the controller went silent
@@ -90,7 +128,8 @@ class OtsAgent:
         self._apply_lock = threading.Lock()  # one writer to the bridge at a time (worker vs resync)
         self._sent: dict[int, tuple[int, int]] = {}  # port -> (config, state) last reported upstream
         self._report_lock = threading.Lock()  # guards _sent; held while computing and sending a PORT_STATUS
-        self._work: queue.Queue[tuple[str, Any, int]] = queue.Queue()
+        # worker queue: (kind, argument, session number, arrival time)
+        self._work: queue.Queue[tuple[str, Any, int, float]] = queue.Queue()
         self._stop = threading.Event()
         self._session: _Session | None = None
         self._sessions = 0
@@ -128,7 +167,7 @@ class OtsAgent:
     def stop(self) -> None:
         """Disconnect from both sides and stop the threads; the bridge keeps its flows."""
         self._stop.set()
-        self._work.put(("stop", None, 0))
+        self._work.put(("stop", None, 0, time.monotonic()))
         with self._up_lock:
             session = self._session
         if session is not None:
@@ -142,7 +181,7 @@ class OtsAgent:
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Wait until every change queued so far has been applied (for tests and labs)."""
         done = threading.Event()
-        self._work.put(("call", done.set, 0))
+        self._work.put(("wait_idle", done.set, 0, time.monotonic()))
         return done.wait(timeout)
 
     # --- upstream session ---------------------------------------------------------------------
@@ -178,6 +217,8 @@ class OtsAgent:
             with self._up_lock:
                 if self._session is session:
                     self._session = None
+            # changes of this session still waiting for a barrier are applied now, not after batch_idle
+            self._work.put(("session-end", None, session.number, time.monotonic()))
             self.connected_upstream.clear()
             _close(sock)
             if time.monotonic() - started > 5:
@@ -187,22 +228,35 @@ class OtsAgent:
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
 
-    def _wait_readable(self, session: _Session, keep: dict[str, float]) -> bool:
-        """Keepalive: wait until the session has data (True); send ECHO_REQUESTs while it is quiet;
-        False once the controller has been silent for ``echo_timeout`` s (the caller reconnects)."""
+    def _wait_readable(self, session: _Session, keep: dict[str, float], reader: of10.MessageReader) -> bool:
+        """Wait until the session has data (True). Keepalive: send ECHO_REQUESTs while it is quiet;
+        False once the controller has been silent for ``echo_timeout`` s (the caller reconnects).
+        Raise FramingError once a message has been incomplete for ``read_timeout`` s."""
+        keepalive = self.echo_interval > 0
         while not self._stop.is_set():
             now = time.monotonic()
-            if now - keep["rx"] >= self.echo_timeout:
-                self.keepalive_drops += 1
-                LOG.warning("controller %s:%d silent for %.1fs (no reply to ECHO_REQUEST); reconnecting",
-                            *self.controller, now - keep["rx"])
-                return False
-            if now >= keep["echo"]:
-                self.echo_requests += 1
-                self._send(session, of10.message(ofp.OFPT_ECHO_REQUEST, 0xE0000000 | self.echo_requests & 0xFFFFFFF,
-                                                 ECHO_PAYLOAD))
-                keep["echo"] = now + self.echo_interval
-            wait = max(0.0, min(keep["echo"], keep["rx"] + self.echo_timeout) - now)
+            deadlines = []
+            if reader.partial_since is not None:
+                stall = reader.partial_since + self.read_timeout
+                if now >= stall:
+                    part = reader.partial
+                    xid = of10.parse_header(part).xid if len(part) >= ofp.OFP_HEADER_SIZE else 0
+                    raise of10.FramingError(f"message incomplete after {now - reader.partial_since:.1f}s "
+                                            f"({len(part)} bytes buffered)", data=part, xid=xid)
+                deadlines.append(stall)
+            if keepalive:
+                if now - keep["rx"] >= self.echo_timeout:
+                    self.keepalive_drops += 1
+                    LOG.warning("controller %s:%d silent for %.1fs (no reply to ECHO_REQUEST); reconnecting",
+                                *self.controller, now - keep["rx"])
+                    return False
+                if now >= keep["echo"]:
+                    self.echo_requests += 1
+                    self._send(session, of10.message(ofp.OFPT_ECHO_REQUEST,
+                                                     0xE0000000 | self.echo_requests & 0xFFFFFFF, ECHO_PAYLOAD))
+                    keep["echo"] = now + self.echo_interval
+                deadlines += [keep["echo"], keep["rx"] + self.echo_timeout]
+            wait = max(0.0, min(deadlines) - now) if deadlines else None
             try:
                 ready, _, _ = select.select([session.sock], [], [], wait)
             except (ValueError, OSError):  # closed by stop()
@@ -212,12 +266,12 @@ class OtsAgent:
         return False
 
     def _serve(self, session: _Session) -> None:
-        reader = of10.MessageReader()
+        reader = of10.MessageReader(of10.check_request_header, of10.check_request)
         now = time.monotonic()
         keep = {"rx": now, "echo": now + self.echo_interval}
         try:
             while not self._stop.is_set():
-                if self.echo_interval > 0 and not self._wait_readable(session, keep):
+                if not self._wait_readable(session, keep, reader):
                     return
                 data = session.sock.recv(65536)
                 if not data:
@@ -235,11 +289,35 @@ class OtsAgent:
                     except Exception:  # never let one bad message take the switch down
                         LOG.exception("error handling message type %d", raw[1])
                         self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM)
-        except (of10.FramingError, _CloseSession) as exc:
+        except of10.FramingError as exc:
+            self.stream_errors += 1
+            LOG.warning("controller byte stream broken (%s): error type %d code %d, session closed",
+                        exc, exc.err_type, exc.code)
+            self._send(session, of10.error(exc.xid, exc.err_type, exc.code, exc.data))
+            self._linger_close(session)
+        except _CloseSession as exc:
             LOG.warning("controller session unusable (%s); reconnecting", exc)
+            self._linger_close(session)
         except OSError as exc:
             if not self._stop.is_set():
                 LOG.info("controller connection lost: %s", exc)
+
+    def _linger_close(self, session: _Session) -> None:
+        """Close after an ERROR so that the controller reads it: send FIN, then read and discard what
+        it still sends (up to EOF or :data:`LINGER` s) instead of closing with unread data, which
+        makes the kernel answer with a RST that can destroy the ERROR before the controller reads it."""
+        with self._up_lock:
+            if self._session is session:
+                self._session = None  # nothing else is sent on this socket
+        try:
+            session.sock.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + LINGER
+            while not self._stop.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([session.sock], [], [], left)[0] or not session.sock.recv(65536):
+                    break
+        except (OSError, ValueError):
+            pass
 
     def _send(self, session: _Session | int, data: bytes) -> None:
         number = session if isinstance(session, int) else session.number
@@ -265,9 +343,6 @@ class OtsAgent:
                                                b"OpenFlow 1.0 required"))
                 raise _CloseSession(f"controller speaks OpenFlow version {h.version}")
             return
-        if h.version != ofp.OFP_VERSION:
-            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VERSION)
-            return
         t = h.msg_type
         if t == ofp.OFPT_ECHO_REQUEST:
             self._send(session, of10.echo_reply(h.xid, raw[ofp.OFP_HEADER_SIZE:]))
@@ -284,7 +359,7 @@ class OtsAgent:
         elif t == ofp.OFPT_FLOW_MOD:
             self._flow_mod(raw, session)
         elif t == ofp.OFPT_BARRIER_REQUEST:
-            self._work.put(("barrier", h.xid, session.number))
+            self._work.put(("barrier", h.xid, session.number, time.monotonic()))
         elif t == ofp.OFPT_STATS_REQUEST:
             self._stats(raw, session)
         elif t == ofp.OFPT_VENDOR:
@@ -324,7 +399,7 @@ class OtsAgent:
             return
         if changes:
             LOG.info("accepted %s", ", ".join(f"{c.op} {c.xcon.in_port}->{c.xcon.out_port}" for c in changes))
-            self._work.put(("changes", changes, session.number))
+            self._work.put(("changes", changes, session.number, time.monotonic()))
 
     def _vendor(self, raw: bytes, session: _Session) -> None:
         h = of10.parse_header(raw)
@@ -456,33 +531,53 @@ class OtsAgent:
     # --- provisioning -------------------------------------------------------------------------
 
     def _worker(self) -> None:
+        """Collect changes into a batch until something closes it (module docstring), then apply it.
+
+        The idle and max timers run on the changes' arrival times (stamped by the reader), so changes
+        that queued up while the previous batch was provisioning join the next batch at once.
+        """
+        pending: list[tuple[Change, int]] = []
+        first = last = 0.0
         while True:
-            kind, arg, session = self._work.get()
+            timeout = None
+            if pending:
+                timeout = max(0.0, min(last + self.batch_idle, first + self.batch_max) - time.monotonic())
+            try:
+                kind, arg, session, at = self._work.get(timeout=timeout)
+            except queue.Empty:
+                idle = time.monotonic() >= last + self.batch_idle
+                self._run_batch(pending, first, "idle" if idle else "max")
+                pending = []
+                continue
             if kind == "stop" or self._stop.is_set():
                 return
+            if kind == "changes":
+                if not pending:
+                    first = at
+                pending.extend((c, session) for c in arg)
+                last = at
+                continue
+            if pending:  # a barrier, wait_idle or the end of the session closes the batch
+                self._run_batch(pending, first, kind)
+                pending = []
             if kind == "barrier":
                 self._send(session, of10.barrier_reply(arg))
-            elif kind == "call":
+            elif kind == "wait_idle":
                 arg()
-            elif kind == "changes":
-                batch: list[tuple[Change, int]] = [(c, session) for c in arg]
-                # everything already queued up to the next barrier is provisioned together
-                while True:
-                    try:
-                        nxt = self._work.queue[0]
-                    except IndexError:
-                        break
-                    if nxt[0] != "changes":
-                        break
-                    self._work.get_nowait()
-                    batch.extend((c, nxt[2]) for c in nxt[1])
-                try:
-                    self._apply(batch)
-                except Exception:
-                    LOG.exception("applying XCON changes failed")
 
-    def _apply(self, batch: list[tuple[Change, int]]) -> None:
-        """Provision ``batch`` (changes in arrival order, with the session each came from)."""
+    def _run_batch(self, batch: list[tuple[Change, int]], first: float, closed_by: str) -> None:
+        closed = time.monotonic()
+        try:
+            delay = self._apply(batch)
+        except Exception:
+            LOG.exception("applying XCON changes failed")
+            return
+        self.batches.append(Batch(first, closed, time.monotonic(), len(batch), delay, closed_by))
+        self.batch_count += 1
+
+    def _apply(self, batch: list[tuple[Change, int]]) -> float:
+        """Provision ``batch`` (changes in arrival order, with the session each came from); return
+        the provisioning delay waited."""
         affected = {p for c, _ in batch for x in (c.xcon, c.old) if x is not None for p in x.ports}
         with self._apply_lock:
             with self._state_lock:
@@ -519,7 +614,7 @@ class OtsAgent:
             if delay > 0:
                 self._stop.wait(delay)
             if self._stop.is_set():
-                return
+                return delay
             if self.ovs.connected.is_set() and setup:
                 for x in setup.values():
                     self._ovs_try(self.ovs.install_xcon, x.in_port, x.out_port)
@@ -539,6 +634,7 @@ class OtsAgent:
                                                       time.monotonic() - since, pk, by))
         LOG.info("applied %d change(s) after %.3fs dark; XCONs now %s", len(batch), delay,
                  sorted((x.in_port, x.out_port) for x, _ in self._applied.values()))
+        return delay
 
     def _ovs_try(self, fn: Callable[..., Any], *args: Any) -> None:
         try:

@@ -9,7 +9,8 @@ Downstream (agent -> OVS) the agent is a controller and uses os-ken's classes di
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +38,18 @@ DP = FakeDatapath()
 
 
 class FramingError(Exception):
-    """The byte stream cannot be split into OpenFlow messages (length field < 8): resync impossible."""
+    """The byte stream cannot be split into OpenFlow messages any more (a length field < 8, or one that
+    contradicts its message type, a foreign version byte, a message that never completes).
+
+    OpenFlow has no resynchronisation marker, so the session must end. ``err_type``/``code`` and
+    ``data`` (the offending bytes, at most :data:`ERROR_DATA_LEN`) are for the OFPT_ERROR sent first;
+    ``xid`` is the offending header's (0 if fewer than 8 bytes of it arrived).
+    """
+
+    def __init__(self, reason: str, err_type: int = ofp.OFPET_BAD_REQUEST, code: int = ofp.OFPBRC_BAD_LEN,
+                 data: bytes = b"", xid: int = 0) -> None:
+        super().__init__(reason)
+        self.err_type, self.code, self.data, self.xid = err_type, code, bytes(data[:ERROR_DATA_LEN]), xid
 
 
 @dataclass(frozen=True)
@@ -54,22 +66,113 @@ def parse_header(buf: bytes) -> Header:
 
 
 class MessageReader:
-    """Split a TCP byte stream into whole OpenFlow messages (any version)."""
+    """Split a TCP byte stream into whole OpenFlow messages (any version).
 
-    def __init__(self) -> None:
+    ``check_header`` (e.g. :func:`check_request_header`) is called once per message as soon as its
+    8-byte header is in, before waiting for the body, with the header and the bytes buffered from
+    its start; ``check_message`` once the whole message is in. Either raises :class:`FramingError`.
+    :attr:`partial_since` tells when the first byte of a message still incomplete arrived, so the
+    caller can give up on a stream that stalls mid-message.
+    """
+
+    def __init__(self, check_header: Callable[[Header, bytes], None] | None = None,
+                 check_message: Callable[[bytes], None] | None = None) -> None:
         self._buf = bytearray()
+        self._check_header, self._check_message = check_header, check_message
+        self._checked = False  # the header at the head of the buffer has been checked
+        self.partial_since: float | None = None  # time.monotonic() of the incomplete message's first byte
+
+    @property
+    def partial(self) -> bytes:
+        """The buffered bytes of the message not yet complete."""
+        return bytes(self._buf)
 
     def feed(self, data: bytes) -> Iterator[bytes]:
+        if data and not self._buf:
+            self.partial_since = time.monotonic()
         self._buf += data
         while len(self._buf) >= ofp.OFP_HEADER_SIZE:
-            length = struct.unpack_from("!H", self._buf, 2)[0]
-            if length < ofp.OFP_HEADER_SIZE:
-                raise FramingError(f"OpenFlow length field {length} < 8")
-            if len(self._buf) < length:
+            h = parse_header(self._buf)
+            if h.length < ofp.OFP_HEADER_SIZE:
+                raise FramingError(f"OpenFlow length field {h.length} < 8", data=self._buf[:ofp.OFP_HEADER_SIZE],
+                                   xid=h.xid)
+            if not self._checked and self._check_header is not None:
+                self._check_header(h, bytes(self._buf[:min(h.length, ERROR_DATA_LEN)]))
+            self._checked = True
+            if len(self._buf) < h.length:
                 return
-            msg = bytes(self._buf[:length])
-            del self._buf[:length]
+            msg = bytes(self._buf[:h.length])
+            del self._buf[:h.length]
+            self._checked = False
+            self.partial_since = time.monotonic() if self._buf else None
+            if self._check_message is not None:
+                self._check_message(msg)
             yield msg
+
+
+#: Exact lengths of the fixed-size controller-to-switch messages of OpenFlow 1.0.
+REQUEST_LEN = {
+    ofp.OFPT_FEATURES_REQUEST: ofp.OFP_HEADER_SIZE,
+    ofp.OFPT_GET_CONFIG_REQUEST: ofp.OFP_HEADER_SIZE,
+    ofp.OFPT_BARRIER_REQUEST: ofp.OFP_HEADER_SIZE,
+    ofp.OFPT_SET_CONFIG: ofp.OFP_SWITCH_CONFIG_SIZE,
+    ofp.OFPT_PORT_MOD: ofp.OFP_PORT_MOD_SIZE,
+    ofp.OFPT_QUEUE_GET_CONFIG_REQUEST: ofp.OFP_QUEUE_GET_CONFIG_REQUEST_SIZE,
+}
+#: Minimum lengths of the variable-size ones (a FLOW_MOD also needs whole 8-byte action slots).
+REQUEST_MIN_LEN = {
+    ofp.OFPT_ERROR: ofp.OFP_ERROR_MSG_SIZE,
+    ofp.OFPT_VENDOR: ofp.OFP_VENDOR_HEADER_SIZE,
+    ofp.OFPT_FLOW_MOD: ofp.OFP_FLOW_MOD_SIZE,
+    ofp.OFPT_STATS_REQUEST: ofp.OFP_STATS_MSG_SIZE,
+    ofp.OFPT_PACKET_OUT: ofp.OFP_PACKET_OUT_SIZE,
+}
+#: Exact lengths of STATS_REQUESTs by stats type (VENDOR: at least this).
+STATS_REQUEST_LEN = {
+    ofp.OFPST_DESC: ofp.OFP_STATS_MSG_SIZE,
+    ofp.OFPST_FLOW: ofp.OFP_FLOW_STATS_REQUEST_SIZE,
+    ofp.OFPST_AGGREGATE: ofp.OFP_FLOW_STATS_REQUEST_SIZE,
+    ofp.OFPST_TABLE: ofp.OFP_STATS_MSG_SIZE,
+    ofp.OFPST_PORT: ofp.OFP_PORT_STATS_REQUEST_SIZE,
+    ofp.OFPST_QUEUE: ofp.OFP_STATS_MSG_SIZE + ofp.OFP_QUEUE_STATS_REQUEST_SIZE,
+    ofp.OFPST_VENDOR: ofp.OFP_VENDOR_STATS_MSG_SIZE,
+}
+
+
+def check_request_header(h: Header, head: bytes) -> None:
+    """The switch's framing rules for what a controller sends (docs/ots.md, "Broken byte streams").
+
+    A HELLO may carry any version (negotiation; a version below 1.0 is refused after it is read).
+    Any other message must be version 1.0: after the HELLOs a foreign version byte means the stream
+    is out of step (OVS closes the session too). A length that contradicts the message type's size
+    means the sender's framing and ours disagree, so every later message would be misread.
+    """
+    if h.msg_type == ofp.OFPT_HELLO:
+        return
+    if h.version != ofp.OFP_VERSION:
+        raise FramingError(f"OpenFlow version {h.version} in a message of type {h.msg_type} (1.0 only)",
+                           ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VERSION, head, h.xid)
+    fixed, least = REQUEST_LEN.get(h.msg_type), REQUEST_MIN_LEN.get(h.msg_type, ofp.OFP_HEADER_SIZE)
+    if fixed is not None and h.length != fixed:
+        raise FramingError(f"message type {h.msg_type} has length {h.length}, must be {fixed}", data=head, xid=h.xid)
+    if h.length < least:
+        raise FramingError(f"message type {h.msg_type} has length {h.length}, needs {least}", data=head, xid=h.xid)
+    if h.msg_type == ofp.OFPT_FLOW_MOD and (h.length - ofp.OFP_FLOW_MOD_SIZE) % 8:
+        raise FramingError(f"FLOW_MOD length {h.length} leaves a partial 8-byte action slot", data=head, xid=h.xid)
+
+
+def check_request(msg: bytes) -> None:
+    """Whole-message framing rules: a STATS_REQUEST's length must match its stats type's body."""
+    h = parse_header(msg)
+    if h.msg_type != ofp.OFPT_STATS_REQUEST or h.version != ofp.OFP_VERSION:
+        return
+    stats_type = struct.unpack_from("!H", msg, ofp.OFP_HEADER_SIZE)[0]
+    want = STATS_REQUEST_LEN.get(stats_type)
+    if want is None:
+        return  # unknown stats type: answered with BAD_STAT, the length cannot be judged
+    if h.length < want or (h.length != want and stats_type != ofp.OFPST_VENDOR):
+        raise FramingError(f"STATS_REQUEST type {stats_type} has length {h.length}, must be {want}",
+                           data=msg, xid=h.xid)
 
 
 def header(msg_type: int, length: int, xid: int, version: int = ofp.OFP_VERSION) -> bytes:

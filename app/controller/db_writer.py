@@ -152,6 +152,25 @@ class DbWriter:
             n += 1
         return n
 
+    def call(self, resource: str, fn: Callable[[Any], Any], *, sleep: Callable[[float], Any] = _time.sleep,
+             timeout: float = 60.0, poll: float = 0.01) -> Any:
+        """Run ``fn(resource_object)`` in the writer thread, in queue order, and return its result.
+
+        The caller (a greenthread: pass ``hub.sleep``) polls for the answer, because a green event
+        must not be set from another OS thread. The job's exception is raised here after the
+        writer's retries; TimeoutError if no answer within ``timeout``."""
+        box: list[tuple[bool, Any]] = []
+        self.submit(RECORD, resource, lambda res: box.append((True, fn(res))), lambda exc: box.append((False, exc)))
+        deadline = _time.monotonic() + timeout
+        while not box:
+            if _time.monotonic() >= deadline:
+                raise TimeoutError(f"{self.name}: no answer from the database within {timeout}s")
+            sleep(poll)
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
     def flush(self, timeout: float, sleep: Callable[[float], Any] = _time.sleep) -> bool:
         """Wait (with ``sleep``: ``hub.sleep`` on the hub) until everything queued is written."""
         deadline = _time.monotonic() + timeout

@@ -58,3 +58,22 @@ class EventHostAdd(event.EventBase):
     def __init__(self, host: HostInfo) -> None:
         super().__init__()
         self.host = host
+
+
+class EventReservation(event.EventBase):
+    """A reservation was lit, failed, or released (``kind``: reservation_active, reservation_failed,
+    reservation_released, reservation_release_failed); ``data`` is a small JSON-able dict."""
+
+    def __init__(self, kind: str, data: dict) -> None:
+        super().__init__()
+        self.kind = kind
+        self.data = data
+
+
+class EventPlan(event.EventBase):
+    """An update plan moved on (``data["event"]``: plan_started, step_done, step_failed,
+    plan_rolled_back, plan_done), with the plan id and step."""
+
+    def __init__(self, data: dict) -> None:
+        super().__init__()
+        self.data = data

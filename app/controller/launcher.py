@@ -26,6 +26,7 @@ APPS = [
 ]
 
 DB_FEED = "app.controller.db_feed"  # topology snapshots + circuits for the web service, when a DB is set
+RESERVATIONS = "app.controller.reservations_app"  # follows the reservations in the DB: lights and releases them
 MONITOR = "app.controller.monitor_app"  # coarse/fine monitoring + latency probes, unless [monitor] enabled = false
 
 LOG = logging.getLogger("mlte.controller")
@@ -95,7 +96,7 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
 
     patch_os_ken()
 
-    apps = APPS + ([DB_FEED] if cfg.get("db", {}).get("url") else [])
+    apps = APPS + ([DB_FEED, RESERVATIONS] if cfg.get("db", {}).get("url") else [])
     apps += [MONITOR] if cfg.get("monitor", {}).get("enabled", True) else []
     apps += [m for m in (extra_apps or []) if m not in apps]
     for mod in apps:

@@ -53,6 +53,8 @@ class NetworkView:
         self.static_path = ""
         self.last_scan: dict[str, Any] | None = None
         self.scanning = False  # an optical scan is probing: the graph is in flux
+        # packet ports of lit reservation circuits: default forwarding keeps other traffic off them
+        self.reserved_ports: set[tuple[str, int]] = set()
         self._version = 0
         self._cache: dict[tuple[str, ...], tuple[tuple[int, int], MultiLayerGraph, list[str]]] = {}
 

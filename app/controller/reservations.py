@@ -32,6 +32,8 @@ from app.update.southbound import Southbound
 from topology.graph import MultiLayerGraph
 
 Runner = Callable[[list[Callable[[], Any]]], list[Any]]
+#: what the plans table keeps of each step (the executor's ``detail`` stays in the journal)
+STEP_FIELDS = ("id", "kind", "target", "deps", "started_at", "finished_at", "ok", "error")
 
 
 @dataclass
@@ -84,6 +86,7 @@ class ReservationManager:
 
     def __init__(self, store: Any, southbound: Southbound, graph: Callable[[], MultiLayerGraph], *,
                  run_parallel: Runner, run_db: Callable[..., Any] | None = None,
+                 sleep: Callable[[float], Any] = time.sleep, poll_s: float = 0.005,
                  busy_ports: Callable[[str], set[int]] | None = None,
                  on_event: Callable[[str, dict[str, Any]], None] | None = None,
                  probes: Callable[[ReservationCircuit], Callable[[], None]] | None = None,
@@ -94,11 +97,14 @@ class ReservationManager:
         self.southbound = southbound
         self.graph = graph
         self.run_parallel = run_parallel
-        self.run_db = run_db or (lambda fn, *a, **kw: fn(*a, **kw))
+        # a store call by method name (the app runs it in the DB writer thread)
+        self.run_db = run_db or (lambda name, *a: getattr(self.store, name)(*a))
         self.busy_ports = busy_ports or (lambda _ots: set())
         self.on_event = on_event or (lambda _kind, _data: None)
         self.probes = probes
         self.clock = clock
+        self.sleep = sleep
+        self.poll_s = poll_s
         self.verify = verify
         self.timing = {"stable_ms": stable_ms, "circuit_timeout_s": circuit_timeout_s,
                        "verify_timeout_s": verify_timeout_s}
@@ -142,7 +148,7 @@ class ReservationManager:
             failed = next((s for s in record.steps if s.ok is False), None)
             where = f"step {failed.id} ({failed.target}): {failed.error}" if failed is not None else record.error
             return self._failed(order.id, f"provisioning failed at {where}; rolled back", record.to_json())
-        lit = self.run_db(self.store.mark_active, order.id, circuit_records(c), [rule_record(r) for r in c.rules],
+        lit = self.run_db("mark_active", order.id, circuit_records(c), [rule_record(r) for r in c.rules],
                           self.clock())
         self.active[order.id] = c
         if not lit:  # cancelled or ended while we were lighting it: take it down again
@@ -158,19 +164,20 @@ class ReservationManager:
         stop = self.probes(c) if self.probes is not None and probe else None
         try:
             record = execute(plan, self.southbound, run_parallel=self.run_parallel, clock=self.clock,
+                             sleep=self.sleep, poll_s=self.poll_s,
                              on_event=lambda e: self.on_event("plan", {**e, "reservation_id": res_id}))
         finally:
             if stop is not None:
                 stop()
         data = record.to_json()
-        self.run_db(self.store.record_plan, {"kind": data["kind"], "mode": data["mode"], "reservation_id": res_id,
+        self.run_db("record_plan", {"kind": data["kind"], "mode": data["mode"], "reservation_id": res_id,
                                             "state": data["state"], "error": data.get("error") or None,
                                             "started_at": data["started_at"], "finished_at": data["finished_at"],
-                                            "steps": data["steps"]})
+                                            "steps": [{k: st.get(k) for k in STEP_FIELDS} for st in data["steps"]]})
         return record
 
     def _failed(self, res_id: int, reason: str, plan: dict[str, Any]) -> Outcome:
-        self.run_db(self.store.mark_failed, res_id, reason, self.clock())
+        self.run_db("mark_failed", res_id, reason, self.clock())
         out = Outcome(res_id, "provision", False, "FAILED", reason, plan)
         self.on_event("reservation_failed", out.to_json())
         return out
@@ -192,7 +199,7 @@ class ReservationManager:
         if ok:
             self.active.pop(res_id, None)
             if mark:
-                self.run_db(self.store.mark_released, res_id, self.clock())
+                self.run_db("mark_released", res_id, self.clock())
         out = Outcome(res_id, "release", ok, "RELEASED" if ok else "RELEASE_FAILED", record.error or "", data)
         self.on_event("reservation_released" if ok else "reservation_release_failed", out.to_json())
         return out

@@ -261,6 +261,6 @@ class SouthboundApp(app_manager.OSKenApp):
     def _flow_stats(self, ev) -> None:
         msg = ev.msg
         dp = msg.datapath
-        ofp = dp.ofproto  # OF1.3 calls the flag OFPMPF_REPLY_MORE, OF1.0 OFPSF_REPLY_MORE (both 1)
+        ofp = dp.ofproto  # OF1.3 multipart replies; OF1.0 stats replies
         more = bool(msg.flags & getattr(ofp, "OFPMPF_REPLY_MORE", getattr(ofp, "OFPSF_REPLY_MORE", 1)))
         self.southbound.on_flow_stats(dp.id, msg.xid, dp.ofproto.OFP_VERSION, list(msg.body), more)

@@ -45,6 +45,7 @@ class Of10Controller:
         self._xid = 1000
         self._closed = False
         self.connections = 0
+        self.session_ends: list[float] = []  # time.monotonic() when each switch session ended (EOF or reset)
         self._thread = threading.Thread(target=self._accept_loop, name="of10-test-controller", daemon=True)
         self._thread.start()
 
@@ -92,7 +93,20 @@ class Of10Controller:
             with self._cond:
                 if self._sock is sock:
                     self._sock = None
+                self.session_ends.append(time.monotonic())
                 self._cond.notify_all()
+            sock.close()  # the switch ended the session (or disconnect() did): release our side too
+
+    def wait_session_end(self, count: int = 1, timeout: float = 15.0) -> float:
+        """Wait until ``count`` switch sessions have ended; return when the last of them did."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self.session_ends) >= count, timeout):
+                raise TimeoutError(f"switch session {count} did not end")
+            return self.session_ends[count - 1]
+
+    def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are (broken streams in tests); OSError if the switch has gone."""
+        self._send_raw(data)
 
     def wait_connected(self, timeout: float = 15.0) -> None:
         with self._cond:
@@ -104,7 +118,10 @@ class Of10Controller:
         with self._cond:
             sock = self._sock
         if sock is not None:
-            sock.shutdown(socket.SHUT_RDWR)
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # the switch reset the session or it is being closed already: nothing to end
+                pass
             sock.close()
 
     def close(self) -> None:

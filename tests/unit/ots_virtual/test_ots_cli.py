@@ -22,3 +22,11 @@ def test_unwritable_log_is_a_one_line_error(capsys, tmp_path):
     assert main(BASE + ["--log", str(tmp_path / "missing" / "x.log")]) == 2
     err = capsys.readouterr().err
     assert "--log" in err and "Traceback" not in err
+
+
+def test_read_timeout_must_be_positive(capsys):
+    assert main(BASE + ["--read-timeout", "0"]) == 2
+    assert "--read-timeout must be > 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(BASE + ["--read-timeout", "nan"])
+    assert exit_.value.code == 2 and "finite" in capsys.readouterr().err

@@ -1,0 +1,199 @@
+"""The controller follows the reservations in the shared database (thin os-ken app).
+
+Loaded with a database (``[db] url``). Every ``[controller] reservation_poll`` seconds it asks the
+provisioning store (through the controller's DB writer thread, so a locked database never stalls
+the hub) which reservations are due (PROVISIONING) and which ended with something still installed,
+and hands each to :class:`app.controller.reservations.ReservationManager` in its own greenthread.
+At start it first re-adopts what the store lists as installed for ACTIVE reservations, so a
+restarted controller neither re-lights nor forgets them.
+
+While a reservation is lit its circuit's packet ports are in ``NetworkView.reserved_ports``: the
+forwarding app keeps other traffic off them. Events: ``reservation`` and ``plan`` in the journal
+(``GET /events``) and :class:`app.controller.events.EventReservation` / ``EventPlan`` on the bus.
+``GET /reservations`` and ``GET /plans`` on the control API show what it did.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from os_ken.base import app_manager
+from os_ken.lib import hub
+
+from app.controller import db_writer, events, guard
+from app.controller.api_routes import CONTEXT as ROUTES
+from app.controller.api_routes import ApiRoutes
+from app.controller.journal import JOURNAL
+from app.controller.live_southbound import LiveSouthbound
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
+from app.controller.reservation_plans import ReservationCircuit
+from app.controller.reservations import ReservationManager, ports_of
+from app.controller.runtime import SETTINGS
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
+
+LOG = logging.getLogger("mlte.controller.reservations")
+STORE = "provisioning_store"  # the ProvisioningStore, a resource of the db_writer thread
+PROBE_ETHERTYPE = 0x88B6  # IEEE local experimental 2 (the monitor's latency probes use 0x88b5)
+PROBE_SRC = "03:4d:4c:54:45:50"  # group bit set: the forwarding app never learns it as a host
+PROBE_INTERVAL = 0.02
+
+
+def probe_frame() -> bytes:
+    """A broadcast frame that follows the reservation's rules like its own traffic would."""
+    dst = b"\xff" * 6
+    src = bytes(int(b, 16) for b in PROBE_SRC.split(":"))
+    return dst + src + PROBE_ETHERTYPE.to_bytes(2, "big") + b"mlte reservation probe".ljust(46, b"\0")
+
+
+def green_parallel(thunks: list) -> list:
+    """Run plan steps as greenthreads and wait for all (the executor's ``run_parallel`` on the hub)."""
+    if len(thunks) <= 1:
+        return [t() for t in thunks]
+    threads = [hub.spawn(t) for t in thunks]
+    return [t.wait() for t in threads]
+
+
+class ReservationsApp(app_manager.OSKenApp):
+    OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
+    _EVENTS = [events.EventReservation, events.EventPlan]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = "mlte_reservations"
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
+        self.routes: ApiRoutes = kwargs.get(ROUTES) if kwargs.get(ROUTES) is not None else ApiRoutes()
+        ctl = SETTINGS.controller
+        self.poll = float(ctl.get("reservation_poll", 1.0))
+        self.busy: set[int] = set()
+        self.outcomes: deque[dict[str, Any]] = deque(maxlen=200)
+        self.plans: deque[dict[str, Any]] = deque(maxlen=100)
+        self.writer: db_writer.DbWriter | None = None
+        if SETTINGS.db_url:
+            from app.db.provisioning import ProvisioningStore
+
+            url = SETTINGS.db_url
+            self.writer = db_writer.shared(int(ctl.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
+            self.writer.open(STORE, lambda: ProvisioningStore(url))
+        self.manager = ReservationManager(
+            None, LiveSouthbound(self.southbound, self.view), lambda: self.view.graph()[0],
+            run_parallel=green_parallel, run_db=self._db, sleep=hub.sleep, poll_s=0.02, busy_ports=self._busy_ports, on_event=self._event,
+            probes=self._probes, stable_ms=float(ctl.get("circuit_stable_ms", 50.0)),
+            circuit_timeout_s=float(ctl.get("circuit_timeout", 10.0)),
+            verify_timeout_s=float(ctl.get("verify_timeout", 3.0)))
+        self.routes[("GET", "/reservations")] = self.r_reservations
+        self.routes[("GET", "/plans")] = self.r_plans
+
+    def start(self):
+        thread = super().start()
+        if self.writer is not None:
+            self._loop_thread = hub.spawn(self._loop)
+        return thread
+
+    def stop(self):
+        if self.writer is not None:
+            self.writer = None
+            db_writer.release()
+        super().stop()
+
+    # ---- plumbing ----------------------------------------------------------------------------------
+    def _db(self, name: str, *args: Any) -> Any:
+        """A provisioning-store call by method name, run in the writer thread."""
+        assert self.writer is not None
+        return self.writer.call(STORE, lambda store: getattr(store, name)(*args), sleep=hub.sleep)
+
+    def _busy_ports(self, ots: str) -> set[int]:
+        sw = self.view.by_name(ots)
+        return self.view.busy_ots_ports(sw.dpid) if sw is not None else set()
+
+    def _event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "plan":
+            JOURNAL.add("plan", **{k: v for k, v in data.items() if k != "t"})
+            self.send_event_to_observers(events.EventPlan(dict(data)))
+            return
+        JOURNAL.add("reservation", event=kind, **{k: v for k, v in data.items() if k != "circuit"})
+        self.outcomes.append({"t": time.time(), "event": kind, **data})
+        if data.get("plan_id"):
+            self.plans.append({"reservation_id": data.get("reservation_id"), "plan_id": data["plan_id"],
+                               "state": data.get("plan_state"), "event": kind})
+        self.send_event_to_observers(events.EventReservation(kind, dict(data)))
+
+    def _probes(self, c: ReservationCircuit):
+        """Send probe frames in at both endpoint ports while the plan runs (data-plane verification)."""
+        stop = hub.Event()
+        frame = probe_frame()
+
+        def loop() -> None:
+            while not stop.wait(timeout=PROBE_INTERVAL):
+                for r in c.ingress:
+                    sw = self.view.by_name(r.switch)
+                    dp = self.southbound.datapath(sw.dpid) if sw is not None else None
+                    if dp is None:
+                        continue
+                    parser, ofp = dp.ofproto_parser, dp.ofproto
+                    dp.send_msg(parser.OFPPacketOut(datapath=dp, buffer_id=ofp.OFP_NO_BUFFER,
+                                                    in_port=r.match_dict()["in_port"],
+                                                    actions=[parser.OFPActionOutput(ofp.OFPP_TABLE)], data=frame))
+
+        thread = hub.spawn(loop)
+
+        def halt() -> None:
+            stop.set()
+            thread.wait()
+
+        return halt
+
+    def _reserve(self) -> None:
+        self.view.reserved_ports = {(sw, p) for sw, p in ports_of(self.manager.active.values())}
+        self.view.changed()
+
+    # ---- the loop ----------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        adopted = False
+        while self.writer is not None:
+            try:
+                if not adopted:
+                    for inst in self._db("installed"):
+                        if inst.state == "ACTIVE":
+                            self.manager.adopt(inst)
+                            JOURNAL.add("reservation", event="adopted", reservation_id=inst.reservation_id)
+                    adopted = True
+                    self._reserve()
+                now = time.time()
+                for order in self._db("due", now):
+                    if order.id not in self.busy:
+                        self.busy.add(order.id)
+                        hub.spawn(self._guarded, order.id, self.manager.provision, order)
+                for inst in self._db("to_release"):
+                    if inst.reservation_id not in self.busy:
+                        self.busy.add(inst.reservation_id)
+                        hub.spawn(self._guarded, inst.reservation_id, self.manager.release, inst)
+            except Exception as exc:  # keep following; loud in the error log and GET /health
+                guard.failures.append(f"reservations: {exc!r}")
+                guard.ERROR_LOG.exception("reservations: following the database failed")
+            hub.sleep(self.poll)
+
+    def _guarded(self, res_id: int, fn: Any, arg: Any) -> None:
+        try:
+            out = fn(arg)
+            LOG.info("reservation %s: %s", res_id, out.to_json())
+        except Exception as exc:
+            guard.failures.append(f"reservation {res_id}: {exc!r}")
+            guard.ERROR_LOG.exception("reservation %s failed", res_id)
+        finally:
+            self._reserve()
+            self.busy.discard(res_id)
+
+    # ---- control API -------------------------------------------------------------------------------
+    def r_reservations(self, q: dict, d: dict) -> dict:
+        return {"lit": {str(k): c.to_json() for k, c in sorted(self.manager.active.items())},
+                "busy": sorted(self.busy), "events": list(self.outcomes)[-50:],
+                "database": bool(SETTINGS.db_url)}
+
+    def r_plans(self, q: dict, d: dict) -> list:
+        return list(self.plans)

@@ -1,0 +1,229 @@
+"""Lab ``reservation-lifecycle``: a reservation h1 → h3 on the Fig. 2 testbed becomes a circuit and goes.
+
+The operator's path, end to end: the controller (with its database), the reservation service
+(``mlte web``, REST) and the Fig. 2 Mininet testbed. A reservation A:1 → C:3 is committed for a
+window that starts a few seconds later. The lab then measures when the controller lit it (the
+ACTIVE transition against the window start), what UDP throughput h1 → h3 gets at the reserved rate,
+and — after the window ends (``--quick``: after a cancel) — that every XCON and every
+reservation rule is gone. Results: ``results.json`` and ``lifecycle.png`` (timeline).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from app.controller import rule_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+RESERVED_MBPS = 5.0
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _reservation_rules(bridge: str) -> list[str]:
+    """The reservation-band rules on an OVS bridge (by cookie), as ``ovs-ofctl`` prints them."""
+    band = rule_plan.RESERVATION
+    out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows", bridge,
+                          f"cookie={band.cookie():#x}/{band.mask():#x}"],
+                         capture_output=True, text=True, timeout=10, check=True).stdout
+    return [line.strip() for line in out.splitlines() if "cookie=" in line]
+
+
+def _udp_mbps(session: Any, seconds: float, mbps: float) -> tuple[float, float]:
+    """(received, lost %) of an iperf3 UDP stream h1 → h3 at ``mbps``."""
+    h1, h3 = session.lab.node("h1"), session.lab.node("h3")
+    server = h3.popen(["iperf3", "-s", "-1", "-p", "5211", "--json"], stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        client = h1.popen(["iperf3", "-c", "10.0.0.3", "-p", "5211", "-u", "-b", f"{mbps}M", "-t", str(seconds),
+                           "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, _err = client.communicate(timeout=seconds + 20)
+        data = json.loads(out)
+        s = data["end"]["sum"]
+        return float(s.get("bits_per_second", 0.0)) / 1e6 * (1 - float(s.get("lost_percent", 0.0)) / 100), \
+            float(s.get("lost_percent", 0.0))
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+
+
+def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the lab; write ``out/results.json`` and ``out/lifecycle.png``; return the results."""
+    from mininet_labs.netlock import net_lock
+    from mininet_labs.session import LabSession
+    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
+    from topology.vendor_file import write_vendor_file
+
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    spec = fig2_testbed()
+    delay = (0.150, 0.220)
+    static = out / "fig2-optical.json"  # fibres and adaptations: admission can route at once
+    write_vendor_file(spec_to_vendor_file(spec, setup_time=sum(delay) / 2), static)
+    db = out / "mlte.db"
+    for p in out.glob("mlte.db*"):
+        p.unlink()
+    lead, window = (4.0, 12.0) if quick else (6.0, 30.0)
+    res: dict[str, Any] = {"lab": "reservation-lifecycle", "quick": quick, "reserved_mbps": RESERVED_MBPS}
+    marks: list[tuple[float, str]] = []
+    t0 = time.time()
+
+    def note(text: str) -> None:
+        marks.append((time.time() - t0, text))
+        progress(f"[{time.time() - t0:6.1f}s] {text}")
+
+    with net_lock(), LabSession(spec, out / "work", delay=delay, static_file=str(static),
+                                controller_args=("--db-url", f"sqlite:///{db}")) as session:
+        session.start(timeout=60)
+        note("controller and Fig. 2 testbed up")
+        for h, ip in (("h1", "10.0.0.3"), ("h3", "10.0.0.1")):  # hosts announce themselves (ARP)
+            session.lab.node(h).cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
+        user = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "create-user", "lab", "--db", str(db)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+        headers = {"Authorization": f"Bearer {user.stdout.strip().splitlines()[-1]}"}
+        port = _free_port()
+        web_log = open(out / "web.log", "w")
+        web = subprocess.Popen([sys.executable, "-m", "app.cli.main", "web", "--db", str(db), "--host",
+                                "127.0.0.1", "--port", str(port), "--topology", "controller"],
+                               cwd=ROOT, stdout=web_log, stderr=subprocess.STDOUT,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        url = f"http://127.0.0.1:{port}/api/v1"
+        try:
+            _wait(lambda: _get(url + "/openapi.json", headers) is not None, 30, "the web service")
+            _wait(lambda: ((_get(url + "/topology", headers) or {}).get("graph") or {}).get("nodes"), 30, "a topology snapshot")
+            note(f"web service on http://127.0.0.1:{port}")
+            start = time.time() + lead
+            r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
+                "name": "lab h1-h3", "src": "A:1", "dst": "C:3", "bandwidth": RESERVED_MBPS,
+                "start": _iso(start), "end": _iso(start + window)})
+            r.raise_for_status()
+            rid = r.json()["id"]
+            requests.post(f"{url}/reservations/{rid}/commit", headers=headers, timeout=30).raise_for_status()
+            res["reservation_id"] = rid
+            note(f"reservation {rid} A:1 -> C:3 {RESERVED_MBPS} Mbit/s committed; window starts in {lead:.0f}s")
+            state = _wait(lambda: _state(url, headers, rid, ("ACTIVE", "FAILED")), lead + 30, "ACTIVE")
+            res["lit"] = state == "ACTIVE"
+            hist = requests.get(f"{url}/reservations/{rid}/history", headers=headers, timeout=30).json()
+            active_at = next((_ts(h) for h in _entries(hist) if _to(h) == "ACTIVE"), time.time())
+            res["lit_after_start_s"] = round(active_at - start, 3)
+            detail = requests.get(f"{url}/reservations/{rid}", headers=headers, timeout=30).json()
+            res["state_reason"] = detail.get("state_reason", "")
+            note(f"reservation {state} {res['lit_after_start_s']:.2f}s after its start"
+                 + (f": {res['state_reason']}" if state != "ACTIVE" else ""))
+            res["xcons_lit"] = session.client.xcons() if res["lit"] else []
+            res["rules_installed"] = sum(len(_reservation_rules(session.lab.bridge(n))) for n in ("A", "B", "C"))
+            if res["lit"]:
+                mbps, lost = _udp_mbps(session, 2.0 if quick else 5.0, RESERVED_MBPS)
+                res["throughput_mbps"], res["udp_lost_percent"] = round(mbps, 3), lost
+                note(f"h1 -> h3 UDP at {RESERVED_MBPS} Mbit/s: {mbps:.2f} Mbit/s received ({lost:.1f}% lost)")
+            if quick:
+                requests.post(f"{url}/reservations/{rid}/cancel", headers=headers, timeout=30).raise_for_status()
+                note("reservation cancelled")
+            else:
+                _wait(lambda: _state(url, headers, rid, ("FINISHED",)), window + 30, "FINISHED")
+                note("window ended")
+            gone = _wait(lambda: not session.client.xcons() and not any(
+                _reservation_rules(session.lab.bridge(n)) for n in ("A", "B", "C")), 30, "release", fail=False)
+            res["released"] = bool(gone)
+            res["leftover_xcons"] = len(session.client.xcons())
+            res["leftover_rules"] = sum(len(_reservation_rules(session.lab.bridge(n))) for n in ("A", "B", "C"))
+            res["final_state"] = _state(url, headers, rid, None)
+            plans = requests.get(f"{url}/plans", params={"reservation": rid}, headers=headers, timeout=30)
+            res["plans"] = plans.json() if plans.ok else []
+            note(f"released: {res['released']} (XCONs left {res['leftover_xcons']}, rules left "
+                 f"{res['leftover_rules']}); final state {res['final_state']}")
+            res["controller_errors"] = session.controller_errors()
+        finally:
+            web.terminate()
+            try:
+                web.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                web.kill()
+            web_log.close()
+    res["timeline"] = [{"t": round(t, 3), "what": w} for t, w in marks]
+    (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
+    _plot(res, out / "lifecycle.png")
+    progress(f"wrote {out / 'results.json'} and {out / 'lifecycle.png'}")
+    return res
+
+
+def _get(url: str, headers: dict) -> Any:
+    try:
+        r = requests.get(url, headers=headers, timeout=5)
+        return r.json() if r.ok else None
+    except (requests.RequestException, ValueError):
+        return None
+
+
+def _state(url: str, headers: dict, rid: int, want: tuple[str, ...] | None) -> str | None:
+    r = _get(f"{url}/reservations/{rid}", headers)
+    state = (r or {}).get("state")
+    return state if want is None or state in want else None
+
+
+def _entries(hist: Any) -> list[dict]:
+    return hist.get("items", []) if isinstance(hist, dict) else hist
+
+
+def _to(h: dict) -> str | None:
+    return h.get("to") or (h.get("detail") or {}).get("to")
+
+
+def _ts(h: dict) -> float:
+    t = h.get("time", h.get("ts"))
+    if isinstance(t, str):
+        return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+    return float(t)
+
+
+def _wait(cond: Callable[[], Any], timeout: float, what: str, fail: bool = True) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.2)
+    if fail:
+        raise TimeoutError(f"no {what} within {timeout:.0f}s")
+    return None
+
+
+def _plot(res: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3))
+    for n, m in enumerate(res["timeline"]):
+        ax.plot([m["t"], m["t"]], [0, 1], color="tab:blue", lw=1)
+        ax.text(m["t"], 1.02 + 0.12 * (n % 4), m["what"][:48], rotation=0, fontsize=7)
+    ax.set_ylim(0, 1.6)
+    ax.set_yticks([])
+    ax.set_xlabel("seconds since the lab started")
+    ax.set_title(f"reservation lifecycle: lit {res.get('lit_after_start_s', '?')} s after start, "
+                 f"{res.get('throughput_mbps', 0)} of {res['reserved_mbps']} Mbit/s, released {res.get('released')}",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
