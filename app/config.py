@@ -33,6 +33,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "circuit_stable_ms": 50.0,  # a new circuit's packet ports must stay up this long before rules go in (D)
         "circuit_timeout": 10.0,  # seconds for a new circuit's ports to come up and its packet link to be seen
         "verify_timeout": 3.0,  # seconds for probe traffic to show on a new path's rule counters
+        "state_file": "",  # JSON file keeping the optical scan's adaptations across restarts ("" = not kept)
     },
     "ots": {
         "provision_delay_min": 0.150,  # seconds an XCON stays dark (drawn uniformly in [min, max])

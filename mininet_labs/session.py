@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import socket
 import string
 import subprocess
@@ -57,7 +58,7 @@ class LabSession:
                  delay: tuple[float, float] = (0.150, 0.220), shaping: bool = True,
                  static_file: str | None = None, of_port: int | None = None, api_port: int | None = None,
                  extra_apps: tuple[str, ...] = (), controller_args: tuple[str, ...] = (),
-                 config_file: str | None = None) -> None:
+                 config_file: str | None = None, state_file: str | None = None) -> None:
         self.spec = spec
         self.workdir = Path(workdir).resolve()  # the controller runs in the project root: absolute paths only
         self.prefix = random_prefix() if prefix is None else prefix
@@ -69,6 +70,10 @@ class LabSession:
         self.extra_apps = extra_apps  # more os-ken app modules for the controller (e.g. a monitor)
         self.controller_args = controller_args  # more `mlte controller` arguments
         self.config_file = str(Path(config_file).resolve()) if config_file else None  # `mlte -c FILE` for the controller (e.g. [controller] lldp_interval)
+        # `mlte controller --state-file`: what the optical scan learnt survives a controller restart
+        # (default: controller-state.json in the workdir; "" = none)
+        self.state_file = str(Path(state_file).resolve()) if state_file else (
+            None if state_file == "" else str(self.workdir / "controller-state.json"))
         self.client = ControllerClient(port=self.api_port)
         self.controller: subprocess.Popen | None = None
         self.lab: LabNet | None = None
@@ -101,7 +106,7 @@ class LabSession:
         p = self.workdir / name
         return "\n".join(p.read_text(errors="replace").splitlines()[-lines:]) if p.exists() else ""
 
-    def _start_controller_once(self) -> None:
+    def _start_controller_once(self, append_log: bool = False) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         names = self.workdir / "names.json"
         # datapaths by dpid, hosts by MAC: the controller's graph then uses the spec's node ids
@@ -114,10 +119,12 @@ class LabSession:
                "--log-file", str(self.workdir / "controller-errors.log")]
         if self.static_file:
             cmd += ["--static-file", str(self.static_file)]
+        if self.state_file:
+            cmd += ["--state-file", self.state_file]
         for mod in self.extra_apps:
             cmd += ["--app", mod]
         cmd += list(self.controller_args)
-        log = open(self.workdir / "controller.log", "w")
+        log = open(self.workdir / "controller.log", "a" if append_log else "w")
         env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
         self.controller = subprocess.Popen(cmd, cwd=str(PROJECT_ROOT), env=env, stdin=subprocess.DEVNULL,
                                            stdout=log, stderr=subprocess.STDOUT)
@@ -132,6 +139,22 @@ class LabSession:
                 return
             time.sleep(0.1)
         raise LabStartError(f"controller API did not come up within 30 s (log: {self.workdir / 'controller.log'})")
+
+    def restart_controller(self, kill: bool = True) -> float:
+        """Stop the controller — SIGKILL (a crash: no goodbye to the switches) or SIGTERM — and start
+        it again on the same ports with the same arguments; return the time.time() it was started at.
+        The switches and OTS agents keep running and reconnect by themselves."""
+        proc, self.controller = self.controller, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        started = time.time()
+        self._start_controller_once(append_log=True)
+        return started
 
     def wait_connected(self, timeout: float = 60.0) -> list[dict]:
         """Wait until every switch and OTS of the spec is connected (OTS capabilities known)."""

@@ -27,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--app", action="append", default=[], metavar="MODULE",
                    help="also load this os-ken app module (repeatable), e.g. a monitor app")
     p.add_argument("--log-file", help="also log handler exceptions to this file")
+    p.add_argument("--state-file", help="keep what the optical scan learnt in this JSON file across restarts "
+                                        "(default [controller] state_file; created on the first scan)")
     p.set_defaults(func=_run)
 
 
@@ -47,6 +49,15 @@ def _run(args: argparse.Namespace) -> int:
         ctl["log_file"] = args.log_file
     if args.db_url:
         cfg["db"]["url"] = args.db_url
+    if args.state_file:
+        ctl["state_file"] = args.state_file
+    if ctl["state_file"]:
+        from app.controller.state_file import StateFileError, load
+
+        try:
+            load(ctl["state_file"])  # a bad file is a one-line error now, not a traceback inside os-ken
+        except StateFileError as exc:
+            raise ConfigError(f"state file: {exc}") from None
     from app.controller.model import split_names
 
     names: dict[int, str] = {}

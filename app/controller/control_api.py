@@ -20,7 +20,7 @@ from os_ken.base import app_manager
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, guard
+from app.controller import db_writer, guard, state_file
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.circuits import setup_circuit
@@ -61,6 +61,9 @@ class ControlApi(app_manager.OSKenApp):
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.extra_routes: ApiRoutes = kwargs.get(ROUTES) if kwargs.get(ROUTES) is not None else ApiRoutes()
+        # what the optical scan learnt before a restart ([controller] state_file)
+        self.view.scan_attached.update(
+            state_file.load_attached(SETTINGS.controller.get("state_file", ""), SETTINGS.names))
         self._scan_lock = hub.BoundedSemaphore(1)
         self.started = time.time()
         self.routes: dict[tuple[str, str], Callable[[dict, dict], Any]] = {
@@ -356,6 +359,7 @@ class ControlApi(app_manager.OSKenApp):
             "leftover_xcons": self.driver.active(),
         }
         self.view.set_scan(report.attached, result)
+        state_file.save_attached(SETTINGS.controller.get("state_file", ""), self.view.scan_attached, name)
         return result
 
     def r_scan_result(self, q: dict, d: dict):

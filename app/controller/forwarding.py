@@ -9,16 +9,28 @@
   switches reachable from the sender; a reply goes straight out of the asker's port. Nothing is delivered to a host the packet links cannot reach, so two clusters talk
   only once a circuit joins them.
 - OTS datapaths never receive a rule from this app.
+- A (re)connecting switch keeps its rules: they are read back (flow stats filtered by our cookie) and
+  adopted as installed; deletions of adopted rules are held until the topology has settled (one
+  ``link_timeout`` after the last switch entered), then hosts are inferred from adopted rules that
+  output to edge ports and the plan is diffed as usual (:mod:`app.controller.reconcile`). A controller
+  restart therefore changes no rule of a network that did not change.
 """
 from __future__ import annotations
 
+import itertools
+import time
+from dataclasses import dataclass, field
+
 from os_ken.base import app_manager
+from os_ken.controller import event as osken_event
 from os_ken.controller import ofp_event
 from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
+from os_ken.lib import hub
 from os_ken.lib.packet import arp, ethernet, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_ARP, ETH_TYPE_LLDP
 
-from app.controller import events, rule_plan
+from app.controller import events, reconcile, rule_plan
+from app.controller.driver_errors import DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
@@ -26,7 +38,10 @@ from app.controller.model import PACKET, HostInfo, PortRef
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.of13 import add_flow, delete_flows
-from app.controller.paths import Plan, diff, link_graph, plan, reachable
+from app.controller.paths import Plan, link_graph, plan, reachable
+from app.controller.runtime import SETTINGS
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import FlowStat, OpenFlowSouthbound
 
 COOKIE_FWD = rule_plan.FORWARDING.cookie()  # shared by the forwarding app's three bands
 FWD_PRIORITY = rule_plan.FORWARDING.priority()
@@ -35,18 +50,67 @@ ARP_PRIORITY = rule_plan.ARP.priority()
 MISS_PRIORITY = rule_plan.TABLE_MISS.priority()
 
 
+@dataclass
+class _RuleReadback:
+    """A read-back of one switch's forwarding rules (flow stats filtered by our cookie), under way."""
+
+    token: int  # tells this read-back's answer from an older one's (the switch reconnected meanwhile)
+    touched: set[str] = field(default_factory=set)  # MACs we installed or deleted since it began
+
+
+class EventRulesReadBack(osken_event.EventBase):
+    """Internal: the answer to a rule read-back, posted by the greenthread that waited for it."""
+
+    def __init__(self, dpid: int, token: int, stats: list[FlowStat] | None, error: str | None = None) -> None:
+        super().__init__()
+        self.dpid, self.token, self.stats, self.error = dpid, token, stats, error
+
+
+class EventSettled(osken_event.EventBase):
+    """Internal: no switch entered for the settle time; held deletions may go (sent to ourselves)."""
+
+
+def forwarding_rule(st: FlowStat) -> tuple[str, int] | None:
+    """(MAC, out port) of a read-back rule that is one of our ``eth_dst -> output`` rules, else None."""
+    if st.priority != FWD_PRIORITY or st.cookie != COOKIE_FWD or st.table != 0:
+        return None
+    mac = st.match.get("eth_dst")
+    if set(st.match) != {"eth_dst"} or not isinstance(mac, str) or len(st.out_ports) != 1:
+        return None
+    return mac.lower(), st.out_ports[0]
+
+
 class Forwarding(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
     _EVENTS = [events.EventHostAdd]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_forwarding"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.hosts: dict[str, HostInfo] = self.view.hosts  # the view owns them; we learn them
         self.installed: Plan = {}
+        # dpid -> {mac: port}: rules read back from the switch, not (re)installed by us since; their
+        # deletion is held until the topology settled
+        self.adopted: Plan = {}
+        self._readback: dict[int, _RuleReadback] = {}
+        self._tokens = itertools.count(1)
+        self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
+        self.settle = reconcile.settle_seconds(SETTINGS.controller["link_timeout"], SETTINGS.controller["lldp_interval"])
+        self.settle_at = 0.0  # time.monotonic() before which adopted rules are held
+        self._timer = None
+        self._running = False
         self._graph = link_graph([], [])
+
+    def start(self):
+        self._running = True  # timers only in a running controller (unit tests call handlers directly)
+        return super().start()
+
+    def stop(self):
+        self._running = False
+        super().stop()
 
     @property
     def installed(self) -> Plan:
@@ -67,6 +131,15 @@ class Forwarding(app_manager.OSKenApp):
     def _packet_dpids(self) -> list[int]:
         return [sw.dpid for sw in self._inventory().of_kind(PACKET)]
 
+    def holding(self, now: float | None = None) -> bool:
+        """True until the topology settled after the last switch (re)connected."""
+        return (time.monotonic() if now is None else now) < self.settle_at
+
+    def _port_up(self, ref: PortRef) -> bool:
+        sw = self._inventory().switches.get(ref.dpid)
+        port = sw.ports.get(ref.port_no) if sw is not None else None
+        return port is not None and port.up
+
     def _replan(self) -> None:
         links = self._lldp().table.links()
         self._graph = link_graph(self._packet_dpids(), links)
@@ -75,14 +148,21 @@ class Forwarding(app_manager.OSKenApp):
             if host.port in link_ports:
                 del self.hosts[mac]
         new = plan(self._graph, self.hosts.values())
-        install, delete = diff(self.installed, new)
+        held = {d: set(rules) for d, rules in self.adopted.items() if rules} if self.holding() else {}
+        outs = {PortRef(d, self.installed[d][m]) for d, macs in held.items() for m in macs if m in self.installed.get(d, {})}
+        dead = {ref for ref in outs if not self._port_up(ref)}  # a held rule into a down port delivers nothing
+        install, delete, after = reconcile.held_changes(self.installed, new, held, dead)
         for dpid, mac in delete:
             self._flow(dpid, mac, None)
         for dpid, mac, port in install:
             self._flow(dpid, mac, port)
-        self.installed = new
+        self.installed = after
 
     def _flow(self, dpid: int, mac: str, port: int | None) -> None:
+        self.adopted.get(dpid, {}).pop(mac, None)  # ours from now on (or gone)
+        rb = self._readback.get(dpid)
+        if rb is not None:
+            rb.touched.add(mac)  # newer than what the read-back under way will say
         dp = self._inventory().datapath(dpid)
         if dp is None:
             return
@@ -98,22 +178,112 @@ class Forwarding(app_manager.OSKenApp):
     def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
         if ev.switch.kind != PACKET:
             return
-        dp = self._inventory().datapath(ev.switch.dpid)
+        dpid = ev.switch.dpid
+        dp = self._inventory().datapath(dpid)
+        # no wipe: the switch keeps forwarding with the rules it has (a controller restart must not
+        # cut traffic); read them back and adopt them, held until the topology settled
+        rb = self._readback[dpid] = _RuleReadback(next(self._tokens))
+        if self._running:  # unit tests deliver EventRulesReadBack themselves
+            hub.spawn(self._read_back, dpid, rb.token)
+        self._base_rules(dp)
+        self.installed[dpid] = {}  # unknown until the read-back answers
+        self.adopted[dpid] = {}
+        self._hold(time.monotonic())
+        self._replan()
+
+    @staticmethod
+    def _base_rules(dp) -> None:
+        """Table-miss and ARP to the controller (ADD overwrites an identical rule: no gap)."""
         parser, ofp = dp.ofproto_parser, dp.ofproto
-        # start from a clean table as far as our rules go (the cookie spares LLDP's trap rule)
-        delete_flows(dp, COOKIE_FWD, parser.OFPMatch())
         to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
         add_flow(dp, COOKIE_FWD, MISS_PRIORITY, parser.OFPMatch(), to_controller)
         # ARP is handled by the controller (proxy replies, replies delivered to the asker's port): a
         # reply following the asker's eth_dst rule would hide the replier's IPv4 address from us
         add_flow(dp, COOKIE_FWD, ARP_PRIORITY, parser.OFPMatch(eth_type=ETH_TYPE_ARP), to_controller)
-        self.installed.pop(ev.switch.dpid, None)
+
+    # ---- read-back, adoption, settling -----------------------------------------------------------
+    def _hold(self, now: float) -> None:
+        """A switch (re)connected: the topology is not settled before ``now + settle``."""
+        self.settle_at = max(self.settle_at, now + self.settle)
+        if self._running and self._timer is None:
+            self._timer = hub.spawn(self._settle_wait)
+
+    def _settle_wait(self) -> None:
+        try:
+            while time.monotonic() < self.settle_at:
+                hub.sleep(max(0.05, self.settle_at - time.monotonic()))
+        finally:
+            self._timer = None
+        self.send_event(self.name, EventSettled())
+
+    def _read_back(self, dpid: int, token: int) -> None:
+        """Greenthread: our rules on the switch (flow stats by cookie), posted to ourselves."""
+        try:
+            stats = self.southbound.flow_stats(dpid, COOKIE_FWD, rule_plan.ALL_BITS, timeout=self.barrier_timeout)
+            ev = EventRulesReadBack(dpid, token, stats)
+        except DriverError as exc:  # no answer (BarrierTimeout is one), refused, disconnected
+            ev = EventRulesReadBack(dpid, token, None, str(exc))
+        self.send_event(self.name, ev)
+
+    @set_ev_cls(EventRulesReadBack)
+    @loud
+    def _rules_read_back(self, ev: EventRulesReadBack) -> None:
+        rb = self._readback.get(ev.dpid)
+        if rb is None or rb.token != ev.token:
+            return  # an older read-back's answer, or the switch left
+        if ev.stats is None:  # rules we cannot see: start clean as far as our rules go (the old way)
+            del self._readback[ev.dpid]
+            JOURNAL.add("rules_adopted", dpid=ev.dpid, rules=0, error=ev.error)
+            dp = self._inventory().datapath(ev.dpid)
+            if dp is not None:
+                delete_flows(dp, COOKIE_FWD, dp.ofproto_parser.OFPMatch())  # the cookie spares other apps' rules
+                self._base_rules(dp)
+                self.installed[ev.dpid] = {}
+                self.adopted[ev.dpid] = {}
+                self._replan()
+            return
+        entries = [r for st in ev.stats if (r := forwarding_rule(st)) is not None]
+        self._adopt(ev.dpid, rb, entries)
+
+    def _adopt(self, dpid: int, rb: _RuleReadback, entries: list[tuple[str, int]]) -> None:
+        del self._readback[dpid]
+        mine = self.installed.setdefault(dpid, {})
+        new = reconcile.adopt_rules(entries, mine, rb.touched)
+        mine.update(new)
+        self.adopted.setdefault(dpid, {}).update(new)
+        sw = self._inventory().switches.get(dpid)
+        JOURNAL.add("rules_adopted", node=sw.name if sw else None, dpid=dpid, rules=len(new),
+                    held=self.holding())
+        if not self.holding():  # a late answer: the topology is known, settle this switch now
+            self._settle()
+
+    @set_ev_cls(EventSettled)
+    @loud
+    def _settled(self, ev: EventSettled) -> None:
+        if self.holding():
+            return  # another switch entered meanwhile: its own timer follows
+        self._settle()
+
+    def _settle(self) -> None:
+        """The topology settled: learn the hosts the adopted rules point to, then plan without holding
+        (adopted rules the plan does not want go now)."""
+        known = set(self.hosts)
+        edges = set(self._edge_ports({sw.dpid for sw in self._inventory().of_kind(PACKET)}))
+        found = reconcile.infer_hosts(self.adopted, edges, known)
+        for mac, ref in found.items():
+            host = HostInfo(mac=mac, ip=None, port=ref)
+            self.hosts[mac] = host
+            JOURNAL.add("host", mac=mac, ip=None, port=str(ref), adopted=True)
+            self.send_event_to_observers(events.EventHostAdd(host))
         self._replan()
+        self.adopted = {d: {} for d in self.adopted}
 
     @set_ev_cls(events.EventSwitchLeave)
     @loud
     def _switch_leave(self, ev: events.EventSwitchLeave) -> None:
         self.installed.pop(ev.switch.dpid, None)
+        self.adopted.pop(ev.switch.dpid, None)
+        self._readback.pop(ev.switch.dpid, None)
         for mac, host in list(self.hosts.items()):
             if host.port.dpid == ev.switch.dpid:
                 del self.hosts[mac]

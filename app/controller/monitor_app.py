@@ -138,6 +138,7 @@ class MonitorApp(app_manager.OSKenApp):
         self.fine_on: set[str] = set()
         self.last: dict = {}
         self._flow_replies: dict[int, list] = {}  # dpid -> flow-stats entries of a multipart reply
+        self._flow_xids: dict[int, int] = {}  # dpid -> xid of our last flow-stats request (others read back rules too)
         self.reply_timeout = float(self.cfg["reply_timeout"])
         self.first_window = float(self.cfg["fine_first_window"])
         self.everywhere = bool(self.cfg["fine_everywhere"])
@@ -271,9 +272,11 @@ class MonitorApp(app_manager.OSKenApp):
                 if sw.name in fine:  # per-flow counters only where fine monitoring is on
                     self._flow_replies.pop(dp.id, None)
                     self._awaiting.add((dp.id, "flow"))
-                    self._send(dp, parser.OFPFlowStatsRequest(
+                    req = parser.OFPFlowStatsRequest(
                         dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
-                        flowstats.cookie(flowstats.KIND_COUNT, 0), flowstats.KIND_MASK, parser.OFPMatch()), "fine")
+                        flowstats.cookie(flowstats.KIND_COUNT, 0), flowstats.KIND_MASK, parser.OFPMatch())
+                    self._send(dp, req, "fine")
+                    self._flow_xids[dp.id] = req.xid
             elif ofp.OFP_VERSION == ofproto_v1_0.OFP_VERSION:
                 self._awaiting.add((dp.id, "port"))
                 self._send(dp, parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_NONE))
@@ -309,9 +312,9 @@ class MonitorApp(app_manager.OSKenApp):
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
     @loud
     def _flow_stats(self, ev) -> None:
-        if self.counting is None:
-            return
         msg, dp = ev.msg, ev.msg.datapath
+        if self.counting is None or self._flow_xids.get(dp.id) != msg.xid:
+            return  # not ours: forwarding and the OTS driver read their rules back with flow stats
         self._received(msg, "fine", "flow")
         entries = self._flow_replies.setdefault(dp.id, [])
         entries += [(st.cookie, st.byte_count, st.duration_sec + st.duration_nsec / 1e9) for st in msg.body]

@@ -5,21 +5,29 @@ BARRIER_REQUEST; the OTS answers it only once the XCONs before it are *applied* 
 provisioning delay), so a caller waiting here knows the circuit is lit. An OpenFlow ERROR for any
 of the requests is returned to the caller (the control API turns it into a 4xx answer).
 Capabilities come from the OTS VENDOR message and go into the capability store.
+
+Reconciliation (docs/controller.md): when an OTS (re)connects, its XCONs are read back with an OF1.0
+flow-stats request and *adopted* into the table (``xcon_adopted``); until that reply is in the OTS is
+*reconciling* and the scan does not touch it (:meth:`OtsDriver.wait_reconciled`). Adopted XCONs on no
+lit circuit are *orphans*: listed as such by ``GET /xcon`` and journalled (``xcon_orphan``), deleted
+only by the operator.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
 from dataclasses import dataclass, field, replace
 
 from os_ken.base import app_manager
+from os_ken.controller import event as osken_event
 from os_ken.controller import ofp_event
 from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, events, rule_plan
+from app.controller import db_writer, events, reconcile, rule_plan
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
@@ -28,8 +36,9 @@ from app.controller.model import OTS, dpid_label
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
+from app.controller.scan import busy_ports
 from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OpenFlowSouthbound
+from app.controller.southbound import FlowStat, OpenFlowSouthbound
 from ots_virtual import protocol
 from topology.capabilities import CapabilityStore, NodeCapabilities
 
@@ -81,6 +90,39 @@ class _Pending:
 
 
 @dataclass
+class _Readback:
+    """An XCON read-back (flow-stats request through the southbound) of one OTS, under way or failed."""
+
+    token: int  # tells this read-back's answer from an older one's (the OTS reconnected meanwhile)
+    sent: float  # monotonic
+    done: hub.Event = field(default_factory=hub.Event)
+    touched: set[int] = field(default_factory=set)  # in_ports we changed since the read-back began
+    error: str | None = None  # no answer or refused: the OTS stays unreconciled
+    retry: bool = False  # the error was a timeout: the next scan tries again
+
+
+class EventXconReadBack(osken_event.EventBase):
+    """Internal: the answer to an XCON read-back (the driver sends it to itself from the greenthread
+    that waited, so the table is changed in a handler)."""
+
+    def __init__(self, dpid: int, token: int, stats: list[FlowStat] | None, error: str | None = None,
+                 retry: bool = False) -> None:
+        super().__init__()
+        self.dpid, self.token, self.stats, self.error, self.retry = dpid, token, stats, error, retry
+
+
+class EventOrphanCheck(osken_event.EventBase):
+    """Internal: the adoptions have settled, look for orphan XCONs (sent by the driver to itself)."""
+
+
+def xcon_of(st: FlowStat) -> tuple[int, int] | None:
+    """(in_port, out_port) of a read-back rule that is an XCON (match in_port only, one output)."""
+    if set(st.match) != {"in_port"} or len(st.out_ports) != 1:
+        return None
+    return int(st.match["in_port"]), st.out_ports[0]
+
+
+@dataclass
 class XconResult:
     """Outcome of an XCON change: ok, or the OpenFlow errors the OTS returned."""
 
@@ -117,6 +159,20 @@ class OtsDriver(app_manager.OSKenApp):
         # dpid -> {in_port: out_port} sent but never confirmed (barrier timed out): maybe applied, maybe
         # not; kept until a delete of that port is confirmed, so a roll-back can remove them
         self.unknown: dict[int, dict[int, int]] = self.view.unknown_xcons
+        # dpid -> in_ports whose XCON was read back from the OTS (installed before this process knew)
+        self.adopted: dict[int, set[int]] = {}
+        # dpid -> the read-back under way (or refused); absent once the OTS is reconciled
+        self.readback: dict[int, _Readback] = {}
+        self._tokens = itertools.count(1)
+        self.settle = reconcile.settle_seconds(SETTINGS.controller["link_timeout"],
+                                               SETTINGS.controller["lldp_interval"])
+        self._orphans_reported: set[tuple[int, int, int]] = set()
+        # False from any switch (re)connecting until the check ``settle`` s later: a chain can only be
+        # followed once its OTSes and the packet switches of its adaptations are back
+        self.orphans_decided = True
+        self._orphan_due: float | None = None
+        self._orphan_timer = None
+        self._running = False
         self._pending: dict[tuple[int, int], _Pending] = {}
         self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
         # the capability store (topology/); without a DB URL capabilities stay in memory only
@@ -127,7 +183,12 @@ class OtsDriver(app_manager.OSKenApp):
             self.writer = db_writer.shared(int(SETTINGS.controller.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
             self.writer.open(CAPS, lambda: CapabilityStore(url))
 
+    def start(self):
+        self._running = True  # timers only in a running controller (unit tests call handlers directly)
+        return super().start()
+
     def stop(self):
+        self._running = False
         if self.writer is not None:
             self.writer = None
             db_writer.release()  # the last user flushes what is queued
@@ -144,21 +205,172 @@ class OtsDriver(app_manager.OSKenApp):
     @set_ev_cls(events.EventSwitchEnter)
     @loud
     def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
+        self.orphans_decided = False
+        self._schedule_orphan_check()
         if ev.switch.kind != OTS:
             if self.writer is not None:
                 # measured on the userspace datapath: FLOW_MOD + barrier ~1 ms (docs/controller.md)
                 self._store(NodeCapabilities(dpid=ev.switch.dpid, switch_type="packet",
                                              switching_time=0.001, name=ev.switch.name))
             return
-        self.xcons.setdefault(ev.switch.dpid, {})
-        dp = self._inventory().datapath(ev.switch.dpid)
+        dpid = ev.switch.dpid
+        self.xcons[dpid] = {}
+        self.unknown.pop(dpid, None)
+        self.adopted[dpid] = set()
+        dp = self._inventory().datapath(dpid)
         dp.send_msg(protocol.caps_request(dp))
+        self._start_read_back(dpid)  # the XCONs outlive us: a restarted controller must know what is lit
+
+    def _start_read_back(self, dpid: int) -> _Readback:
+        old = self.readback.pop(dpid, None)
+        if old is not None:
+            old.error = "the OTS reconnected"
+            old.done.set()
+        rb = self.readback[dpid] = _Readback(next(self._tokens), time.monotonic())
+        if self._running:  # unit tests deliver EventXconReadBack themselves
+            hub.spawn(self._read_back, dpid, rb.token)
+        return rb
+
+    def _read_back(self, dpid: int, token: int) -> None:
+        """Greenthread: ask the OTS for every XCON (OF1.0 flow stats), post the answer to ourselves."""
+        try:
+            stats = self.southbound.flow_stats(dpid, timeout=self.barrier_timeout)
+            ev = EventXconReadBack(dpid, token, stats)
+        except BarrierTimeout:
+            ev = EventXconReadBack(dpid, token, None, f"no answer to the XCON read-back within "
+                                                      f"{self.barrier_timeout:g}s", retry=True)
+        except DriverError as exc:  # refused (e.g. an OTS without flow stats) or disconnected
+            ev = EventXconReadBack(dpid, token, None, f"XCON read-back failed: {exc}")
+        self.send_event(self.name, ev)
 
     @set_ev_cls(events.EventSwitchLeave)
     @loud
     def _switch_leave(self, ev: events.EventSwitchLeave) -> None:
         self.xcons.pop(ev.switch.dpid, None)
         self.unknown.pop(ev.switch.dpid, None)
+        self.adopted.pop(ev.switch.dpid, None)
+        rb = self.readback.pop(ev.switch.dpid, None)
+        if rb is not None:
+            rb.error = "the OTS disconnected"
+            rb.done.set()
+
+    # ---- read-back and adoption ---------------------------------------------------------------------
+    @set_ev_cls(EventXconReadBack)
+    @loud
+    def _read_back_done(self, ev: EventXconReadBack) -> None:
+        rb = self.readback.get(ev.dpid)
+        if rb is None or rb.token != ev.token or rb.done.is_set():
+            return  # an older read-back's answer (the OTS reconnected), or the OTS left
+        if ev.stats is None:
+            rb.error, rb.retry = f"{ev.error}: not reconciled", ev.retry
+            rb.done.set()
+            LOG.warning("OTS %016x: %s", ev.dpid, rb.error)
+            JOURNAL.add("xcon_readback_failed", dpid=ev.dpid, error=rb.error)
+            return
+        entries = []
+        for st in ev.stats:
+            x = xcon_of(st)
+            if x is None:
+                LOG.warning("OTS %016x holds a rule that is no XCON (%s): ignored", ev.dpid, st)
+            else:
+                entries.append(x)
+        self._adopt(ev.dpid, rb, entries)
+
+    def _adopt(self, dpid: int, rb: _Readback, entries: list[tuple[int, int]]) -> None:
+        table = self.xcons.setdefault(dpid, {})
+        new = reconcile.adopt_xcons(entries, table, self.unknown.get(dpid, {}), rb.touched)
+        table.update(new)
+        self.adopted.setdefault(dpid, set()).update(new)
+        del self.readback[dpid]
+        rb.done.set()
+        sw = self._inventory().switches.get(dpid)
+        name = sw.name if sw is not None else dpid_label(dpid)
+        JOURNAL.add("xcon_adopted", ots=name, dpid=dpid, xcons=[[a, b] for a, b in sorted(new.items())],
+                    read=len(entries), seconds=round(time.monotonic() - rb.sent, 4))
+        self.view.changed()  # the graph has XCONs it did not have
+        if new:
+            LOG.info("OTS %s: %d XCON(s) read back and adopted", name, len(new))
+
+    def reconciling(self, dpid: int) -> bool:
+        """True while the XCONs of OTS ``dpid`` are not read back (or the OTS refused the read-back)."""
+        return dpid in self.readback
+
+    def wait_reconciled(self, dpid: int, timeout: float) -> str | None:
+        """Wait (at most ``timeout`` s) until OTS ``dpid`` is reconciled; None when it is, else why not.
+        A read-back that timed out is tried again first."""
+        rb = self.readback.get(dpid)
+        if rb is None:
+            return None
+        if rb.done.is_set() and rb.retry:
+            rb = self._start_read_back(dpid)
+        if timeout > 0 and not rb.done.is_set():
+            rb.done.wait(timeout=timeout)
+        rb = self.readback.get(dpid)
+        if rb is None:
+            return None
+        return rb.error or f"XCONs not read back after {timeout:g}s (reconciling)"
+
+    def _touch(self, dpid: int, in_ports) -> None:
+        """We change these ports now: a read-back still under way must not override our record."""
+        rb = self.readback.get(dpid)
+        if rb is not None:
+            rb.touched.update(in_ports)
+
+    # ---- orphans ------------------------------------------------------------------------------------
+    def _schedule_orphan_check(self) -> None:
+        """Decide orphans once no switch (re)connected for ``settle`` s: the other OTSes, whose XCONs
+        complete a chain, and the packet switches, whose ports end it, reconnect within seconds."""
+        self._orphan_due = time.monotonic() + self.settle
+        if self._running and self._orphan_timer is None:
+            self._orphan_timer = hub.spawn(self._orphan_wait)
+
+    def _orphan_wait(self) -> None:
+        try:
+            while self._orphan_due is not None and time.monotonic() < self._orphan_due:
+                hub.sleep(max(0.05, self._orphan_due - time.monotonic()))
+        finally:
+            self._orphan_timer = None
+        self.send_event(self.name, EventOrphanCheck())
+
+    @set_ev_cls(EventOrphanCheck)
+    @loud
+    def _orphan_check(self, ev: EventOrphanCheck | None) -> None:
+        if self._orphan_due is not None and time.monotonic() < self._orphan_due:
+            return  # another switch entered meanwhile: a newer check follows
+        self.orphans_decided = True
+        self.report_orphans()
+
+    def report_orphans(self) -> list[dict]:
+        """Journal (``xcon_orphan``) every adopted XCON on no lit circuit that was not reported yet."""
+        inv = self._inventory()
+        out = []
+        for d, a in sorted(self.orphans()):
+            key = (d, a, self.xcons[d][a])
+            if key in self._orphans_reported:
+                continue
+            self._orphans_reported.add(key)
+            name = inv.switches[d].name
+            out.append(JOURNAL.add("xcon_orphan", ots=name, in_port=a, out_port=key[2]))
+            LOG.warning("orphan XCON %s %d->%d: adopted, on no known circuit; left alone (DELETE /xcon "
+                        "removes it)", name, a, key[2])
+        return out
+
+    def _graph(self):
+        """The merged multi-layer graph (adaptations from the scan / state file / static file, fibres,
+        XCONs) of the shared network view."""
+        return self.view.graph()[0]
+
+    def orphans(self) -> set[tuple[int, int]]:
+        """(dpid, in_port) of the adopted XCONs that lie on no lit circuit."""
+        inv = self._inventory()
+        adopted = {d: {a: self.xcons[d][a] for a in ports if a in self.xcons.get(d, {})}
+                   for d, ports in self.adopted.items() if ports and d in inv.switches}
+        if not any(adopted.values()):
+            return set()
+        g = self._graph()
+        names = {inv.switches[d].name: d for d in adopted}
+        found = reconcile.orphan_xcons(g, {inv.switches[d].name: t for d, t in adopted.items()})
+        return {(names[n], a) for n, a in found}
 
     @set_ev_cls(ofp_event.EventOFPVendor, MAIN_DISPATCHER)
     @loud
@@ -230,8 +442,10 @@ class OtsDriver(app_manager.OSKenApp):
         finally:
             self._pending.pop((dpid, barrier.xid), None)
 
-    def flow_mod(self, dpid: int, command: int, in_port: int | None, out_port: int | None, **extra):
-        """An OF1.0 FLOW_MOD for an XCON (``extra`` lets tests send non-XCON rules on purpose)."""
+    def flow_mod(self, dpid: int, command: int, in_port: int | None, out_port: int | None,
+                 only_to: int | None = None, **extra):
+        """An OF1.0 FLOW_MOD for an XCON (``extra`` lets tests send non-XCON rules on purpose);
+        ``only_to``: a DELETE matches only the XCON that outputs to this port."""
         dp = self._inventory().datapath(dpid)
         if dp is None:
             raise DriverError(f"datapath {dpid:016x} is not connected", 409)
@@ -250,7 +464,7 @@ class OtsDriver(app_manager.OSKenApp):
             hard_timeout=0,
             priority=ofp.OFP_DEFAULT_PRIORITY,
             buffer_id=0xFFFFFFFF,
-            out_port=ofp.OFPP_NONE,
+            out_port=ofp.OFPP_NONE if only_to is None else only_to,
             flags=0,
             actions=actions,
         )
@@ -262,6 +476,7 @@ class OtsDriver(app_manager.OSKenApp):
         pairs = [(in_port, out_port)] + ([(out_port, in_port)] if bidirectional else [])
         msgs = [self.flow_mod(dpid, ofp.OFPFC_ADD, a, b) for a, b in pairs]
         name = self._inventory().switches[dpid].name
+        self._touch(dpid, [a for a, _b in pairs])
         try:
             errors, sent, applied = self.send_and_barrier(dpid, msgs)
         except BarrierTimeout as exc:  # sent, never confirmed: record as unknown so it can be removed
@@ -277,6 +492,7 @@ class OtsDriver(app_manager.OSKenApp):
             changes.append({"in_port": a, "out_port": b, "ok": ok})
             if ok:
                 self.xcons.setdefault(dpid, {})[a] = b
+                self.adopted.get(dpid, set()).discard(a)  # ours now: the controller set it
         for a, _b in pairs:
             self.unknown.get(dpid, {}).pop(a, None)  # a barrier answered for them: no longer unknown
         if errors:  # all or nothing: undo the directions that did go in
@@ -288,39 +504,60 @@ class OtsDriver(app_manager.OSKenApp):
         return XconResult(not errors, name, changes, [e.to_json() for e in errors], sent,
                           None if errors else applied)
 
-    def remove(self, ots: str | int, in_port: int, bidirectional: bool = True) -> XconResult:
-        """Remove the XCON on ``in_port`` (and its reverse); wait until the OTS applied it."""
+    def remove(self, ots: str | int, in_port: int, bidirectional: bool = True,
+               only_to: int | None = None) -> XconResult:
+        """Remove the XCON on ``in_port`` (and its reverse); wait until the OTS applied it. ``only_to``
+        (one direction only): remove it only if it outputs to that port (a scan removing its probe
+        can never take a different XCON with it)."""
         dpid = self.resolve(ots)
         ports = delete_ports(self.xcons.get(dpid, {}), self.unknown.get(dpid, {}), in_port, bidirectional)
-        errors, sent, applied = self._delete(dpid, ports)
+        if only_to is not None and ports != [in_port]:
+            raise ValueError("only_to applies to one direction (bidirectional=False)")
+        errors, sent, applied = self._delete(dpid, ports, only_to)
         name = self._inventory().switches[dpid].name
         JOURNAL.add("xcon_delete", ots=name, ports=ports, ok=not errors)
         return XconResult(not errors, name, [{"in_port": p, "deleted": True} for p in ports],
                           [e.to_json() for e in errors], sent, None if errors else applied)
 
-    def _delete(self, dpid: int, in_ports: list[int]):
+    def _delete(self, dpid: int, in_ports: list[int], only_to: int | None = None):
         ofp = ofproto_v1_0
-        msgs = [self.flow_mod(dpid, ofp.OFPFC_DELETE_STRICT, p, None) for p in in_ports]
+        msgs = [self.flow_mod(dpid, ofp.OFPFC_DELETE_STRICT, p, None, only_to=only_to) for p in in_ports]
+        self._touch(dpid, in_ports)
         errors, sent, applied = self.send_and_barrier(dpid, msgs)
         if not errors:
             for p in in_ports:
-                self.xcons.get(dpid, {}).pop(p, None)
-                self.unknown.get(dpid, {}).pop(p, None)
+                for table in (self.xcons.get(dpid, {}), self.unknown.get(dpid, {})):
+                    if only_to is None or table.get(p) == only_to:
+                        table.pop(p, None)
+                if p not in self.xcons.get(dpid, {}):
+                    self.adopted.get(dpid, set()).discard(p)
         return errors, sent, applied
+
+    def busy_ports(self, dpid: int) -> set[int]:
+        """Ports of OTS ``dpid`` that are an end of an XCON (applied, adopted or unknown): never probed."""
+        return busy_ports(self.xcons.get(dpid, {}), self.unknown.get(dpid, {}))
 
     def known_port(self, dpid: int, in_port: int) -> bool:
         """True if ``in_port`` of OTS ``dpid`` has an XCON, applied or in an unknown state."""
         return in_port in self.xcons.get(dpid, {}) or in_port in self.unknown.get(dpid, {})
 
     def active(self) -> list[dict]:
-        """Applied XCONs, then those in an unknown state (``"state": "unknown"``)."""
+        """Applied XCONs, then those in an unknown state (``"state": "unknown"``). Read-back ones carry
+        ``"adopted": true`` and ``"orphan"``: on no lit circuit (null until decided, see
+        :meth:`_schedule_orphan_check`)."""
         inv = self._inventory()
 
         def name(d: int) -> str:
             return inv.switches[d].name if d in inv.switches else f"{d:016x}"
 
-        out = [{"ots": name(d), "in_port": a, "out_port": b}
-               for d, table in sorted(self.xcons.items()) for a, b in sorted(table.items())]
+        orphans = self.orphans() if self.orphans_decided else set()
+        out = []
+        for d, table in sorted(self.xcons.items()):
+            for a, b in sorted(table.items()):
+                x = {"ots": name(d), "in_port": a, "out_port": b}
+                if a in self.adopted.get(d, ()):
+                    x.update(adopted=True, orphan=(d, a) in orphans if self.orphans_decided else None)
+                out.append(x)
         out += [{"ots": name(d), "in_port": a, "out_port": b, "state": "unknown"}
                 for d, table in sorted(self.unknown.items()) for a, b in sorted(table.items())]
         return out

@@ -11,6 +11,10 @@ them apart each port is paired with two different partners:
 - two unknown ports and no known partner: one probe; if something lit, it is ambiguous.
 
 An attachment of ``None`` means the far end is not a packet port (a fibre, or nothing).
+
+A port that carries an XCON — applied, in an unknown state, or read back from the OTS after a
+controller restart — is *busy*: it is never probed (a probe on it would change or, once removed,
+delete a live circuit) and never used as a partner (:func:`plan_ots`, :func:`probe_allowed`).
 """
 from __future__ import annotations
 
@@ -45,6 +49,33 @@ class ScanOutcome:
     attached: dict[int, Attachment] = field(default_factory=dict)
     ambiguous: dict[int, list[PortRef]] = field(default_factory=dict)  # port -> candidates
     unscannable: list[int] = field(default_factory=list)  # alone in its group: nothing to pair with
+
+
+def busy_ports(*tables: dict[int, int]) -> set[int]:
+    """Every port that is an end of an XCON in any of ``tables`` (in_port -> out_port: the applied,
+    unknown-state and read-back XCONs of one OTS)."""
+    return {p for table in tables for pair in table.items() for p in pair}
+
+
+def plan_ots(groups: dict[int, str], busy: set[int], known: dict[int, Attachment]) -> list[GroupPlan]:
+    """The probes for one OTS: per granularity group (``groups``: port -> granularity), over the ports
+    that carry no XCON; ``known``: ports whose far end is known (not probed, used as partners)."""
+    by_gran: dict[str, list[int]] = {}
+    for port_no, g in sorted(groups.items()):
+        by_gran.setdefault(g, []).append(port_no)
+    plans = []
+    for _g, ports in sorted(by_gran.items()):
+        free = [p for p in ports if p not in busy]
+        unknown = [p for p in free if p not in known]
+        partners = {p: known[p] for p in free if p in known}
+        plans.append(plan_group(unknown, partners))
+    return plans
+
+
+def probe_allowed(probe: Probe, busy: set[int]) -> bool:
+    """False when an XCON appeared on one of the probe's ports since the plan was made (e.g. a circuit
+    set up during the scan): such a probe must not be sent, nor its port deleted afterwards."""
+    return probe.a not in busy and probe.b not in busy
 
 
 def plan_group(unknown: Iterable[int], known: dict[int, Attachment]) -> GroupPlan:

@@ -6,6 +6,11 @@ for its barrier (= applied), wait until packet-layer PORT_STATUS settles, note w
 came up, remove the probe and wait until those ports are down again. OTS nodes are probed one
 after the other so every port that comes up can only be due to the current probe.
 Every probe XCON is removed, also when a step fails.
+
+Never on a live circuit: an OTS whose XCONs are not read back yet (a controller that just restarted)
+is waited for, at most ``reconcile_wait`` s, then skipped with an error — never probed blind; ports
+that carry an XCON (applied, unknown, adopted) are neither probed nor used as partners, checked again
+before every probe; and a probe is removed with a delete that matches only the probe itself.
 """
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ from app.controller.graph_view import ots_ports
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortRef
 from app.controller.ots_driver import DriverError
-from app.controller.scan import Attachment, infer_group, plan_group
+from app.controller.runtime import SETTINGS
+from app.controller.scan import Attachment, Probe, infer_group, plan_ots, probe_allowed
 
 LOG = logging.getLogger("mlte.controller.scan")
 
@@ -72,25 +78,32 @@ def _wait_down(inventory, ports: set[PortRef], limit: float) -> None:
         hub.sleep(0.02)
 
 
-def run_scan(inventory, driver, known: dict[tuple[int, int], Attachment], settle: float) -> ScanReport:
-    """Scan every connected OTS; ``known`` holds attachments already known (skipped, used as partners)."""
+class PortBusy(Exception):
+    """A probe's port got an XCON after the plan was made (e.g. a circuit set up during the scan)."""
+
+
+def run_scan(inventory, driver, known: dict[tuple[int, int], Attachment], settle: float,
+             reconcile_wait: float | None = None) -> ScanReport:
+    """Scan every connected OTS; ``known`` holds attachments already known (skipped, used as partners).
+    ``reconcile_wait``: how long to wait for an OTS's XCON read-back (default ``barrier_timeout``)."""
+    if reconcile_wait is None:
+        reconcile_wait = float(SETTINGS.controller["barrier_timeout"])
     report = ScanReport()
     t0 = time.monotonic()
     for sw in sorted(inventory.of_kind(OTS), key=lambda s: s.name):
-        busy = set(driver.xcons.get(sw.dpid, {})) | set(driver.xcons.get(sw.dpid, {}).values())
-        groups: dict[str, list[int]] = {}
-        for port_no, g in sorted(ots_ports(sw).items()):
-            groups.setdefault(g, []).append(port_no)
-        for ports in groups.values():
-            free = [p for p in ports if p not in busy]
-            unknown = [p for p in free if (sw.dpid, p) not in known]
-            partners = {p: known[(sw.dpid, p)] for p in free if (sw.dpid, p) in known}
-            plan = plan_group(unknown, partners)
+        problem = driver.wait_reconciled(sw.dpid, reconcile_wait)
+        if problem is not None:
+            report.errors.append(f"{sw.name}: not scanned: {problem}")
+            continue
+        mine = {p: a for (d, p), a in known.items() if d == sw.dpid}
+        for plan in plan_ots(ots_ports(sw), driver.busy_ports(sw.dpid), mine):
             lit = []
             try:
                 for probe in plan.probes:
-                    lit.append(frozenset(_probe(inventory, driver, sw.dpid, probe.a, probe.b, settle, report)))
-            except DriverError as exc:  # an OTS that stops answering: report it, scan the others
+                    if not probe_allowed(probe, driver.busy_ports(sw.dpid)):
+                        raise PortBusy(f"port {probe.a} or {probe.b} got an XCON during the scan")
+                    lit.append(frozenset(_probe(inventory, driver, sw.dpid, probe, settle, report)))
+            except (DriverError, PortBusy) as exc:  # an OTS that stops answering: report it, scan the others
                 report.errors.append(f"{sw.name}: {exc}")
                 continue
             outcome = infer_group(plan, lit)
@@ -105,7 +118,8 @@ def run_scan(inventory, driver, known: dict[tuple[int, int], Attachment], settle
     return report
 
 
-def _probe(inventory, driver, dpid: int, a: int, b: int, settle: float, report: ScanReport) -> set[PortRef]:
+def _probe(inventory, driver, dpid: int, probe: Probe, settle: float, report: ScanReport) -> set[PortRef]:
+    a, b = probe.a, probe.b
     report.probes += 1
     since = JOURNAL.last_seq
     installed = False
@@ -125,7 +139,7 @@ def _probe(inventory, driver, dpid: int, a: int, b: int, settle: float, report: 
     finally:
         if installed:
             try:
-                res = driver.remove(dpid, a, bidirectional=False)
+                res = driver.remove(dpid, a, bidirectional=False, only_to=b)  # the probe, nothing else
                 if not res.ok:
                     report.errors.append(f"probe {dpid:x}:{a}->{b} removal failed: {res.errors}")
             except DriverError as exc:
