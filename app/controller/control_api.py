@@ -20,7 +20,7 @@ from os_ken.base import app_manager
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, guard, state_file
+from app.controller import db_writer, events, guard, state_file
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.circuits import setup_circuit
@@ -54,6 +54,7 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Al
 class ControlApi(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
+    _EVENTS = [events.EventReservedPorts]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -317,10 +318,38 @@ class ControlApi(app_manager.OSKenApp):
         def note(e: dict) -> None:
             JOURNAL.add("plan", **{k: v for k, v in e.items() if k != "t"})
 
+        self._reserve_for(plan)
         record = execute(plan, LiveSouthbound(self.southbound, self.view), run_parallel=green_parallel,
                          sleep=hub.sleep, poll_s=0.02, on_event=note).to_json()
+        self._release_for(plan, record)
         PLANS.add(record, source="api")
         return (200 if record["state"] == "done" else 422), record
+
+    def _reserve_for(self, plan) -> None:
+        """The packet ports of every circuit the plan brings up are kept from default forwarding."""
+        from app.update.plan import CircuitUpStep
+
+        ports = [p for s in plan.steps if isinstance(s, CircuitUpStep) for p in s.ports]
+        if ports and self.view.reserve(f"plan:{plan.id}", ports):
+            self.send_event_to_observers(events.EventReservedPorts())
+
+    def _release_for(self, plan, record: dict) -> None:
+        """Give the ports back when the plan failed, or when it removed the XCONs they hang on."""
+        from app.update.plan import REMOVE, XconStep
+
+        changed = False
+        if record["state"] != "done":
+            changed = self.view.unreserve(f"plan:{plan.id}")
+        gone = {(x.xcon.ots, port) for x in plan.steps if isinstance(x, XconStep) and x.op == REMOVE
+                for port in (x.xcon.in_port, x.xcon.out_port)} if record["state"] == "done" else set()
+        if gone:
+            g, _ = self.view.graph()
+            freed = {a for ots, port in gone if f"{ots}:{port}" in g.g and (a := g.adaptation_at(f"{ots}:{port}"))}
+            for owner, ports in self.view.reservations_of("plan:").items():
+                if set(ports) & freed:
+                    changed |= self.view.unreserve(owner)
+        if changed:
+            self.send_event_to_observers(events.EventReservedPorts())
 
     def r_plans(self, q: dict, d: dict) -> list:
         try:

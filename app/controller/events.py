@@ -60,6 +60,10 @@ class EventHostAdd(event.EventBase):
         self.host = host
 
 
+class EventReservedPorts(event.EventBase):
+    """The packet ports kept for plans and reservations changed: default forwarding re-plans around them."""
+
+
 class EventReservation(event.EventBase):
     """A reservation was lit, failed, or released (``kind``: reservation_active, reservation_failed,
     reservation_released, reservation_release_failed); ``data`` is a small JSON-able dict."""

@@ -121,29 +121,29 @@ class Forwarding(app_manager.OSKenApp):
     def installed(self, plan: Plan) -> None:
         self.view.forwarding_rules = plan
 
-    def _inventory(self):
-        return app_manager.lookup_service_brick("mlte_inventory")
-
-    def _lldp(self):
-        return app_manager.lookup_service_brick("mlte_lldp")
 
     # ---- planning --------------------------------------------------------------------------------
     def _packet_dpids(self) -> list[int]:
-        return [sw.dpid for sw in self._inventory().of_kind(PACKET)]
+        return [sw.dpid for sw in self.view.of_kind(PACKET)]
 
     def holding(self, now: float | None = None) -> bool:
         """True until the topology settled after the last switch (re)connected."""
         return (time.monotonic() if now is None else now) < self.settle_at
 
     def _port_up(self, ref: PortRef) -> bool:
-        sw = self._inventory().switches.get(ref.dpid)
+        sw = self.view.switches.get(ref.dpid)
         port = sw.ports.get(ref.port_no) if sw is not None else None
         return port is not None and port.up
 
+    @set_ev_cls(events.EventReservedPorts)
+    @loud
+    def _reserved_changed(self, ev: events.EventReservedPorts) -> None:
+        self._replan()
+
     def _replan(self) -> None:
-        links = self._lldp().table.links()
+        links = self.view.usable_links()  # never over a circuit a plan or a reservation holds
         self._graph = link_graph(self._packet_dpids(), links)
-        link_ports = self._lldp().table.ports_in_links()
+        link_ports = self.view.links.ports_in_links()
         for mac, host in list(self.hosts.items()):  # a "host" seen on what is now a link port was not one
             if host.port in link_ports:
                 del self.hosts[mac]
@@ -163,7 +163,7 @@ class Forwarding(app_manager.OSKenApp):
         rb = self._readback.get(dpid)
         if rb is not None:
             rb.touched.add(mac)  # newer than what the read-back under way will say
-        dp = self._inventory().datapath(dpid)
+        dp = self.southbound.datapath(dpid)
         if dp is None:
             return
         match = dp.ofproto_parser.OFPMatch(eth_dst=mac)
@@ -179,7 +179,7 @@ class Forwarding(app_manager.OSKenApp):
         if ev.switch.kind != PACKET:
             return
         dpid = ev.switch.dpid
-        dp = self._inventory().datapath(dpid)
+        dp = self.southbound.datapath(dpid)
         # no wipe: the switch keeps forwarding with the rules it has (a controller restart must not
         # cut traffic); read them back and adopt them, held until the topology settled
         rb = self._readback[dpid] = _RuleReadback(next(self._tokens))
@@ -234,7 +234,7 @@ class Forwarding(app_manager.OSKenApp):
         if ev.stats is None:  # rules we cannot see: start clean as far as our rules go (the old way)
             del self._readback[ev.dpid]
             JOURNAL.add("rules_adopted", dpid=ev.dpid, rules=0, error=ev.error)
-            dp = self._inventory().datapath(ev.dpid)
+            dp = self.southbound.datapath(ev.dpid)
             if dp is not None:
                 delete_flows(dp, COOKIE_FWD, dp.ofproto_parser.OFPMatch())  # the cookie spares other apps' rules
                 self._base_rules(dp)
@@ -251,7 +251,7 @@ class Forwarding(app_manager.OSKenApp):
         new = reconcile.adopt_rules(entries, mine, rb.touched)
         mine.update(new)
         self.adopted.setdefault(dpid, {}).update(new)
-        sw = self._inventory().switches.get(dpid)
+        sw = self.view.switches.get(dpid)
         JOURNAL.add("rules_adopted", node=sw.name if sw else None, dpid=dpid, rules=len(new),
                     held=self.holding())
         if not self.holding():  # a late answer: the topology is known, settle this switch now
@@ -268,7 +268,7 @@ class Forwarding(app_manager.OSKenApp):
         """The topology settled: learn the hosts the adopted rules point to, then plan without holding
         (adopted rules the plan does not want go now)."""
         known = set(self.hosts)
-        edges = set(self._edge_ports({sw.dpid for sw in self._inventory().of_kind(PACKET)}))
+        edges = set(self._edge_ports({sw.dpid for sw in self.view.of_kind(PACKET)}))
         found = reconcile.infer_hosts(self.adopted, edges, known)
         for mac, ref in found.items():
             host = HostInfo(mac=mac, ip=None, port=ref)
@@ -313,10 +313,10 @@ class Forwarding(app_manager.OSKenApp):
 
     # ---- packets -----------------------------------------------------------------------------------
     def _edge_ports(self, dpids: set[int]) -> list[PortRef]:
-        link_ports = self._lldp().table.ports_in_links()
+        link_ports = self.view.links.ports_in_links()
         out = []
         for dpid in sorted(dpids):
-            sw = self._inventory().switches.get(dpid)
+            sw = self.view.switches.get(dpid)
             if sw is None or sw.kind != PACKET:
                 continue
             for p in sorted(sw.ports.values(), key=lambda p: p.port_no):
@@ -326,7 +326,7 @@ class Forwarding(app_manager.OSKenApp):
         return out
 
     def _packet_out(self, ref: PortRef, data: bytes) -> None:
-        dp = self._inventory().datapath(ref.dpid)
+        dp = self.southbound.datapath(ref.dpid)
         if dp is None:
             return
         parser, ofp = dp.ofproto_parser, dp.ofproto
@@ -356,7 +356,7 @@ class Forwarding(app_manager.OSKenApp):
     def _packet_in(self, ev) -> None:
         msg = ev.msg
         dp = msg.datapath
-        inv = self._inventory()
+        inv = self.view
         sw = inv.switches.get(dp.id)
         if sw is None or sw.kind != PACKET:
             return
@@ -365,7 +365,7 @@ class Forwarding(app_manager.OSKenApp):
         if eth is None or eth.ethertype == ETH_TYPE_LLDP:
             return
         ref = PortRef(dp.id, msg.match["in_port"])
-        if ref in self._lldp().table.ports_in_links():
+        if ref in self.view.links.ports_in_links():
             return  # transit traffic with no rule yet; edges learn, links do not
         arp_pkt = pkt.get_protocol(arp.arp) if eth.ethertype == ETH_TYPE_ARP else None
         src_is_unicast = not (int(eth.src.split(":")[0], 16) & 1)

@@ -53,8 +53,9 @@ class NetworkView:
         self.static_path = ""
         self.last_scan: dict[str, Any] | None = None
         self.scanning = False  # an optical scan is probing: the graph is in flux
-        # packet ports of lit reservation circuits: default forwarding keeps other traffic off them
-        self.reserved_ports: set[tuple[str, int]] = set()
+        # owner -> packet ports of circuits lit by plans and reservations: default forwarding keeps other
+        # traffic off them (:meth:`reserve`)
+        self._reserved: dict[str, frozenset[tuple[str, int]]] = {}
         self._version = 0
         self._cache: dict[tuple[str, ...], tuple[tuple[int, int], MultiLayerGraph, list[str]]] = {}
 
@@ -103,6 +104,34 @@ class NetworkView:
         out += [{"ots": self.name_of(d), "in_port": a, "out_port": b, "state": "unknown"}
                 for d, table in sorted(self.unknown_xcons.items()) for a, b in sorted(table.items())]
         return out
+
+    @property
+    def reserved_ports(self) -> set[tuple[str, int]]:
+        """Packet ports (switch name, port) default forwarding must not use."""
+        return {p for ports in self._reserved.values() for p in ports}
+
+    def reserve(self, owner: str, ports: Iterable[tuple[str, int]]) -> bool:
+        """Keep default forwarding off ``ports`` for ``owner``; True if the reserved set changed."""
+        before = self.reserved_ports
+        self._reserved[owner] = frozenset((str(s), int(p)) for s, p in ports)
+        return self.reserved_ports != before
+
+    def unreserve(self, owner: str) -> bool:
+        before = self.reserved_ports
+        self._reserved.pop(owner, None)
+        return self.reserved_ports != before
+
+    def reservations_of(self, prefix: str) -> dict[str, frozenset[tuple[str, int]]]:
+        return {o: p for o, p in self._reserved.items() if o.startswith(prefix)}
+
+    def usable_links(self) -> list:
+        """LLDP links default forwarding may use: none with an end on a reserved port."""
+        reserved = self.reserved_ports
+        links = self.links.links()
+        if not reserved:
+            return links
+        return [x for x in links if (self.name_of(x.src.dpid), x.src.port_no) not in reserved
+                and (self.name_of(x.dst.dpid), x.dst.port_no) not in reserved]
 
     # ---- changes the view itself owns ---------------------------------------------------------
     def changed(self) -> None:

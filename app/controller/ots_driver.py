@@ -38,7 +38,7 @@ from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
 from app.controller.scan import busy_ports
 from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import FlowStat, OpenFlowSouthbound
+from app.controller.southbound import FlowStat, OfError, OpenFlowSouthbound
 from ots_virtual import protocol
 from topology.capabilities import CapabilityStore, NodeCapabilities
 
@@ -47,46 +47,6 @@ __all__ = ["BarrierTimeout", "DriverError", "OtsDriver", "XconResult"]  # errors
 LOG = logging.getLogger("mlte.controller.ots")
 CAPS = "capabilities"  # the CapabilityStore, a resource of the db_writer thread
 COOKIE_XCON = rule_plan.XCON.cookie()
-
-
-def error_names(err_type: int, code: int) -> tuple[str, str]:
-    """OpenFlow 1.0 names of an error type and code (``OFPET_FLOW_MOD_FAILED``, ``OFPFMFC_OVERLAP``)."""
-    ofp = ofproto_v1_0
-    type_name = next(
-        (n for n in dir(ofp) if n.startswith("OFPET_") and getattr(ofp, n) == err_type), str(err_type)
-    )
-    prefix = {
-        "OFPET_HELLO_FAILED": "OFPHFC_",
-        "OFPET_BAD_REQUEST": "OFPBRC_",
-        "OFPET_BAD_ACTION": "OFPBAC_",
-        "OFPET_FLOW_MOD_FAILED": "OFPFMFC_",
-        "OFPET_PORT_MOD_FAILED": "OFPPMFC_",
-        "OFPET_QUEUE_OP_FAILED": "OFPQOFC_",
-    }.get(type_name, "")
-    code_name = next(
-        (n for n in dir(ofp) if prefix and n.startswith(prefix) and getattr(ofp, n) == code), str(code)
-    )
-    return type_name, code_name
-
-
-@dataclass
-class OfError:
-    """An OpenFlow ERROR an OTS sent back for one of our requests."""
-
-    xid: int
-    type: int
-    code: int
-
-    def to_json(self) -> dict:
-        tn, cn = error_names(self.type, self.code)
-        return {"xid": self.xid, "type": self.type, "code": self.code, "type_name": tn, "code_name": cn}
-
-
-@dataclass
-class _Pending:
-    xids: set[int]
-    done: hub.Event = field(default_factory=hub.Event)
-    errors: list[OfError] = field(default_factory=list)
 
 
 @dataclass
@@ -173,7 +133,6 @@ class OtsDriver(app_manager.OSKenApp):
         self._orphan_due: float | None = None
         self._orphan_timer = None
         self._running = False
-        self._pending: dict[tuple[int, int], _Pending] = {}
         self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
         # the capability store (topology/); without a DB URL capabilities stay in memory only
         # (written in the controller's writer thread, db_writer: a locked database must not stall the hub)
@@ -198,9 +157,6 @@ class OtsDriver(app_manager.OSKenApp):
         if self.writer is not None:
             self.writer.submit(db_writer.RECORD, CAPS, lambda store: store.upsert(caps))
 
-    def _inventory(self):
-        return app_manager.lookup_service_brick("mlte_inventory")
-
     # ---- connection and capabilities ----------------------------------------------------------------
     @set_ev_cls(events.EventSwitchEnter)
     @loud
@@ -217,7 +173,7 @@ class OtsDriver(app_manager.OSKenApp):
         self.xcons[dpid] = {}
         self.unknown.pop(dpid, None)
         self.adopted[dpid] = set()
-        dp = self._inventory().datapath(dpid)
+        dp = self.southbound.datapath(dpid)
         dp.send_msg(protocol.caps_request(dp))
         self._start_read_back(dpid)  # the XCONs outlive us: a restarted controller must know what is lit
 
@@ -283,7 +239,7 @@ class OtsDriver(app_manager.OSKenApp):
         self.adopted.setdefault(dpid, set()).update(new)
         del self.readback[dpid]
         rb.done.set()
-        sw = self._inventory().switches.get(dpid)
+        sw = self.view.switches.get(dpid)
         name = sw.name if sw is not None else dpid_label(dpid)
         JOURNAL.add("xcon_adopted", ots=name, dpid=dpid, xcons=[[a, b] for a, b in sorted(new.items())],
                     read=len(entries), seconds=round(time.monotonic() - rb.sent, 4))
@@ -342,7 +298,7 @@ class OtsDriver(app_manager.OSKenApp):
 
     def report_orphans(self) -> list[dict]:
         """Journal (``xcon_orphan``) every adopted XCON on no lit circuit that was not reported yet."""
-        inv = self._inventory()
+        inv = self.view
         out = []
         for d, a in sorted(self.orphans()):
             key = (d, a, self.xcons[d][a])
@@ -362,7 +318,7 @@ class OtsDriver(app_manager.OSKenApp):
 
     def orphans(self) -> set[tuple[int, int]]:
         """(dpid, in_port) of the adopted XCONs that lie on no lit circuit."""
-        inv = self._inventory()
+        inv = self.view
         adopted = {d: {a: self.xcons[d][a] for a in ports if a in self.xcons.get(d, {})}
                    for d, ports in self.adopted.items() if ports and d in inv.switches}
         if not any(adopted.values()):
@@ -379,7 +335,7 @@ class OtsDriver(app_manager.OSKenApp):
             return
         caps = protocol.parse_caps_reply(ev.msg)
         dpid = ev.msg.datapath.id
-        sw = self._inventory().switches.get(dpid)
+        sw = self.view.switches.get(dpid)
         if sw is None:
             return
         sw.capabilities = json.loads(caps.to_json())
@@ -388,30 +344,10 @@ class OtsDriver(app_manager.OSKenApp):
         JOURNAL.add("capabilities", dpid=dpid, name=sw.name)
         self._store(replace(NodeCapabilities.from_ots_report(sw.capabilities), name=sw.name))
 
-    # ---- replies ------------------------------------------------------------------------------------
-    @set_ev_cls(ofp_event.EventOFPErrorMsg, MAIN_DISPATCHER)
-    @loud
-    def _error(self, ev) -> None:
-        msg = ev.msg
-        dpid = msg.datapath.id
-        err = OfError(msg.xid, msg.type, msg.code)
-        JOURNAL.add("of_error", dpid=dpid, **err.to_json())
-        LOG.warning("OpenFlow error from %016x: %s", dpid, err.to_json())
-        for (pdpid, _), pending in self._pending.items():
-            if pdpid == dpid and msg.xid in pending.xids:
-                pending.errors.append(err)
-
-    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
-    @loud
-    def _barrier(self, ev) -> None:
-        pending = self._pending.get((ev.msg.datapath.id, ev.msg.xid))
-        if pending is not None:
-            pending.done.set()
-
     # ---- requests (called from control API greenthreads) ------------------------------------------
     def resolve(self, ots: str | int) -> int:
         """DPID of an OTS given by name, ``dp-…`` label or number; DriverError if unknown."""
-        inv = self._inventory()
+        inv = self.view
         sw = inv.switches.get(ots) if isinstance(ots, int) else inv.by_name(str(ots))
         if sw is None:
             raise DriverError(f"unknown switch {ots!r}", 404)
@@ -420,33 +356,16 @@ class OtsDriver(app_manager.OSKenApp):
         return sw.dpid
 
     def send_and_barrier(self, dpid: int, msgs: list) -> tuple[list[OfError], float, float | None]:
-        """Send ``msgs`` then a barrier; wait for the BARRIER_REPLY; return (errors, sent, applied)."""
-        dp = self._inventory().datapath(dpid)
-        if dp is None:
-            raise DriverError(f"datapath {dpid:016x} is not connected", 409)
-        for m in msgs:
-            dp.set_xid(m)
-        barrier = dp.ofproto_parser.OFPBarrierRequest(dp)
-        dp.set_xid(barrier)
-        pending = _Pending(xids={m.xid for m in msgs})
-        self._pending[(dpid, barrier.xid)] = pending
-        sent = time.time()
-        try:
-            for m in msgs:
-                dp.send_msg(m)
-            dp.send_msg(barrier)
-            if not pending.done.wait(timeout=self.barrier_timeout):
-                raise BarrierTimeout(f"no BARRIER_REPLY from {dpid:016x} within {self.barrier_timeout}s")
-            hub.sleep(0)  # let an ERROR queued just before the reply be handled
-            return pending.errors, sent, time.time()
-        finally:
-            self._pending.pop((dpid, barrier.xid), None)
+        """Send ``msgs`` then a barrier (through the shared southbound); wait for the BARRIER_REPLY;
+        return (errors, sent, applied)."""
+        done = self.southbound.confirm(dpid, msgs, timeout=self.barrier_timeout)
+        return done.errors, done.sent_at, done.confirmed_at
 
     def flow_mod(self, dpid: int, command: int, in_port: int | None, out_port: int | None,
                  only_to: int | None = None, **extra):
         """An OF1.0 FLOW_MOD for an XCON (``extra`` lets tests send non-XCON rules on purpose);
         ``only_to``: a DELETE matches only the XCON that outputs to this port."""
-        dp = self._inventory().datapath(dpid)
+        dp = self.southbound.datapath(dpid)
         if dp is None:
             raise DriverError(f"datapath {dpid:016x} is not connected", 409)
         parser, ofp = dp.ofproto_parser, dp.ofproto
@@ -475,7 +394,7 @@ class OtsDriver(app_manager.OSKenApp):
         ofp = ofproto_v1_0
         pairs = [(in_port, out_port)] + ([(out_port, in_port)] if bidirectional else [])
         msgs = [self.flow_mod(dpid, ofp.OFPFC_ADD, a, b) for a, b in pairs]
-        name = self._inventory().switches[dpid].name
+        name = self.view.switches[dpid].name
         self._touch(dpid, [a for a, _b in pairs])
         try:
             errors, sent, applied = self.send_and_barrier(dpid, msgs)
@@ -514,7 +433,7 @@ class OtsDriver(app_manager.OSKenApp):
         if only_to is not None and ports != [in_port]:
             raise ValueError("only_to applies to one direction (bidirectional=False)")
         errors, sent, applied = self._delete(dpid, ports, only_to)
-        name = self._inventory().switches[dpid].name
+        name = self.view.switches[dpid].name
         JOURNAL.add("xcon_delete", ots=name, ports=ports, ok=not errors)
         return XconResult(not errors, name, [{"in_port": p, "deleted": True} for p in ports],
                           [e.to_json() for e in errors], sent, None if errors else applied)
@@ -545,7 +464,7 @@ class OtsDriver(app_manager.OSKenApp):
         """Applied XCONs, then those in an unknown state (``"state": "unknown"``). Read-back ones carry
         ``"adopted": true`` and ``"orphan"``: on no lit circuit (null until decided, see
         :meth:`_schedule_orphan_check`)."""
-        inv = self._inventory()
+        inv = self.view
 
         def name(d: int) -> str:
             return inv.switches[d].name if d in inv.switches else f"{d:016x}"

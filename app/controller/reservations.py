@@ -19,7 +19,7 @@ greenthreads.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +138,8 @@ class ReservationManager:
             c = self.circuit(order)
         except (ReservationPathError, ValueError) as exc:
             return self._failed(order.id, f"no path: {exc}", {})
+        # default forwarding must never put other traffic on the circuit, not even while it comes up
+        self.on_event("reserve", {"reservation_id": order.id, "ports": [list(p) for p in c.packet_ports]})
         plan = planner.provision(c.xcons, c.packet_ports, list(c.segments), list(c.transit), list(c.ingress),
                                  verify=self.verify, stable_ms=self.timing["stable_ms"],
                                  circuit_timeout_s=self.timing["circuit_timeout_s"],
@@ -147,6 +149,7 @@ class ReservationManager:
         if record.state != "done":
             failed = next((s for s in record.steps if s.ok is False), None)
             where = f"step {failed.id} ({failed.target}): {failed.error}" if failed is not None else record.error
+            self.on_event("unreserve", {"reservation_id": order.id})
             return self._failed(order.id, f"provisioning failed at {where}; rolled back", record.to_json())
         lit = self.run_db("mark_active", order.id, circuit_records(c), [rule_record(r) for r in c.rules],
                           self.clock())
@@ -199,6 +202,7 @@ class ReservationManager:
         ok = record.state == "done"
         if ok:
             self.active.pop(res_id, None)
+            self.on_event("unreserve", {"reservation_id": res_id})
             if mark:
                 self.run_db("mark_released", res_id, self.clock())
         out = Outcome(res_id, "release", ok, "RELEASED" if ok else "RELEASE_FAILED", record.error or "", data)
@@ -207,7 +211,8 @@ class ReservationManager:
 
     def adopt(self, inst: Any) -> None:
         """After a restart: what the store lists as installed for an ACTIVE reservation is ours again."""
-        self.active[inst.reservation_id] = installed_circuit(inst)
+        c = self.active[inst.reservation_id] = installed_circuit(inst)
+        self.on_event("reserve", {"reservation_id": c.ident, "ports": [list(p) for p in c.packet_ports]})
 
 
 def installed_circuit(inst: Any) -> ReservationCircuit:
@@ -228,7 +233,3 @@ def installed_circuit(inst: Any) -> ReservationCircuit:
 def _port(name: str) -> tuple[str, int]:
     sw, _, port = name.rpartition(":")
     return sw, int(port)
-
-
-def ports_of(circuits: Sequence[ReservationCircuit]) -> set[tuple[str, int]]:
-    return {p for c in circuits for p in c.packet_ports}

@@ -32,7 +32,7 @@ from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.plan_log import PLANS
 from app.controller.reservation_plans import ReservationCircuit
-from app.controller.reservations import ReservationManager, ports_of
+from app.controller.reservations import ReservationManager
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
@@ -54,7 +54,7 @@ def probe_frame() -> bytes:
 class ReservationsApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
-    _EVENTS = [events.EventReservation, events.EventPlan]
+    _EVENTS = [events.EventReservation, events.EventPlan, events.EventReservedPorts]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -104,6 +104,13 @@ class ReservationsApp(app_manager.OSKenApp):
         return self.view.busy_ots_ports(sw.dpid) if sw is not None else set()
 
     def _event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind in ("reserve", "unreserve"):
+            owner = f"reservation:{data['reservation_id']}"
+            changed = (self.view.reserve(owner, [tuple(p) for p in data["ports"]]) if kind == "reserve"
+                       else self.view.unreserve(owner))
+            if changed:
+                self.send_event_to_observers(events.EventReservedPorts())
+            return
         if kind == "plan_record":
             PLANS.add(data, source="reservations")
             return
@@ -140,10 +147,6 @@ class ReservationsApp(app_manager.OSKenApp):
 
         return halt
 
-    def _reserve(self) -> None:
-        self.view.reserved_ports = {(sw, p) for sw, p in ports_of(self.manager.active.values())}
-        self.view.changed()
-
     # ---- the loop ----------------------------------------------------------------------------------
     def _loop(self) -> None:
         adopted = False
@@ -155,7 +158,6 @@ class ReservationsApp(app_manager.OSKenApp):
                             self.manager.adopt(inst)
                             JOURNAL.add("reservation", event="adopted", reservation_id=inst.reservation_id)
                     adopted = True
-                    self._reserve()
                 now = time.time()
                 for order in self._db("due", now):
                     if order.id not in self.busy:
@@ -178,7 +180,6 @@ class ReservationsApp(app_manager.OSKenApp):
             guard.failures.append(f"reservation {res_id}: {exc!r}")
             guard.ERROR_LOG.exception("reservation %s failed", res_id)
         finally:
-            self._reserve()
             self.busy.discard(res_id)
 
     # ---- control API -------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ on ``hub.Event``; the handlers only set events.
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,14 +26,36 @@ from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.guard import loud
+from app.controller.journal import JOURNAL
 from app.controller.network_view import CONTEXT as VIEW_CONTEXT
 from app.controller.network_view import NetworkView
 from app.controller.rule_plan import ALL_BITS, OF13, Band
 from app.controller.runtime import SETTINGS
 
+LOG = logging.getLogger("mlte.controller.southbound")
 CONTEXT = "mlte_southbound"
 #: every app declares both (os-ken intersects the versions of all loaded apps)
 OFP_VERSIONS = [ofproto_v1_0.OFP_VERSION, ofproto_v1_3.OFP_VERSION]
+
+
+def error_names(err_type: int, code: int, version: int = ofproto_v1_0.OFP_VERSION) -> tuple[str, str]:
+    """OpenFlow 1.0 names of an error type and code (``OFPET_FLOW_MOD_FAILED``, ``OFPFMFC_OVERLAP``)."""
+    ofp = ofproto_v1_0 if version == ofproto_v1_0.OFP_VERSION else ofproto_v1_3
+    type_name = next(
+        (n for n in dir(ofp) if n.startswith("OFPET_") and getattr(ofp, n) == err_type), str(err_type)
+    )
+    prefix = {
+        "OFPET_HELLO_FAILED": "OFPHFC_",
+        "OFPET_BAD_REQUEST": "OFPBRC_",
+        "OFPET_BAD_ACTION": "OFPBAC_",
+        "OFPET_FLOW_MOD_FAILED": "OFPFMFC_",
+        "OFPET_PORT_MOD_FAILED": "OFPPMFC_",
+        "OFPET_QUEUE_OP_FAILED": "OFPQOFC_",
+    }.get(type_name, "")
+    code_name = next(
+        (n for n in dir(ofp) if prefix and n.startswith(prefix) and getattr(ofp, n) == code), str(code)
+    )
+    return type_name, code_name
 
 
 @dataclass
@@ -42,9 +65,11 @@ class OfError:
     xid: int
     type: int
     code: int
+    version: int = ofproto_v1_0.OFP_VERSION
 
     def to_json(self) -> dict:
-        return {"xid": self.xid, "type": self.type, "code": self.code}
+        tn, cn = error_names(self.type, self.code, self.version)
+        return {"xid": self.xid, "type": self.type, "code": self.code, "type_name": tn, "code_name": cn}
 
 
 @dataclass
@@ -217,12 +242,15 @@ class OpenFlowSouthbound:
         if w is not None:
             w.done.set()
 
-    def on_error(self, dpid: int, xid: int, err_type: int, code: int) -> None:
+    def on_error(self, dpid: int, xid: int, err_type: int, code: int,
+                 version: int = ofproto_v1_0.OFP_VERSION) -> OfError:
+        err = OfError(xid, err_type, code, version)
         for (wdpid, _), w in self._waiters.items():
             if wdpid == dpid and xid in w.xids:
-                w.errors.append(OfError(xid, err_type, code))
+                w.errors.append(err)
                 if w.stats_request:
                     w.done.set()  # a refused stats request gets no reply
+        return err
 
     def on_flow_stats(self, dpid: int, xid: int, ofp_version: int, body: list, more: bool) -> None:
         w = self._waiters.get((dpid, xid))
@@ -254,7 +282,10 @@ class SouthboundApp(app_manager.OSKenApp):
     @loud
     def _error(self, ev) -> None:
         msg = ev.msg
-        self.southbound.on_error(msg.datapath.id, msg.xid, msg.type, msg.code)
+        dpid = msg.datapath.id
+        err = self.southbound.on_error(dpid, msg.xid, msg.type, msg.code, msg.datapath.ofproto.OFP_VERSION)
+        JOURNAL.add("of_error", dpid=dpid, **err.to_json())
+        LOG.warning("OpenFlow error from %016x: %s", dpid, err.to_json())
 
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
     @loud

@@ -244,3 +244,16 @@ def test_bad_static_file_and_names_are_400(api, tmp_path):
     assert call(api, "POST", "/static", {"path": str(tmp_path / "none.yaml")})[0] == 400
     assert call(api, "POST", "/names", {"names": {"0xa1": ""}})[0] == 400
     assert call(api, "POST", "/names", {"names": ["A"]})[0] == 400
+
+
+def test_reserved_ports_keep_default_forwarding_off_a_circuit():
+    view = NetworkView()
+    view.switches.update(FakeInventory().switches)
+    view.switches[0xC1] = SwitchInfo(0xC1, PACKET, 4, "C", {2: PortInfo(2, "C-eth2", "00:00:00:00:00:0c", True)})
+    link = PacketLink(PortRef(0xA1, 3), PortRef(0xC1, 2))
+    view.links.seen(link, 1.0)
+    assert view.usable_links() == [link]
+    assert view.reserve("plan:p1", [("A", 3), ("C", 2)]) is True
+    assert view.usable_links() == [] and view.reserved_ports == {("A", 3), ("C", 2)}
+    assert view.reserve("plan:p1", [("C", 2), ("A", 3)]) is False  # the same set: nothing to re-plan
+    assert view.unreserve("plan:p1") is True and view.usable_links() == [link]

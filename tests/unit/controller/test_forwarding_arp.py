@@ -9,8 +9,11 @@ from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
 
 from app.controller import events
 from app.controller.forwarding import ARP_PRIORITY, FWD_PRIORITY, Forwarding
-from app.controller.links import LinkTable
 from app.controller.model import PACKET, PortInfo, PortRef, SwitchInfo
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import OpenFlowSouthbound
 
 H1, H2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
 
@@ -29,11 +32,10 @@ class FakeDp:
 def make_app():
     dp = FakeDp(0xA1)
     sw = SwitchInfo(0xA1, PACKET, 4, "A", {p: PortInfo(p, f"A-eth{p}", "00:00:00:00:00:0a", True) for p in (1, 2)})
-    inv = SimpleNamespace(switches={0xA1: sw}, datapath=lambda dpid: dp if dpid == 0xA1 else None,
-                          of_kind=lambda kind: [sw] if kind == PACKET else [])
-    app = Forwarding()
-    app._inventory = lambda: inv
-    app._lldp = lambda: SimpleNamespace(table=LinkTable())
+    view, southbound = NetworkView(), OpenFlowSouthbound()
+    view.switches[0xA1] = sw
+    southbound.datapaths[0xA1] = dp
+    app = Forwarding(**{VIEW: view, SOUTHBOUND: southbound})
     app.send_event_to_observers = lambda ev: None
     return app, dp, sw
 

@@ -18,9 +18,11 @@ from app.controller.forwarding import (
     Forwarding,
     forwarding_rule,
 )
-from app.controller.links import LinkTable
 from app.controller.model import PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
-from app.controller.southbound import FlowStat, flow_stat
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import FlowStat, OpenFlowSouthbound, flow_stat
 
 A, B = 0xA1, 0xB1
 H1, H3 = "00:00:00:00:00:01", "00:00:00:00:00:03"
@@ -51,12 +53,11 @@ def make_app():
     dps = {A: FakeDp(A), B: FakeDp(B)}
     sws = {d: SwitchInfo(d, PACKET, 4, n, {p: PortInfo(p, f"{n}-eth{p}", "00:00:00:00:00:0a", True) for p in (1, 2, 3)})
            for d, n in ((A, "A"), (B, "B"))}
-    inv = SimpleNamespace(switches=sws, datapath=dps.get,
-                          of_kind=lambda kind: list(sws.values()) if kind == PACKET else [])
-    lldp = SimpleNamespace(table=LinkTable())
-    app = Forwarding()
-    app._inventory = lambda: inv
-    app._lldp = lambda: lldp
+    view, southbound = NetworkView(), OpenFlowSouthbound()
+    view.switches.update(sws)
+    southbound.datapaths.update(dps)
+    lldp = SimpleNamespace(table=view.links)  # the LLDP app keeps the view's link table
+    app = Forwarding(**{VIEW: view, SOUTHBOUND: southbound})
     app.sent_events = []
     app.send_event_to_observers = app.sent_events.append
     return app, dps, sws, lldp

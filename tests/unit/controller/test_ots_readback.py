@@ -2,13 +2,13 @@
 are the virtual agent's own wire encoding, parsed by os-ken as on a real connection)."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser
 
 from app.controller import events, rule_plan
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PortInfo, SwitchInfo
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
 from app.controller.ots_driver import EventXconReadBack, OtsDriver
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OpenFlowSouthbound
@@ -75,9 +75,9 @@ def make_driver(table: dict[int, int] | None = None, refuse: bool = False):
     southbound.connected(dp)
     ports = {p: PortInfo(p, f"ODU2-{p}", "02:00:00:00:0f:01", False) for p in range(1, 6)}
     sw = SwitchInfo(X, OTS, 1, "X", ports)
-    inv = SimpleNamespace(switches={X: sw}, datapath=lambda d: dp if d == X else None)
-    driver = OtsDriver(**{SOUTHBOUND: southbound})
-    driver._inventory = lambda: inv
+    view = NetworkView()
+    view.switches[X] = sw
+    driver = OtsDriver(**{SOUTHBOUND: southbound, VIEW: view})
     posted: list = []
     driver.send_event = lambda name, ev: posted.append(ev)
     return driver, dp, sw, posted

@@ -218,3 +218,20 @@ def test_stored_installation_round_trip():
     back = rv.installed_circuit(inst)
     assert set(back.ingress) == set(c.ingress) and set(back.transit) == set(c.transit)
     assert back.xcons == c.xcons and back.segments == c.segments
+
+
+def test_the_circuit_ports_are_reserved_before_the_plan_and_given_back_after(net):
+    store = FakeStore()
+    m, events = manager(net, store)
+    m.provision(stored_path(Order(12)))
+    kinds = [k for k, _ in events]
+    assert kinds.index("reserve") < kinds.index("plan")  # before any step ran
+    assert dict(events)["reserve"]["ports"] == [["A", 3], ["C", 1]]
+    n = len(events)
+    m.release(store.installed[12])
+    after = [k for k, _ in events[n:]]
+    assert after.index("unreserve") < after.index("reservation_released")
+    net.refuse_xcon("Z")
+    events.clear()
+    m.provision(stored_path(Order(13)))
+    assert [k for k, _ in events if k in ("reserve", "unreserve")] == ["reserve", "unreserve"]
