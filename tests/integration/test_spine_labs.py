@@ -43,7 +43,9 @@ def test_planned_move_loses_nothing_and_one_shot_loses_packets(tmp_path):
     assert one_shot["lost"] > 50, one_shot  # at 1 packet/ms the dark provisioning delay (>= 150 ms) shows
     refused = res["refused"]
     assert refused["plan_state"] == "rolled_back" and "Z" in refused["plan_error"], refused
-    assert refused["lost"] == 0 and refused["leftover_xcons"] == [], refused
+    assert refused["lost"] == 0, refused
+    offload = {("X", 4), ("X", 5), ("Z", 5), ("Z", 4)}  # nothing of the refused circuit is left
+    assert not [x for x in refused["leftover_xcons"] if (x["ots"], x["in_port"]) in offload], refused
     kinds = [s["kind"] for s in planned["steps"]]
     assert kinds.index("circuit_up") < kinds.index("verify")
     assert (tmp_path / "planned_vs_oneshot.png").stat().st_size > 0
