@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots clean
+.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh --with-web
@@ -22,7 +22,7 @@ test-integration: bootstrap
 lint: bootstrap
 	.venv/bin/ruff check .
 
-bench: bench-pce bench-monitor bench-rest bench-ots
+bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl
 
 bench-pce: bootstrap
 	$(PY) bench/run.py pce
@@ -35,6 +35,9 @@ bench-rest: bootstrap
 
 bench-ots: bootstrap
 	$(PY) bench/run.py ots
+
+bench-ctl: bootstrap
+	$(PY) bench/run.py ctl
 
 clean:
 	rm -rf demo-out .pytest_cache

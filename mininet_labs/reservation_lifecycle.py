@@ -5,7 +5,8 @@ The operator's path, end to end: the controller (with its database), the reserva
 window that starts a few seconds later. The lab then measures when the controller lit it (the
 ACTIVE transition against the window start), what UDP throughput h1 → h3 gets at the reserved rate,
 and — after the window ends (``--quick``: after a cancel) — that every XCON and every
-reservation rule is gone. A second reservation, whose OTS refuses one of its XCONs, must end FAILED
+reservation rule is gone — also when the controller was killed and restarted while it was lit (the
+restarted one adopts it and releases it). A second reservation, whose OTS refuses one of its XCONs, must end FAILED
 with the reason and leave nothing behind. Results: ``results.json`` and ``lifecycle.png`` (timeline).
 """
 from __future__ import annotations
@@ -136,6 +137,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
                 mbps, lost = _udp_mbps(session, 2.0 if quick else 5.0, RESERVED_MBPS)
                 res["throughput_mbps"], res["udp_lost_percent"] = round(mbps, 3), lost
                 note(f"h1 -> h3 UDP at {RESERVED_MBPS} Mbit/s: {mbps:.2f} Mbit/s received ({lost:.1f}% lost)")
+                res["restart"] = _restart(session, url, headers, rid, out / "work", note)
             if quick:
                 requests.post(f"{url}/reservations/{rid}/cancel", headers=headers, timeout=30).raise_for_status()
                 note("reservation cancelled")
@@ -165,6 +167,49 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
     _plot(res, out / "lifecycle.png")
     progress(f"wrote {out / 'results.json'} and {out / 'lifecycle.png'}")
+    return res
+
+
+def _restart(session: Any, url: str, headers: dict, rid: int, work: Path,
+             note: Callable[[str], None]) -> dict[str, Any]:
+    """SIGKILL the controller under the lit reservation and start it again: a probe h1 -> h3 (one
+    packet every 2 ms) must not notice, the XCONs are read back and adopted, the reservation stays
+    ACTIVE and the restarted controller knows it is lit (it will release it)."""
+    from mininet_labs.planned_vs_oneshot import RECEIVER, SENDER
+
+    (work / "send.py").write_text(SENDER)
+    (work / "recv.py").write_text(RECEIVER)
+    h1, h3 = session.lab.node("h1"), session.lab.node("h3")
+    seconds = 8.0
+    recv = h3.popen([sys.executable, str(work / "recv.py"), "6002", str(seconds + 2), str(work / "got-restart.json")],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    send = h1.popen([sys.executable, str(work / "send.py"), "10.0.0.3", "6002", str(seconds), "0.002"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    t_kill = session.restart_controller(kill=True)
+    note("controller killed (SIGKILL) and started again")
+
+    def adopted() -> Any:
+        try:
+            lit = session.client.request("GET", "/reservations", timeout=5).get("lit", {})
+            xcons = session.client.xcons()
+        except Exception:  # noqa: BLE001 - the API is still coming up
+            return None
+        return (lit, xcons) if str(rid) in lit and any(x.get("adopted") for x in xcons) else None
+
+    got = _wait(adopted, 30, "the reservation and its XCONs adopted", fail=False)
+    t_adopted = time.time()
+    out, _err = send.communicate(timeout=seconds + 30)
+    recv.communicate(timeout=seconds + 30)
+    sent = int(out.split()[0])
+    received = len(json.loads((work / "got-restart.json").read_text()))
+    state = _state(url, headers, rid, None)
+    res = {"probe_sent": sent, "probe_lost": sent - received, "adopted": got is not None,
+           "adopted_after_s": round(t_adopted - t_kill, 2),
+           "xcons_adopted": sum(1 for x in (got[1] if got else []) if x.get("adopted")), "state_after": state}
+    note(f"after the restart: {res['xcons_adopted']} XCON directions adopted {res['adopted_after_s']}s after the "
+         f"kill, reservation {state}, probe lost {res['probe_lost']} of {sent}")
     return res
 
 

@@ -24,6 +24,9 @@ def test_reservation_lifecycle_lights_carries_and_releases(tmp_path):
     kinds = [p["kind"] for p in res["plans"]["items"]]
     assert sorted(kinds) == ["provision", "release"], kinds
     assert all(p["state"] == "done" for p in res["plans"]["items"])
+    restart = res["restart"]  # SIGKILL + restart under the lit reservation
+    assert restart["adopted"] and restart["xcons_adopted"] == 4 and restart["state_after"] == "ACTIVE", restart
+    assert restart["probe_lost"] == 0, restart
     refused = res["refused"]
     assert refused["state"] == "FAILED" and "Z" in refused["reason"], refused
     assert refused["leftover_xcons"] == 0 and refused["leftover_rules"] == 0 and refused["x_flows"] == []
