@@ -85,7 +85,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     db = out / "mlte.db"
     for p in out.glob("mlte.db*"):
         p.unlink()
-    lead, window = (4.0, 12.0) if quick else (6.0, 30.0)
+    lead, window = (4.0, 25.0) if quick else (6.0, 40.0)
     res: dict[str, Any] = {"lab": "reservation-lifecycle", "quick": quick, "reserved_mbps": RESERVED_MBPS}
     marks: list[tuple[float, str]] = []
     t0 = time.time()

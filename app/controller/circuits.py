@@ -8,6 +8,7 @@ barrier timed out: state unknown) is deleted again. Deleting an XCON that never 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.controller.driver_errors import BarrierTimeout, DriverError
@@ -27,9 +28,23 @@ def _in_sequence(thunks: list[Callable[[], None]]) -> None:
         t()
 
 
+@dataclass
+class CircuitOutcome:
+    """What an all-or-nothing circuit set-up did: ``ok``, or refused (``refused``: an OTS answered with
+    OpenFlow errors) / failed (``failure``: an OTS did not answer or is gone), after the roll-back."""
+
+    ok: bool
+    body: dict[str, Any]  # xcons, rolled_back, unknown, rollback_failed, error (JSON-able)
+    failure: DriverError | None = None
+
+    @property
+    def refused(self) -> bool:
+        return not self.ok and self.failure is None
+
+
 def setup_circuit(driver: XconDriver, hops: Sequence[dict], parallel: bool = False,
-                  run_all: Runner = _in_sequence) -> tuple[int, dict]:
-    """Install ``hops`` ``[{"ots", "in_port", "out_port"}]``; (HTTP status, body) as ``POST /circuit``."""
+                  run_all: Runner = _in_sequence) -> CircuitOutcome:
+    """Install ``hops`` ``[{"ots", "in_port", "out_port"}]`` all or nothing."""
 
     def install(h: dict) -> Any:  # an OTS that does not answer is a failed hop, not an aborted request
         try:
@@ -52,7 +67,7 @@ def setup_circuit(driver: XconDriver, hops: Sequence[dict], parallel: bool = Fal
             if not getattr(outcomes[i], "ok", False):
                 break
     if all(getattr(r, "ok", False) for r in outcomes):
-        return 200, {"ok": True, "xcons": [r.to_json() for r in outcomes]}
+        return CircuitOutcome(True, {"ok": True, "xcons": [r.to_json() for r in outcomes]})
     # roll back: applied hops and hops in an unknown state (barrier timed out), last first
     undo = [(h, r) for h, r in zip(hops, outcomes, strict=True)
             if getattr(r, "ok", False) or isinstance(r, BarrierTimeout)]
@@ -79,5 +94,5 @@ def setup_circuit(driver: XconDriver, hops: Sequence[dict], parallel: bool = Fal
         body["rollback_failed"] = failed
     failure = next((r for r in outcomes if isinstance(r, DriverError)), None)
     if failure is not None:  # an OTS that did not answer (no barrier reply, disconnected)
-        return failure.status, {**body, "error": str(failure)}
-    return 422, body
+        return CircuitOutcome(False, {**body, "error": str(failure)}, failure)
+    return CircuitOutcome(False, body)

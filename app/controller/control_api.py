@@ -23,7 +23,7 @@ from os_ken.ofproto import ofproto_v1_0
 from app.controller import db_writer, events, guard, state_file
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
-from app.controller.circuits import setup_circuit
+from app.controller.circuits import CircuitOutcome, setup_circuit
 from app.controller.driver_errors import DriverError
 from app.controller.journal import JOURNAL
 from app.controller.live_southbound import LiveSouthbound, green_parallel
@@ -38,6 +38,14 @@ from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 
 LOG = logging.getLogger("mlte.controller.api")
 __all__ = ["DEFAULT_SOURCES", "SOURCES", "ApiError", "ControlApi"]
+
+
+def circuit_status(out: CircuitOutcome) -> int:
+    """The HTTP status of a circuit set-up (here, in the adapter): 200 lit, 422 refused by an OTS, else
+    the driver's (504 no barrier reply, 409 not connected)."""
+    if out.ok:
+        return 200
+    return 422 if out.refused or out.failure is None else out.failure.status
 
 
 class ApiError(Exception):
@@ -258,7 +266,8 @@ class ControlApi(app_manager.OSKenApp):
             for t in [hub.spawn(t) for t in thunks]:
                 t.wait()
 
-        return setup_circuit(driver, hops, bool(d.get("parallel")), run_all)
+        out = setup_circuit(driver, hops, bool(d.get("parallel")), run_all)
+        return circuit_status(out), out.body
 
     def r_circuit_delete(self, q: dict, d: dict):
         hops = d.get("xcons")

@@ -112,13 +112,20 @@ class ReservationManager:
 
     # ---- the path ---------------------------------------------------------------------------------
     def circuit(self, order: Any) -> ReservationCircuit:
-        """The stored path, unless one of its XCON ports is taken now: then a new path from ``pce``."""
+        """The stored path, unless it no longer fits the network (an edge gone, e.g. a packet link that
+        was another circuit, or one of its XCON ports taken now): then a new path from ``pce``."""
         g = self.graph()
         vlan = _vlan(order)
         edges = list((order.path or {}).get("edges") or [])
         if edges:
-            c = circuit_for(g, order.id, order.src, order.dst, edges, vlan)
-            if not any(x.in_port in self.busy_ports(x.ots) or x.out_port in self.busy_ports(x.ots) for x in c.xcons):
+            try:
+                c = circuit_for(g, order.id, order.src, order.dst, edges, vlan)
+            except ReservationPathError as exc:
+                if "VLAN" in str(exc):
+                    raise
+                c = None  # the stored path does not walk on today's graph: compute a new one
+            if c is not None and not any(x.in_port in self.busy_ports(x.ots) or x.out_port in self.busy_ports(x.ots)
+                                         for x in c.xcons):
                 return c
         from pce.errors import PceError
         from pce.reservation import PathRequest, compute_path

@@ -1,9 +1,15 @@
 """All-or-nothing circuits (app/controller/circuits.py) over a fake driver: unknown hops are rolled back."""
 from __future__ import annotations
 
-from app.controller.circuits import setup_circuit
+from app.controller.circuits import CircuitOutcome, setup_circuit
+from app.controller.control_api import circuit_status
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.ots_driver import XconResult, delete_ports
+
+
+def http(out: CircuitOutcome) -> tuple[int, dict]:
+    return circuit_status(out), out.body
+
 
 HOPS = [{"ots": "X", "in_port": 1, "out_port": 2}, {"ots": "Y", "in_port": 1, "out_port": 2},
         {"ots": "Z", "in_port": 1, "out_port": 2}]
@@ -34,13 +40,13 @@ class Driver:
 
 
 def test_all_hops_ok():
-    status, body = setup_circuit(Driver({}), HOPS)
+    status, body = http(setup_circuit(Driver({}), HOPS))
     assert status == 200 and body["ok"] and len(body["xcons"]) == 3
 
 
 def test_timed_out_hop_is_rolled_back_with_the_applied_ones():
     d = Driver({"Y": "timeout"})
-    status, body = setup_circuit(d, HOPS)
+    status, body = http(setup_circuit(d, HOPS))
     assert status == 504 and "BARRIER_REPLY" in body["error"]
     assert body["unknown"] == [HOPS[1]] and body["rolled_back"] == 2
     # last first; Z was never tried
@@ -49,7 +55,7 @@ def test_timed_out_hop_is_rolled_back_with_the_applied_ones():
 
 def test_disconnected_ots_is_not_rolled_back_but_reported():
     d = Driver({"Y": "gone"})
-    status, body = setup_circuit(d, HOPS)
+    status, body = http(setup_circuit(d, HOPS))
     assert status == 409 and body["unknown"] == [] and body["rolled_back"] == 1
     assert ("remove", "Y", 1) not in d.calls
 
@@ -63,14 +69,14 @@ def test_refusal_rolls_back_in_parallel_mode_too():
         for t in thunks:
             t()
 
-    status, body = setup_circuit(d, HOPS, parallel=True, run_all=run_all)
+    status, body = http(setup_circuit(d, HOPS, parallel=True, run_all=run_all))
     assert ran == [3] and status == 504  # a timeout outranks a refusal: the caller must know the state is unclear
     assert body["rolled_back"] == 2 and {c[1] for c in d.calls if c[0] == "remove"} == {"X", "Y"}
 
 
 def test_a_failing_rollback_continues_and_is_reported():
     d = Driver({"Z": "refuse"}, dead_on_delete={"Y"})
-    status, body = setup_circuit(d, HOPS)
+    status, body = http(setup_circuit(d, HOPS))
     assert status == 422 and body["rolled_back"] == 1
     assert body["rollback_failed"][0]["ots"] == "Y" and ("remove", "X", 1) in d.calls
 

@@ -235,3 +235,13 @@ def test_the_circuit_ports_are_reserved_before_the_plan_and_given_back_after(net
     events.clear()
     m.provision(stored_path(Order(13)))
     assert [k for k, _ in events if k in ("reserve", "unreserve")] == ["reserve", "unreserve"]
+
+
+def test_a_stored_path_that_no_longer_walks_is_recomputed(net):
+    store = FakeStore()
+    order = stored_path(Order(14))
+    order.path["edges"] = ["access:A:1-h1", "packet:A:3-C:1", "access:C:3-h3"]  # a circuit's link, gone now
+    m, _ = manager(net, store)
+    c = m.circuit(order)
+    assert c.xcons and c.segments == ((("A", 3), ("C", 1)),)
+    assert m.provision(order).ok
