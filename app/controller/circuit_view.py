@@ -8,7 +8,7 @@ A chain that ends dark (no XCON, no fibre, no adaptation) is not a circuit and i
 """
 from __future__ import annotations
 
-from app.web.feed import CircuitRecord
+from app.db.feed import CircuitRecord
 from topology.graph import MultiLayerGraph
 
 

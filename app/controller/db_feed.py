@@ -4,7 +4,7 @@ A thin os-ken app (loaded by the launcher when ``[db] url`` / ``--db-url`` is se
 controller journal for topology and XCON changes (switches, ports, LLDP links, XCONs, scans, static
 files), waits until they have been quiet for ``DEBOUNCE`` seconds (at most ``MAX_DELAY`` after the
 first one; never while an optical scan is probing), then reads the merged multi-layer graph from the
-shared network view (as ``GET /topology`` does) and writes it through :class:`app.web.feed.Feed` — a new snapshot only if
+shared network view (as ``GET /topology`` does) and writes it through :class:`app.db.feed.Feed` — a new snapshot only if
 the graph changed, and the set of lit circuits (``circuit_view.lit_circuits``) only if it changed.
 The writes are queued to the controller's writer thread (:mod:`app.controller.db_writer`), so a
 locked database never stalls the hub.
@@ -34,7 +34,7 @@ CHANGES = frozenset({"switch_enter", "switch_leave", "port", "link_add", "link_d
 POLL = 0.1  # seconds between journal checks
 DEBOUNCE = 0.3  # quiet time after the last change before writing
 MAX_DELAY = 2.0  # write at the latest this long after the first unwritten change (a flapping port)
-FEED = "web_feed"  # the app.web.feed.Feed, a resource of the db_writer thread
+FEED = "web_feed"  # the app.db.feed.Feed, a resource of the db_writer thread
 
 
 class DbFeed(app_manager.OSKenApp):
@@ -49,7 +49,7 @@ class DbFeed(app_manager.OSKenApp):
         # database must not stall the hub
         self.writer: db_writer.DbWriter | None = None
         if SETTINGS.db_url:
-            from app.web.feed import Feed
+            from app.db.feed import Feed
 
             url = SETTINGS.db_url
             # the migration at open runs in the writer thread; eventlet's green locks in the logging

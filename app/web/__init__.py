@@ -16,7 +16,7 @@ __all__ = ["create_app"]
 
 
 def __getattr__(name: str) -> Any:
-    """``create_app`` is loaded on first use, so the controller can import ``app.web.feed`` without Flask."""
+    """``create_app`` is loaded on first use: importing ``app.web`` stays cheap (no Flask until needed)."""
     if name == "create_app":
         from app.web.factory import create_app
 

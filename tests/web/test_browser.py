@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.web.feed import Feed
+from app.db.feed import Feed
 from monitor.store import MonitorStore
 from tests.lib.webserver import ROOT, create_user_cli, serve_cli
 

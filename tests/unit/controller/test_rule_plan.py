@@ -51,3 +51,10 @@ def test_check_refuses_overlaps_and_shared_kinds():
 def test_every_band_is_in_one_module_and_needs_no_os_ken():
     code = "import sys, app.controller.rule_plan; assert 'os_ken' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_controller_reaches_the_database_without_the_web_service():
+    code = ("import sys, app.controller.circuit_view, app.controller.reservations, app.db.feed, "
+            "app.db.provisioning; bad = [m for m in sys.modules if m.startswith('app.web') or m == 'flask']; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)

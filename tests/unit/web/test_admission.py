@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from app.web.feed import Feed  # noqa: F401  (import check: the feed module loads without Flask context)
+from app.db.feed import Feed  # noqa: F401  (import check: the feed module loads without Flask context)
 from tests.unit.web.conftest import T0, body, iso
 
 

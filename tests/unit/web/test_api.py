@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from app.db.feed import Feed
 from app.db.lifecycle import START_REACHED
 from app.db.models import AuditEntry
-from app.web.feed import Feed
 from monitor.events import UNCONSTRAINED_IMBALANCE
 from monitor.events import Event as MonEvent
 from monitor.store import MonitorStore

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from app.controller.circuit_view import lit_circuits
+from app.db.feed import CircuitRecord, Feed
 from app.web.factory import create_app
-from app.web.feed import CircuitRecord, Feed
 from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS
 from mininet_labs.spec import fig2_testbed, spec_to_graph
 from tests.unit.web.conftest import T0, Clock, new_user
@@ -91,7 +91,7 @@ def test_feed_does_not_import_flask() -> None:
     import subprocess
     import sys
 
-    code = "import sys, app.web.feed, app.controller.circuit_view; print('flask' in sys.modules)"
+    code = "import sys, app.db.feed, app.controller.circuit_view; print('flask' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

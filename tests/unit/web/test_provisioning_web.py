@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from app.db.feed import CircuitRecord, Feed
 from app.db.models import Circuit
 from app.db.provisioning import ProvisioningStore
-from app.web.feed import CircuitRecord, Feed
 from tests.lib.provisioning import light
 from tests.unit.web.conftest import T0, body, iso
 from tests.unit.web.test_ui import login

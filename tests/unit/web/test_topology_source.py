@@ -1,8 +1,8 @@
 """``--topology controller``: the web service follows the newest snapshot the controller wrote."""
 from __future__ import annotations
 
+from app.db.feed import Feed
 from app.web import create_app
-from app.web.feed import Feed
 from mininet_labs.spec import fig2_testbed, spec_to_graph
 from tests.unit.web.conftest import T0, Clock, body, counts, new_user
 

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
+from app.db.feed import Feed
 from app.web.auth import create_user
-from app.web.feed import Feed
 from app.web.timeutil import parse_iso
 from tests.unit.web.conftest import T0, counts
 
