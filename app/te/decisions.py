@@ -1,0 +1,247 @@
+"""TE decisions: a monitor event and the network view's graph in, an update plan (or a skip) out.
+
+Plain code, time passed in as ``now`` (the TE app only wires it to the bus and the executor):
+
+- *unconstrained imbalance* on a circuit → for the named elephants between one pair of packet
+  switches: check damping and the offload gain (:mod:`app.te.gain`), let the joint circuit-lighting
+  model (``pce.circuits.plan_circuits``, with setup times and the port granularity) pick a temporary
+  circuit — the congested packet links enter it with only their spare capacity — and return a
+  *provision* plan: its XCONs → circuit up → the egress 5-tuple rules → the ingress 5-tuple rules
+  (both directions; ``steer`` band, so only the elephants move and the small flows stay) →
+  verification on the forward rules' counters;
+- *elephant gone* → a *release* plan for the offload that carried it: ingress rules first (the flow
+  falls back onto its old path), then the egress rules, then the XCONs — nothing of it left.
+
+Every decision, taken or skipped, is a :class:`Decision` with its reason (the app makes it an event).
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.controller import rule_plan
+from app.te.damping import Damper
+from app.te.gain import offload_gain
+from app.update import planner
+from app.update.model import FlowRule, Port, XconSpec
+from app.update.plan import Plan
+from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
+from monitor.sflow.records import FiveTuple
+
+OFFLOAD, RELEASE, SKIP = "offload", "release", "skip"
+ETH_IPV4 = 0x0800
+L4 = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
+
+
+@dataclass
+class Offload:
+    """A temporary circuit and the 5-tuple rules that put elephants on it."""
+
+    ident: int
+    flows: tuple[FiveTuple, ...]
+    circuit_id: str
+    xcons: tuple[XconSpec, ...]
+    ends: tuple[Port, Port]
+    egress: tuple[FlowRule, ...]
+    ingress: tuple[FlowRule, ...]
+    capacity_mbps: float
+    setup_s: float
+    since: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.ident, "flows": [str(f) for f in self.flows], "circuit": self.circuit_id,
+                "xcons": [x.to_json() for x in self.xcons], "ends": [list(e) for e in self.ends],
+                "capacity_mbps": self.capacity_mbps, "setup_s": self.setup_s,
+                "rules": [r.to_json() for r in self.egress + self.ingress]}
+
+
+@dataclass
+class Decision:
+    kind: str  # offload | release | skip
+    reason: str
+    flows: tuple[FiveTuple, ...] = ()
+    plan: Plan | None = None
+    offload: Offload | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"decision": self.kind, "reason": self.reason, "flows": [str(f) for f in self.flows],
+                "plan": self.plan.id if self.plan else None,
+                "offload": self.offload.ident if self.offload else None, **self.detail}
+
+
+class HostNotFound(LookupError):
+    """A flow's address belongs to no host the controller has learnt."""
+
+
+def host_port(graph: Any, ip: str) -> Port:
+    """(switch, port) where the host with IPv4 ``ip`` is attached (its ``access`` edge)."""
+    for node, d in graph.g.nodes(data=True):
+        if d.get("kind") == "host" and d.get("ip") == ip:
+            for _u, _v, e in graph.g.edges(node, data=True):
+                if e.get("kind") == "access":
+                    (sw, port), = ((n, p) for n, p in e["ports"].items() if n != node)
+                    return str(sw), int(port)
+    raise HostNotFound(f"no learnt host has the address {ip}")
+
+
+def five_tuple_match(f: FiveTuple, in_port: int, reverse: bool = False) -> tuple[tuple[str, Any], ...]:
+    """An OF1.3 match for one direction of ``f`` arriving on ``in_port``."""
+    src, dst, sport, dport = (f.dst, f.src, f.dport, f.sport) if reverse else (f.src, f.dst, f.sport, f.dport)
+    m: list[tuple[str, Any]] = [("in_port", in_port), ("eth_type", ETH_IPV4), ("ipv4_src", src), ("ipv4_dst", dst),
+                                ("ip_proto", f.proto)]
+    if f.proto in L4:
+        s_name, d_name = L4[f.proto]
+        m += [(s_name, sport), (d_name, dport)]
+    return tuple(m)
+
+
+def residual_graph(graph: Any, loads_mbps: dict[str, float]) -> Any:
+    """A copy of ``graph`` whose packet links offer only their spare capacity (``loads_mbps`` by edge key)."""
+    g = graph.copy()
+    for _u, _v, key, d in g.g.edges(keys=True, data=True):
+        if d.get("kind") == "packet" and key in loads_mbps:
+            d["capacity"] = max(float(d.get("capacity") or 0.0) - loads_mbps[key], 1e-3)
+    return g
+
+
+class OffloadDecider:
+    """Turns monitor events into offload / release plans; remembers the offloads it made."""
+
+    def __init__(self, damper: Damper | None = None, *, overhead_s: float = 0.1, min_gain_s: float = 1.0,
+                 alpha: float = 2.0, solver: str = "highs", stable_ms: float = planner.DEFAULT_STABLE_MS,
+                 verify_timeout_s: float = 3.0, first_ident: int = 1) -> None:
+        self.damper = damper or Damper()
+        self.overhead_s = overhead_s  # the controller's share of a switch-over (ordered update), on top of setup
+        self.min_gain_s = min_gain_s
+        self.alpha = alpha
+        self.solver = solver
+        self.stable_ms = stable_ms
+        self.verify_timeout_s = verify_timeout_s
+        self.offloads: dict[int, Offload] = {}
+        self._ids = itertools.count(first_ident)
+
+    # ---- decisions ---------------------------------------------------------------------------------
+    def on_event(self, ev: Event, graph: Any, now: float, *,
+                 flow_bytes: Callable[[FiveTuple], float | None] = lambda _f: None,
+                 loads_mbps: dict[str, float] | None = None) -> list[Decision]:
+        if ev.kind == UNCONSTRAINED_IMBALANCE:
+            return self._imbalance(ev, graph, now, flow_bytes, loads_mbps or {})
+        if ev.kind == ELEPHANT_GONE:
+            return self._gone(ev)
+        return []
+
+    def _imbalance(self, ev: Event, graph: Any, now: float, flow_bytes: Callable[[FiveTuple], float | None],
+                   loads: dict[str, float]) -> list[Decision]:
+        rates = dict(zip(ev.flows, ev.detail.get("elephant_mbps") or [], strict=False))
+        skips: list[Decision] = []
+        groups: dict[tuple[Port, Port], list[FiveTuple]] = {}
+        for f in ev.flows:
+            if any(f in o.flows for o in self.offloads.values()):
+                skips.append(Decision(SKIP, "already offloaded", (f,)))
+                continue
+            why = self.damper.why_not(f, now)
+            if why is not None:
+                skips.append(Decision(SKIP, why, (f,)))
+                continue
+            try:
+                groups.setdefault((host_port(graph, f.src), host_port(graph, f.dst)), []).append(f)
+            except HostNotFound as exc:
+                skips.append(Decision(SKIP, str(exc), (f,)))
+        out = list(skips)
+        for (src, dst), flows in groups.items():
+            out.append(self._offload(graph, src, dst, flows, rates, now, flow_bytes, loads, ev.circuit))
+        return out
+
+    def _offload(self, graph: Any, src: Port, dst: Port, flows: list[FiveTuple], rates: dict[FiveTuple, float],
+                 now: float, flow_bytes: Callable[[FiveTuple], float | None], loads: dict[str, float],
+                 congested: str) -> Decision:
+        from pce.circuits import Demand, candidate_circuits, plan_circuits
+        from pce.errors import PceError
+
+        if src[0] == dst[0]:
+            return Decision(SKIP, f"both ends on {src[0]}: no circuit can help", tuple(flows))
+        want = sum(rates.get(f, 0.0) for f in flows)
+        try:
+            cands = candidate_circuits(graph, pairs=[(src[0], dst[0])])
+            plan = plan_circuits(residual_graph(graph, loads), [Demand("offload", src[0], dst[0], max(want, 1e-3))],
+                                 circuits=cands, solver=self.solver)
+        except PceError as exc:
+            return Decision(SKIP, f"no circuit: {exc}", tuple(flows))
+        if not plan.lit:
+            return Decision(SKIP, f"the joint model routes {want:.2f} Mbit/s without a new circuit", tuple(flows))
+        c = plan.lit[0]
+        keep, gains = [], {}
+        for f in flows:
+            current = max(rates.get(f, 0.0), 1e-3)
+            sent = flow_bytes(f)
+            if sent is None:
+                gains[str(f)] = {"pays": True, "reason": "no byte count: the monitor named it an elephant"}
+                keep.append(f)
+                continue
+            g = offload_gain(sent, current, c.capacity / len(flows), c.setup_time + self.overhead_s,
+                             alpha=self.alpha, min_gain_s=self.min_gain_s)
+            gains[str(f)] = g.as_dict()
+            if g.pays:
+                keep.append(f)
+        if not keep:
+            return Decision(SKIP, "offload gain below the switch-over cost for every flow", tuple(flows),
+                            detail={"gain": gains})
+        ident = next(self._ids)
+        off = self._build(ident, keep, src, dst, c, now)
+        plan_out = planner.provision(off.xcons, list(off.ends), [off.ends], list(off.egress), list(off.ingress),
+                                     verify_rules=[off.ingress[0], off.egress[0]], stable_ms=self.stable_ms,
+                                     verify_timeout_s=self.verify_timeout_s, plan_id=f"offload{ident}")
+        why = (f"{len(keep)} elephant(s) {src[0]} -> {dst[0]} off {congested} onto circuit {c.id} "
+               f"({c.capacity:g} Mbit/s, setup {c.setup_time:.3f} s)")
+        return Decision(OFFLOAD, why, tuple(keep), plan_out, off, {"gain": gains, "circuit": c.id})
+
+    def _build(self, ident: int, flows: list[FiveTuple], src: Port, dst: Port, c: Any, now: float) -> Offload:
+        xcons = tuple(XconSpec(a.split(":")[0], int(a.split(":")[1]), int(b.split(":")[1])) for a, b in c.xcons)
+        a_end, b_end = (c.a, c.a_port), (c.b, c.b_port)
+        if a_end[0] != src[0]:
+            a_end, b_end = b_end, a_end
+        band = rule_plan.STEER
+        prio = band.priority()
+        egress, ingress = [], []
+        for f in flows:  # forward rules first in each list (verification reads [0])
+            ingress.append(FlowRule(src[0], band.name, ident, prio, five_tuple_match(f, src[1]), a_end[1]))
+            egress.append(FlowRule(dst[0], band.name, ident, prio, five_tuple_match(f, b_end[1]), dst[1]))
+        for f in flows:  # the reverse direction (TCP acks), in at the destination host port
+            ingress.append(FlowRule(dst[0], band.name, ident, prio, five_tuple_match(f, dst[1], True), b_end[1]))
+            egress.append(FlowRule(src[0], band.name, ident, prio, five_tuple_match(f, a_end[1], True), src[1]))
+        return Offload(ident, tuple(flows), c.id, xcons, (a_end, b_end), tuple(egress), tuple(ingress),
+                       float(c.capacity), float(c.setup_time), now)
+
+    def _gone(self, ev: Event) -> list[Decision]:
+        out = []
+        for off in list(self.offloads.values()):
+            if not set(ev.flows) & set(off.flows):
+                continue
+            rest = tuple(f for f in off.flows if f not in ev.flows)
+            if rest:  # others still use the circuit: keep it
+                out.append(Decision(SKIP, f"{len(rest)} other elephant(s) still on circuit {off.circuit_id}",
+                                    tuple(ev.flows)))
+                continue
+            plan = planner.release(off.xcons, list(off.egress), list(off.ingress), drain=False,
+                                   plan_id=f"release{off.ident}")
+            out.append(Decision(RELEASE, f"elephant gone: release circuit {off.circuit_id} and its rules",
+                                off.flows, plan, off))
+        return out
+
+    # ---- what the executor did ------------------------------------------------------------------
+    def done(self, d: Decision, ok: bool, now: float) -> None:
+        """Record the outcome of an executed decision (damping counts only moves that happened)."""
+        if d.offload is None or not ok:
+            return
+        if d.kind == OFFLOAD:
+            self.offloads[d.offload.ident] = d.offload
+            for f in d.offload.flows:
+                self.damper.moved(f, now)
+        elif d.kind == RELEASE:
+            self.offloads.pop(d.offload.ident, None)
+
+    def active_flows(self) -> Iterable[FiveTuple]:
+        return (f for o in self.offloads.values() for f in o.flows)
