@@ -130,7 +130,22 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError('[monitor] fine_backend must be "sflow", "flowstats" or "sflow-rt"')
     if cfg["monitor"]["probe_interval"] < 0:
         raise ConfigError("[monitor] probe_interval must be >= 0 (0 = no latency probes)")
+    _check_web(cfg["web"])
     return cfg
+
+
+def _check_web(web: dict[str, Any]) -> None:
+    """The ``[web]`` values ``mlte web`` could not serve with (also what ``mlte config check`` reports)."""
+    if not web["host"].strip():
+        raise ConfigError("[web] host must not be empty (e.g. 127.0.0.1, or 0.0.0.0 for every address)")
+    if not 1 <= web["port"] <= 65535:
+        raise ConfigError(f"[web] port {web['port']} out of range 1..65535")
+    if not 0 < web["hold_seconds"]:
+        raise ConfigError("[web] hold_seconds must be > 0")
+    if web["login_max_failures"] < 1:
+        raise ConfigError("[web] login_max_failures must be >= 1")
+    if not 0 < web["login_window_seconds"]:
+        raise ConfigError("[web] login_window_seconds must be > 0")
 
 
 def load_config(path: str | Path | None = None) -> dict[str, dict[str, Any]]:

@@ -33,6 +33,8 @@ Vertex = tuple[str, str]  # (node id, side): side "" for switches/hosts, "in"/"o
 ADDITIVE_OBJECTIVES = ("shortest", "least-hops")
 OBJECTIVES = ("shortest", "least-hops", "widest", "fits")
 EPS = 1e-9
+#: Relative tolerance of a bandwidth check: absorbs float drift of summed bookings (3 + 4 + 3 vs 10).
+REL_TOL = 1e-9
 #: Expansion budget of the exact simple-path fallback (reached only on pathological inputs).
 BNB_BUDGET = 200_000
 
@@ -86,6 +88,18 @@ class Route:
         if other.vertices[0] != self.vertices[-1]:
             raise ValueError("routes do not join")
         return Route(self.vertices + other.vertices[1:], self.arcs + other.arcs)
+
+
+def fits(width: float, need: float) -> bool:
+    """Whether ``width`` Mbit/s of headroom can carry ``need`` Mbit/s.
+
+    Zero headroom carries nothing, however small the need: an optical port booked by anybody (or
+    in a lit circuit) has headroom 0 because it is taken whole, and an absolute epsilon would let
+    a 1e-9 Mbit/s request slip onto it. The tolerance is therefore relative to the need.
+    """
+    if need <= 0:
+        return True
+    return width > 0 and width >= need * (1.0 - REL_TOL)
 
 
 def cost_tuple(objective: str, latency: float, hops: int) -> tuple[float, float]:
@@ -260,7 +274,7 @@ def best_route(
 
 
 def _arc_ok(arc: Arc, cons: Constraints, view: RoutingView, source: Vertex, targets: set[str]) -> bool:
-    if arc.width + EPS < cons.min_width or arc.key in cons.banned_keys:
+    if not fits(arc.width, cons.min_width) or arc.key in cons.banned_keys:
         return False
     base = arc.head[0]
     if base in cons.banned_bases or arc.head in cons.banned_vertices:
@@ -440,7 +454,7 @@ def widest_by_threshold(view: RoutingView, min_width: float, solve: Callable[[fl
     Feasibility only shrinks as the threshold grows, so a binary search over the distinct arc
     widths needs O(log |arcs|) searches; the route returned is ``solve``'s best at that width.
     """
-    cands = [w for w in view.widths() if w + EPS >= min_width]
+    cands = [w for w in view.widths() if fits(w, min_width)]
     best = solve(min_width)
     if best is None:
         return None

@@ -10,7 +10,7 @@ import itertools
 import math
 from collections.abc import Iterator
 
-from pce.cspf import Constraints, Route, RoutingView, Vertex, best_route, cost_tuple
+from pce.cspf import Constraints, Route, RoutingView, Vertex, best_route, cost_tuple, fits
 
 
 def yen(view: RoutingView, source: Vertex, targets: set[str], objective: str, cons: Constraints) -> Iterator[Route]:
@@ -142,7 +142,7 @@ def disjoint_routes(view: RoutingView, source: Vertex, targets: set[str], object
         if view.kind.get(tail[0]) == "host" and tail != source:
             continue
         for arc in arcs:
-            if arc.width + 1e-9 < cons.min_width or arc.key in cons.banned_keys:
+            if not fits(arc.width, cons.min_width) or arc.key in cons.banned_keys:
                 continue
             if arc.head[0] in cons.banned_bases or arc.head in cons.banned_vertices:
                 continue

@@ -24,6 +24,7 @@ from pce.cspf import (
     Vertex,
     best_route,
     contains_all,
+    fits,
     nx_graph,
     route_via,
     widest_by_threshold,
@@ -274,7 +275,7 @@ def _fail(p: _Problem) -> NoPathError:
     req = p.req
     what = f"no path from {req.src} to {req.dst} with {req.bandwidth:g} Mbit/s in the window"
     e_elem, e_avail = _endpoint_headroom(p)
-    if e_elem is not None and e_avail < p.cons.min_width:
+    if e_elem is not None and not fits(e_avail, p.cons.min_width):
         return NoPathError(f"{what}: endpoint link {e_elem} has {e_avail:g} Mbit/s available"
                            f"{_why(p, e_elem)}", bottleneck=e_elem, available=e_avail)
     loose = p.cons.but(min_width=0.0)
@@ -311,7 +312,7 @@ def compute_path(graph: Any, req: PathRequest, bookings: Iterable[Booking] | Boo
     """
     p = _problem(graph, req, bookings)
     e_elem, e_avail = _endpoint_headroom(p)
-    route = None if e_avail < p.cons.min_width else _solve(p, p.cons)
+    route = None if not fits(e_avail, p.cons.min_width) else _solve(p, p.cons)
     if route is None:
         raise _fail(p)
     return _result(p, route)
@@ -343,7 +344,7 @@ def k_shortest_paths(graph: Any, req: PathRequest, bookings: Iterable[Booking] |
     obj = req.objective if req.objective in ("shortest", "least-hops") else "shortest"
     e_elem, e_avail = _endpoint_headroom(p)
     routes: list[Route] = []
-    if e_avail >= p.cons.min_width:
+    if fits(e_avail, p.cons.min_width):
         if p.ero is not None:
             one = _additive(p, obj, p.cons)
             routes = [one] if one is not None else []
@@ -369,7 +370,7 @@ def disjoint_paths(graph: Any, req: PathRequest, bookings: Iterable[Booking] | B
     p = _problem(graph, req, bookings)
     obj = req.objective if req.objective in ("shortest", "least-hops") else "shortest"
     e_elem, e_avail = _endpoint_headroom(p)
-    if e_avail < p.cons.min_width:
+    if not fits(e_avail, p.cons.min_width):
         raise _fail(p)
     routes = disjoint_routes(p.view, p.source, p.targets, obj, p.cons.but(max_latency=None), k)
     if not routes:

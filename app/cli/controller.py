@@ -51,6 +51,7 @@ def _run(args: argparse.Namespace) -> int:
         cfg["db"]["url"] = args.db_url
     if args.state_file:
         ctl["state_file"] = args.state_file
+    _check_settings(args, cfg)
     if ctl["state_file"]:
         from app.controller.state_file import StateFileError, load
 
@@ -72,3 +73,27 @@ def _run(args: argparse.Namespace) -> int:
 
     run(cfg, names, args.app, host_names)
     return 0
+
+
+def _check_settings(args: argparse.Namespace, cfg: dict) -> None:
+    """Ports, database and static topology file, before os-ken starts: a bad one is one line naming
+    the setting, not a traceback from inside an app (whether the ports are free the launcher checks)."""
+    from app.cli.startup import check_port, open_database
+    from app.errors import ConfigError
+
+    ctl = cfg["controller"]
+    check_port(ctl["listen_port"], "--of-port" if args.of_port is not None else "[controller] listen_port")
+    check_port(ctl["api_port"], "--api-port" if args.api_port is not None else "[controller] api_port")
+    if ctl["listen_port"] == ctl["api_port"] and ctl["listen_host"] == ctl["api_host"]:
+        raise ConfigError(f"--of-port/--api-port: OpenFlow and the control API both on port {ctl['api_port']}")
+    if cfg["db"]["url"]:
+        open_database(cfg["db"]["url"], "--db-url" if args.db_url else "[db] url").dispose()
+    if ctl["static_file"]:
+        from topology.errors import TopologyError
+        from topology.vendor_file import load_vendor_graph
+
+        try:
+            load_vendor_graph(ctl["static_file"])
+        except TopologyError as exc:
+            setting = "--static-file" if args.static_file else "[controller] static_file"
+            raise ConfigError(f"{setting}: {exc}") from None

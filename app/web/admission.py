@@ -87,7 +87,7 @@ def check_on_path(graph: MultiLayerGraph, session: Session, *, path: dict[str, A
     here, in the same view of the window's bookings the PCE routes on.
     """
     from pce.bookings import as_calendar
-    from pce.cspf import RoutingView
+    from pce.cspf import RoutingView, fits
     from pce.reservation import PathResult
 
     bookings = [to_booking(r) for r in overlapping(session, start, end, now, exclude_id)]
@@ -100,7 +100,7 @@ def check_on_path(graph: MultiLayerGraph, session: Session, *, path: dict[str, A
                            f"({what})", field=field, bottleneck=elem, available=0.0)
         if view.headroom[elem] < worst_free:
             worst, worst_free = elem, view.headroom[elem]
-    if worst is not None and worst_free < bandwidth:
+    if worst is not None and not fits(worst_free, bandwidth):
         reason = view.why.get(worst)
         raise Conflict(f"not admitted: on its current path {worst} has {worst_free:g} Mbit/s available in "
                        f"the window{f' ({reason})' if reason else ''}, {bandwidth:g} asked ({what})",

@@ -13,7 +13,11 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, Length, NumberRange, Optional, Regexp
 
-from app.web.validation import ENDPOINT_RE
+from app.web.validation import ENDPOINT_RE, MAX_BANDWIDTH, MIN_BANDWIDTH
+
+#: The API's bandwidth rule, with its message, so the form refuses exactly what the API refuses.
+_BANDWIDTH_RANGE = NumberRange(min=MIN_BANDWIDTH, max=MAX_BANDWIDTH,
+                               message=f"bandwidth must be at least {MIN_BANDWIDTH:g} Mbit/s and at most {MAX_BANDWIDTH:g}")
 
 
 class MbpsField(FloatField):
@@ -42,7 +46,7 @@ class ReservationForm(FlaskForm):
     dst = StringField("Destination port",
                       validators=[DataRequired(), Regexp(ENDPOINT_RE, message="SWITCH:PORT, e.g. C:3")])
     dst_vlan = IntegerField("Destination VLAN", validators=[Optional(), NumberRange(1, 4094)])
-    bandwidth = MbpsField("Bandwidth (Mbit/s)", validators=[DataRequired(), NumberRange(min=0.001, max=1e9)])
+    bandwidth = MbpsField("Bandwidth (Mbit/s)", validators=[DataRequired(), _BANDWIDTH_RANGE])
     start = DateTimeLocalField("Start (UTC)", format="%Y-%m-%dT%H:%M", validators=[Optional()])
     end = DateTimeLocalField("End (UTC)", format="%Y-%m-%dT%H:%M", validators=[DataRequired()])
     mode = SelectField("Mode", choices=["static", "elastic"], default="static")
@@ -52,5 +56,5 @@ class ReservationForm(FlaskForm):
 class ModifyForm(FlaskForm):
     """Change a reservation's bandwidth and/or end time (re-checked by admission control)."""
 
-    bandwidth = MbpsField("Bandwidth (Mbit/s)", validators=[Optional(), NumberRange(min=0.001, max=1e9)])
+    bandwidth = MbpsField("Bandwidth (Mbit/s)", validators=[Optional(), _BANDWIDTH_RANGE])
     end = DateTimeLocalField("End (UTC)", format="%Y-%m-%dT%H:%M", validators=[Optional()])

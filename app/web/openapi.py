@@ -8,14 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from app.db.states import STATES
+from app.web.validation import MAX_BANDWIDTH, MIN_BANDWIDTH
 
 _STR = {"type": "string"}
 _DT = {"type": "string", "format": "date-time"}
 _NULLABLE_DT = {"type": "string", "format": "date-time", "nullable": True}
 _ENDPOINT = {"type": "string", "pattern": r"^[A-Za-z0-9_.\-]{1,48}:[0-9]{1,9}$", "example": "A:1"}
 _VLAN = {"type": "integer", "minimum": 1, "maximum": 4094, "nullable": True}
-_BANDWIDTH = {"type": "number", "exclusiveMinimum": True, "minimum": 0, "maximum": 1e9,
-              "description": "Mbit/s"}
+_BANDWIDTH = {"type": "number", "minimum": MIN_BANDWIDTH, "maximum": MAX_BANDWIDTH,
+              "description": f"Mbit/s, at least {MIN_BANDWIDTH:g}"}
 _ID = {"name": "res_id", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
 
 

@@ -39,8 +39,8 @@ class TopologySource:
         self._lock = threading.Lock()
         self._static: MultiLayerGraph | None = None
         self._snapshot: tuple[int, MultiLayerGraph] | None = None
-        if source not in SOURCES and not Path(source).is_file():
-            raise ApiError(f"topology file not found: {source}", field="topology")
+        if source not in SOURCES:
+            self._static = load_graph_file(source)  # a bad file fails the start, not every request
 
     def graph(self, session: Session) -> MultiLayerGraph:
         from topology.graph import MultiLayerGraph
@@ -64,8 +64,41 @@ class TopologySource:
 
                     self._static = spec_to_graph(fig2_testbed(unit_mbps=self.unit_mbps))
                 else:
-                    self._static = MultiLayerGraph.from_dict(json.loads(Path(self.source).read_text()))
+                    self._static = load_graph_file(self.source)
             return self._static
+
+
+def load_graph_file(source: str) -> MultiLayerGraph:
+    """Read a ``MultiLayerGraph.to_json()`` file; ApiError (one line, ``field="topology"``) if it is not one.
+
+    It must hold at least one packet switch: reservations run between packet-switch ports.
+    """
+    from pce.cspf import RoutingView
+    from pce.errors import PceError
+    from topology.errors import TopologyError
+    from topology.graph import MultiLayerGraph
+
+    path = Path(source)
+    if not path.is_file():
+        raise ApiError(f"topology {source!r} is neither {', '.join(SOURCES)} nor an existing file", field="topology")
+    try:
+        data = json.loads(path.read_text())
+        graph = MultiLayerGraph.from_dict(data)
+    except OSError as exc:
+        raise ApiError(f"topology file {source}: cannot read it ({exc.strerror or exc})", field="topology") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ApiError(f"topology file {source}: not JSON ({exc})", field="topology") from None
+    except (TopologyError, TypeError, ValueError, AttributeError) as exc:
+        raise ApiError(f"topology file {source}: not a MultiLayerGraph.to_json() graph ({exc})",
+                       field="topology") from None
+    if not any(d.get("kind") == "packet" for _, d in graph.g.nodes(data=True)):
+        raise ApiError(f"topology file {source}: the graph has no packet switch, so no reservation endpoint",
+                       field="topology")
+    try:
+        RoutingView.build(graph)  # what admission builds on every request: bad capacities show now
+    except PceError as exc:
+        raise ApiError(f"topology file {source}: {exc}", field="topology") from None
+    return graph
 
 
 def node_kind(graph: MultiLayerGraph, node: str) -> str | None:

@@ -16,6 +16,9 @@ from app.web.timeutil import parse_iso
 ENDPOINT_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,48}:[0-9]{1,9}$")
 NODE_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,64}$")
 MAX_BANDWIDTH = 1e9  # Mbit/s (1 Pbit/s): beyond this the number is nonsense, not merely infeasible
+#: Mbit/s (1 kbit/s): the smallest bandwidth a reservation may ask for (API, UI form, OpenAPI). Below
+#: it an amount is indistinguishable from float noise and says nothing a network can honour.
+MIN_BANDWIDTH = 0.001
 MAX_WINDOW = 366 * 86400.0  # a reservation lasts at most a year
 MAX_PAST = 300.0  # a start time may lie at most this far in the past (clock skew, slow forms)
 MODES = ("static", "elastic")
@@ -70,6 +73,8 @@ def check_bandwidth(value: Any, field: str = "bandwidth") -> float:
     bw = float(value)
     if not math.isfinite(bw) or bw <= 0:
         raise ApiError(f"{field} must be a positive number of Mbit/s, got {value}", field=field)
+    if bw < MIN_BANDWIDTH:
+        raise ApiError(f"{field} must be at least {MIN_BANDWIDTH:g} Mbit/s, got {value}", field=field)
     if bw > MAX_BANDWIDTH:
         raise ApiError(f"{field} {bw:g} Mbit/s is absurd (limit {MAX_BANDWIDTH:g})", field=field)
     return bw

@@ -79,7 +79,7 @@ def test_create_commit_cancel_through_forms(ui, app) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize(("over", "message"), [
-    ({"bandwidth": "-1"}, "Number must be"),
+    ({"bandwidth": "-1"}, "bandwidth must be at least 0.001 Mbit/s"),
     ({"src": "nonsense"}, "SWITCH:PORT"),
     ({"end": "2030-03-17T17:00"}, "end must be after start"),
     ({"dst": "Q:1"}, "unknown switch"),
