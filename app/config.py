@@ -40,6 +40,18 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "provision_delay_max": 0.220,
         "unit_mbps": 1.0,  # lab scale: 1 bandwidth unit = this many Mbit/s (ODU0 = 1.25 units)
     },
+    "te": {
+        "enabled": False,  # load the elastic TE loop (app/controller/te_app.py): offload elephants, release them
+        "poll": 1.0,  # seconds between reads of an offload's rule counters (elephant gone)
+        "gone_intervals": 3,  # polls below the elephant threshold before the offload is released
+        "min_hold_s": 10.0,  # a moved flow stays at least this long (damping)
+        "max_moves": 2,  # at most this many moves ...
+        "move_interval_s": 1.0,  # ... per this many seconds
+        "min_gain_s": 1.0,  # a move must finish the flow at least this much sooner (offload gain)
+        "overhead_s": 0.1,  # the controller's share of a switch-over, on top of the circuit's setup time
+        "stable_ms": 50.0,  # D: a new circuit's ports up and stable this long before rules go in
+        "verify_timeout": 3.0,  # seconds for the moved flow to show on the new rules' counters
+    },
     "monitor": {
         "enabled": True,  # load the monitor app (coarse/fine monitoring, latency probes) in the controller
         "interval": 1.0,  # Ts: seconds between coarse port-counter polls

@@ -64,6 +64,14 @@ class EventReservedPorts(event.EventBase):
     """The packet ports kept for plans and reservations changed: default forwarding re-plans around them."""
 
 
+class EventDecision(event.EventBase):
+    """A TE decision, taken or skipped, with its reason (``data``: decision, reason, flows, plan, ...)."""
+
+    def __init__(self, data: dict) -> None:
+        super().__init__()
+        self.data = data
+
+
 class EventReservation(event.EventBase):
     """A reservation was lit, failed, or released (``kind``: reservation_active, reservation_failed,
     reservation_released, reservation_release_failed); ``data`` is a small JSON-able dict."""

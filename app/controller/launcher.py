@@ -26,6 +26,7 @@ APPS = [
 ]
 
 DB_FEED = "app.controller.db_feed"  # topology snapshots + circuits for the web service, when a DB is set
+TE = "app.controller.te_app"  # the elastic TE loop, with [te] enabled = true (needs the monitor)
 RESERVATIONS = "app.controller.reservations_app"  # follows the reservations in the DB: lights and releases them
 MONITOR = "app.controller.monitor_app"  # coarse/fine monitoring + latency probes, unless [monitor] enabled = false
 
@@ -98,13 +99,15 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
 
     apps = APPS + ([DB_FEED, RESERVATIONS] if cfg.get("db", {}).get("url") else [])
     apps += [MONITOR] if cfg.get("monitor", {}).get("enabled", True) else []
+    apps += [TE] if cfg.get("te", {}).get("enabled", False) and MONITOR in apps else []
     apps += [m for m in (extra_apps or []) if m not in apps]
     for mod in apps:
         importlib.import_module(mod)  # registers their options before parsing
     SETTINGS.controller = dict(ctl)
     SETTINGS.ots = dict(cfg["ots"])
     SETTINGS.db_url = cfg.get("db", {}).get("url", "")
-    SETTINGS.monitor = dict(cfg.get("monitor", {}))  # read by the monitor app (docs/monitor.md)
+    SETTINGS.monitor = dict(cfg.get("monitor", {}))
+    SETTINGS.te = dict(cfg.get("te", {}))  # read by the TE app (docs/te-loop.md)  # read by the monitor app (docs/monitor.md)
     SETTINGS.names = dict(names or {})
     SETTINGS.host_names = {mac.lower(): n for mac, n in (host_names or {}).items()}
     if ctl["log_file"]:

@@ -98,11 +98,17 @@ def five_tuple_match(f: FiveTuple, in_port: int, reverse: bool = False) -> tuple
     return tuple(m)
 
 
-def residual_graph(graph: Any, loads_mbps: dict[str, float]) -> Any:
-    """A copy of ``graph`` whose packet links offer only their spare capacity (``loads_mbps`` by edge key)."""
+def residual_graph(graph: Any, loads_mbps: dict[str, float], avoid: Iterable[str] = ()) -> Any:
+    """A copy of ``graph`` whose packet links offer only their spare capacity (``loads_mbps`` by edge key)
+    and the ``avoid`` links (the congested circuit the elephants are to leave) none."""
     g = graph.copy()
+    avoid = set(avoid)
     for _u, _v, key, d in g.g.edges(keys=True, data=True):
-        if d.get("kind") == "packet" and key in loads_mbps:
+        if d.get("kind") != "packet":
+            continue
+        if key in avoid:
+            d["capacity"] = 1e-3  # the PCE reads 0 as "unknown"; this carries nothing worth routing
+        elif key in loads_mbps:
             d["capacity"] = max(float(d.get("capacity") or 0.0) - loads_mbps[key], 1e-3)
     return g
 
@@ -166,8 +172,10 @@ class OffloadDecider:
         want = sum(rates.get(f, 0.0) for f in flows)
         try:
             cands = candidate_circuits(graph, pairs=[(src[0], dst[0])])
-            plan = plan_circuits(residual_graph(graph, loads), [Demand("offload", src[0], dst[0], max(want, 1e-3))],
-                                 circuits=cands, solver=self.solver)
+            # the elephants leave the congested circuit: it offers them nothing, the rest its spare capacity
+            plan = plan_circuits(residual_graph(graph, loads, [congested]),
+                                 [Demand("offload", src[0], dst[0], max(want, 1e-3))], circuits=cands,
+                                 solver=self.solver)
         except PceError as exc:
             return Decision(SKIP, f"no circuit: {exc}", tuple(flows))
         if not plan.lit:

@@ -1,0 +1,168 @@
+"""The elastic TE loop's shim (thin os-ken app, loaded with ``[te] enabled = true``).
+
+It subscribes to the monitor's events on the bus (:class:`EventMonitor`), asks the plain
+:class:`app.te.decisions.OffloadDecider` what to do with the network view's graph, and runs the
+plans it returns through the live southbound, each in its own greenthread:
+
+- *unconstrained imbalance* → the named elephants onto a temporary circuit (5-tuple steer rules);
+- *elephant gone* is judged here, on the offload's own rule counters (every ``[te] poll`` seconds): a
+  moved elephant no longer crosses the circuit the monitor watches, so its rate is read where it now
+  is. Below the monitor's elephant threshold for ``[te] gone_intervals`` polls → release plan.
+
+The circuit's packet ports are reserved for the offload (default forwarding keeps off them) from
+before the plan runs until it is released. Every decision, taken or skipped, goes to the journal
+(``te_decision``, with its reason) and the bus (:class:`app.controller.events.EventDecision`).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from os_ken.base import app_manager
+from os_ken.controller.handler import set_ev_cls
+from os_ken.lib import hub
+
+from app.controller import events, guard, rule_plan
+from app.controller.api_routes import CONTEXT as ROUTES
+from app.controller.api_routes import ApiRoutes
+from app.controller.guard import loud
+from app.controller.journal import JOURNAL
+from app.controller.live_southbound import LiveSouthbound, green_parallel
+from app.controller.monitor_app import EventMonitor
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
+from app.controller.plan_log import PLANS
+from app.controller.runtime import SETTINGS
+from app.controller.southbound import CONTEXT as SOUTHBOUND
+from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
+from app.te.damping import Damper
+from app.te.decisions import OFFLOAD, RELEASE, Decision, Offload, OffloadDecider
+from app.update.executor import execute
+from app.update.model import normalise_match
+from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
+
+LOG = logging.getLogger("mlte.controller.te")
+DEFAULTS = {"poll": 1.0, "gone_intervals": 3, "min_hold_s": 10.0, "max_moves": 2, "move_interval_s": 1.0,
+            "min_gain_s": 1.0, "overhead_s": 0.1, "stable_ms": 50.0, "verify_timeout": 3.0}
+
+
+class TeApp(app_manager.OSKenApp):
+    OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
+    _EVENTS = [events.EventDecision, events.EventReservedPorts]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = "mlte_te"
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
+        cfg = {**DEFAULTS, **(getattr(SETTINGS, "te", None) or {})}
+        self.cfg = cfg
+        self.decider = OffloadDecider(
+            Damper(min_hold_s=float(cfg["min_hold_s"]), max_moves=int(cfg["max_moves"]),
+                   interval_s=float(cfg["move_interval_s"])),
+            overhead_s=float(cfg["overhead_s"]), min_gain_s=float(cfg["min_gain_s"]),
+            stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]))
+        self.sb = LiveSouthbound(self.southbound, self.view)
+        self.thresholds: dict[int, float] = {}  # offload id -> Mbit/s below which its elephants are gone
+        self.counters: dict[int, tuple[float, int, int]] = {}  # offload id -> (t, bytes, polls below)
+        routes = kwargs.get(ROUTES)
+        if routes is not None:
+            routes[("GET", "/te")] = lambda q, d: self.status()
+
+    def start(self):
+        thread = super().start()
+        self._poller = hub.spawn(self._poll_loop)
+        return thread
+
+    # ---- monitor events ----------------------------------------------------------------------------
+    @set_ev_cls(EventMonitor)
+    @loud
+    def _monitor(self, ev: EventMonitor) -> None:
+        e: Event = ev.event
+        if e.kind != UNCONSTRAINED_IMBALANCE:
+            return  # elephant gone is judged on the offload's own counters (see the module docstring)
+        graph, _ = self.view.graph()
+        cap = next((float(d.get("capacity") or 0) for _u, _v, k, d in graph.g.edges(keys=True, data=True)
+                    if k == e.circuit), 0.0)
+        loads = {e.circuit: float(e.detail.get("util", 0.0)) * cap} if cap else {}
+        for d in self.decider.on_event(e, graph, time.monotonic(), loads_mbps=loads):
+            self._note(d)
+            if d.kind == OFFLOAD and d.offload is not None:
+                self.thresholds[d.offload.ident] = float(e.detail.get("threshold_mbps", 0.0))
+                hub.spawn(self._run, d)
+
+    def _note(self, d: Decision) -> None:
+        data = d.as_dict()
+        JOURNAL.add("te_decision", **{k: v for k, v in data.items() if k != "gain"}, gain=data.get("gain"))
+        LOG.info("TE %s: %s", d.kind, d.reason)
+        self.send_event_to_observers(events.EventDecision(data))
+
+    # ---- executing ---------------------------------------------------------------------------------
+    def _run(self, d: Decision) -> None:
+        off = d.offload
+        assert off is not None and d.plan is not None
+        owner = f"te:{off.ident}"
+        try:
+            if d.kind == OFFLOAD and self.view.reserve(owner, off.ends):
+                self.send_event_to_observers(events.EventReservedPorts())
+            record = execute(d.plan, self.sb, run_parallel=green_parallel, sleep=hub.sleep, poll_s=0.02,
+                             on_event=lambda e: JOURNAL.add("plan", **{k: v for k, v in e.items() if k != "t"}))
+            rec = record.to_json()
+            PLANS.add(rec, source="te", decision=d.kind, offload=off.ident)
+            ok = rec["state"] == "done"
+            self.decider.done(d, ok, time.monotonic())
+            JOURNAL.add("te_done", decision=d.kind, offload=off.ident, ok=ok, plan=rec["id"], state=rec["state"],
+                        error=rec.get("error", ""), seconds=round(rec["finished_at"] - rec["started_at"], 4))
+            if (d.kind == OFFLOAD and not ok) or (d.kind == RELEASE and ok):
+                self.counters.pop(off.ident, None)
+                if self.view.unreserve(owner):
+                    self.send_event_to_observers(events.EventReservedPorts())
+        except Exception as exc:
+            guard.failures.append(f"te: {exc!r}")
+            guard.ERROR_LOG.exception("TE plan %s failed", d.plan.id)
+
+    # ---- elephant gone: the offload's own counters ---------------------------------------------------
+    def _poll_loop(self) -> None:
+        while self.is_active:
+            hub.sleep(float(self.cfg["poll"]))
+            try:
+                for off in list(self.decider.offloads.values()):
+                    self._check_gone(off)
+            except Exception:  # keep polling; loud in the error log and GET /health
+                guard.failures.append("te: poll failed")
+                guard.ERROR_LOG.exception("TE: polling the offloads failed")
+
+    def _check_gone(self, off: Offload) -> None:
+        fwd = [r for r in off.ingress if r.switch == off.ingress[0].switch]
+        sw = self.view.by_name(fwd[0].switch)
+        if sw is None:
+            return
+        try:
+            stats = self.southbound.flow_stats(sw.dpid, rule_plan.STEER.cookie(off.ident),
+                                               rule_plan.STEER.mask(by_id=True))
+        except Exception as exc:  # noqa: BLE001 - a switch that does not answer: try again next poll
+            LOG.warning("TE: counters of offload %s: %s", off.ident, exc)
+            return
+        keys = {(r.priority, r.match) for r in fwd}
+        total = sum(st.bytes for st in stats if (st.priority, normalise_match(st.match)) in keys)
+        now = time.monotonic()
+        prev = self.counters.get(off.ident)
+        if prev is None:
+            self.counters[off.ident] = (now, total, 0)
+            return
+        t0, b0, below = prev
+        mbps = (total - b0) * 8 / 1e6 / max(now - t0, 1e-3)
+        below = below + 1 if mbps < self.thresholds.get(off.ident, 0.0) else 0
+        self.counters[off.ident] = (now, total, below)
+        if below >= int(self.cfg["gone_intervals"]):
+            self.counters.pop(off.ident, None)
+            gone = Event(now, off.circuit_id, ELEPHANT_GONE, off.flows, {"last_mbps": round(mbps, 3)})
+            for d in self.decider.on_event(gone, self.view.graph()[0], now):
+                self._note(d)
+                if d.kind == RELEASE:
+                    hub.spawn(self._run, d)
+
+    def status(self) -> dict[str, Any]:
+        return {"offloads": {str(k): o.to_json() for k, o in self.decider.offloads.items()}}
