@@ -101,11 +101,13 @@ def _write(args, doc: dict) -> None:
 
 def _sim(args: argparse.Namespace) -> int:
     from pce.errors import InvalidInputError
+    from pce.highs import quiet_banner
     from pce.otter.aggregate import candidates
     from pce.otter.baselines import get_policy
     from pce.otter.scenario import generate_flows
     from pce.otter.sim import simulate, stderr_progress
 
+    quiet_banner()
     if args.scale <= 0 or args.rate <= 0 or args.duration <= 0 or args.warmup < 0 or args.cooldown < 0:
         raise InvalidInputError("--scale, --rate and --duration must be > 0, --warmup and --cooldown ≥ 0")
     delay = None if args.solve_delay == "measured" else _float(args.solve_delay, "--solve-delay")
@@ -151,10 +153,12 @@ def _sim(args: argparse.Namespace) -> int:
 
 def _solve(args: argparse.Namespace) -> int:
     from pce.errors import InvalidInputError
+    from pce.highs import quiet_banner
     from pce.otter.matrix import solve_problem
     from pce.otter.problem import make_problem
     from pce.otter.scenario import generate_flows
 
+    quiet_banner()
     if args.flows < 1 or args.scale <= 0:
         raise InvalidInputError("--flows must be ≥ 1 and --scale > 0")
     solver = _solver(args)

@@ -265,3 +265,19 @@ def test_remaining_transitions(client, users, clock) -> None:  # noqa: ANN001
     hist = client.get(f"{API}/reservations/{late}/history", headers=users.h("alice")).get_json()["items"]
     assert [(h["detail"].get("from"), h["detail"].get("to")) for h in hist[1:]] == [
         ("HELD", "RESERVED"), ("RESERVED", "FINISHED")]
+
+
+def test_rejection_names_the_paths_real_maximum_not_the_access_links(client, users) -> None:  # noqa: ANN001
+    """Issue 14 item 6: after a 6 Mbit/s booking the access link A:1 has 14 left but every path
+    through the optical layer carries at most 10; the 409 says 10 (what the what-if says), and
+    asking exactly that is admitted."""
+    assert create(client, users, name="a", bandwidth=6.0).status_code == 201
+    q = f"{API}/available?src=A:1&dst=C:3&start={iso(T0 + 600)}&end={iso(T0 + 4200)}"
+    what_if = client.get(q, headers=users.h("alice")).get_json()
+    r = create(client, users, name="huge", bandwidth=1e6)
+    err = r.get_json()["error"]
+    assert r.status_code == 409
+    assert err["available"] == what_if["available"] == 10
+    assert err["bottleneck"] == what_if["path"]["bottleneck"] and not err["bottleneck"].startswith("access:")
+    assert "with 10 Mbit/s available" in err["message"] and "14" not in err["message"]
+    assert create(client, users, name="fits", bandwidth=err["available"]).status_code == 201
