@@ -99,3 +99,10 @@ def test_solver_banner_stays_off_stdout(tmp_path, argv) -> None:
                          timeout=120, check=False)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() and "HiGHS" not in run.stdout and "licence" not in run.stdout
+
+
+def test_te_topology_file_that_is_not_utf8(tmp_path, capsys) -> None:
+    f = tmp_path / "t.json"
+    f.write_bytes(b"\xff\xfe{")
+    assert main(["pce", "te", "--topology", str(f), "--capacity", "1", "-q"]) == 2
+    assert "cannot read topology file" in capsys.readouterr().err
