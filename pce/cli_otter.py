@@ -135,7 +135,15 @@ def _sim(args: argparse.Namespace) -> int:
         print(f"{pol.name:12s} allocated bytes {r.allocated_bytes_fraction:.3f}  per-flow {r.mean_flow_allocated_fraction:.3f}"
               f"  satisfaction {r.satisfaction:.3f}  solves {r.solves}"
               + (f" (mean {sum(r.solve_seconds) / r.solves:.2f}s)" if r.solves else ""))
-    by = {r["policy"]: r["allocated_bytes_fraction"] for r in results}
+        if pol.mode != "greedy" and r.solves and not r.installs:
+            took = (f"its LP took {r.solve_seconds[0]:.1f} s (measured)" if delay is None
+                    else f"--solve-delay {delay:g} s")
+            print(f"{'':12s} NOT {pol.name}: no LP result was installed before the run ended ({took}; the run lasts "
+                  f"{args.warmup + args.duration + args.cooldown:g} simulated s), so these are GREEDY's figures "
+                  f"(a smaller --scale makes the LP faster)")
+    # a policy whose LP never took effect is GREEDY under another name: no ratio for it
+    by = {r["policy"]: r["allocated_bytes_fraction"] for r in results
+          if r["policy"] == "GREEDY" or r["installs"] or not r["solves"]}
     ratios = {f"{a}/{b}": by[a] / by[b] for a in by for b in by if a != b and by[b] > 0
               and (b == "GREEDY" or (b.startswith("OPT") and a.replace("PER", "OPT") == b))}
     for k, v in ratios.items():
