@@ -101,11 +101,13 @@ def _write(args, doc: dict) -> None:
 
 def _sim(args: argparse.Namespace) -> int:
     from pce.errors import InvalidInputError
+    from pce.highs import quiet_banner
     from pce.otter.aggregate import candidates
     from pce.otter.baselines import get_policy
     from pce.otter.scenario import generate_flows
     from pce.otter.sim import simulate, stderr_progress
 
+    quiet_banner()
     if args.scale <= 0 or args.rate <= 0 or args.duration <= 0 or args.warmup < 0 or args.cooldown < 0:
         raise InvalidInputError("--scale, --rate and --duration must be > 0, --warmup and --cooldown ≥ 0")
     delay = None if args.solve_delay == "measured" else _float(args.solve_delay, "--solve-delay")
@@ -133,7 +135,15 @@ def _sim(args: argparse.Namespace) -> int:
         print(f"{pol.name:12s} allocated bytes {r.allocated_bytes_fraction:.3f}  per-flow {r.mean_flow_allocated_fraction:.3f}"
               f"  satisfaction {r.satisfaction:.3f}  solves {r.solves}"
               + (f" (mean {sum(r.solve_seconds) / r.solves:.2f}s)" if r.solves else ""))
-    by = {r["policy"]: r["allocated_bytes_fraction"] for r in results}
+        if pol.mode != "greedy" and r.solves and not r.installs:
+            took = (f"its LP took {r.solve_seconds[0]:.1f} s (measured)" if delay is None
+                    else f"--solve-delay {delay:g} s")
+            print(f"{'':12s} NOT {pol.name}: no LP result was installed before the run ended ({took}; the run lasts "
+                  f"{args.warmup + args.duration + args.cooldown:g} simulated s), so these are GREEDY's figures "
+                  f"(a smaller --scale makes the LP faster)")
+    # a policy whose LP never took effect is GREEDY under another name: no ratio for it
+    by = {r["policy"]: r["allocated_bytes_fraction"] for r in results
+          if r["policy"] == "GREEDY" or r["installs"] or not r["solves"]}
     ratios = {f"{a}/{b}": by[a] / by[b] for a in by for b in by if a != b and by[b] > 0
               and (b == "GREEDY" or (b.startswith("OPT") and a.replace("PER", "OPT") == b))}
     for k, v in ratios.items():
@@ -151,10 +161,12 @@ def _sim(args: argparse.Namespace) -> int:
 
 def _solve(args: argparse.Namespace) -> int:
     from pce.errors import InvalidInputError
+    from pce.highs import quiet_banner
     from pce.otter.matrix import solve_problem
     from pce.otter.problem import make_problem
     from pce.otter.scenario import generate_flows
 
+    quiet_banner()
     if args.flows < 1 or args.scale <= 0:
         raise InvalidInputError("--flows must be ≥ 1 and --scale > 0")
     solver = _solver(args)

@@ -162,7 +162,9 @@ def _path(args: argparse.Namespace) -> int:
 
 def _circuits(args: argparse.Namespace) -> int:
     from pce.circuits import Demand, candidate_circuits, plan_circuits
+    from pce.highs import quiet_banner
 
+    quiet_banner()
     graph = load_graph(args.graph)
     raw = _read_json(args.demands, "demands")
     try:

@@ -117,6 +117,11 @@ def run_te(args: argparse.Namespace) -> int:
     print(f"  demands {s['demands']['count']}, allocated {s['demands']['allocated']:.6g} of "
           f"{s['demands']['total']:.6g} Mbit/s ({100 * s['demands']['satisfied_fraction']:.2f}%), "
           f"MLU {s['mlu']:.4f}")
+    if s["overloaded_links"]:
+        bound = "no routing fits" if args.formulation == "edge" else f"no routing over these {k} paths per demand fits"
+        print(f"  OVERLOADED: the network cannot carry these demands ({bound}); at the optimum "
+              f"{s['overloaded_links']} of {result.network.arc_cap.size} links (per direction) carry more than their "
+              f"capacity, the busiest {s['mlu']:.3g}x its capacity")
     print("  seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in doc["timings"].items()))
     print(f"  LP size: {s['sizes']['variables']} variables, {s['sizes']['constraints']} constraints, "
           f"{s['sizes']['nonzeros']} nonzeros" + (" (after presolve)" if s.get("presolve") else ""))

@@ -13,6 +13,7 @@ import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from pce.bookings import Booking, BookingCalendar, as_calendar
@@ -130,6 +131,14 @@ def _number(name: str, value: Any, *, positive: bool = False, allow_zero: bool =
     return float(value)
 
 
+def _iso(ts: float) -> str:
+    """An epoch time as ISO 8601 UTC for messages (the raw number if it is out of datetime's range)."""
+    try:
+        return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return f"{ts:g}"
+
+
 def _resolve_endpoint(g: Any, name: str, role: str) -> _Endpoint:
     if not isinstance(name, str) or not name:
         raise InvalidInputError(f"{role} must be a node id or switch:port, got {name!r}")
@@ -171,7 +180,7 @@ def _problem(graph: Any, req: PathRequest, bookings: Any, bandwidth_required: bo
     bw = _number("bandwidth", req.bandwidth, allow_zero=not bandwidth_required)
     start, end = _number("start", req.start), _number("end", req.end)
     if end <= start:
-        raise InvalidInputError(f"end ({end}) must be after start ({start})")
+        raise InvalidInputError(f"end ({_iso(end)}) must be after start ({_iso(start)})")
     if req.objective not in OBJECTIVES:
         raise InvalidInputError(f"unknown objective {req.objective!r} (choose: {', '.join(OBJECTIVES)})")
     max_lat = None if req.max_latency is None else _number("max_latency", req.max_latency)
@@ -271,23 +280,28 @@ def _result(p: _Problem, route: Route) -> PathResult:
 
 
 def _fail(p: _Problem) -> NoPathError:
-    """Explain why nothing fits: the limiting element of the widest otherwise-valid path."""
+    """Explain why nothing fits: the limiting element of the widest otherwise-valid path, endpoint
+    access links included, so the amount named is the most that path can carry (what the what-if
+    says), never a wider endpoint link in front of a narrower core."""
     req = p.req
     what = f"no path from {req.src} to {req.dst} with {req.bandwidth:g} Mbit/s in the window"
     e_elem, e_avail = _endpoint_headroom(p)
-    if e_elem is not None and not fits(e_avail, p.cons.min_width):
-        return NoPathError(f"{what}: endpoint link {e_elem} has {e_avail:g} Mbit/s available"
-                           f"{_why(p, e_elem)}", bottleneck=e_elem, available=e_avail)
     loose = p.cons.but(min_width=0.0)
     best = widest_by_threshold(p.view, 0.0, lambda w: _additive(p, "shortest", loose.but(min_width=w)))
     if best is not None:
         elem, avail = p.view.bottleneck(best)
+        if e_elem is not None and e_avail < avail:
+            return NoPathError(f"{what}: the widest path is limited by endpoint link {e_elem} with {e_avail:g} "
+                               f"Mbit/s available{_why(p, e_elem)}", bottleneck=e_elem, available=e_avail)
         extra = ""
         if elem in p.view.kind and p.view.kind[elem] == "oport" and p.view.headroom[elem] < req.bandwidth \
                 and not p.view.why.get(elem):
             extra = " (the port's granularity is smaller than the demand)"
         return NoPathError(f"{what}: the widest path is limited by {elem} with {avail:g} Mbit/s available"
                            f"{_why(p, elem)}{extra}", bottleneck=elem, available=avail)
+    if e_elem is not None and not fits(e_avail, p.cons.min_width):
+        return NoPathError(f"{what}: endpoint link {e_elem} has {e_avail:g} Mbit/s available"
+                           f"{_why(p, e_elem)}", bottleneck=e_elem, available=e_avail)
     if p.cons.max_latency is not None:
         free = _additive(p, "shortest", loose.but(max_latency=None))
         if free is not None:

@@ -115,7 +115,7 @@ def _raw(name: str) -> tuple[dict, str]:
                 data = json.load(fh)
         except FileNotFoundError as exc:
             raise UnknownTopologyError(f"topology file {name!r} does not exist") from exc
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:  # not JSON, or not UTF-8 text
             raise InvalidInputError(f"cannot read topology file {name!r}: {exc}") from exc
         if not isinstance(data, dict) or "nodes" not in data or not ("edges" in data or "links" in data):
             raise InvalidInputError(

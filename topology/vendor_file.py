@@ -194,11 +194,18 @@ def read_vendor_file(path: str | Path) -> dict[str, Any]:
     """Read and validate a vendor file; ``.json`` is JSON, anything else YAML (a JSON superset)."""
     p = Path(path)
     try:
-        text = p.read_text()
+        data = p.read_bytes()
     except FileNotFoundError:
         raise VendorFileError(str(p), "", "file not found") from None
     except OSError as exc:
         raise VendorFileError(str(p), "", f"cannot read: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise VendorFileError(str(p), f"line {line} column {col}",
+                              f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8") from None
     if p.suffix.lower() == ".json":
         try:
             doc = json.loads(text)

@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     static.add_argument("--no-static", action="store_true", help="use no static file (fibres stay unknown)")
     p.add_argument("--scan-all", action="store_true", help="probe every free OTS port, even with known far ends")
     p.add_argument("--circuit", choices=["initial", "bypass", "direct", "offload"],
-                   help="(testbed) after discovery, provision this circuit and show the packet links it makes")
+                   help="(testbed, with --discover) after discovery, provision this circuit and show the packet "
+                        "links it makes")
     p.add_argument("--unit-mbps", type=positive_float,
                    help="lab scale: Mbit/s per bandwidth unit (default [ots] unit_mbps)")
     p.add_argument("--no-shaping", action="store_true", help="no HTB link shaping")
@@ -105,6 +106,9 @@ def _run(args: argparse.Namespace) -> int:
         return _list()
     if args.lab is not None and args.name != "run":
         raise LabError(f"unexpected argument {args.lab!r} (only `mlte lab run NAME` takes a second name)")
+    if args.circuit and not args.discover:
+        raise LabError("--circuit is provisioned after discovery: add --discover "
+                       f"(mlte lab {args.name} --discover --circuit {args.circuit})")
     if os.geteuid() != 0:
         raise LabError("mlte lab needs root (Mininet and OVS); run it with sudo")
     if shutil.which("ovs-vsctl") is None:

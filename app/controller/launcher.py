@@ -63,6 +63,15 @@ def _select_hub() -> None:
     warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
 
 
+def _announce(line: str) -> None:
+    """The start-up line: an INFO record when INFO is logged (``-v``), else a plain line on stderr —
+    never a WARNING, which would read as a problem (default log level: WARNING)."""
+    if LOG.isEnabledFor(logging.INFO):
+        LOG.info("%s", line)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
 def check_app_modules(modules: list[str]) -> None:
     """ConfigError (one line) for an ``--app`` module that does not exist, before os-ken starts."""
     from app.errors import ConfigError
@@ -121,8 +130,6 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
         ],
         project="os_ken",
     )
-    LOG.warning(
-        "mlte controller: OpenFlow on %s:%s, control API on http://%s:%s",
-        ctl["listen_host"], ctl["listen_port"], ctl["api_host"], ctl["api_port"],
-    )
+    _announce(f"mlte controller: OpenFlow on {ctl['listen_host']}:{ctl['listen_port']}, "
+              f"control API on http://{ctl['api_host']}:{ctl['api_port']}")
     AppManager.run_apps(apps)

@@ -39,6 +39,14 @@ def utilization(session: Session, since: float, links: list[str], limit: int) ->
     return out
 
 
+def unsampled(session: Session, links: list[str]) -> list[str]:
+    """The ``links`` of which the monitor has no sample at all (any age), in the given order."""
+    if not links:
+        return []
+    seen = set(session.execute(select(MonSample.point).where(MonSample.point.in_(links)).distinct()).scalars())
+    return [link for link in links if link not in seen]
+
+
 def events(session: Session, since: float | None, kind: str | None, limit: int) -> list[dict[str, Any]]:
     """Monitor events in the web's event shape (``kind`` prefixed ``monitor.``), newest first."""
     q = select(MonEvent)

@@ -123,7 +123,8 @@ def check_endpoint_in_graph(graph: MultiLayerGraph, endpoint: str, field: str) -
     if kind is None:
         raise ApiError(f"{field}: unknown switch {switch!r}", field=field)
     if kind != "packet":
-        raise ApiError(f"{field}: {switch!r} is a {kind} node, not a packet switch", field=field)
+        article = "an" if kind[:1] in "aeiou" else "a"
+        raise ApiError(f"{field}: {switch!r} is {article} {kind} node, not a packet switch", field=field)
     known = switch_ports(graph, switch)
     if known and int(port) not in known:
         raise ApiError(f"{field}: switch {switch} has no port {port} (ports: {sorted(known)})", field=field)

@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pce.errors import InfeasibleError, InvalidInputError, SolverError
-from pce.highs import new_highs
+from pce.highs import new_highs, quiet_banner
 
 SOLVERS = ("highs", "cbc")
 LP_METHODS = ("auto", "simplex", "ipm", "pdlp")
@@ -144,6 +144,7 @@ def solve_cbc(lp: LinearProgram, time_limit: float | None = None) -> LpSolution:
     """Solve with CBC: HiGHS writes the model as MPS, the CBC binary solves it, we read the values."""
     import highspy
 
+    quiet_banner()
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.passModel(_highs_lp(lp))

@@ -95,6 +95,8 @@ class TeResult:
             "formulation": self.formulation,
             **self.settings,
             "mlu": self.mlu,
+            # links loaded beyond their capacity: only the MLU objective routes all demand regardless
+            "overloaded_links": int((self.utilization > 1.0 + 1e-9).sum()) if self.arc_load.size else 0,
             "total_flow": self.total_flow,
             "demands": {
                 "count": len(self.demands),

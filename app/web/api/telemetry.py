@@ -2,6 +2,8 @@
 ``/api/v1/events`` (service events merged with the monitor's ``mon_events``)."""
 from __future__ import annotations
 
+import re
+
 from flask import Blueprint, jsonify, request
 
 from app.web import monitor_read
@@ -34,6 +36,25 @@ def _only(allowed: set[str]) -> None:
             raise ApiError(f"unknown query parameter {key!r}", field=key)
 
 
+_CIRCUIT_LINK = re.compile(r"packet:([^:\s]+):\d+-([^:\s]+):\d+")
+
+
+def _in_topology(db, link: str) -> bool:  # noqa: ANN001
+    """Whether ``link`` is an edge key of the current graph, or the key a circuit between two of its
+    packet switches would get (``packet:A:3-B:1``, monitored once lit); False with no graph yet."""
+    from app.web.context import graph
+    from app.web.topology_source import TopologyUnavailable, node_kind
+
+    try:
+        g = graph(db)
+    except TopologyUnavailable:
+        return False
+    m = _CIRCUIT_LINK.fullmatch(link)
+    if m and node_kind(g, m.group(1)) == node_kind(g, m.group(2)) == "packet":
+        return True
+    return any(k == link for _u, _v, k in g.g.edges(keys=True))
+
+
 @bp.get("/utilization")
 def utilization():  # noqa: ANN201
     """Samples per monitored link since ``since`` (default: the last 5 minutes); ``link`` may repeat."""
@@ -46,6 +67,10 @@ def utilization():  # noqa: ANN201
         if not 1 <= len(link) <= 128:
             raise ApiError("link must be an edge key of 1..128 characters", field="link")
     limit = _limit(2000, 20000)
+    unknown = monitor_read.unsampled(db, [link for link in dict.fromkeys(links) if not _in_topology(db, link)])
+    if unknown:
+        raise ApiError(f"unknown link {unknown[0]!r}: not an edge key of the topology nor a circuit "
+                       f"between two of its packet switches (e.g. packet:A:3-B:1), and never sampled", field="link")
     rows = monitor_read.utilization(db, since, links, limit)
     series: dict[str, list[dict]] = {link: [] for link in links}
     for link, points in rows.items():

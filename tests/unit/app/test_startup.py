@@ -148,6 +148,8 @@ def test_controller_bad_settings(tmp_path, capsys, free_port) -> None:  # noqa: 
     bad = tmp_path / "vendor.json"
     bad.write_text("{")
     one_line_error(capsys, ["controller", *ok_db, "--static-file", str(bad)], "--static-file", "invalid JSON")
+    bad.write_bytes(b"\xff\xfe{")  # not UTF-8 (issue 14 item 8: was a UnicodeDecodeError traceback)
+    one_line_error(capsys, ["controller", *ok_db, "--static-file", str(bad)], "--static-file", "not UTF-8")
     with pytest.raises(Served):  # good settings pass every check
         main(["controller", *ok_db, "--of-port", str(free_port), "--api-port", str(free_port + 1 if free_port < 65535 else 1024)])
 
@@ -158,3 +160,37 @@ def test_no_traceback_from_a_real_process(tmp_path, free_port) -> None:  # noqa:
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "--db foo://x" in proc.stderr
+
+
+def test_controller_start_line_is_not_a_warning_and_every_lock_is_greened(tmp_path, free_port) -> None:  # noqa: ANN001
+    """Issue 14 item 8: the start banner was logged as WARNING, and eventlet reported "1 RLock(s) were
+    not greened" (numpy's RNG lock, made by the argument parser's eager import of pce.otter)."""
+    import os
+    import time
+
+    api_port = free_port + 1 if free_port < 65535 else 1024
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}  # eventlet skips its check under pytest
+    err_path = tmp_path / "stderr.txt"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "app.cli.main", "controller", "--of-port", str(free_port),
+                                 "--api-port", str(api_port), "--db-url", ""],
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        try:
+            deadline = time.monotonic() + 60
+            while "mlte controller: OpenFlow on" not in err_path.read_text() and proc.poll() is None \
+                    and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+    text = err_path.read_text()
+    start = [ln for ln in text.splitlines() if "mlte controller: OpenFlow on" in ln]
+    assert start == [f"mlte controller: OpenFlow on 127.0.0.1:{free_port}, control API on http://127.0.0.1:{api_port}"], text
+    assert "not greened" not in text and "WARNING" not in start[0]
+
+
+def test_building_the_parser_loads_no_solver_or_numpy() -> None:
+    code = ("import sys; from app.cli.main import build_parser; build_parser(); "
+            "print(sorted(m for m in ('numpy', 'scipy', 'highspy', 'pulp') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -310,3 +310,26 @@ def test_pce_library_does_not_import_controller_or_web():
             "bad = [m for m in sys.modules if m.startswith(('os_ken', 'flask', 'app.'))]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_rejection_names_the_paths_maximum_with_its_endpoint_links(fig2):
+    """A request wider than every path: the error names the element that limits the widest path,
+    endpoint access links included, with the amount the what-if gives (issue 14 item 6)."""
+    with pytest.raises(NoPathError) as exc:
+        compute_path(fig2, req("A:1", "C:3", bw=1e6))
+    bw, res = available_bandwidth(fig2, "A:1", "C:3", 0.0, 100.0)
+    assert exc.value.available == bw == 10 and exc.value.bottleneck == res.bottleneck
+    assert "access:" not in str(exc.value)
+    # the endpoint link is the narrowest: then it is named, with its own headroom
+    access = next(k for k in fig2.g.edges(keys=True) if k[2].startswith("access:A:1"))[2]
+    booked = [Booking("big", 0.0, 100.0, 15.0, edges=(access,))]
+    with pytest.raises(NoPathError) as exc:
+        compute_path(fig2, req("A:1", "C:3", bw=1e6), booked)
+    bw, _ = available_bandwidth(fig2, "A:1", "C:3", 0.0, 100.0, booked)
+    assert exc.value.available == bw == 5 and exc.value.bottleneck == access
+
+
+def test_window_error_shows_iso_times(fig2):
+    with pytest.raises(InvalidInputError, match=r"end \(2030-01-01T00:00:00Z\) must be after start "
+                                                r"\(2031-01-01T00:00:00Z\)"):
+        compute_path(fig2, req("A", "C", start=1924992000.0, end=1893456000.0))

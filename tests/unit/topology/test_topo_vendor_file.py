@@ -114,3 +114,24 @@ def test_file_level_errors(tmp_path):
     wrong.write_text("version: 1\nots:\n  - {name: X, dpid: 1, ports: {1: ODU3, 2: ODU2}}\nfibres: [{a: 'X:1', b: 'X:2'}]\n")
     with pytest.raises(VendorFileError, match=r"wrong.yaml: fibres\[0\]: fibre X:1-X:2 joins two ports of one OTS"):
         read_vendor_file(wrong)
+
+
+@pytest.mark.parametrize("name", ["latin1.yaml", "utf16.json"])
+def test_a_file_that_is_not_utf8_is_a_vendor_file_error(tmp_path, name):
+    """Issue 14 item 8: a Latin-1 or UTF-16 file gave a UnicodeDecodeError traceback."""
+    f = tmp_path / name
+    f.write_bytes("version: 1\nots: [{name: Caf\u00e9}]\n".encode("latin-1") if name.endswith(".yaml")
+                  else '{"version": 1}'.encode("utf-16"))
+    line = "line 2 column 17" if name.endswith(".yaml") else "line 1 column 1"
+    with pytest.raises(VendorFileError, match=rf"{name}: {line}: not UTF-8 text \(byte 0x[0-9a-f]{{2}}\)"):
+        read_vendor_file(f)
+
+
+def test_check_vendor_file_cli_on_a_non_utf8_file(tmp_path, capsys):
+    from app.cli.main import main
+
+    f = tmp_path / "v.json"
+    f.write_bytes(b"\xff\xfe{")
+    assert main(["topology", "check-vendor-file", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mlte: error: ") and "not UTF-8" in err and len(err.strip().splitlines()) == 1

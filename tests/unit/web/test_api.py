@@ -265,3 +265,36 @@ def test_remaining_transitions(client, users, clock) -> None:  # noqa: ANN001
     hist = client.get(f"{API}/reservations/{late}/history", headers=users.h("alice")).get_json()["items"]
     assert [(h["detail"].get("from"), h["detail"].get("to")) for h in hist[1:]] == [
         ("HELD", "RESERVED"), ("RESERVED", "FINISHED")]
+
+
+def test_rejection_names_the_paths_real_maximum_not_the_access_links(client, users) -> None:  # noqa: ANN001
+    """Issue 14 item 6: after a 6 Mbit/s booking the access link A:1 has 14 left but every path
+    through the optical layer carries at most 10; the 409 says 10 (what the what-if says), and
+    asking exactly that is admitted."""
+    assert create(client, users, name="a", bandwidth=6.0).status_code == 201
+    q = f"{API}/available?src=A:1&dst=C:3&start={iso(T0 + 600)}&end={iso(T0 + 4200)}"
+    what_if = client.get(q, headers=users.h("alice")).get_json()
+    r = create(client, users, name="huge", bandwidth=1e6)
+    err = r.get_json()["error"]
+    assert r.status_code == 409
+    assert err["available"] == what_if["available"] == 10
+    assert err["bottleneck"] == what_if["path"]["bottleneck"] and not err["bottleneck"].startswith("access:")
+    assert "with 10 Mbit/s available" in err["message"] and "14" not in err["message"]
+    assert create(client, users, name="fits", bandwidth=err["available"]).status_code == 201
+
+
+def test_utilization_of_an_unknown_link_is_a_400(client, users) -> None:  # noqa: ANN001
+    """Issue 14 item 8: ``link=nonsense`` answered 200 with an empty series."""
+    r = client.get(f"{API}/utilization?link=nonsense", headers=users.h("alice"))
+    err = r.get_json()["error"]
+    assert r.status_code == 400 and err["field"] == "link" and "unknown link 'nonsense'" in err["message"]
+    r = client.get(f"{API}/utilization?link=access:A:1-h1", headers=users.h("alice"))  # in the topology, no samples yet
+    assert r.status_code == 200 and r.get_json()["series"] == {"access:A:1-h1": []}
+    for link in ("packet:A:3-B:1", "packet:A:3-Q:1"):  # a circuit not lit yet: known; to no switch: unknown
+        r = client.get(f"{API}/utilization?link={link}", headers=users.h("alice"))
+        assert r.status_code == (200 if "B" in link else 400)
+
+
+def test_an_optical_endpoint_reads_an_optical_node(client, users) -> None:  # noqa: ANN001
+    r = create(client, users, src="X:1")
+    assert r.status_code == 400 and "'X' is an optical node, not a packet switch" in r.get_json()["error"]["message"]

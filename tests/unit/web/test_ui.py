@@ -156,7 +156,7 @@ def test_modify_errors_are_shown_next_to_the_field_and_nothing_changes(ui, app) 
     status, page = _modify(ui, detail_url, bandwidth="5000")
     assert status == 400 and counts(app) == before
     err = re.search(r'id="modify-bandwidth-error" data-field="bandwidth">([^<]*)<', page)
-    assert err and err.group(1).startswith("not admitted") and "access:A:1-h1" in err.group(1)  # names the limit
+    assert err and err.group(1).startswith("not admitted") and "limited by Z:2 with 10 Mbit/s" in err.group(1)  # the path's limit
     assert 'aria-invalid="true"' in page
     status, page = _modify(ui, detail_url, end="2030-03-17T17:30")
     assert status == 400 and 'id="modify-end-error" data-field="end">end must be after start' in page

@@ -32,6 +32,23 @@ def test_per_whose_solve_never_finishes_is_greedy(instance):
     g = simulate(net, fl, "GREEDY", cand=cand)
     p = simulate(net, fl, "PER", cand=cand, period=0.5, solve_delay=1e6)
     assert p.allocated_bytes_fraction == pytest.approx(g.allocated_bytes_fraction)
+    assert p.solves == 1 and p.installs == 0 and p.as_dict()["installs"] == 0  # and it says so
+    assert simulate(net, fl, "PER", cand=cand, period=0.5, solve_delay=0.05).installs > 0
+
+
+def test_cli_does_not_pass_greedy_figures_off_as_per(tmp_path, capsys):
+    """Issue 14 item 5: a PER solve slower than the run (231 s at full scale) printed GREEDY's figure
+    as PER's, with a PER/GREEDY ratio of 1."""
+    out = tmp_path / "o.json"
+    assert main(["pce", "otter-sim", "--sources", "2", "--dests", "4", "--paths", "2", "--rate", "2000",
+                 "--scale", "0.01", "--duration", "2", "--policies", "GREEDY,PER,OPT", "--solve-delay", "100",
+                 "--quiet", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "NOT PER: no LP result was installed before the run ended (--solve-delay 100 s" in text
+    assert "GREEDY's figures" in text and "PER/GREEDY" not in text and "OPT/GREEDY" in text
+    doc = json.loads(out.read_text())
+    assert {r["policy"]: r["installs"] for r in doc["results"]}["PER"] == 0
+    assert "PER/GREEDY" not in doc["ratios"] and "OPT/GREEDY" in doc["ratios"]
 
 
 def test_opt_beats_greedy_under_contention(instance):

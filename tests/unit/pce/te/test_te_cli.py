@@ -63,3 +63,46 @@ def test_topologies_lists_a_source(capsys) -> None:
     assert "sndlib/geant" in names and len(names) == 26
     assert main(["pce", "topologies", "--source", "caida", "--details"]) == 0
     assert "caida/2024-08/7018\t594 nodes\t1674 links" in capsys.readouterr().out
+
+
+def test_te_says_when_the_network_is_overloaded(tmp_path, capsys) -> None:
+    """MLU objective: all demand is 'allocated (100%)', so an optimum above 1 must be called out."""
+    out = tmp_path / "geant.json"
+    assert main(["pce", "te", "--topology", "sndlib/geant", "--capacity", "10000", "--objective", "mlu",
+                 "--formulation", "edge", "--json", str(out), "--summary-only", "-q"]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["mlu"] > 30 and doc["overloaded_links"] > 0
+    assert "(100.00%)" in text and "OVERLOADED" in text and "no routing fits" in text
+    assert f"{doc['overloaded_links']} of 72 links" in text and "36.8x its capacity" in text
+    assert main(["pce", "te", "--topology", "sndlib/geant", "--capacity", "1000000", "--objective", "mlu",
+                 "--formulation", "edge", "--json", str(out), "--summary-only", "-q"]) == 0
+    assert "OVERLOADED" not in capsys.readouterr().out and json.loads(out.read_text())["overloaded_links"] == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["pce", "te", "--topology", "sndlib/geant", "--capacity", "10000", "--objective", "mlu", "-q"],
+    ["pce", "te", "--topology", "sndlib/geant", "--capacity", "10000", "--solver", "cbc", "-q"],
+    ["pce", "circuits", "--graph", "fig2", "--demands", "DEMANDS"],
+    ["pce", "otter-solve", "--sources", "4", "--dests", "4", "--paths", "2", "--flows", "30", "--backend", "pulp"],
+])
+def test_solver_banner_stays_off_stdout(tmp_path, argv) -> None:
+    """HiGHS prints its licence banner once per process, on fd 1, when the first solver is built:
+    run each command in a fresh process and check stdout holds results only."""
+    import subprocess
+    import sys
+
+    demands = tmp_path / "d.json"
+    demands.write_text(json.dumps([{"id": "d1", "src": "A", "dst": "C", "bandwidth": 5, "deadline": None}]))
+    argv = [str(demands) if a == "DEMANDS" else a for a in argv]
+    run = subprocess.run([sys.executable, "-m", "app.cli.main", *argv], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() and "HiGHS" not in run.stdout and "licence" not in run.stdout
+
+
+def test_te_topology_file_that_is_not_utf8(tmp_path, capsys) -> None:
+    f = tmp_path / "t.json"
+    f.write_bytes(b"\xff\xfe{")
+    assert main(["pce", "te", "--topology", str(f), "--capacity", "1", "-q"]) == 2
+    assert "cannot read topology file" in capsys.readouterr().err
