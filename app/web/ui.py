@@ -58,7 +58,8 @@ def _iso(ts: float | None) -> str:
 def _inject() -> dict[str, Any]:
     uid = session.get("user_id")
     user = read_session().get(User, uid) if uid is not None else None
-    return {"me": user, "action_form": ActionForm()}
+    topo = state().topology.describe(read_session(), now()) if user is not None else None
+    return {"me": user, "action_form": ActionForm(), "topology_source": topo}
 
 
 def _local_path(target: str) -> bool:
@@ -340,8 +341,13 @@ def _circuit_edges(g: Any) -> tuple[str, ...]:
 @ui_bp.get("/topology")
 @login_required
 def topology(user: User):  # noqa: ANN201
+    from app.web.topology_source import TopologyUnavailable
+
     db = read_session()
-    g = graph(db)
+    try:
+        g = graph(db)
+    except TopologyUnavailable as exc:  # --topology controller before the controller wrote a snapshot
+        return render_template("topology_missing.html", message=exc.message), 503
     circuits = list(db.execute(select(Circuit).options(selectinload(Circuit.xcons))
                                .order_by(Circuit.id)).scalars())
     data = g.to_dict()
