@@ -54,6 +54,23 @@ def _iso(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+@ui_bp.app_template_filter("mbps")
+def _mbps(value: float | None) -> str:
+    """Bandwidth for people: plain decimals to 1 kbit/s (never ``1e-12``), thousands grouped."""
+    if value is None:
+        return ""
+    if 0 < value < 0.001:
+        return "< 0.001"
+    text = f"{value:,.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+@ui_bp.app_template_filter("endpoint")
+def _endpoint(port: str, vlan: int | None) -> str:
+    """``A:1`` or ``A:1 VLAN 100`` (``A:1.100`` read like a port number)."""
+    return f"{port} VLAN {vlan}" if vlan else port
+
+
 @ui_bp.app_context_processor
 def _inject() -> dict[str, Any]:
     uid = session.get("user_id")
