@@ -368,8 +368,13 @@ def topology(user: User):  # noqa: ANN201
     circuits = list(db.execute(select(Circuit).options(selectinload(Circuit.xcons))
                                .order_by(Circuit.id)).scalars())
     data = g.to_dict()
+    counts = {"switches": len(g.nodes_of_kind("packet")), "hosts": len(g.nodes_of_kind("host")),
+              "packet_links": len(g.edges_of_kind("packet")), "access": len(g.edges_of_kind("access")),
+              "ots": len(g.nodes_of_kind("optical")), "oports": len(g.nodes_of_kind("oport")),
+              "fibres": len(g.edges_of_kind("optical")), "xcons": len(g.edges_of_kind("xcon")),
+              "active_xcons": len(g.active_xcons())}
     return render_template("topology.html", drawing=draw(g, circuit_edges=_circuit_edges(g)), circuits=circuits,
-                           layers=layers(data), graph=data)
+                           layers=layers(data), graph=data, counts=counts)
 
 
 @ui_bp.get("/events")

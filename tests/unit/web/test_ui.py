@@ -269,3 +269,11 @@ def test_list_shows_vlans_and_plain_bandwidths(ui, app) -> None:  # noqa: ANN001
     page = ui.get("/reservations").get_data(as_text=True)
     assert "A:1 VLAN 100" in page and "A:1.100" not in page
     assert ">2.5<" in page and "&lt; 0.001" in page and "1e-12" not in page
+
+
+def test_topology_summary_counts_switches_hosts_fibres_and_xcons_apart(ui) -> None:  # noqa: ANN001
+    """Issue 14 item 8: hosts were counted as packet nodes and possible XCONs as fibres."""
+    login(ui)
+    page = ui.get("/topology").get_data(as_text=True)
+    assert '<td id="count-packet">3 switches, 4 hosts; 0 packet links, 4 host links</td>' in page
+    assert '<td id="count-optical">3 OTS with 16 ports; 5 fibres; 0 active XCONs (of 26 possible)</td>' in page
