@@ -30,9 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", help="database URL or SQLite file (default: [db] url)")
     p.add_argument("--host", help="listen address (default: [web] host)")
     p.add_argument("--port", type=int, help="listen port 1..65535 (default: [web] port)")
-    p.add_argument("--topology", default="auto",
-                   help="auto (default: the controller's newest snapshot in the DB, else fig2) | controller "
-                        "(only the controller's snapshot) | fig2 | FILE.json")
+    p.add_argument("--topology", default="controller",
+                   help="controller (default: the newest snapshot the controller wrote to the DB) | fig2 (the "
+                        "built-in lab testbed, not the live network) | FILE.json (a MultiLayerGraph file)")
     p.add_argument("--threads", type=int, default=8, help="waitress worker threads")
     p.add_argument("--secret-key", help="session signing key (default: random per start; logs users out on restart)")
     p.add_argument("--secure-cookies", action="store_true",
@@ -266,7 +266,7 @@ def check_serve_settings(args: argparse.Namespace) -> dict[str, Any]:
     url, db_setting = (args.db, "--db") if args.db else (cfg["db"]["url"], "[db] url")
     open_database(url, db_setting).dispose()
     try:
-        TopologySource(args.topology, cfg["ots"]["unit_mbps"])
+        source = TopologySource(args.topology, cfg["ots"]["unit_mbps"])
     except ApiError as exc:
         raise StartupError(f"--topology: {exc.message}") from None
     conf: dict[str, Any] = {
@@ -278,7 +278,7 @@ def check_serve_settings(args: argparse.Namespace) -> dict[str, Any]:
         conf["SECRET_KEY"] = args.secret_key
     if args.secure_cookies:
         conf["SESSION_COOKIE_SECURE"] = True
-    return {"app": conf, "host": host, "port": port, "port_setting": port_setting}
+    return {"app": conf, "host": host, "port": port, "port_setting": port_setting, "topology": source}
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -297,7 +297,10 @@ def _serve(args: argparse.Namespace) -> int:
         raise StartupError(f"{checked['port_setting']}: cannot listen on {host}:{port} ({exc.strerror or exc})") from None
     stop = threading.Event()
     threading.Thread(target=_sweeper, args=(app, 5.0, stop), daemon=True, name="mlte-web-sweeper").start()
-    print(f"mlte web: serving on http://{host}:{server.effective_port}/ (API docs /api/v1/docs)", flush=True)
+    with app.extensions["mlte"].db.session() as s:
+        topo = checked["topology"].describe(s)["text"]
+    print(f"mlte web: serving on http://{host}:{server.effective_port}/ (API docs /api/v1/docs); topology: {topo}",
+          flush=True)
     try:
         server.run()
     finally:

@@ -29,6 +29,11 @@ def create_user(db: Session, name: str, *, admin: bool = False, password: str | 
     """Create a user with one API token; return the user and the token (shown only now)."""
     if not name or len(name) > 64:
         raise ApiError("user name must be 1..64 characters", field="name")
+    from app.web.validation import bad_character
+
+    bad = bad_character(name)
+    if bad:
+        raise ApiError(f"user name must not contain {bad}", field="name")
     if db.execute(select(User).where(User.name == name)).scalar() is not None:
         raise ApiError(f"user {name!r} exists already", field="name", status=409)
     user = User(name=name, is_admin=admin, created_at=time.time(),

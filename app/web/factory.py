@@ -23,7 +23,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(
         DATABASE=DEFAULTS["db"]["url"],
-        TOPOLOGY="auto",
+        TOPOLOGY="controller",
         UNIT_MBPS=DEFAULTS["ots"]["unit_mbps"],
         HOLD_SECONDS=DEFAULTS["web"]["hold_seconds"],
         LOGIN_MAX_FAILURES=DEFAULTS["web"]["login_max_failures"],

@@ -1,17 +1,18 @@
-"""Where the web service gets the multi-layer graph from.
+"""Where the web service gets the multi-layer graph from — always a source chosen on purpose.
 
-``auto`` (default): the newest snapshot the controller wrote, or the Fig. 2 testbed while there is
-none; ``controller``: only the newest snapshot in ``topology_snapshots`` (written by the controller's
-``db_feed`` app; 503 until there is one — the web service never talks to the controller process);
-``fig2``: the Fig. 2 testbed from ``mininet_labs.spec``; or a ``*.json`` file in
-``MultiLayerGraph.to_json()`` format.
+``controller`` (default): the newest snapshot in ``topology_snapshots``, written by the controller's
+``db_feed`` app (503 with an explanation until there is one — the web service never talks to the
+controller process); ``fig2``: the paper's Fig. 2 lab testbed (``mininet_labs.spec``, imported only
+when asked for by name: not the live network); or a ``*.json`` file in ``MultiLayerGraph.to_json()``
+format. There is no fallback: what is served is described (:meth:`TopologySource.describe`), with its age, in
+the UI banner, ``GET /api/v1/topology`` (``source``) and the start-up line.
 """
 from __future__ import annotations
 
 import json
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -23,7 +24,12 @@ if TYPE_CHECKING:
     from topology.graph import MultiLayerGraph
 
 
-SOURCES = ("auto", "controller", "fig2")
+SOURCES = ("controller", "fig2")
+LABS = ("fig2",)  # named lab topologies (built in; not the live network)
+
+NO_SNAPSHOT = ("no topology yet: the controller has not written one to this database (start `mlte controller "
+               "--db-url` with the same database; it writes a snapshot once the switches connect), or serve a "
+               "fixed topology with `mlte web --topology fig2|FILE.json`")
 
 
 class TopologyUnavailable(ApiError):
@@ -33,39 +39,71 @@ class TopologyUnavailable(ApiError):
 class TopologySource:
     """Loads and caches the graph; thread-safe (waitress serves requests from several threads)."""
 
-    def __init__(self, source: str = "auto", unit_mbps: float = 1.0) -> None:
+    def __init__(self, source: str = "controller", unit_mbps: float = 1.0) -> None:
+        if source == "auto":
+            raise ApiError("topology 'auto' is gone (it fell back to the Fig. 2 lab without saying so): choose "
+                           "controller, fig2 or a MultiLayerGraph JSON file", field="topology")
         self.source = source
         self.unit_mbps = unit_mbps
         self._lock = threading.Lock()
         self._static: MultiLayerGraph | None = None
         self._snapshot: tuple[int, MultiLayerGraph] | None = None
+        self._file_mtime: float | None = None
         if source not in SOURCES:
             self._static = load_graph_file(source)  # a bad file fails the start, not every request
+            self._file_mtime = Path(source).stat().st_mtime
+
+    def describe(self, session: Session | None = None, now: float | None = None) -> dict[str, Any]:
+        """What is served: ``kind`` (controller | lab | file), ``name``, ``as_of`` (epoch s of the
+        snapshot or the file's mtime; None for a lab, or no snapshot yet), ``age_seconds`` and ``text``."""
+        import time
+
+        t = time.time() if now is None else now
+        if self.source == "controller":
+            ts = None
+            if session is not None:
+                ts = session.execute(select(TopologySnapshot.ts).order_by(TopologySnapshot.id.desc()).limit(1)).scalar()
+            text = ("the controller's snapshot" + (f", {_age(t - ts)} old" if ts is not None
+                                                   else ": none written yet"))
+            return {"kind": "controller", "name": "controller", "as_of": ts,
+                    "age_seconds": None if ts is None else max(0.0, t - ts), "text": text}
+        if self.source in LABS:
+            return {"kind": "lab", "name": self.source, "as_of": None, "age_seconds": None,
+                    "text": f"the built-in lab topology {self.source} (not the live network)"}
+        return {"kind": "file", "name": self.source, "as_of": self._file_mtime,
+                "age_seconds": None if self._file_mtime is None else max(0.0, t - self._file_mtime),
+                "text": f"the file {self.source} (as loaded at start; written {_age(t - (self._file_mtime or t))} before now)"}
 
     def graph(self, session: Session) -> MultiLayerGraph:
         from topology.graph import MultiLayerGraph
 
-        newest = None
-        if self.source in ("controller", "auto"):  # the id only: the graph is parsed once per snapshot
+        if self.source == "controller":  # the id only: the graph is parsed once per snapshot
             newest = session.execute(
                 select(TopologySnapshot.id).order_by(TopologySnapshot.id.desc()).limit(1)).scalar()
-            if newest is None and self.source == "controller":
-                raise TopologyUnavailable("the controller has not written a topology yet", field=None)
-        if newest is not None:
+            if newest is None:
+                raise TopologyUnavailable(NO_SNAPSHOT, field=None)
             with self._lock:
                 if self._snapshot is None or self._snapshot[0] != newest:
                     data = session.execute(select(TopologySnapshot.graph).where(TopologySnapshot.id == newest)).scalar()
                     self._snapshot = (newest, MultiLayerGraph.from_dict(data))
                 return self._snapshot[1]
         with self._lock:
-            if self._static is None:
-                if self.source in ("fig2", "auto"):
-                    from mininet_labs.spec import fig2_testbed, spec_to_graph
+            if self._static is None:  # a lab topology, asked for by name
+                from mininet_labs.spec import fig2_testbed, spec_to_graph
 
-                    self._static = spec_to_graph(fig2_testbed(unit_mbps=self.unit_mbps))
-                else:
-                    self._static = load_graph_file(self.source)
+                self._static = spec_to_graph(fig2_testbed(unit_mbps=self.unit_mbps))
             return self._static
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
 
 
 def load_graph_file(source: str) -> MultiLayerGraph:

@@ -54,11 +54,29 @@ def _iso(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+@ui_bp.app_template_filter("mbps")
+def _mbps(value: float | None) -> str:
+    """Bandwidth for people: plain decimals to 1 kbit/s (never ``1e-12``), thousands grouped."""
+    if value is None:
+        return ""
+    if 0 < value < 0.001:
+        return "< 0.001"
+    text = f"{value:,.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+@ui_bp.app_template_filter("endpoint")
+def _endpoint(port: str, vlan: int | None) -> str:
+    """``A:1`` or ``A:1 VLAN 100`` (``A:1.100`` read like a port number)."""
+    return f"{port} VLAN {vlan}" if vlan else port
+
+
 @ui_bp.app_context_processor
 def _inject() -> dict[str, Any]:
     uid = session.get("user_id")
     user = read_session().get(User, uid) if uid is not None else None
-    return {"me": user, "action_form": ActionForm()}
+    topo = state().topology.describe(read_session(), now()) if user is not None else None
+    return {"me": user, "action_form": ActionForm(), "topology_source": topo}
 
 
 def _local_path(target: str) -> bool:
@@ -340,13 +358,23 @@ def _circuit_edges(g: Any) -> tuple[str, ...]:
 @ui_bp.get("/topology")
 @login_required
 def topology(user: User):  # noqa: ANN201
+    from app.web.topology_source import TopologyUnavailable
+
     db = read_session()
-    g = graph(db)
+    try:
+        g = graph(db)
+    except TopologyUnavailable as exc:  # --topology controller before the controller wrote a snapshot
+        return render_template("topology_missing.html", message=exc.message), 503
     circuits = list(db.execute(select(Circuit).options(selectinload(Circuit.xcons))
                                .order_by(Circuit.id)).scalars())
     data = g.to_dict()
+    counts = {"switches": len(g.nodes_of_kind("packet")), "hosts": len(g.nodes_of_kind("host")),
+              "packet_links": len(g.edges_of_kind("packet")), "access": len(g.edges_of_kind("access")),
+              "ots": len(g.nodes_of_kind("optical")), "oports": len(g.nodes_of_kind("oport")),
+              "fibres": len(g.edges_of_kind("optical")), "xcons": len(g.edges_of_kind("xcon")),
+              "active_xcons": len(g.active_xcons())}
     return render_template("topology.html", drawing=draw(g, circuit_edges=_circuit_edges(g)), circuits=circuits,
-                           layers=layers(data), graph=data)
+                           layers=layers(data), graph=data, counts=counts)
 
 
 @ui_bp.get("/events")

@@ -57,13 +57,30 @@ def _unknown(body: dict[str, Any], allowed: set[str]) -> None:
             raise ApiError(f"unknown field {key!r} (allowed: {', '.join(sorted(allowed))})", field=str(key))
 
 
-def check_string(value: Any, field: str, *, max_len: int, min_len: int = 0) -> str:
+#: Bidirectional-text controls: they make a name display as something else ("Trojan Source").
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def bad_character(value: str, *, multiline: bool = False) -> str | None:
+    """A description of the first character a name (or, ``multiline``, a text) must not contain."""
+    import unicodedata
+
+    for ch in value:
+        if ch in BIDI_CONTROLS:
+            return f"a bidirectional-text control character (U+{ord(ch):04X})"
+        if unicodedata.category(ch) == "Cc" and not (multiline and ch in "\t\n\r"):
+            return "NUL characters" if ch == "\x00" else f"a control character (U+{ord(ch):04X})"
+    return None
+
+
+def check_string(value: Any, field: str, *, max_len: int, min_len: int = 0, multiline: bool = False) -> str:
     if not isinstance(value, str):
         raise ApiError(f"{field} must be a string", field=field)
     if not min_len <= len(value) <= max_len:
         raise ApiError(f"{field} must be {min_len}..{max_len} characters long", field=field)
-    if "\x00" in value:
-        raise ApiError(f"{field} must not contain NUL characters", field=field)
+    bad = bad_character(value, multiline=multiline)
+    if bad:
+        raise ApiError(f"{field} must not contain {bad}", field=field)
     return value
 
 
@@ -129,7 +146,7 @@ def parse_create(body: Any, now: float) -> ReservationInput:
         if required not in body:
             raise ApiError(f"missing required field {required!r}", field=required)
     name = check_string(body["name"], "name", min_len=1, max_len=128)
-    description = check_string(body.get("description", ""), "description", max_len=4000)
+    description = check_string(body.get("description", ""), "description", max_len=4000, multiline=True)
     src = check_endpoint(body["src"], "src")
     dst = check_endpoint(body["dst"], "dst")
     if src == dst:

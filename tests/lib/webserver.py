@@ -71,8 +71,11 @@ def serve_app(app, threads: int = 16) -> Iterator[str]:  # noqa: ANN001
 def serve_cli(db: str, *, log_path: Path, extra: list[str] | None = None) -> Iterator[str]:
     """Run ``mlte web`` as a subprocess (the production entry point); yields the base URL."""
     port = free_port()
+    extra = list(extra or [])
+    if "--topology" not in extra:  # a topology chosen on purpose: the lab testbed, unless a test names one
+        extra += ["--topology", "fig2"]
     cmd = [sys.executable, "-m", "app.cli.main", "web", "--db", db, "--host", "127.0.0.1", "--port", str(port),
-           *(extra or [])]
+           *extra]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.postgres
 
 
 def _app(url: str, **extra):  # noqa: ANN003, ANN202
-    app = create_app({"DATABASE": url, "SECRET_KEY": "pg", **extra})
+    app = create_app({"DATABASE": url, "SECRET_KEY": "pg", "TOPOLOGY": "fig2", **extra})
     st = app.extensions["mlte"]
     with st.db.session() as s:
         _, token = create_user(s, "racer", admin=True)

@@ -12,7 +12,7 @@ from app.db.models import Circuit, Plan, Reservation
 from app.web.api import serialize
 from app.web.api.reservations import MAX_ID, load_reservation
 from app.web.auth import require_user
-from app.web.context import graph, read_session
+from app.web.context import graph, now, read_session, state
 from app.web.errors import ApiError
 
 bp = Blueprint("api_network", __name__)
@@ -45,7 +45,7 @@ def topology():  # noqa: ANN201
     if request.args:
         raise ApiError(f"unknown query parameter {next(iter(request.args))!r}", field=next(iter(request.args)))
     data = graph(db).to_dict()
-    return jsonify({"graph": data, "layers": layers(data)})
+    return jsonify({"graph": data, "layers": layers(data), "source": state().topology.describe(db, now())})
 
 
 @bp.get("/circuits")

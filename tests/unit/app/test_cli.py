@@ -47,3 +47,17 @@ def test_lab_circuit_without_discover_is_refused(capsys, monkeypatch):
     assert main(["lab", "testbed", "--circuit", "initial"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mlte: error: --circuit") and "--discover --circuit initial" in err
+
+
+def test_unknown_flag_shows_the_subcommands_usage(capsys):
+    """Issue 14 item 8: an unknown flag printed the top-level usage, not the subcommand's."""
+    import pytest
+
+    with pytest.raises(SystemExit) as exc:
+        main(["pce", "path", "--graph", "fig2", "--src", "A", "--dst", "C", "--bandwidth", "1", "--bogus"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith("usage: mlte pce path ")
+    assert "mlte pce path: error: unrecognized arguments: --bogus" in err
+    with pytest.raises(SystemExit):
+        main(["web", "user", "list", "--nope"])
+    assert "mlte web user list: error: unrecognized arguments: --nope" in capsys.readouterr().err

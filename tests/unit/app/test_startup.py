@@ -194,3 +194,24 @@ def test_building_the_parser_loads_no_solver_or_numpy() -> None:
             "print(sorted(m for m in ('numpy', 'scipy', 'highspy', 'pulp') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_web_start_line_names_the_topology(tmp_path, free_port) -> None:  # noqa: ANN001
+    """Issue 14 item 3: the start-up line says which topology is served."""
+    import os
+    import time
+
+    log = tmp_path / "web.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "app.cli.main", "web", "--db", str(tmp_path / "w.db"),
+                                 "--port", str(free_port), "--topology", "fig2"], cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            deadline = time.monotonic() + 60
+            while "serving on" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+    line = next(ln for ln in log.read_text().splitlines() if "serving on" in ln)
+    assert line.endswith("; topology: the built-in lab topology fig2 (not the live network)"), line

@@ -42,7 +42,7 @@ def login(db: str, name: str, password: str) -> int:
     """Log in through the UI's form with Flask's test client; the response status (302 = logged in)."""
     from app.web import create_app
 
-    app = create_app({"DATABASE": db, "SECRET_KEY": "t"})
+    app = create_app({"DATABASE": db, "SECRET_KEY": "t", "TOPOLOGY": "fig2"})
     try:
         c = app.test_client()
         page = c.get("/login").get_data(as_text=True)
@@ -55,7 +55,7 @@ def login(db: str, name: str, password: str) -> int:
 def api_me(db: str, token: str) -> int:
     from app.web import create_app
 
-    app = create_app({"DATABASE": db, "SECRET_KEY": "t"})
+    app = create_app({"DATABASE": db, "SECRET_KEY": "t", "TOPOLOGY": "fig2"})
     try:
         return app.test_client().get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).status_code
     finally:
@@ -175,7 +175,7 @@ def test_owner_of_reservations_is_not_removed(db, capsys, monkeypatch) -> None: 
 
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     token = run(capsys, "web", "user", "create", "kim", "--db", db)[1].strip()
-    app = create_app({"DATABASE": db, "SECRET_KEY": "t"})
+    app = create_app({"DATABASE": db, "SECRET_KEY": "t", "TOPOLOGY": "fig2"})
     try:
         r = app.test_client().post("/api/v1/reservations", headers={"Authorization": f"Bearer {token}"}, json={
             "name": "r", "src": "A:1", "dst": "C:3", "bandwidth": 1, "end": "2099-01-01T00:00:00Z",

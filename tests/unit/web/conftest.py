@@ -54,7 +54,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def app(tmp_path, clock):  # noqa: ANN001, ANN201
-    app = create_app({"DATABASE": str(tmp_path / "web.db"), "TESTING": True, "CLOCK": clock,
+    app = create_app({"DATABASE": str(tmp_path / "web.db"), "TOPOLOGY": "fig2", "TESTING": True, "CLOCK": clock,
                       "HOLD_SECONDS": 300, "SECRET_KEY": "test"})
     yield app
     app.extensions["mlte"].db.dispose()

@@ -72,7 +72,7 @@ def _check_rows(app, graph, now: float) -> None:  # noqa: ANN001
 def test_no_sequence_overbooks(ops: list[tuple]) -> None:
     clock = Clock(T0)
     with tempfile.TemporaryDirectory() as tmp:
-        app = create_app({"DATABASE": str(Path(tmp) / "p.db"), "TESTING": True, "CLOCK": clock,
+        app = create_app({"DATABASE": str(Path(tmp) / "p.db"), "TOPOLOGY": "fig2", "TESTING": True, "CLOCK": clock,
                           "HOLD_SECONDS": 300, "SECRET_KEY": "p"})
         st_ = app.extensions["mlte"]
         try:

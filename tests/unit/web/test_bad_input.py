@@ -134,3 +134,19 @@ def test_mutation_rejected(client, users, app, path, payload, field) -> None:  #
 def test_list_rejects_bad_filters(client, users, query, field) -> None:  # noqa: ANN001
     r = client.get(f"{API}?{query}", headers=users.h("alice"))
     assert r.status_code == 400 and r.get_json()["error"]["field"] == field
+
+
+def test_bidi_and_control_characters_are_refused_in_names(client, users, app) -> None:  # noqa: ANN001
+    """Issue 14 item 8: a right-to-left override made a name display as something else."""
+    from app.web.auth import create_user
+    from app.web.errors import ApiError
+
+    h = {"Authorization": f"Bearer {users.alice}"}
+    for name in ("invoice\u202egnp.exe", "a\u2066b", "bell\x07"):
+        r = client.post("/api/v1/reservations", json=body(name=name), headers=h)
+        assert r.status_code == 400 and r.get_json()["error"]["field"] == "name", name
+        assert "must not contain" in r.get_json()["error"]["message"]
+    r = client.post("/api/v1/reservations", json=body(name="ok", description="two\nlines\tand tab"), headers=h)
+    assert r.status_code == 201
+    with app.extensions["mlte"].db.session() as s, pytest.raises(ApiError, match="U\\+202E"):
+        create_user(s, "ad\u202emin")

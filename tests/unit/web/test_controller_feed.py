@@ -1,6 +1,8 @@
 """What the controller's db_feed writes (lit circuits, snapshots) and how the web serves it (``auto``)."""
 from __future__ import annotations
 
+import time
+
 from app.controller.circuit_view import lit_circuits
 from app.db.feed import CircuitRecord, Feed
 from app.web.factory import create_app
@@ -70,21 +72,42 @@ def test_snapshots_are_bounded(tmp_path) -> None:  # noqa: ANN001
         feed.close()
 
 
-def test_auto_topology_is_fig2_until_the_controller_writes_one(tmp_path) -> None:  # noqa: ANN001
+def test_default_topology_is_the_controllers_with_no_silent_fallback(tmp_path) -> None:  # noqa: ANN001
+    """Issue 14 item 3: without a snapshot the service used the Fig. 2 lab without saying so."""
     db = str(tmp_path / "auto.db")
-    app = create_app({"DATABASE": db, "CLOCK": Clock(T0), "SECRET_KEY": "x"})  # TOPOLOGY defaults to auto
+    clock = Clock(T0)
+    app = create_app({"DATABASE": db, "CLOCK": clock, "SECRET_KEY": "x"})  # TOPOLOGY defaults to controller
     h = new_user(app, "u")
     c = app.test_client()
     feed = Feed(db, migrate=False)
     try:
-        assert "h1" in c.get("/api/v1/topology", headers=h).get_json()["layers"]["packet"]["nodes"]
+        r = c.get("/api/v1/topology", headers=h)
+        assert r.status_code == 503 and "no topology yet" in r.get_json()["error"]["message"]
         g = lit("direct")
         feed.topology(g.to_dict())
+        clock.t = time.time() + 42  # the snapshot is stamped with the wall clock
         topo = c.get("/api/v1/topology", headers=h).get_json()
         assert topo["graph"] == g.to_dict()
+        src = topo["source"]
+        assert src["kind"] == "controller" and 41 <= src["age_seconds"] <= 60 and "old" in src["text"]
     finally:
         feed.close()
         app.extensions["mlte"].db.dispose()
+
+
+def test_auto_is_refused_and_lab_and_file_sources_are_named(tmp_path) -> None:  # noqa: ANN001
+    import pytest
+
+    from app.web.errors import ApiError
+    from app.web.topology_source import TopologySource
+
+    with pytest.raises(ApiError, match="'auto' is gone"):
+        TopologySource("auto")
+    assert TopologySource("fig2").describe()["text"] == "the built-in lab topology fig2 (not the live network)"
+    f = tmp_path / "g.json"
+    f.write_text(lit("direct").to_json())
+    d = TopologySource(str(f)).describe(now=f.stat().st_mtime + 600)
+    assert d["kind"] == "file" and d["age_seconds"] == 600 and "10 min" in d["text"]
 
 
 def test_feed_does_not_import_flask() -> None:

@@ -12,7 +12,7 @@ def test_cli_create_user(tmp_path) -> None:  # noqa: ANN001
     db = str(tmp_path / "cli.db")
     token = create_user_cli(db, "carol", admin=True)
     assert token.startswith("mlte_")
-    app = create_app({"DATABASE": db, "SECRET_KEY": "x"})
+    app = create_app({"DATABASE": db, "SECRET_KEY": "x", "TOPOLOGY": "fig2"})
     try:
         me = app.test_client().get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).get_json()
         assert me["name"] == "carol" and me["admin"] is True

@@ -28,7 +28,7 @@ def _schemathesis() -> list[str]:
 
 
 def test_schemathesis_finds_nothing(tmp_path) -> None:  # noqa: ANN001
-    app = create_app({"DATABASE": str(tmp_path / "st.db"), "SECRET_KEY": "st"})
+    app = create_app({"DATABASE": str(tmp_path / "st.db"), "SECRET_KEY": "st", "TOPOLOGY": "fig2"})
     db = app.extensions["mlte"].db
     with db.session() as s:
         _, token = create_user(s, "root", admin=True)

@@ -249,3 +249,31 @@ def test_pager_walks_every_page(ui, app) -> None:  # noqa: ANN001
     assert "5–5 of 5" in page
     back = re.search(r'id="newer" href="([^"]+)"', page).group(1).replace("&amp;", "&")
     assert re.findall(r">(p\d)<", ui.get("/reservations" + back).get_data(as_text=True)) == ["p2", "p1"]
+
+
+def test_list_shows_vlans_and_plain_bandwidths(ui, app) -> None:  # noqa: ANN001
+    """Issue 14 item 8: the list showed ``A:1.100`` (reads like a port) and ``1e-12``."""
+    from app.db.models import Reservation
+    from tests.unit.web.conftest import body
+
+    with app.extensions["mlte"].db.session() as s:
+        _, token = create_user(s, "ada", password="ada-pw")
+        s.commit()
+    h = {"Authorization": f"Bearer {token}"}
+    assert ui.post("/api/v1/reservations", json=body(name="v", src_vlan=100, bandwidth=2.5), headers=h).status_code == 201
+    assert ui.post("/api/v1/reservations", json=body(name="t", bandwidth=0.5), headers=h).status_code == 201
+    with app.extensions["mlte"].db.session() as s:  # a row from before MIN_BANDWIDTH existed
+        s.query(Reservation).filter_by(name="t").one().bandwidth = 1e-12
+        s.commit()
+    login(ui, "ada")
+    page = ui.get("/reservations").get_data(as_text=True)
+    assert "A:1 VLAN 100" in page and "A:1.100" not in page
+    assert ">2.5<" in page and "&lt; 0.001" in page and "1e-12" not in page
+
+
+def test_topology_summary_counts_switches_hosts_fibres_and_xcons_apart(ui) -> None:  # noqa: ANN001
+    """Issue 14 item 8: hosts were counted as packet nodes and possible XCONs as fibres."""
+    login(ui)
+    page = ui.get("/topology").get_data(as_text=True)
+    assert '<td id="count-packet">3 switches, 4 hosts; 0 packet links, 4 host links</td>' in page
+    assert '<td id="count-optical">3 OTS with 16 ports; 5 fibres; 0 active XCONs (of 26 possible)</td>' in page
