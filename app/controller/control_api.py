@@ -30,11 +30,13 @@ from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.model import OTS, PACKET, PortRef, host_label, split_names
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import DEFAULT_SOURCES, SOURCES, NetworkView, UnknownSource
-from app.controller.plan_log import PLANS
+from app.controller.plan_log import PLANS, journal_event
 from app.controller.runtime import SETTINGS
 from app.controller.scanner import run_scan
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
+from app.update.executor import execute
+from app.update.plan import REMOVE, CircuitUpStep, Plan, XconStep
 
 LOG = logging.getLogger("mlte.controller.api")
 __all__ = ["DEFAULT_SOURCES", "SOURCES", "ApiError", "ControlApi"]
@@ -197,10 +199,6 @@ class ControlApi(app_manager.OSKenApp):
                         "id": SETTINGS.host_names.get(h.mac.lower()) or host_label(h.mac)})
         return out
 
-    def build_graph(self, sources: tuple[str, ...] = DEFAULT_SOURCES):
-        """The merged graph (shared, read-only) and its problems: the network view's."""
-        return self.view.graph(sources)
-
     def r_topology(self, q: dict, d: dict) -> dict:
         sources = tuple(s for s in q.get("sources", ",".join(DEFAULT_SOURCES)).split(",") if s)
         try:
@@ -261,12 +259,7 @@ class ControlApi(app_manager.OSKenApp):
                 raise ApiError(400, "each XCON needs 'ots', 'in_port', 'out_port'")
             self._int(hop, "in_port"), self._int(hop, "out_port")
             driver.resolve(hop["ots"])
-
-        def run_all(thunks: list) -> None:
-            for t in [hub.spawn(t) for t in thunks]:
-                t.wait()
-
-        out = setup_circuit(driver, hops, bool(d.get("parallel")), run_all)
+        out = setup_circuit(driver, hops, bool(d.get("parallel")), green_parallel)
         return circuit_status(out), out.body
 
     def r_circuit_delete(self, q: dict, d: dict):
@@ -313,9 +306,6 @@ class ControlApi(app_manager.OSKenApp):
     def r_plan_run(self, q: dict, d: dict):
         """``{"plan": <app.update Plan JSON>}``: run it through the southbound (blocks until done or
         rolled back); 200 with the record when done, 422 when it failed or was rolled back."""
-        from app.update.executor import execute
-        from app.update.plan import Plan
-
         raw = d.get("plan")
         if not isinstance(raw, dict):
             raise ApiError(400, "'plan' must be an update plan object (docs/updates.md)")
@@ -324,28 +314,21 @@ class ControlApi(app_manager.OSKenApp):
         except (KeyError, TypeError, ValueError) as exc:
             raise ApiError(400, f"bad plan: {exc}") from None
 
-        def note(e: dict) -> None:
-            JOURNAL.add("plan", **{k: v for k, v in e.items() if k != "t"})
-
         self._reserve_for(plan)
         record = execute(plan, LiveSouthbound(self.southbound, self.view), run_parallel=green_parallel,
-                         sleep=hub.sleep, poll_s=0.02, on_event=note).to_json()
+                         sleep=hub.sleep, poll_s=0.02, on_event=journal_event).to_json()
         self._release_for(plan, record)
         PLANS.add(record, source="api")
         return (200 if record["state"] == "done" else 422), record
 
     def _reserve_for(self, plan) -> None:
         """The packet ports of every circuit the plan brings up are kept from default forwarding."""
-        from app.update.plan import CircuitUpStep
-
         ports = [p for s in plan.steps if isinstance(s, CircuitUpStep) for p in s.ports]
         if ports and self.view.reserve(f"plan:{plan.id}", ports):
             self.send_event_to_observers(events.EventReservedPorts())
 
     def _release_for(self, plan, record: dict) -> None:
         """Give the ports back when the plan failed, or when it removed the XCONs they hang on."""
-        from app.update.plan import REMOVE, XconStep
-
         changed = False
         if record["state"] != "done":
             changed = self.view.unreserve(f"plan:{plan.id}")

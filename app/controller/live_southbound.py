@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from os_ken.lib import hub
+from os_ken.ofproto import ofproto_v1_0 as ofp10
 
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.network_view import NetworkView
+from app.controller.ots_driver import record_unknown
 from app.controller.rule_plan import ALL_BITS, BANDS
 from app.controller.southbound import OpenFlowSouthbound
 from app.update.model import FlowRule, ModelError, Outcome, Port, XconSpec, normalise_match
@@ -24,9 +26,9 @@ _BANDS = {b.name: b for b in BANDS}
 POLL_S = 0.002  # how often a wait looks at the view (PORT_STATUS / LLDP arrive as events meanwhile)
 
 
-def _errors(errors: list) -> str:
-    return ", ".join(f"{e.get('type_name', e.get('type'))}/{e.get('code_name', e.get('code'))}" if isinstance(e, dict)
-                     else f"type {e.type} code {e.code}" for e in errors)
+def _errors(errors: list[dict]) -> str:
+    """OpenFlow errors (``OfError.to_json()``) as ``TYPE/CODE`` names."""
+    return ", ".join(f"{e.get('type_name', e.get('type'))}/{e.get('code_name', e.get('code'))}" for e in errors)
 
 
 def green_parallel(thunks: list) -> list:
@@ -87,8 +89,6 @@ class LiveSouthbound:
     def _xcon_nowait(self, x: XconSpec, add: bool) -> Outcome:
         """One-shot: both directions sent with no barrier. Never confirmed, so they are recorded as
         XCONs in an unknown state (listed by ``GET /xcon``, removable, never probed by a scan)."""
-        from os_ken.ofproto import ofproto_v1_0 as ofp10
-
         sw = self.view.by_name(x.ots)
         if sw is None:
             return Outcome.refused(f"unknown OTS {x.ots}")
@@ -99,12 +99,11 @@ class LiveSouthbound:
             sent = self.sb.send(sw.dpid, msgs)
         except DriverError as exc:
             return Outcome.refused(str(exc))
-        unknown = self.view.unknown_xcons.setdefault(sw.dpid, {})
-        for a, b in pairs:
-            if add:
-                unknown[a] = b
-            else:
-                unknown.pop(a, None)
+        if add:
+            record_unknown(self.view.unknown_xcons.setdefault(sw.dpid, {}), list(pairs))
+        else:
+            for a, _b in pairs:
+                self.view.unknown_xcons.get(sw.dpid, {}).pop(a, None)
                 self.view.xcons.get(sw.dpid, {}).pop(a, None)
         self.view.changed()
         return Outcome.done(sent, sent_only=True)
@@ -126,7 +125,7 @@ class LiveSouthbound:
             return Outcome.refused(str(exc))
         if not done.ok:
             return Outcome.refused(f"{r.switch} refused {r.target()}: "
-                                   + ", ".join(f"type {e.type} code {e.code}" for e in done.errors))
+                                   + _errors([e.to_json() for e in done.errors]))
         return Outcome.done(done.confirmed_at, sent_at=done.sent_at)
 
     def install_flow(self, r: FlowRule, barrier: bool = True) -> Outcome:

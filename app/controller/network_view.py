@@ -21,6 +21,7 @@ from app.controller.journal import JOURNAL, Journal
 from app.controller.links import LinkTable
 from app.controller.model import OTS, HostInfo, PortRef, SwitchInfo, dpid_label
 from app.controller.runtime import SETTINGS, Settings
+from app.controller.scan import busy_ports
 from topology.graph import MultiLayerGraph
 from topology.vendor_file import load_vendor_graph
 
@@ -77,11 +78,6 @@ class NetworkView:
         sw = self.switches.get(dpid)
         return sw.name if sw is not None else f"{dpid:x}"
 
-    def port_up(self, switch: str, port_no: int) -> bool:
-        sw = self.by_name(switch)
-        port = sw.ports.get(port_no) if sw is not None else None
-        return bool(port is not None and port.up)
-
     def has_link(self, a: tuple[str, int], b: tuple[str, int]) -> bool:
         """LLDP saw the packet link ``a``–``b`` (either direction)."""
         sa, sb = self.by_name(a[0]), self.by_name(b[0])
@@ -91,19 +87,8 @@ class NetworkView:
         return any({link.src, link.dst} == {ra, rb} for link in self.links.links())
 
     def busy_ots_ports(self, dpid: int) -> set[int]:
-        """Ports of an OTS in an XCON (applied or unknown): never to be probed or reused."""
-        out: set[int] = set()
-        for table in (self.xcons.get(dpid, {}), self.unknown_xcons.get(dpid, {})):
-            out |= set(table) | set(table.values())
-        return out
-
-    def xcon_list(self) -> list[dict]:
-        """Applied XCONs, then those in an unknown state (``"state": "unknown"``), one per direction."""
-        out = [{"ots": self.name_of(d), "in_port": a, "out_port": b}
-               for d, table in sorted(self.xcons.items()) for a, b in sorted(table.items())]
-        out += [{"ots": self.name_of(d), "in_port": a, "out_port": b, "state": "unknown"}
-                for d, table in sorted(self.unknown_xcons.items()) for a, b in sorted(table.items())]
-        return out
+        """Ports of an OTS in an XCON (applied, adopted or unknown): never to be probed or reused."""
+        return busy_ports(self.xcons.get(dpid, {}), self.unknown_xcons.get(dpid, {}))
 
     @property
     def reserved_ports(self) -> set[tuple[str, int]]:

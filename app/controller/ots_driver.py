@@ -36,7 +36,6 @@ from app.controller.model import OTS, dpid_label
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
-from app.controller.scan import busy_ports
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import FlowStat, OfError, OpenFlowSouthbound
 from ots_virtual import protocol
@@ -454,7 +453,7 @@ class OtsDriver(app_manager.OSKenApp):
 
     def busy_ports(self, dpid: int) -> set[int]:
         """Ports of OTS ``dpid`` that are an end of an XCON (applied, adopted or unknown): never probed."""
-        return busy_ports(self.xcons.get(dpid, {}), self.unknown.get(dpid, {}))
+        return self.view.busy_ots_ports(dpid)
 
     def known_port(self, dpid: int, in_port: int) -> bool:
         """True if ``in_port`` of OTS ``dpid`` has an XCON, applied or in an unknown state."""

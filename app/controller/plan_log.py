@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from app.controller.journal import JOURNAL
+
 
 class PlanLog:
     """The last ``size`` plan records."""
@@ -27,3 +29,8 @@ class PlanLog:
 
 
 PLANS = PlanLog()
+
+
+def journal_event(event: dict[str, Any], **context: Any) -> None:
+    """An executor progress event (``plan_started``, ``step_done``, ...) as a ``plan`` journal entry."""
+    JOURNAL.add("plan", **{k: v for k, v in event.items() if k != "t"}, **context)

@@ -63,14 +63,20 @@ def _endpoint(name: str) -> Port:
     return sw, int(port)
 
 
+def check_vlan(vlan: int | None) -> int | None:
+    """``vlan`` if it can be matched (1..4094) or None; ReservationPathError otherwise."""
+    if vlan is not None and not 1 <= vlan <= 4094:
+        raise ReservationPathError(f"VLAN {vlan} out of range 1..4094")
+    return vlan
+
+
 def circuit_for(g: MultiLayerGraph, ident: int, src: str, dst: str, edges: Sequence[str],
                 vlan: int | None = None) -> ReservationCircuit:
     """Walk ``edges`` (a stored path's edge keys, source to destination) over ``g``.
 
     ``src`` and ``dst`` are the endpoint ports (``"A:1"``); ``vlan`` restricts the reservation to one
     VLAN at both ends (the rules match it; no translation)."""
-    if vlan is not None and not 1 <= vlan <= 4094:
-        raise ReservationPathError(f"VLAN {vlan} out of range 1..4094")
+    check_vlan(vlan)
     (cur, in_port), (dst_sw, dst_port) = _endpoint(src), _endpoint(dst)
     hops: list[tuple[str, int, int]] = []
     xcons: list[XconSpec] = []

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.controller import rule_plan
-from app.controller.reservation_plans import ReservationCircuit, ReservationPathError, circuit_for
+from app.controller.reservation_plans import ReservationCircuit, ReservationPathError, check_vlan, circuit_for
 from app.update import planner
 from app.update.executor import PlanRecord, execute
 from app.update.model import FlowRule, XconSpec
@@ -55,7 +55,7 @@ class Outcome:
 def _vlan(order: Any) -> int | None:
     if order.src_vlan != order.dst_vlan:
         raise ReservationPathError(f"VLAN translation ({order.src_vlan} → {order.dst_vlan}) is not supported")
-    return order.src_vlan
+    return check_vlan(order.src_vlan)
 
 
 def rule_record(r: FlowRule) -> dict[str, Any]:
@@ -120,12 +120,9 @@ class ReservationManager:
         if edges:
             try:
                 c = circuit_for(g, order.id, order.src, order.dst, edges, vlan)
-            except ReservationPathError as exc:
-                if "VLAN" in str(exc):
-                    raise
-                c = None  # the stored path does not walk on today's graph: compute a new one
-            if c is not None and not any(x.in_port in self.busy_ports(x.ots) or x.out_port in self.busy_ports(x.ots)
-                                         for x in c.xcons):
+            except ReservationPathError:  # the VLAN was checked above: the path does not walk on today's graph
+                c = None  # compute a new one
+            if c is not None and not any(x.ports & self.busy_ports(x.ots) for x in c.xcons):
                 return c
         from pce.errors import PceError
         from pce.reservation import PathRequest, compute_path
@@ -182,9 +179,9 @@ class ReservationManager:
         data = record.to_json()
         self.on_event("plan_record", {**data, "reservation_id": res_id})
         self.run_db("record_plan", {"kind": data["kind"], "mode": data["mode"], "reservation_id": res_id,
-                                            "state": data["state"], "error": data.get("error") or None,
-                                            "started_at": data["started_at"], "finished_at": data["finished_at"],
-                                            "steps": [{k: st.get(k) for k in STEP_FIELDS} for st in data["steps"]]})
+                                    "state": data["state"], "error": data.get("error") or None,
+                                    "started_at": data["started_at"], "finished_at": data["finished_at"],
+                                    "steps": [{k: st.get(k) for k in STEP_FIELDS} for st in data["steps"]]})
         return record
 
     def _failed(self, res_id: int, reason: str, plan: dict[str, Any]) -> Outcome:

@@ -30,7 +30,7 @@ from app.controller.journal import JOURNAL
 from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.plan_log import PLANS
+from app.controller.plan_log import PLANS, journal_event
 from app.controller.reservation_plans import ReservationCircuit
 from app.controller.reservations import ReservationManager
 from app.controller.runtime import SETTINGS
@@ -115,7 +115,7 @@ class ReservationsApp(app_manager.OSKenApp):
             PLANS.add(data, source="reservations")
             return
         if kind == "plan":
-            JOURNAL.add("plan", **{k: v for k, v in data.items() if k != "t"})
+            journal_event(data)
             self.send_event_to_observers(events.EventPlan(dict(data)))
             return
         JOURNAL.add("reservation", event=kind, **{k: v for k, v in data.items() if k != "circuit"})

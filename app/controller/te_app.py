@@ -32,7 +32,7 @@ from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.monitor_app import EventMonitor
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.plan_log import PLANS
+from app.controller.plan_log import PLANS, journal_event
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
@@ -41,6 +41,7 @@ from app.te.decisions import OFFLOAD, RELEASE, Decision, Offload, OffloadDecider
 from app.update.executor import execute
 from app.update.model import normalise_match
 from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
+from topology.errors import TopologyError
 
 LOG = logging.getLogger("mlte.controller.te")
 DEFAULTS = {"poll": 1.0, "gone_intervals": 3, "min_hold_s": 10.0, "max_moves": 2, "move_interval_s": 1.0,
@@ -84,8 +85,10 @@ class TeApp(app_manager.OSKenApp):
         if e.kind != UNCONSTRAINED_IMBALANCE:
             return  # elephant gone is judged on the offload's own counters (see the module docstring)
         graph, _ = self.view.graph()
-        cap = next((float(d.get("capacity") or 0) for _u, _v, k, d in graph.g.edges(keys=True, data=True)
-                    if k == e.circuit), 0.0)
+        try:  # the congested circuit's load, for the residual graph the decision plans on
+            cap = float(graph.edge(e.circuit).get("capacity") or 0.0)
+        except TopologyError:  # gone from the graph meanwhile
+            cap = 0.0
         loads = {e.circuit: float(e.detail.get("util", 0.0)) * cap} if cap else {}
         for d in self.decider.on_event(e, graph, time.monotonic(), loads_mbps=loads):
             self._note(d)
@@ -95,7 +98,7 @@ class TeApp(app_manager.OSKenApp):
 
     def _note(self, d: Decision) -> None:
         data = d.as_dict()
-        JOURNAL.add("te_decision", **{k: v for k, v in data.items() if k != "gain"}, gain=data.get("gain"))
+        JOURNAL.add("te_decision", **{"gain": None, **data})
         LOG.info("TE %s: %s", d.kind, d.reason)
         self.send_event_to_observers(events.EventDecision(data))
 
@@ -108,7 +111,7 @@ class TeApp(app_manager.OSKenApp):
             if d.kind == OFFLOAD and self.view.reserve(owner, off.ends):
                 self.send_event_to_observers(events.EventReservedPorts())
             record = execute(d.plan, self.sb, run_parallel=green_parallel, sleep=hub.sleep, poll_s=0.02,
-                             on_event=lambda e: JOURNAL.add("plan", **{k: v for k, v in e.items() if k != "t"}))
+                             on_event=journal_event)
             rec = record.to_json()
             PLANS.add(rec, source="te", decision=d.kind, offload=off.ident)
             ok = rec["state"] == "done"

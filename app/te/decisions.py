@@ -250,6 +250,3 @@ class OffloadDecider:
                 self.damper.moved(f, now)
         elif d.kind == RELEASE:
             self.offloads.pop(d.offload.ident, None)
-
-    def active_flows(self) -> Iterable[FiveTuple]:
-        return (f for o in self.offloads.values() for f in o.flows)

@@ -74,7 +74,8 @@ class Step:
 
     @classmethod
     def _from_json(cls, d: Mapping[str, Any]) -> Step:
-        raise NotImplementedError
+        """Each step type reads its own fields; the base class is no step a plan can hold."""
+        raise PlanError(f"{cls.__name__} is not a concrete step type")
 
 
 def _undo_id(step_id: str) -> str:
