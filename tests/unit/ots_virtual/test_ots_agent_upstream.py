@@ -14,27 +14,15 @@ from os_ken.ofproto import ofproto_v1_0_parser as parser
 
 from ots_virtual import of10, protocol
 from ots_virtual.agent import OtsAgent
-from tests.lib.of10_client import Of10Controller, delete_xcon, error_of, xcon
+from tests.lib.of10_client import delete_xcon, error_of, xcon
 
 PORTS = {1: "ODU2", 2: "ODU2", 3: "ODU2", 4: "ODU2", 6: "ODU0"}
 DELAY = 0.3
 
 
 @pytest.fixture
-def ctl():
-    c = Of10Controller()
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def agent(ctl):
-    a = OtsAgent("ut-ots", 0x0F01, PORTS, ctl.address, delay_min=DELAY, delay_max=DELAY, unit_mbps=1.0,
-                 claim=False, ovs_wait=0)
-    a.start()
-    ctl.wait_connected()
-    yield a
-    a.stop()
+def agent(start_agent):
+    return start_agent("ut-ots", 0x0F01, PORTS, delay_min=DELAY, delay_max=DELAY, unit_mbps=1.0)
 
 
 def test_features_reply_lists_virtual_ports_dark(ctl, agent):

@@ -22,19 +22,8 @@ TRIES = 10
 
 
 @pytest.fixture
-def ctl():
-    c = Of10Controller()
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def agent(ctl):
-    a = OtsAgent("ut-batch", 0x0F02, PORTS, ctl.address, delay=lambda: DELAY, claim=False, ovs_wait=0)
-    a.start()
-    ctl.wait_connected()
-    yield a
-    a.stop()
+def agent(start_agent):
+    return start_agent("ut-batch", 0x0F02, PORTS, delay=lambda: DELAY)
 
 
 def configs(ctl: Of10Controller, start: int, port: int) -> list[int]:

@@ -10,7 +10,6 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 from ots_virtual import of10
 from ots_virtual.__main__ import main
 from ots_virtual.agent import OtsAgent, check_keepalive
-from tests.lib.of10_client import Of10Controller
 
 PORTS = {1: "ODU2", 2: "ODU2"}
 
@@ -20,13 +19,6 @@ def wait_until(cond, timeout: float = 15.0) -> None:
     while not cond():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.05)
-
-
-@pytest.fixture
-def ctl():
-    c = Of10Controller()
-    yield c
-    c.close()
 
 
 def start_agent(ctl, **kw) -> OtsAgent:

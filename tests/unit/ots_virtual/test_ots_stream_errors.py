@@ -25,20 +25,8 @@ READ_TIMEOUT = 1.0
 
 
 @pytest.fixture
-def ctl():
-    c = Of10Controller()
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def agent(ctl):
-    a = OtsAgent("ut-stream", 0x0F03, PORTS, ctl.address, delay=lambda: DELAY, claim=False, ovs_wait=0,
-                 read_timeout=READ_TIMEOUT)
-    a.start()
-    ctl.wait_connected()
-    yield a
-    a.stop()
+def agent(start_agent):
+    return start_agent("ut-stream", 0x0F03, PORTS, delay=lambda: DELAY, read_timeout=READ_TIMEOUT)
 
 
 def barrier_bytes(xid: int) -> bytes:
