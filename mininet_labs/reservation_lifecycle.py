@@ -17,28 +17,25 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import requests
 
 from app.controller import rule_plan
+from app.controller.client import wait_until
+from app.web.timeutil import parse_iso, to_iso
 
 ROOT = Path(__file__).resolve().parents[1]
 RESERVED_MBPS = 5.0
 
 
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _within(cond: Callable[[], Any], timeout: float, what: str) -> Any:
+    """What ``cond`` returned once truthy, or None if it never was within ``timeout`` (measured, not fatal)."""
+    try:
+        return wait_until(cond, timeout, what)
+    except TimeoutError:
+        return None
 
 
 def _reservation_rules(bridge: str) -> list[str]:
@@ -72,7 +69,7 @@ def _udp_mbps(session: Any, seconds: float, mbps: float) -> tuple[float, float]:
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the lab; write ``out/results.json`` and ``out/lifecycle.png``; return the results."""
     from mininet_labs.netlock import net_lock
-    from mininet_labs.session import LabSession
+    from mininet_labs.session import LabSession, free_port
     from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
@@ -102,7 +99,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
         user = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "create-user", "lab", "--db", str(db)],
                               cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
         headers = {"Authorization": f"Bearer {user.stdout.strip().splitlines()[-1]}"}
-        port = _free_port()
+        port = free_port()
         web_log = open(out / "web.log", "w")
         web = subprocess.Popen([sys.executable, "-m", "app.cli.main", "web", "--db", str(db), "--host",
                                 "127.0.0.1", "--port", str(port), "--topology", "controller"],
@@ -110,22 +107,23 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
         url = f"http://127.0.0.1:{port}/api/v1"
         try:
-            _wait(lambda: _get(url + "/openapi.json", headers) is not None, 30, "the web service")
-            _wait(lambda: ((_get(url + "/topology", headers) or {}).get("graph") or {}).get("nodes"), 30, "a topology snapshot")
+            wait_until(lambda: _get(url + "/openapi.json", headers) is not None, 30, "the web service")
+            wait_until(lambda: ((_get(url + "/topology", headers) or {}).get("graph") or {}).get("nodes"), 30, "a topology snapshot")
             note(f"web service on http://127.0.0.1:{port}")
             start = time.time() + lead
             r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
                 "name": "lab h1-h3", "src": "A:1", "dst": "C:3", "bandwidth": RESERVED_MBPS,
-                "start": _iso(start), "end": _iso(start + window)})
+                "start": to_iso(start), "end": to_iso(start + window)})
             r.raise_for_status()
             rid = r.json()["id"]
             requests.post(f"{url}/reservations/{rid}/commit", headers=headers, timeout=30).raise_for_status()
             res["reservation_id"] = rid
             note(f"reservation {rid} A:1 -> C:3 {RESERVED_MBPS} Mbit/s committed; window starts in {lead:.0f}s")
-            state = _wait(lambda: _state(url, headers, rid, ("ACTIVE", "FAILED")), lead + 30, "ACTIVE")
+            state = wait_until(lambda: _state(url, headers, rid, ("ACTIVE", "FAILED")), lead + 30, "ACTIVE")
             res["lit"] = state == "ACTIVE"
             hist = requests.get(f"{url}/reservations/{rid}/history", headers=headers, timeout=30).json()
-            active_at = next((_ts(h) for h in _entries(hist) if _to(h) == "ACTIVE"), time.time())
+            active_at = next((parse_iso(h["time"]) for h in hist["items"] if h["detail"].get("to") == "ACTIVE"),
+                             time.time())
             res["lit_after_start_s"] = round(active_at - start, 3)
             detail = requests.get(f"{url}/reservations/{rid}", headers=headers, timeout=30).json()
             res["state_reason"] = detail.get("state_reason", "")
@@ -142,10 +140,10 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
                 requests.post(f"{url}/reservations/{rid}/cancel", headers=headers, timeout=30).raise_for_status()
                 note("reservation cancelled")
             else:
-                _wait(lambda: _state(url, headers, rid, ("FINISHED",)), window + 30, "FINISHED")
+                wait_until(lambda: _state(url, headers, rid, ("FINISHED",)), window + 30, "FINISHED")
                 note("window ended")
-            gone = _wait(lambda: not session.client.xcons() and not any(
-                _reservation_rules(session.lab.bridge(n)) for n in ("A", "B", "C")), 30, "release", fail=False)
+            gone = _within(lambda: not session.client.xcons() and not any(
+                _reservation_rules(session.lab.bridge(n)) for n in ("A", "B", "C")), 30, "release")
             res["released"] = bool(gone)
             res["leftover_xcons"] = len(session.client.xcons())
             res["leftover_rules"] = sum(len(_reservation_rules(session.lab.bridge(n))) for n in ("A", "B", "C"))
@@ -198,7 +196,7 @@ def _restart(session: Any, url: str, headers: dict, rid: int, work: Path,
             return None
         return (lit, xcons) if str(rid) in lit and any(x.get("adopted") for x in xcons) else None
 
-    got = _wait(adopted, 30, "the reservation and its XCONs adopted", fail=False)
+    got = _within(adopted, 30, "the reservation and its XCONs adopted")
     t_adopted = time.time()
     out, _err = send.communicate(timeout=seconds + 30)
     recv.communicate(timeout=seconds + 30)
@@ -230,11 +228,11 @@ def _refused(session: Any, url: str, headers: dict, note: Callable[[str], None])
     start = time.time() + 3.0
     r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
         "name": "lab refused", "src": "A:1", "dst": "C:3", "bandwidth": RESERVED_MBPS,
-        "start": _iso(start), "end": _iso(start + 20)})
+        "start": to_iso(start), "end": to_iso(start + 20)})
     r.raise_for_status()
     rid = r.json()["id"]
     requests.post(f"{url}/reservations/{rid}/commit", headers=headers, timeout=30).raise_for_status()
-    state = _wait(lambda: _state(url, headers, rid, ("ACTIVE", "FAILED")), 40, "FAILED")
+    state = wait_until(lambda: _state(url, headers, rid, ("ACTIVE", "FAILED")), 40, "FAILED")
     detail = requests.get(f"{url}/reservations/{rid}", headers=headers, timeout=30).json()
     out = {"reservation_id": rid, "state": state, "reason": detail.get("state_reason", ""),
            "leftover_xcons": len(session.client.xcons()),
@@ -257,33 +255,6 @@ def _state(url: str, headers: dict, rid: int, want: tuple[str, ...] | None) -> s
     r = _get(f"{url}/reservations/{rid}", headers)
     state = (r or {}).get("state")
     return state if want is None or state in want else None
-
-
-def _entries(hist: Any) -> list[dict]:
-    return hist.get("items", []) if isinstance(hist, dict) else hist
-
-
-def _to(h: dict) -> str | None:
-    return h.get("to") or (h.get("detail") or {}).get("to")
-
-
-def _ts(h: dict) -> float:
-    t = h.get("time", h.get("ts"))
-    if isinstance(t, str):
-        return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
-    return float(t)
-
-
-def _wait(cond: Callable[[], Any], timeout: float, what: str, fail: bool = True) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    if fail:
-        raise TimeoutError(f"no {what} within {timeout:.0f}s")
-    return None
 
 
 def _plot(res: dict, path: Path) -> None:
