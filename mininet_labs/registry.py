@@ -28,4 +28,7 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
     Lab("planned-vs-oneshot", "mininet_labs.planned_vs_oneshot",
         "move a 1 kHz UDP probe flow onto a new circuit: ordered plan vs all messages at once",
         "OSCARS-TE Fig. 6/8-9"),
+    Lab("xcon-downtime", "mininet_labs.xcon_downtime",
+        "reconfigure node Y (router bypass and back) under a 1 kHz UDP probe: downtime CDF and break-down",
+        "OSCARS-TE Fig. 7"),
 )}

@@ -1,0 +1,227 @@
+"""Lab ``xcon-downtime``: how long one optical reconfiguration interrupts traffic (OSCARS-TE Fig. 7).
+
+Fig. 2 testbed, circuit ``initial`` lit (A-X-Y-B-Y-Z-C). A UDP probe sends a sequence-numbered packet
+every 1 ms from h1 to h3 while the controller reconfigures node Y over and over:
+
+- *bypass*: tear down Y 1↔2 and Y 3↔4, set up Y 1↔4 (the router B drops out: packet link A:3–C:1);
+- *restore*: tear down Y 1↔4, set up Y 1↔2 and Y 3↔4 (back through B).
+
+Each change goes through the controller's API as an operator's tool would (``DELETE /circuit``, then
+``POST /xcon`` or ``POST /circuit``), so a downtime is the whole loop the paper measures: the API call,
+the FLOW_MODs and barrier, the OTS's emulated provisioning delay (drawn from [0.150, 0.220] s per
+batch), the packet ports coming up, LLDP seeing the new link and forwarding re-installing its rules.
+
+The downtime of a change is the number of probe packets lost around it times the 1-ms period (the
+paper's method). The OTS agent logs each batch's provisioning delay; what is left is the controller's
+overhead. Writes ``results.json`` (``downtime_ms`` list, ``min_ms``, ``mean_ms``, ``p95_ms``,
+``provisioning_ms_mean``, ``controller_overhead_ms_mean``) and ``xcon_downtime.png`` (CDF and break-down).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from mininet_labs.planned_vs_oneshot import PROBE_PORT, RECEIVER, SENDER
+
+PERIOD_S = 0.001
+BYPASS_DOWN = [("Y", 1, 2), ("Y", 3, 4)]
+BYPASS_UP = [("Y", 1, 4)]
+PAPER = {"min_ms": 150.0, "mean_ms": 217.0}
+APPLIED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*applied (\d+) change\(s\) after ([\d.]+)s dark")
+
+
+def loss_runs(sent: int, received: set[int]) -> list[tuple[int, int]]:
+    """Runs of consecutive lost sequence numbers as (first, length), in order."""
+    runs: list[tuple[int, int]] = []
+    start = None
+    for n in range(sent):
+        if n in received:
+            if start is not None:
+                runs.append((start, n - start))
+                start = None
+        elif start is None:
+            start = n
+    if start is not None:
+        runs.append((start, sent - start))
+    return runs
+
+
+def downtimes(changes: list[float], sent: int, arrivals: dict[int, float], window_s: float = 1.0
+              ) -> list[dict[str, Any]]:
+    """For each change (wall-clock time it was requested) the longest loss run that began within
+    ``window_s`` after it: its length in packets and ms, and when it began and ended (the arrival of
+    the packets either side). A change with no loss has downtime 0."""
+    out = []
+    runs = loss_runs(sent, set(arrivals))
+    for t in changes:
+        best = None
+        for first, length in runs:
+            before = arrivals.get(first - 1)
+            if before is None or not t - 0.05 <= before <= t + window_s:
+                continue
+            if best is None or length > best[1]:
+                best = (first, length)
+        if best is None:
+            out.append({"at": t, "lost": 0, "downtime_ms": 0.0})
+            continue
+        first, length = best
+        out.append({"at": t, "lost": length, "downtime_ms": length * PERIOD_S * 1000,
+                    "dark_from": arrivals.get(first - 1), "dark_to": arrivals.get(first + length)})
+    return out
+
+
+def provisioning_delays(agent_log: Path) -> list[tuple[float, float]]:
+    """(wall-clock time the batch was applied, provisioning delay s) of every batch that set something up."""
+    out = []
+    if not agent_log.exists():
+        return out
+    for line in agent_log.read_text(errors="replace").splitlines():
+        m = APPLIED.match(line)
+        if m and float(m.group(3)) > 0:
+            t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            out.append((t, float(m.group(3))))
+    return out
+
+
+def attribute(changes: list[dict[str, Any]], delays: list[tuple[float, float]]) -> None:
+    """Give each change the provisioning delay of the first batch applied after it was requested (and
+    before the next change), and the rest of its downtime as controller overhead."""
+    for i, c in enumerate(changes):
+        end = changes[i + 1]["at"] if i + 1 < len(changes) else float("inf")
+        d = next((d for t, d in delays if c["at"] <= t < end), None)
+        c["provisioning_ms"] = None if d is None else round(d * 1000, 1)
+        c["overhead_ms"] = None if d is None else round(c["downtime_ms"] - d * 1000, 1)
+
+
+def summarise(changes: list[dict[str, Any]]) -> dict[str, Any]:
+    ms = sorted(c["downtime_ms"] for c in changes)
+    prov = [c["provisioning_ms"] for c in changes if c.get("provisioning_ms") is not None]
+    over = [c["overhead_ms"] for c in changes if c.get("overhead_ms") is not None]
+    p95 = ms[max(0, math.ceil(0.95 * len(ms)) - 1)] if ms else None  # nearest rank
+    return {"downtime_ms": ms, "min_ms": ms[0] if ms else None,
+            "mean_ms": round(statistics.fmean(ms), 1) if ms else None, "p95_ms": p95,
+            "max_ms": ms[-1] if ms else None,
+            "provisioning_ms_mean": round(statistics.fmean(prov), 1) if prov else None,
+            "controller_overhead_ms_mean": round(statistics.fmean(over), 1) if over else None,
+            "controller_overhead_ms_max": max(over) if over else None}
+
+
+def run(out: Path, *, quick: bool = False, reps: int | None = None,
+        progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """``reps`` bypass + restore pairs (default 30, 15 with ``quick``) under one running probe."""
+    from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
+    from mininet_labs.netlock import net_lock
+    from mininet_labs.session import LabSession
+    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
+    from topology.vendor_file import write_vendor_file
+
+    reps = (15 if quick else 30) if reps is None else reps
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps}")
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / "work"
+    work.mkdir(exist_ok=True)
+    (work / "send.py").write_text(SENDER)
+    (work / "recv.py").write_text(RECEIVER)
+    spec = fig2_testbed()
+    delay = (0.150, 0.220)
+    static = out / "fig2-optical.json"
+    write_vendor_file(spec_to_vendor_file(spec, setup_time=sum(delay) / 2), static)
+    settle = 0.7  # after a change: the downtime plus a margin, so two changes never share a loss run
+    seconds = 2.0 + reps * 2 * (settle + 0.35)
+    t0 = time.time()
+
+    def note(text: str) -> None:
+        progress(f"[{time.time() - t0:6.1f}s] {text}")
+
+    res: dict[str, Any] = {"lab": "xcon-downtime", "quick": quick, "reps": reps, "probe_interval_ms": 1.0,
+                           "provisioning_delay_s": list(delay), "paper": PAPER}
+    changes: list[dict[str, Any]] = []
+    with net_lock(), LabSession(spec, work, delay=delay, static_file=str(static)) as session:
+        client = session.client
+        client.circuit(FIG2_CIRCUITS["initial"])
+        session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
+        for h, ip in (("h1", "10.0.0.3"), ("h3", "10.0.0.1")):
+            session.lab.node(h).cmd(f"ping -c2 -W1 {ip} >/dev/null 2>&1")
+        note(f"Fig. 2 testbed up, circuit 'initial' lit; probe h1 -> h3 every 1 ms for {seconds:.0f} s")
+        h1, h3 = session.lab.node("h1"), session.lab.node("h3")
+        got_file = work / "got.json"
+        recv = h3.popen([sys.executable, str(work / "recv.py"), str(PROBE_PORT), str(seconds + 3), str(got_file)],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        send = h1.popen([sys.executable, str(work / "send.py"), "10.0.0.3", str(PROBE_PORT), str(seconds),
+                         str(PERIOD_S)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.0)
+            for i in range(reps):
+                for kind, down, up in (("bypass", BYPASS_DOWN, BYPASS_UP), ("restore", BYPASS_UP, BYPASS_DOWN)):
+                    t = time.time()
+                    client.remove_circuit(down)
+                    client.circuit(up)
+                    changes.append({"kind": kind, "at": t, "api_ms": round((time.time() - t) * 1000, 1)})
+                    time.sleep(settle)
+                note(f"repetition {i + 1}/{reps}: bypass {changes[-2]['api_ms']:.0f} ms, "
+                     f"restore {changes[-1]['api_ms']:.0f} ms in the API")
+            sent_out, _ = send.communicate(timeout=seconds + 30)
+            recv.communicate(timeout=seconds + 30)
+        finally:
+            for p in (send, recv):
+                if p.poll() is None:
+                    p.kill()
+        res["controller_errors"] = session.controller_errors()
+    sent = int(sent_out.split()[0])
+    arrivals = {int(k): v for k, v in json.loads(got_file.read_text()).items()}
+    for c, d in zip(changes, downtimes([c["at"] for c in changes], sent, arrivals), strict=True):
+        c.update({k: v for k, v in d.items() if k != "at"})
+    attribute(changes, provisioning_delays(work / "ots-Y.log"))
+    res.update(summarise(changes))
+    res.update({"sent": sent, "lost": sent - len(arrivals), "changes": changes})
+    note(f"downtime over {len(changes)} changes: min {res['min_ms']} ms, mean {res['mean_ms']} ms, "
+         f"p95 {res['p95_ms']} ms (paper: min 150, mean 217); provisioning {res['provisioning_ms_mean']} ms, "
+         f"controller overhead {res['controller_overhead_ms_mean']} ms on average")
+    plot(res, out / "xcon_downtime.png")
+    (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
+    progress(f"wrote {out / 'results.json'} and {out / 'xcon_downtime.png'}")
+    return res
+
+
+def plot(res: dict[str, Any], path: Path) -> None:
+    """Left: CDF of the downtime (paper's min and mean marked). Right: per change, provisioning delay
+    and controller overhead stacked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ms = res["downtime_ms"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
+    if ms:
+        a.step(ms, [(i + 1) / len(ms) for i in range(len(ms))], where="post", label="mlte (Mininet, OTS agent)")
+    for v, style, name in ((PAPER["min_ms"], ":", "paper min 150 ms"), (PAPER["mean_ms"], "--", "paper mean 217 ms")):
+        a.axvline(v, color="grey", ls=style, lw=1, label=name)
+    a.set_xlabel("downtime (ms)")
+    a.set_ylabel("CDF")
+    a.set_title("Router bypass at Y: traffic downtime per change", fontsize=9)
+    a.legend(fontsize=7, loc="lower right")
+    ch = [c for c in res["changes"] if c.get("provisioning_ms") is not None]
+    xs = range(len(ch))
+    b.bar(xs, [c["provisioning_ms"] for c in ch], label="emulated provisioning delay")
+    b.bar(xs, [max(c["overhead_ms"], 0) for c in ch], bottom=[c["provisioning_ms"] for c in ch],
+          label="controller + packet layer")
+    b.set_xlabel("change (bypass, restore, ...)")
+    b.set_ylabel("ms")
+    b.set_title("Break-down", fontsize=9)
+    b.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

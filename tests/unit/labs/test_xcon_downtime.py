@@ -1,0 +1,53 @@
+"""xcon-downtime lab arithmetic: loss runs, the downtime of each change, the provisioning delays the
+OTS agent logged and the break-down (the Mininet run itself is tests/integration/test_labs_issue13.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mininet_labs import xcon_downtime as xd
+
+
+def test_loss_runs_finds_each_gap_and_a_trailing_one() -> None:
+    got = set(range(10)) - {2, 3, 4, 7}
+    assert xd.loss_runs(12, got) == [(2, 3), (7, 1), (10, 2)]
+    assert xd.loss_runs(3, {0, 1, 2}) == []
+
+
+def test_each_change_gets_the_longest_run_that_began_after_it() -> None:
+    # 1 packet per ms from t=100.000; lost 200..399 (after a change at 100.195) and 700..709 (jitter)
+    arrivals = {n: 100.0 + n / 1000 for n in range(1000) if not (200 <= n < 400 or 700 <= n < 710)}
+    out = xd.downtimes([100.195, 100.9], 1000, arrivals)
+    assert out[0]["lost"] == 200 and out[0]["downtime_ms"] == pytest.approx(200.0)
+    assert out[0]["dark_from"] == pytest.approx(100.199) and out[0]["dark_to"] == pytest.approx(100.4)
+    assert out[1] == {"at": 100.9, "lost": 0, "downtime_ms": 0.0}  # the 700-709 run began before it
+
+
+def test_provisioning_delays_are_read_from_the_agent_log(tmp_path: Path) -> None:
+    log = tmp_path / "ots-Y.log"
+    log.write_text("2026-11-25 10:00:00,100 mlte.ots INFO applied 2 change(s) after 0.000s dark; XCONs now []\n"
+                   "2026-11-25 10:00:00,400 mlte.ots INFO applied 2 change(s) after 0.187s dark; XCONs now [(1, 4)]\n"
+                   "garbage line\n")
+    (t, d), = xd.provisioning_delays(log)
+    assert d == pytest.approx(0.187)
+    assert xd.provisioning_delays(tmp_path / "missing.log") == []
+    changes = [{"at": t - 0.3, "downtime_ms": 210.0}, {"at": t + 5, "downtime_ms": 190.0}]
+    xd.attribute(changes, [(t, d)])
+    assert changes[0]["provisioning_ms"] == 187.0 and changes[0]["overhead_ms"] == 23.0
+    assert changes[1]["provisioning_ms"] is None  # no batch logged after it: not guessed
+
+
+def test_summary_and_plot(tmp_path: Path) -> None:
+    changes = [{"kind": "bypass", "at": float(i), "downtime_ms": float(m), "provisioning_ms": m - 20.0,
+                "overhead_ms": 20.0} for i, m in enumerate(range(170, 240, 2))]
+    s = xd.summarise(changes)
+    assert s["min_ms"] == 170.0 and s["max_ms"] == 238.0 and s["p95_ms"] == 236.0
+    assert s["controller_overhead_ms_mean"] == 20.0 and s["provisioning_ms_mean"] == pytest.approx(184.0)
+    xd.plot({**s, "changes": changes}, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 10_000
+
+
+def test_reps_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="reps must be >= 1"):
+        xd.run(tmp_path, reps=-1)
