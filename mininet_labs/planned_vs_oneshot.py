@@ -122,19 +122,10 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
-    from topology.vendor_file import write_vendor_file
+    from mininet_labs.workdir import fig2_dirs
 
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    work = out / "work"
-    work.mkdir(exist_ok=True)
-    (work / "send.py").write_text(SENDER)
-    (work / "recv.py").write_text(RECEIVER)
-    spec = fig2_testbed()
-    delay = (0.150, 0.220)
-    static = out / "fig2-optical.json"
-    write_vendor_file(spec_to_vendor_file(spec, setup_time=sum(delay) / 2), static)
+    dirs = fig2_dirs(out, {"send.py": SENDER, "recv.py": RECEIVER})
+    out, work, spec, static, delay = dirs.out, dirs.work, dirs.spec, dirs.static, dirs.delay
     seconds, lead = (3.0, 1.0) if quick else (6.0, 2.0)
     t0 = time.time()
 

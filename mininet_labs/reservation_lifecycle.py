@@ -70,15 +70,10 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     """Run the lab; write ``out/results.json`` and ``out/lifecycle.png``; return the results."""
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession, free_port
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
-    from topology.vendor_file import write_vendor_file
+    from mininet_labs.workdir import fig2_dirs
 
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    spec = fig2_testbed()
-    delay = (0.150, 0.220)
-    static = out / "fig2-optical.json"  # fibres and adaptations: admission can route at once
-    write_vendor_file(spec_to_vendor_file(spec, setup_time=sum(delay) / 2), static)
+    dirs = fig2_dirs(out)  # the static file's fibres and adaptations: admission can route at once
+    out, spec, static, delay = dirs.out, dirs.spec, dirs.static, dirs.delay
     db = out / "mlte.db"
     for p in out.glob("mlte.db*"):
         p.unlink()

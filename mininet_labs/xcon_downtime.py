@@ -121,22 +121,13 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
-    from topology.vendor_file import write_vendor_file
+    from mininet_labs.workdir import fig2_dirs
 
     reps = (15 if quick else 30) if reps is None else reps
     if reps < 1:
         raise ValueError(f"reps must be >= 1, got {reps}")
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    work = out / "work"
-    work.mkdir(exist_ok=True)
-    (work / "send.py").write_text(SENDER)
-    (work / "recv.py").write_text(RECEIVER)
-    spec = fig2_testbed()
-    delay = (0.150, 0.220)
-    static = out / "fig2-optical.json"
-    write_vendor_file(spec_to_vendor_file(spec, setup_time=sum(delay) / 2), static)
+    dirs = fig2_dirs(out, {"send.py": SENDER, "recv.py": RECEIVER})
+    out, work, spec, static, delay = dirs.out, dirs.work, dirs.spec, dirs.static, dirs.delay
     settle = 0.7  # after a change: the downtime plus a margin, so two changes never share a loss run
     seconds = 2.0 + reps * 2 * (settle + 0.35)
     t0 = time.time()
