@@ -31,4 +31,7 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
     Lab("xcon-downtime", "mininet_labs.xcon_downtime",
         "reconfigure node Y (router bypass and back) under a 1 kHz UDP probe: downtime CDF and break-down",
         "OSCARS-TE Fig. 7"),
+    Lab("big-vs-small", "mininet_labs.big_vs_small",
+        "one long TCP flow shares a circuit with C in {4, 8, 16, 32} small transfers, per congestion control",
+        "OSCARS-TE Figs. 4-5"),
 )}

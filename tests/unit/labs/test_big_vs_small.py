@@ -1,0 +1,46 @@
+"""big-vs-small arithmetic and plot from synthetic receiver data (the Mininet run is an integration test)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mininet_labs import big_vs_small as bvs
+
+
+def got(long_mbps: float, small_mbps: float, seconds: float = 10.0, bin_s: float = 0.1) -> dict:
+    n = int(seconds / bin_s) + 1
+    return {"bin_s": bin_s, "mbps": {"long": [long_mbps] * n, "small": [small_mbps] * n},
+            "small_done": [{"start": 0.0, "bytes": 1, "end": 1.0}] * 3}
+
+
+def test_a_run_is_summarised_after_the_warm_up() -> None:
+    g = got(2.0, 7.0)
+    g["mbps"]["long"][:20] = [50.0] * 20  # slow start noise in the first 2 s is left out
+    r = bvs.summarise_run(g, 16, "cubic", 0.4, 10.0)
+    assert r["long_flow_mbps"] == 2.0 and r["small_flows_mbps"] == 7.0
+    assert r["long_share"] == pytest.approx(2 / 9, abs=1e-4) and r["utilization"] == 0.9 and r["small_done"] == 3
+
+
+def test_share_falls_is_judged_per_congestion_control() -> None:
+    runs = [bvs.summarise_run(got(lm, sm), c, cc, None, 10.0)
+            for cc, c, lm, sm in (("cubic", 4, 5, 5), ("cubic", 32, 1, 9), ("reno", 4, 3, 7), ("reno", 32, 4, 6))]
+    assert bvs.share_falls(runs) == {"cubic": True, "reno": False}
+
+
+def test_bad_settings_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="congestion controls"):
+        bvs.run(tmp_path, ccs=["no-such-cc"])
+    with pytest.raises(ValueError, match="duration"):
+        bvs.run(tmp_path, duration=1.0)
+    assert not (tmp_path / "work").exists()
+
+
+def test_the_kernel_offers_reno_at_least() -> None:
+    assert "reno" in bvs.available_ccs()
+
+
+def test_plot(tmp_path: Path) -> None:
+    runs = [bvs.summarise_run(got(8 / c, 9 - 8 / c), c, "cubic", None, 10.0) for c in (4, 8, 16, 32)]
+    bvs.plot({"ccs": ["cubic"], "cs": [4, 8, 16, 32], "capacity_mbps": 10.0, "runs": runs}, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 10_000
