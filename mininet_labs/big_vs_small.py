@@ -82,7 +82,7 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession
-    from mininet_labs.workdir import fig2_dirs
+    from mininet_labs.workdir import fig2_dirs, finish
 
     offered = available_ccs()
     default_cc = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip() if Path(
@@ -120,15 +120,9 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
                 send = h1.popen([sys.executable, str(script), "send", "10.0.0.3", str(PORT), str(duration), str(c),
                                  "--cc", cc, "--seed", str(seed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
-                try:
-                    s_out, s_err = send.communicate(timeout=duration + 30)
-                    recv.communicate(timeout=duration + 30)
-                finally:
-                    for p in (send, recv):
-                        if p.poll() is None:
-                            p.kill()
+                (_, s_err), (_, r_err) = finish([send, recv], duration + 30)
                 if send.returncode != 0 or not got_file.exists():
-                    raise RuntimeError(f"workload {cc} C={c} failed: {s_err.strip() or recv.stderr}")
+                    raise RuntimeError(f"workload {cc} C={c} failed: {(s_err or r_err).strip()}")
                 r = summarise_run(json.loads(got_file.read_text()), c, cc, rtt, duration)
                 res["runs"].append(r)
                 note(f"{cc:>6} C={c:<3} long flow {r['long_flow_mbps']:5.2f} Mbit/s, small transfers "

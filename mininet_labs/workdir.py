@@ -36,3 +36,21 @@ def fig2_dirs(out: Path | str, scripts: dict[str, str] | None = None,
     static = out / "fig2-optical.json"
     write_vendor_file(spec_to_vendor_file(spec, setup_time=sum(delay) / 2), static)
     return LabDirs(out, work, spec, static, delay)
+
+
+def finish(procs: list[Any], timeout: float) -> list[tuple[str, str]]:
+    """(stdout, stderr) of each host process once it ended; one still running ``timeout`` s after the
+    first wait began is killed, so a lab never leaves a sender or receiver behind."""
+    import subprocess
+    import time
+
+    until = time.monotonic() + timeout
+    outs: list[tuple[str, str]] = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=max(until - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        outs.append((out or "", err or ""))
+    return outs

@@ -121,7 +121,7 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession
-    from mininet_labs.workdir import fig2_dirs
+    from mininet_labs.workdir import fig2_dirs, finish
 
     reps = (15 if quick else 30) if reps is None else reps
     if reps < 1:
@@ -163,12 +163,10 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
                     time.sleep(settle)
                 note(f"repetition {i + 1}/{reps}: bypass {changes[-2]['api_ms']:.0f} ms, "
                      f"restore {changes[-1]['api_ms']:.0f} ms in the API")
-            sent_out, _ = send.communicate(timeout=seconds + 30)
-            recv.communicate(timeout=seconds + 30)
-        finally:
-            for p in (send, recv):
-                if p.poll() is None:
-                    p.kill()
+        except BaseException:  # stop the probe at once; the session's exit removes the rest
+            finish([send, recv], 0.01)
+            raise
+        (sent_out, _), _ = finish([send, recv], seconds + 30)
         res["controller_errors"] = session.controller_errors()
     sent = int(sent_out.split()[0])
     arrivals = {int(k): v for k, v in json.loads(got_file.read_text()).items()}

@@ -51,3 +51,17 @@ def test_summary_and_plot(tmp_path: Path) -> None:
 def test_reps_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="reps must be >= 1"):
         xd.run(tmp_path, reps=-1)
+
+
+def test_finish_collects_output_and_kills_what_overruns() -> None:
+    import subprocess
+    import sys
+
+    from mininet_labs.workdir import finish
+
+    quick = subprocess.Popen([sys.executable, "-c", "print('ok')"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    (out, _), _ = finish([quick, slow], 1.0)
+    assert out.strip() == "ok" and slow.poll() is not None
