@@ -24,7 +24,8 @@ band                  kind      priorities   what
 ====================  ========  ===========  ===========================================
 
 OTS nodes (OpenFlow 1.0) carry only XCONs: band ``xcon``, kind 0x10, the OF1.0 default priority.
-Steered flows sit above reservations so an elephant of a reservation can still be moved; both sit
+Steered flows sit above mapped and reserved ones so an elephant of either can still be moved (mapped
+flows above reservations, so a reservation's flows can be spread over its circuits); both sit
 above the monitor's counting rules, whose counters therefore miss steered traffic (the steer and
 reservation rules' own counters count it).
 
