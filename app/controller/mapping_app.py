@@ -73,7 +73,8 @@ class MappingApp(app_manager.OSKenApp):
         self.name = "mlte_mapping"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
-        self.routes: ApiRoutes = kwargs.get(ROUTES) or ApiRoutes()
+        routes = kwargs.get(ROUTES)  # the shared table, empty (so falsy) until apps add to it
+        self.routes: ApiRoutes = ApiRoutes() if routes is None else routes
         cfg = {**DEFAULTS, **(getattr(SETTINGS, "te", None) or {})}
         self.policy = str(cfg["mapping"])
         self.sites = [str(s) for s in cfg["mapping_sites"]]
