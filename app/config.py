@@ -51,6 +51,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "overhead_s": 0.1,  # the controller's share of a switch-over, on top of the circuit's setup time
         "stable_ms": 50.0,  # D: a new circuit's ports up and stable this long before rules go in
         "verify_timeout": 3.0,  # seconds for the moved flow to show on the new rules' counters
+        "mapping": "static",  # load-aware mapping of a site pair's flows (app/controller/mapping_app.py): static | throughput | rtt
+        "mapping_sites": [],  # the two site switches whose flows are mapped, e.g. ["A", "Z"] ([] = no mapping)
+        "mapping_interval": 1.0,  # seconds between measurements (and weight updates) of the mapped paths
     },
     "monitor": {
         "enabled": True,  # load the monitor app (coarse/fine monitoring, latency probes) in the controller
@@ -140,10 +143,22 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError("[monitor] interval must be > 0")
     if cfg["monitor"]["fine_backend"] not in ("sflow", "flowstats", "sflow-rt"):
         raise ConfigError('[monitor] fine_backend must be "sflow", "flowstats" or "sflow-rt"')
+    _check_mapping(cfg["te"])
     if cfg["monitor"]["probe_interval"] < 0:
         raise ConfigError("[monitor] probe_interval must be >= 0 (0 = no latency probes)")
     _check_web(cfg["web"])
     return cfg
+
+
+def _check_mapping(te: dict[str, Any]) -> None:
+    """The ``[te] mapping*`` keys: a known policy, two distinct site switch names, a positive interval."""
+    if te["mapping"] not in ("static", "throughput", "rtt"):
+        raise ConfigError('[te] mapping must be "static", "throughput" or "rtt"')
+    sites = te["mapping_sites"]
+    if sites and (len(sites) != 2 or not all(isinstance(x, str) and x for x in sites) or sites[0] == sites[1]):
+        raise ConfigError('[te] mapping_sites must be [] or two different switch names, e.g. ["A", "Z"]')
+    if not 0 < te["mapping_interval"] < float("inf"):
+        raise ConfigError("[te] mapping_interval must be a finite number of seconds > 0")
 
 
 def _check_web(web: dict[str, Any]) -> None:

@@ -1,6 +1,7 @@
 """The labs ``mlte lab list`` names and ``mlte lab run NAME`` runs.
 
-Each lab module has ``run(out: Path, *, quick: bool, progress) -> dict``: it builds its network under
+Each lab module has ``run(out: Path, *, quick: bool, progress) -> dict`` (labs with seeds also take
+``seeds: int``, which ``mlte lab run NAME --seeds N`` passes): it builds its network under
 the machine-wide lock, cleans up however it ends, and writes ``out/results.json`` and its plots.
 """
 from __future__ import annotations
@@ -34,4 +35,7 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
     Lab("big-vs-small", "mininet_labs.big_vs_small",
         "one long TCP flow shares a circuit with C in {4, 8, 16, 32} small transfers, per congestion control",
         "OSCARS-TE Figs. 4-5"),
+    Lab("multihoming", "mininet_labs.multihoming",
+        "two multihomed sites, two paths, one loaded: static split vs throughput- and RTT-based flow mapping",
+        "Multihoming (Sterca et al.) Tables 1-2"),
 )}

@@ -35,6 +35,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lab", help="run a Mininet lab with the controller (needs root and OVS)",
                        description="`mlte lab list` names the experiment labs, `mlte lab run NAME --out DIR "
@@ -43,6 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                 "mesh-<packet>x<ots>[-d<deg>][-s<seed>], topohub:<key>")
     p.add_argument("lab", nargs="?", help="with `run`: the lab to run (see `mlte lab list`)")
     p.add_argument("--quick", action="store_true", help="with `run`: the CI-sized run (about a minute)")
+    p.add_argument("--seeds", type=positive_int, help="with `run`: repetitions with different random seeds "
+                                                       "(labs that take seeds, e.g. multihoming; default theirs)")
     p.add_argument("--discover", action="store_true",
                    help="discover the topology, print it, write JSON + PNG, then clean up and exit")
     p.add_argument("--out", default="lab-out", help="output directory (default %(default)s)")
@@ -84,12 +97,19 @@ def _run_lab(args: argparse.Namespace) -> int:
     lab = LABS.get(args.lab)
     if lab is None:
         raise LabError(f"unknown lab {args.lab!r}; `mlte lab list` names them ({', '.join(LABS)})")
+    kwargs = {}
+    if args.seeds is not None:
+        import inspect
+
+        if "seeds" not in inspect.signature(lab.runner()).parameters:
+            raise LabError(f"lab {lab.name} takes no --seeds")
+        kwargs["seeds"] = args.seeds
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     out = Path(args.out)
     print(f"lab {lab.name}{' (quick)' if args.quick else ''}: {lab.summary}; results in {out}", flush=True)
     try:
-        lab.runner()(out, quick=args.quick, progress=lambda line: print(line, flush=True))
+        lab.runner()(out, quick=args.quick, progress=lambda line: print(line, flush=True), **kwargs)
     except KeyboardInterrupt:
         print("\ninterrupted: the lab cleaned up", file=sys.stderr)
         return 130

@@ -28,6 +28,7 @@ APPS = [
 DB_FEED = "app.controller.db_feed"  # topology snapshots + circuits for the web service, when a DB is set
 TE = "app.controller.te_app"  # the elastic TE loop, with [te] enabled = true (needs the monitor)
 RESERVATIONS = "app.controller.reservations_app"  # follows the reservations in the DB: lights and releases them
+MAPPING = "app.controller.mapping_app"  # load-aware mapping of a site pair's flows, when [te] mapping_sites is set
 MONITOR = "app.controller.monitor_app"  # coarse/fine monitoring + latency probes, unless [monitor] enabled = false
 
 LOG = logging.getLogger("mlte.controller")
@@ -109,6 +110,7 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
     apps = APPS + ([DB_FEED, RESERVATIONS] if cfg.get("db", {}).get("url") else [])
     apps += [MONITOR] if cfg.get("monitor", {}).get("enabled", True) else []
     apps += [TE] if cfg.get("te", {}).get("enabled", False) and MONITOR in apps else []
+    apps += [MAPPING] if cfg.get("te", {}).get("mapping_sites") else []
     apps += [m for m in (extra_apps or []) if m not in apps]
     for mod in apps:
         importlib.import_module(mod)  # registers their options before parsing

@@ -14,6 +14,7 @@ band                  kind      priorities   what
 ``lldp``              0x01      65000        LLDP to the controller
 ``probe``             0x20      64000        latency probe trap (ethertype 0x88b5)
 ``steer``             0x40      40000-40999  one 5-tuple moved onto another path (TE loop)
+``mapping``           0x60      35000-35999  a site pair's flows spread over its paths (load-aware mapping)
 ``reservation``       0x50      30000-30999  a reservation's traffic onto its circuit
 ``flow_count``        0x31      200          per-5-tuple counting rules (fine monitoring)
 ``flow_learn``        0x30      150          learn trap for counting (fine monitoring)
@@ -23,7 +24,8 @@ band                  kind      priorities   what
 ====================  ========  ===========  ===========================================
 
 OTS nodes (OpenFlow 1.0) carry only XCONs: band ``xcon``, kind 0x10, the OF1.0 default priority.
-Steered flows sit above reservations so an elephant of a reservation can still be moved; both sit
+Steered flows sit above mapped and reserved ones so an elephant of either can still be moved (mapped
+flows above reservations, so a reservation's flows can be spread over its circuits); both sit
 above the monitor's counting rules, whose counters therefore miss steered traffic (the steer and
 reservation rules' own counters count it).
 
@@ -82,6 +84,7 @@ class Band:
 LLDP = Band("lldp", "mlte_lldp", 0x01, 65000, 65000)
 PROBE = Band("probe", "mlte_monitor", 0x20, 64000, 64000)
 STEER = Band("steer", "te_loop", 0x40, 40000, 40999, with_id=True)
+MAPPING = Band("mapping", "te_mapping", 0x60, 35000, 35999, with_id=True)
 RESERVATION = Band("reservation", "reservations", 0x50, 30000, 30999, with_id=True)
 FLOW_COUNT = Band("flow_count", "mlte_monitor", 0x31, 200, 200, with_id=True)
 FLOW_LEARN = Band("flow_learn", "mlte_monitor", 0x30, 150, 150, with_id=True)
@@ -90,7 +93,7 @@ FORWARDING = Band("forwarding", "mlte_forwarding", 0x02, 100, 100)
 TABLE_MISS = Band("table_miss", "mlte_forwarding", 0x02, 0, 0)
 XCON = Band("xcon", "mlte_ots_driver", 0x10, 0x8000, 0x8000, protocol=OF10)
 
-BANDS: tuple[Band, ...] = (LLDP, PROBE, STEER, RESERVATION, FLOW_COUNT, FLOW_LEARN, ARP, FORWARDING,
+BANDS: tuple[Band, ...] = (LLDP, PROBE, STEER, MAPPING, RESERVATION, FLOW_COUNT, FLOW_LEARN, ARP, FORWARDING,
                            TABLE_MISS, XCON)
 
 

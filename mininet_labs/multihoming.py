@@ -1,0 +1,347 @@
+"""Lab ``multihoming``: two multihomed sites, two paths, static split vs load-aware mapping (seed 004).
+
+Sites A (senders s1..sK) and Z (receivers d1..dK) are joined by two paths of OVS switches,
+A:5–P1–Z:5 and A:6–P2–Z:6, each link shaped to ``path_mbps`` (HTB; there is no netem here, so the
+paths differ only by load and queueing). A background sender bg1 on P1 loads P1→Z towards bgz
+on Z from ``bg_start`` to ``bg_end`` s with a random number of greedy TCP flows, like the paper's
+extra flows on R2–R4. The K·F greedy TCP flows s_i → d_i are registered with the controller's
+mapping app (``POST /mapping/flows``) and start at random offsets; the controller runs with
+``[te] mapping = static | throughput | rtt`` and ``mapping_sites = ["A", "Z"]``. Each policy runs
+on a fresh network for every seed; per-flow throughput over the loaded window gives the paper's
+AVGT, STD and MMR (min/max ratio) plus Jain's index.
+
+Writes ``results.json`` and ``multihoming.png``. Also a ``mn`` custom file (the topology only)::
+
+    sudo mn --custom mininet_labs/multihoming.py --topo multihoming --controller remote,port=6653
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def _bootstrap_path() -> None:
+    """When ``mn`` execs this file, make the project importable (as mininet_labs/testbed.py does)."""
+    root = Path(inspect.currentframe().f_code.co_filename).resolve().parents[1]  # type: ignore[union-attr]
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+
+
+_bootstrap_path()
+
+from app.te.mapping import POLICIES, STATIC, flow_metrics  # noqa: E402
+from mininet_labs.spec import HostSpec, LabSpec, LinkSpec, SwitchSpec  # noqa: E402
+
+SITES = ("A", "Z")
+DATA_PORT, BG_PORT = 5001, 5002
+UPLINKS = ((5, "P1", 5), (6, "P2", 6))  # (A port, path switch, Z port); path switch ports 1 (A side), 2 (Z side)
+
+# Light traffic tools (iperf3 per flow saturates the two cores; see docs/environment.md).
+SENDER = r'''
+import selectors, socket, sys, time
+dst, port, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+plan = [(int(p), float(d)) for p, d in (x.split("@") for x in sys.argv[4].split(","))]  # sport@delay
+t0 = time.monotonic(); sel = selectors.DefaultSelector(); buf = b"x" * 65536; pending = sorted(plan, key=lambda x: x[1])
+while time.monotonic() - t0 < seconds:
+    while pending and time.monotonic() - t0 >= pending[0][1]:
+        sport, _ = pending.pop(0)
+        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", sport))
+        try:
+            s.connect((dst, port))
+        except OSError as exc:
+            print(f"connect {sport}: {exc}", file=sys.stderr); continue
+        s.setblocking(False); sel.register(s, selectors.EVENT_WRITE)
+    for key, _ in sel.select(timeout=0.05):
+        try:
+            key.fileobj.send(buf)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            sel.unregister(key.fileobj)
+for key in list(sel.get_map().values()):
+    key.fileobj.close()
+'''
+RECEIVER = r'''
+import json, selectors, socket, sys, time
+port, seconds, out, binsz = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], 0.5
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); srv.bind(("0.0.0.0", port)); srv.listen(256)
+srv.setblocking(False); sel = selectors.DefaultSelector(); sel.register(srv, selectors.EVENT_READ)
+t0 = time.time(); bins = {}; names = {}
+while time.time() - t0 < seconds:
+    for key, _ in sel.select(timeout=0.1):
+        if key.fileobj is srv:
+            c, addr = srv.accept(); c.setblocking(False); names[c] = f"{addr[0]}:{addr[1]}"; sel.register(c, selectors.EVENT_READ)
+            continue
+        try:
+            data = key.fileobj.recv(262144)
+        except (BlockingIOError, InterruptedError):
+            continue
+        except OSError:
+            data = b""
+        if not data:
+            sel.unregister(key.fileobj); key.fileobj.close(); continue
+        b = bins.setdefault(names[key.fileobj], {}); k = int((time.time() - t0) / binsz); b[k] = b.get(k, 0) + len(data)
+json.dump({"t0": t0, "bin_s": binsz, "flows": {n: sorted(b.items()) for n, b in bins.items()}}, open(out, "w"))
+'''
+
+
+# ---------------------------------------------------------------------- the topology (plain data)
+def multihoming_spec(senders: int = 4, path_mbps: float = 20.0, access_mbps: float = 100.0) -> LabSpec:
+    """Sites A and Z with ``senders`` host pairs, two 2-hop paths via P1 and P2, background hosts on P1/Z."""
+    if not 1 <= senders <= 4:
+        raise ValueError(f"senders must be 1..4 (A and Z use ports 1-4 for hosts), got {senders}")
+    switches = (SwitchSpec("A", 0x4D01), SwitchSpec("P1", 0x4D02), SwitchSpec("P2", 0x4D03), SwitchSpec("Z", 0x4D04))
+    hosts = [HostSpec(f"s{i}", "A", i, f"10.0.1.{i}", f"00:00:00:00:01:{i:02x}") for i in range(1, senders + 1)]
+    hosts += [HostSpec(f"d{i}", "Z", i, f"10.0.2.{i}", f"00:00:00:00:02:{i:02x}") for i in range(1, senders + 1)]
+    hosts += [HostSpec("bg1", "P1", 3, "10.0.3.1", "00:00:00:00:03:01"),
+              HostSpec("bgz", "Z", 7, "10.0.3.2", "00:00:00:00:03:02")]
+    links = [LinkSpec(h.name, 0, h.switch, h.port, "access", access_mbps) for h in hosts]
+    for a_port, mid, z_port in UPLINKS:
+        links.append(LinkSpec("A", a_port, mid, 1, "packet", path_mbps))
+        links.append(LinkSpec(mid, 2, "Z", z_port, "packet", path_mbps))
+    return LabSpec("multihoming", switches, (), tuple(hosts), tuple(links))
+
+
+def flows_for(spec: LabSpec, per_sender: int) -> list[dict[str, Any]]:
+    """The mapped TCP flows: ``per_sender`` from each s_i to d_i (source ports 40001.., fixed)."""
+    out = []
+    senders = [h for h in spec.hosts if h.name.startswith("s")]
+    for h in senders:
+        dst = next(d for d in spec.hosts if d.name == "d" + h.name[1:])
+        for j in range(per_sender):
+            out.append({"src": h.ip, "dst": dst.ip, "proto": 6, "sport": 40001 + j, "dport": DATA_PORT,
+                        "from": h.name, "to": dst.name})
+    return out
+
+
+def schedule(seed: int, quick: bool, n_flows: int) -> dict[str, Any]:
+    """One seed's timings: flow start offsets, background flows and window, the measured window."""
+    rng = random.Random(seed)
+    seconds = 40.0 if quick else 90.0
+    bg_start = rng.uniform(4.0, 6.0) if quick else rng.uniform(8.0, 12.0)
+    return {"seconds": seconds, "starts": [round(rng.uniform(0.0, 1.0), 3) for _ in range(n_flows)],
+            "bg_flows": rng.randint(6, 10) if quick else rng.randint(12, 20),
+            "bg_start": round(bg_start, 3), "bg_end": round(seconds - rng.uniform(1.0, 3.0), 3),
+            # the paper measures while the extra load is on (40-400 s of 600); we leave the first
+            # seconds of load for the estimators to react, as its window starts with the load
+            "window": (round(bg_start + 2.0, 3), round(seconds - 4.0, 3))}
+
+
+# ---------------------------------------------------------------------- results
+def flow_throughputs(recv: dict[str, Any], window: tuple[float, float]) -> dict[str, float]:
+    """Mbit/s of each connection over ``window`` (s since the receiver started), from its byte bins."""
+    lo, hi = window
+    if hi <= lo:
+        raise ValueError(f"empty window {window}")
+    b = float(recv["bin_s"])
+    out = {}
+    for name, bins in recv["flows"].items():
+        got = sum(n for k, n in bins if lo <= k * b and (k + 1) * b <= hi)
+        out[name] = got * 8 / 1e6 / (hi - lo)
+    return out
+
+
+def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Per policy: the mean over seeds of each metric, its seed-to-seed sd, and the change vs static
+    in the paper's sense (AVGT and MMR: increase %; STD: decrease %)."""
+    out: dict[str, Any] = {}
+    for policy, rs in runs.items():
+        m: dict[str, Any] = {"seeds": len(rs)}
+        for key in ("avgt_mbps", "std_mbps", "mmr", "jain"):
+            vals = [r["metrics"][key] for r in rs]
+            m[key] = statistics.fmean(vals)
+            m[f"{key}_sd"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        out[policy] = m
+    base = out.get(STATIC)
+    if base:
+        for policy, m in out.items():
+            if policy == STATIC:
+                continue
+            pct = lambda new, old: 100.0 * (new - old) / old if old else 0.0  # noqa: E731
+            m["vs_static_pct"] = {"avgt": pct(m["avgt_mbps"], base["avgt_mbps"]),
+                                  "std_decrease": -pct(m["std_mbps"], base["std_mbps"]),
+                                  "mmr": pct(m["mmr"], base["mmr"]), "jain": pct(m["jain"], base["jain"])}
+    return out
+
+
+def plot(summary: dict[str, Any], timelines: dict[str, list[dict[str, Any]]], path: Path) -> Path:
+    """Bars of the four metrics per policy (mean ± sd over seeds) and path 1's weight over time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    policies = [p for p in POLICIES if p in summary]
+    fig, axes = plt.subplots(1, 5, figsize=(15, 3.2))
+    for ax, (key, label) in zip(axes, (("avgt_mbps", "AVGT (Mbit/s)"), ("std_mbps", "STD (Mbit/s)"),
+                                       ("mmr", "min/max"), ("jain", "Jain")), strict=False):
+        ax.bar(policies, [summary[p][key] for p in policies], yerr=[summary[p][f"{key}_sd"] for p in policies],
+               color=["tab:gray", "tab:blue", "tab:orange"][:len(policies)], capsize=3)
+        ax.set_title(label, fontsize=9)
+        ax.tick_params(labelsize=8)
+    ax = axes[-1]
+    for p in policies:
+        pts = [(s["t"], s["weights"][0]) for s in timelines.get(p, []) if s.get("weights")]
+        if pts:
+            ax.plot([t for t, _ in pts], [w for _, w in pts], label=p, lw=1)
+    ax.set_title("weight of path 1 (loaded), seed 0", fontsize=9)
+    ax.set_xlabel("s", fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------------- one run on Mininet
+def _config(work: Path, policy: str) -> Path:
+    cfg = work / "mlte.toml"
+    cfg.write_text(f'[te]\nmapping = "{policy}"\nmapping_sites = ["{SITES[0]}", "{SITES[1]}"]\n'
+                   'mapping_interval = 1.0\n\n[monitor]\nprobe_interval = 0.2\n')
+    return cfg
+
+
+def run_once(spec: LabSpec, work: Path, policy: str, seed: int, quick: bool, per_sender: int,
+             note: Callable[[str], None]) -> dict[str, Any]:
+    """One policy, one seed, on a fresh network: register flows, load path 1, measure every flow."""
+    import subprocess
+
+    from app.controller.client import wait_until
+    from mininet_labs.session import LabSession
+
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "send.py").write_text(SENDER)
+    (work / "recv.py").write_text(RECEIVER)
+    flows = flows_for(spec, per_sender)
+    sch = schedule(seed, quick, len(flows))
+    seconds = sch["seconds"]
+    with LabSession(spec, work, config_file=str(_config(work, policy))) as session:
+        session.wait_links(timeout=60)
+        lab = session.lab
+        assert lab is not None
+        for h in spec.hosts:  # every host sends once, so the view learns where it is
+            peer = next(x for x in spec.hosts if x.switch != h.switch)
+            lab.node(h.name).cmd(f"ping -c1 -W1 {peer.ip} >/dev/null 2>&1")
+        wait_until(lambda: session.client.request("GET", "/mapping").get("ready") or None, 30,
+                   "the mapping app to find two paths A -> Z")
+        # the placement answers 422 naming any host the view has not learnt
+        session.client.request("POST", "/mapping/flows", {"flows": [
+            {k: f[k] for k in ("src", "dst", "proto", "sport", "dport")} for f in flows]}, timeout=120)
+        procs = []
+        recvs = {}
+        for f in flows:
+            if f["to"] not in recvs:
+                out = work / f"recv-{f['to']}.json"
+                recvs[f["to"]] = out
+                procs.append(lab.node(f["to"]).popen([sys.executable, str(work / "recv.py"), str(DATA_PORT),
+                                                     str(seconds + 3), str(out)]))
+        bg_out = work / "recv-bg.json"
+        procs.append(lab.node("bgz").popen([sys.executable, str(work / "recv.py"), str(BG_PORT), str(seconds + 3),
+                                            str(bg_out)]))
+        time.sleep(0.5)
+        t_start = time.time()
+        by_sender: dict[str, list[str]] = {}
+        for f, start in zip(flows, sch["starts"], strict=True):
+            by_sender.setdefault(f["from"], []).append(f"{f['sport']}@{start}")
+        dst_of = {f["from"]: f["dst"] for f in flows}
+        for name, plan in by_sender.items():
+            procs.append(lab.node(name).popen([sys.executable, str(work / "send.py"), dst_of[name], str(DATA_PORT),
+                                               str(seconds), ",".join(plan)], stderr=subprocess.DEVNULL))
+        bg_plan = ",".join(f"{41001 + i}@{sch['bg_start']}" for i in range(sch["bg_flows"]))
+        procs.append(lab.node("bg1").popen([sys.executable, str(work / "send.py"), "10.0.3.2", str(BG_PORT),
+                                            str(sch["bg_end"]), bg_plan], stderr=subprocess.DEVNULL))
+        deadline = t_start + seconds + 6
+        while time.time() < deadline and any(p.poll() is None for p in procs):
+            time.sleep(1.0)
+        for p in procs:  # stop by PID whatever is left
+            if p.poll() is None:
+                p.terminate()
+                p.wait(5)
+        status = session.client.request("GET", "/mapping")
+        errors = session.controller_errors()
+    per_flow: dict[str, float] = {}
+    for to, path in recvs.items():
+        if not path.exists():
+            raise RuntimeError(f"{policy} seed {seed}: the receiver on {to} wrote nothing ({path})")
+        recv = json.loads(path.read_text())
+        shift = t_start - float(recv["t0"])  # receiver clock 0 -> sender clock 0
+        got = flow_throughputs(recv, (sch["window"][0] + shift, sch["window"][1] + shift))
+        per_flow.update({f"{to}/{k}": v for k, v in got.items()})
+    missing = len(flows) - len(per_flow)
+    if missing:  # a flow that never connected counts as 0 Mbit/s (it got nothing), not as absent
+        per_flow.update({f"missing{i}": 0.0 for i in range(missing)})
+    samples = [h for h in status.get("history", []) if h.get("decision") == "sample"]
+    t0 = min((s["wall"] for s in samples), default=t_start)
+    timeline = [{"t": round(s["wall"] - t0, 2), "weights": s["weights"], "counts": s["counts"], "mbps": s["mbps"],
+                 "rtt_ms": s["rtt_ms"]} for s in samples]
+    metrics = flow_metrics(list(per_flow.values()))
+    note(f"{policy} seed {seed}: AVGT {metrics['avgt_mbps']:.2f} Mbit/s, STD {metrics['std_mbps']:.2f}, "
+         f"MMR {metrics['mmr']:.2f}, Jain {metrics['jain']:.3f}; final weights {status.get('weights')}, "
+         f"counts {status.get('counts')}")
+    return {"policy": policy, "seed": seed, "schedule": sch, "metrics": metrics, "per_flow_mbps": per_flow,
+            "final_weights": status.get("weights"), "final_counts": status.get("counts"),
+            "remaps": sum(1 for h in status.get("history", []) if h.get("decision") == "remap"),
+            "timeline": timeline, "controller_errors": errors}
+
+
+def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print, seeds: int = 5,
+        policies: Sequence[str] = POLICIES) -> dict[str, Any]:
+    """Every policy × ``seeds`` runs (fresh network each); writes ``results.json`` and ``multihoming.png``."""
+    from mininet_labs.netlock import net_lock
+
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown:
+        raise ValueError(f"unknown mapping policies {unknown} (known: {', '.join(POLICIES)})")
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    spec = multihoming_spec()
+    per_sender = 2 if quick else 4
+    t0 = time.time()
+
+    def note(text: str) -> None:
+        progress(f"[{time.time() - t0:7.1f}s] {text}")
+
+    runs: dict[str, list[dict[str, Any]]] = {p: [] for p in policies}
+    with net_lock():
+        for seed in range(seeds):
+            for policy in policies:
+                runs[policy].append(run_once(spec, out / "work" / f"{policy}-s{seed}", policy, seed, quick,
+                                             per_sender, note))
+    summary = summarise(runs)
+    res = {"lab": "multihoming", "quick": quick, "seeds": seeds, "flows": per_sender * 4,
+           "path_mbps": 20.0, "summary": summary,
+           "runs": {p: [{k: v for k, v in r.items() if k != "timeline"} for r in rs] for p, rs in runs.items()}}
+    (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
+    (out / "timelines.json").write_text(json.dumps({p: rs[0]["timeline"] for p, rs in runs.items()}, indent=1))
+    plot(summary, {p: rs[0]["timeline"] for p, rs in runs.items()}, out / "multihoming.png")
+    for p in policies:
+        s = summary[p]
+        note(f"{p}: AVGT {s['avgt_mbps']:.2f} Mbit/s, STD {s['std_mbps']:.2f}, MMR {s['mmr']:.3f}, "
+             f"Jain {s['jain']:.3f} over {s['seeds']} seeds")
+    progress(f"wrote {out / 'results.json'} and {out / 'multihoming.png'}")
+    return res
+
+
+# ---------------------------------------------------------------------- `mn --custom`
+try:  # only where Mininet is importable (Debian's python3, or a venv that sees it)
+    from mininet_labs.testbed import SpecTopo
+
+    class MultihomingTopo(SpecTopo):
+        """``--topo multihoming[,senders=4,path_mbps=20]``: the lab's topology, no controller apps."""
+
+        def build(self, senders: int = 4, path_mbps: float = 20.0, **kwargs: Any) -> None:  # type: ignore[override]
+            super().build(spec=multihoming_spec(int(senders), float(path_mbps)), **kwargs)
+
+    topos = {"multihoming": MultihomingTopo}
+except ImportError:  # pragma: no cover - no Mininet: the lab's plain parts still import
+    topos = {}

@@ -1,0 +1,106 @@
+"""The mapping shim without a switch: API placement, counters -> rates -> remap, on the simulated network."""
+from __future__ import annotations
+
+import pytest
+
+from app.controller import rule_plan
+from app.controller.api_routes import ApiRoutes
+from app.controller.control_api import ApiError
+from app.controller.runtime import SETTINGS
+from app.controller.southbound import FlowStat
+from mininet_labs.multihoming import flows_for, multihoming_spec
+from mininet_labs.spec import spec_to_graph
+from monitor.sflow.records import FiveTuple
+from tests.lib.fake_network import FakeNetwork
+
+SPEC = multihoming_spec(senders=2)
+
+
+class _View:
+    """The two calls the app makes on the network view."""
+
+    def __init__(self) -> None:
+        self.g = spec_to_graph(SPEC)
+
+    def graph(self):
+        return self.g, []
+
+    def by_name(self, name):
+        return type("Sw", (), {"dpid": SPEC.switch(name).dpid, "name": name})()
+
+
+class _Counters:
+    """flow_stats over the fake network's tables: each matched packet counts as 1,000 bytes."""
+
+    def __init__(self, net: FakeNetwork) -> None:
+        self.net = net
+        self.asked: list[tuple[int, int]] = []
+
+    def flow_stats(self, dpid, cookie=0, cookie_mask=0, timeout=None):
+        self.asked.append((cookie, cookie_mask))
+        name = next(s.name for s in SPEC.switches if s.dpid == dpid)
+        out = []
+        for r in self.net.flows(name):
+            if r.cookie & cookie_mask == cookie & cookie_mask:
+                n = self.net.counters[name][r.key()]
+                out.append(FlowStat(r.cookie, r.priority, r.table, r.match_dict(), (r.out_port,), n, n * 1000))
+        return out
+
+
+@pytest.fixture
+def app(monkeypatch):
+    from app.controller import mapping_app
+    from app.controller.mapping_app import MappingApp
+    from app.update.executor import sequential
+
+    monkeypatch.setattr(mapping_app, "green_parallel", sequential)  # no eventlet hub in unit tests
+    monkeypatch.setattr(SETTINGS, "te", {"mapping": "throughput", "mapping_sites": ["A", "Z"],
+                                          "mapping_interval": 1.0}, raising=False)
+    net = FakeNetwork.from_spec(SPEC)
+    routes = ApiRoutes()
+    a = MappingApp(mlte_network_view=_View(), mlte_api_routes=routes)
+    a.sb = net
+    a.southbound = _Counters(net)
+    a.mapper = None
+    yield a, net, routes
+    net.close()
+
+
+def _body(flows):
+    return {"flows": [{k: f[k] for k in ("src", "dst", "proto", "sport", "dport")} for f in flows]}
+
+
+def test_flows_are_placed_through_the_api_and_remapped_from_their_counters(app):
+    a, net, routes = app
+    flows = flows_for(SPEC, per_sender=4)  # 8 flows s1 -> d1, s2 -> d2
+    res = routes[("POST", "/mapping/flows")]({}, _body(flows))
+    assert res["ready"] and res["counts"] == [4, 4] and len(res["placed"]) == 8
+    assert {r.key() for r in net.all_flows()} == {r.key() for r in a.mapper.rules()}
+    # traffic: each flow on path1 gets 1 packet per round, on path2 3 (path2 is faster per flow)
+    for _round in range(8):
+        for f in flows:
+            pkt = {"eth_type": 0x0800, "ipv4_src": f["src"], "ipv4_dst": f["dst"], "ip_proto": 6,
+                   "tcp_src": f["sport"], "tcp_dst": f["dport"]}
+            on = a.mapper.path_of(FiveTuple(f["src"], f["dst"], 6, f["sport"], f["dport"]))
+            for _ in range(1 if on == 0 else 3):
+                net.send(f["from"], pkt)
+        a._tick()
+    assert a.southbound.asked[0] == (rule_plan.MAPPING.cookie(1), rule_plan.MAPPING.mask(by_id=True))
+    status = routes[("GET", "/mapping")]({}, {})
+    remaps = [h for h in status["history"] if h["decision"] == "remap"]
+    assert remaps and all(h["ok"] for h in remaps)
+    assert status["weights"][1] > 0.5 and status["counts"][1] > status["counts"][0]
+    samples = [h for h in status["history"] if h["decision"] == "sample"]
+    assert samples[0]["mbps"][1] > samples[0]["mbps"][0] > 0
+    assert {r.key() for r in net.all_flows()} == {r.key() for r in a.mapper.rules()}
+
+
+def test_bad_requests_get_one_line_errors(app):
+    a, _net, routes = app
+    add = routes[("POST", "/mapping/flows")]
+    with pytest.raises(ApiError, match="body must be"):
+        add({}, {"flows": []})
+    with pytest.raises(ApiError, match="no learnt host"):
+        add({}, {"flows": [{"src": "10.9.9.9", "dst": "10.0.2.1", "proto": 6, "sport": 1, "dport": 2}]})
+    with pytest.raises(ApiError, match="not A -> Z"):  # d1 -> s1 runs the other way
+        add({}, {"flows": [{"src": "10.0.2.1", "dst": "10.0.1.1", "proto": 6, "sport": 1, "dport": 2}]})

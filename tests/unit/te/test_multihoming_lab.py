@@ -1,0 +1,87 @@
+"""The multihoming lab's plain parts: topology, flows, schedule, result maths, plot (no OVS, no Mininet run)."""
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+
+from mininet_labs import multihoming as mh
+from mininet_labs.registry import LABS
+from mininet_labs.spec import spec_to_graph
+
+
+def test_the_topology_has_two_loaded_and_unloaded_paths():
+    spec = mh.multihoming_spec(senders=4, path_mbps=20.0)
+    assert [s.name for s in spec.switches] == ["A", "P1", "P2", "Z"]
+    packet = {(x.a, x.a_port, x.b, x.b_port, x.mbps) for x in spec.links_of_kind("packet")}
+    assert packet == {("A", 5, "P1", 1, 20.0), ("P1", 2, "Z", 5, 20.0), ("A", 6, "P2", 1, 20.0),
+                      ("P2", 2, "Z", 6, 20.0)}
+    hosts = {h.name: (h.switch, h.port) for h in spec.hosts}
+    assert hosts["bg1"] == ("P1", 3) and hosts["bgz"] == ("Z", 7)  # background crosses P1 -> Z only
+    # probes go one way per link, from the end named first: A -> P -> Z, the data direction
+    keys = sorted(k for _u, _v, k, d in spec_to_graph(spec).g.edges(keys=True, data=True) if d["kind"] == "packet")
+    assert keys == ["packet:A:5-P1:1", "packet:A:6-P2:1", "packet:P1:2-Z:5", "packet:P2:2-Z:6"]
+    with pytest.raises(ValueError, match="senders must be 1..4"):
+        mh.multihoming_spec(senders=5)
+
+
+def test_flows_and_schedule_are_reproducible_per_seed():
+    spec = mh.multihoming_spec()
+    flows = mh.flows_for(spec, per_sender=2)
+    assert len(flows) == 8 and {f["to"] for f in flows} == {"d1", "d2", "d3", "d4"}
+    assert len({(f["src"], f["sport"]) for f in flows}) == 8
+    a, b = mh.schedule(3, quick=True, n_flows=8), mh.schedule(3, quick=True, n_flows=8)
+    assert a == b and a != mh.schedule(4, quick=True, n_flows=8)
+    assert 0 < a["bg_start"] < a["window"][0] < a["window"][1] < a["bg_end"] <= a["seconds"]
+    assert 6 <= a["bg_flows"] <= 10 and len(a["starts"]) == 8
+
+
+def test_flow_throughputs_count_only_whole_bins_inside_the_window():
+    recv = {"t0": 0.0, "bin_s": 0.5, "flows": {"10.0.1.1:40001": [[0, 10**6], [4, 1_250_000], [5, 1_250_000]],
+                                                 "10.0.1.2:40001": [[3, 500_000], [20, 10**9]]}}
+    got = mh.flow_throughputs(recv, (2.0, 4.0))  # bins 4-7 only
+    assert got["10.0.1.1:40001"] == pytest.approx(2_500_000 * 8 / 1e6 / 2.0)
+    assert got["10.0.1.2:40001"] == 0.0
+    with pytest.raises(ValueError):
+        mh.flow_throughputs(recv, (3.0, 3.0))
+
+
+def _run(policy: str, xs: list[float]) -> dict:
+    from app.te.mapping import flow_metrics
+
+    return {"policy": policy, "metrics": flow_metrics(xs)}
+
+
+def test_summary_compares_with_static_like_the_paper():
+    runs = {"static": [_run("static", [1, 3]), _run("static", [1, 3])],
+            "throughput": [_run("throughput", [2, 3]), _run("throughput", [2, 4])]}
+    s = mh.summarise(runs)
+    assert s["static"]["avgt_mbps"] == pytest.approx(2.0) and s["static"]["mmr"] == pytest.approx(1 / 3)
+    t = s["throughput"]
+    assert t["avgt_mbps"] == pytest.approx(2.75)
+    assert t["vs_static_pct"]["avgt"] == pytest.approx(37.5)
+    # STD: static 1.0; throughput (0.5 + 1.0) / 2 = 0.75 -> a 25% decrease
+    assert t["vs_static_pct"]["std_decrease"] == pytest.approx(25.0)
+    assert t["avgt_mbps_sd"] == pytest.approx(0.3535533906)
+
+
+def test_plot_from_synthetic_series(tmp_path):
+    runs = {p: [_run(p, [1.0 + i, 2.0 + i, 3.0]) for i in range(3)] for p in ("static", "throughput", "rtt")}
+    tl = {p: [{"t": float(t), "weights": [0.5 - 0.01 * t * (p != "static"), 0.5]} for t in range(30)]
+          for p in runs}
+    png = mh.plot(mh.summarise(runs), tl, tmp_path / "m.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    json.dumps(mh.summarise(runs))  # results.json material
+
+
+def test_registered_with_seeds_and_usable_by_mn():
+    lab = LABS["multihoming"]
+    assert lab.runner() is mh.run and "seeds" in inspect.signature(mh.run).parameters
+    with pytest.raises(ValueError, match="unknown mapping policies"):
+        mh.run("/nonexistent", policies=("ecmp",))
+    pytest.importorskip("mininet")
+    topo = mh.topos["multihoming"](senders=2)  # builds the node and link lists only: no OVS is touched
+    assert sorted(topo.switches()) == ["A", "P1", "P2", "Z"]
+    assert sorted(topo.hosts()) == ["bg1", "bgz", "d1", "d2", "s1", "s2"]
+    assert len(topo.links()) == 6 + 4
