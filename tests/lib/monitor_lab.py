@@ -10,6 +10,14 @@ from mininet_labs.netlock import net_lock
 from monitor.drops import OvsShapedQueue
 
 
+def band_rules(lab, switch: str, band) -> list[str]:  # noqa: ANN001 - a LabSession and a rule_plan.Band
+    """The rules of one ``rule_plan`` band on a switch of the lab, as ``ovs-ofctl`` prints them."""
+    out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows", lab.lab.bridge(switch),
+                          f"cookie={band.cookie():#x}/{band.mask():#x}"],
+                         capture_output=True, text=True, timeout=10, check=True).stdout
+    return [line.strip() for line in out.splitlines() if "cookie=" in line]
+
+
 @contextlib.contextmanager
 def fig2_monitor_lab(work: Path, monitor_toml: str, traffic_script: str, circuit: str = "initial") -> Iterator:
     """Controller + Fig. 2 lab with ``[monitor]`` set to ``monitor_toml``, ``circuit`` (FIG2_CIRCUITS) lit,
