@@ -45,6 +45,7 @@ class LiveSouthbound:
     def __init__(self, southbound: OpenFlowSouthbound, view: NetworkView) -> None:
         self.sb = southbound
         self.view = view
+        self.meters: set[tuple[str, int]] = set()  # (switch, meter id) added by us: the next set modifies
 
     # ---- XCONs -----------------------------------------------------------------------------------
     @staticmethod
@@ -113,19 +114,23 @@ class LiveSouthbound:
         sw = self.view.by_name(r.switch)
         if sw is None:
             return Outcome.refused(f"unknown switch {r.switch}")
+        return self._confirmed(sw.dpid, f"{r.switch} refused {r.target()}", barrier, lambda: self.sb.flow_mod13(
+            sw.dpid, _BANDS[r.band], r.ident, r.priority, r.match_dict(), None if delete else r.out_port,
+            delete=delete, table=r.table, meter=None if delete else r.meter))
+
+    def _confirmed(self, dpid: int, refused: str, barrier: bool, build: Any) -> Outcome:
+        """Send the message ``build()`` makes (with a barrier unless told not to) as an :class:`Outcome`."""
         try:
-            msg = self.sb.flow_mod13(sw.dpid, _BANDS[r.band], r.ident, r.priority, r.match_dict(),
-                                     None if delete else r.out_port, delete=delete, table=r.table)
+            msg = build()
             if not barrier:
-                return Outcome.done(self.sb.send(sw.dpid, [msg]), sent_only=True)
-            done = self.sb.confirm(sw.dpid, [msg])
+                return Outcome.done(self.sb.send(dpid, [msg]), sent_only=True)
+            done = self.sb.confirm(dpid, [msg])
         except BarrierTimeout as exc:
             return Outcome.timed_out(str(exc))
         except DriverError as exc:
             return Outcome.refused(str(exc))
         if not done.ok:
-            return Outcome.refused(f"{r.switch} refused {r.target()}: "
-                                   + _errors([e.to_json() for e in done.errors]))
+            return Outcome.refused(f"{refused}: " + _errors([e.to_json() for e in done.errors]))
         return Outcome.done(done.confirmed_at, sent_at=done.sent_at)
 
     def install_flow(self, r: FlowRule, barrier: bool = True) -> Outcome:
@@ -133,6 +138,26 @@ class LiveSouthbound:
 
     def remove_flow(self, r: FlowRule, barrier: bool = True) -> Outcome:
         return self._flow(r, True, barrier)
+
+    # ---- meters (elastic reservations) ---------------------------------------------------------------
+    def _meter(self, switch: str, meter_id: int, kbps: int | None, command: str) -> Outcome:
+        sw = self.view.by_name(switch)
+        if sw is None:
+            return Outcome.refused(f"unknown switch {switch}")
+        return self._confirmed(sw.dpid, f"{switch} refused meter {meter_id} {command}", True,
+                               lambda: self.sb.meter_mod13(sw.dpid, meter_id, kbps, command))
+
+    def set_meter(self, switch: str, meter_id: int, kbps: float) -> Outcome:
+        """Add the meter (first time) or modify its rate (OFPMC_ADD of an existing meter is an error)."""
+        key = (switch, meter_id)
+        out = self._meter(switch, meter_id, int(kbps), "modify" if key in self.meters else "add")
+        if out.ok:
+            self.meters.add(key)
+        return out
+
+    def remove_meter(self, switch: str, meter_id: int) -> Outcome:
+        self.meters.discard((switch, meter_id))
+        return self._meter(switch, meter_id, None, "delete")
 
     # ---- waits on the view -----------------------------------------------------------------------
     def wait_ports_up(self, ports: Sequence[Port], stable_s: float, timeout_s: float) -> Outcome:
@@ -167,6 +192,16 @@ class LiveSouthbound:
 
     # ---- counters ----------------------------------------------------------------------------------
     def flow_packets(self, r: FlowRule) -> int | None:
+        st = self._flow_stat(r)
+        return None if st is None else st.packets
+
+    def flow_bytes(self, r: FlowRule) -> int | None:
+        """The rule's byte counter (an elastic reservation's measured demand)."""
+        st = self._flow_stat(r)
+        return None if st is None else st.bytes
+
+    def _flow_stat(self, r: FlowRule) -> Any:
+        """FLOW_STATS of exactly ``r`` (cookie, table, priority, match), None if absent."""
         sw = self.view.by_name(r.switch)
         if sw is None:
             return None
@@ -179,7 +214,7 @@ class LiveSouthbound:
                 continue
             try:
                 if normalise_match(st.match) == r.match:
-                    return st.packets
+                    return st
             except ModelError:
                 continue
         return None

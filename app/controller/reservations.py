@@ -11,6 +11,10 @@ controller follows the shared database (:class:`app.db.provisioning.Provisioning
   nothing left behind.
 - *release*: a reservation that ended (FINISHED, CANCELLED, FAILED) with something still installed
   is taken down in reverse order (ingress rules first, then the rest, then the XCONs).
+- *elastic* (``mode: elastic``): the ingress rules pass a meter set to one unit before the plan runs;
+  :meth:`ReservationManager.elastic_tick` reads the ingress rules' byte counters, asks
+  :class:`app.te.elastic.ElasticState` whether to grow or shrink by a unit (never beyond the grant),
+  re-sets the meters and records the provisioned bandwidth (``set_provisioned``).
 
 Every plan is recorded (``plans`` table) with per-step times. The app (``reservations_app``) only
 wires this to the hub: ``run_db`` runs a store call off the hub, ``run_parallel`` runs plan steps as
@@ -18,13 +22,15 @@ greenthreads.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.controller import rule_plan
 from app.controller.reservation_plans import ReservationCircuit, ReservationPathError, check_vlan, circuit_for
+from app.te.elastic import HOLD, ElasticDecision, ElasticState, kbps, rate_mbps
 from app.update import planner
 from app.update.executor import PlanRecord, execute
 from app.update.model import FlowRule, XconSpec
@@ -59,9 +65,10 @@ def _vlan(order: Any) -> int | None:
 
 
 def rule_record(r: FlowRule) -> dict[str, Any]:
-    """A rule as the provisioning store keeps it."""
+    """A rule as the provisioning store keeps it (a metered rule: its meter first, as on the wire)."""
+    meter = [{"meter": r.meter}] if r.meter is not None else []
     return {"switch": r.switch, "table": r.table, "priority": r.priority, "cookie": r.cookie,
-            "match": r.match_dict(), "actions": [{"output": r.out_port}]}
+            "match": r.match_dict(), "actions": [*meter, {"output": r.out_port}]}
 
 
 def rule_from_record(d: Any) -> FlowRule:
@@ -70,8 +77,9 @@ def rule_from_record(d: Any) -> FlowRule:
     if band is None:
         raise ReservationPathError(f"stored rule on {d.switch} has a foreign cookie {int(d.cookie):#x}")
     out = next(int(a["output"]) for a in d.actions if isinstance(a, dict) and "output" in a)
+    meter = next((int(a["meter"]) for a in d.actions if isinstance(a, dict) and "meter" in a), None)
     return FlowRule(d.switch, band.name, rule_plan.cookie_id(int(d.cookie)), int(d.priority),
-                    tuple(d.match.items()), out, int(d.table))
+                    tuple(d.match.items()), out, int(d.table), meter)
 
 
 def circuit_records(c: ReservationCircuit) -> list[dict[str, Any]]:
@@ -92,7 +100,7 @@ class ReservationManager:
                  probes: Callable[[ReservationCircuit], Callable[[], None]] | None = None,
                  clock: Callable[[], float] = time.time, verify: bool = True,
                  stable_ms: float = planner.DEFAULT_STABLE_MS, circuit_timeout_s: float = 10.0,
-                 verify_timeout_s: float = 3.0) -> None:
+                 verify_timeout_s: float = 3.0, elastic: Mapping[str, float] | None = None) -> None:
         self.store = store
         self.southbound = southbound
         self.graph = graph
@@ -109,6 +117,11 @@ class ReservationManager:
         self.timing = {"stable_ms": stable_ms, "circuit_timeout_s": circuit_timeout_s,
                        "verify_timeout_s": verify_timeout_s}
         self.active: dict[int, ReservationCircuit] = {}  # lit by us (or re-adopted after a restart)
+        # elastic reservations: settings (ElasticState's fields; unit_mbps 0 = ODU0 at the lab scale),
+        # state, and each ingress rule's last byte-counter reading
+        self.elastic_cfg: dict[str, float] = dict(elastic or {})
+        self.elastic: dict[int, ElasticState] = {}
+        self._bytes: dict[tuple[int, int], tuple[float, int]] = {}
 
     # ---- the path ---------------------------------------------------------------------------------
     def circuit(self, order: Any) -> ReservationCircuit:
@@ -142,6 +155,14 @@ class ReservationManager:
             c = self.circuit(order)
         except (ReservationPathError, ValueError) as exc:
             return self._failed(order.id, f"no path: {exc}", {})
+        state = None
+        if getattr(order, "mode", "static") == "elastic":
+            state = self._elastic_state(order)
+            c = metered(c, rule_plan.reservation_meter(order.id))
+            refused = self._set_meters(c, state.provisioned_mbps)
+            if refused:
+                self._remove_meters(c)
+                return self._failed(order.id, f"elastic: {refused}", {})
         # default forwarding must never put other traffic on the circuit, not even while it comes up
         self.on_event("reserve", {"reservation_id": order.id, "ports": [list(p) for p in c.packet_ports]})
         plan = planner.provision(c.xcons, c.packet_ports, list(c.segments), list(c.transit), list(c.ingress),
@@ -154,10 +175,15 @@ class ReservationManager:
             failed = next((s for s in record.steps if s.ok is False), None)
             where = f"step {failed.id} ({failed.target}): {failed.error}" if failed is not None else record.error
             self.on_event("unreserve", {"reservation_id": order.id})
+            if state is not None:
+                self._remove_meters(c)
             return self._failed(order.id, f"provisioning failed at {where}; rolled back", record.to_json())
         lit = self.run_db("mark_active", order.id, circuit_records(c), [rule_record(r) for r in c.rules],
                           self.clock())
         self.active[order.id] = c
+        if state is not None:
+            self.elastic[order.id] = state
+            self.run_db("set_provisioned", order.id, state.provisioned_mbps, self.clock())
         if not lit:  # cancelled or ended while we were lighting it: take it down again
             out = self.release_circuit(order.id, c)
             return Outcome(order.id, "provision", False, "RELEASED" if out.ok else "LEFT",
@@ -206,6 +232,11 @@ class ReservationManager:
         ok = record.state == "done"
         if ok:
             self.active.pop(res_id, None)
+            if any(r.meter is not None for r in c.ingress):  # the rules are gone: now their meters can go
+                self._remove_meters(c)
+            self.elastic.pop(res_id, None)
+            for key in [k for k in self._bytes if k[0] == res_id]:
+                del self._bytes[key]
             self.on_event("unreserve", {"reservation_id": res_id})
             if mark:
                 self.run_db("mark_released", res_id, self.clock())
@@ -217,6 +248,71 @@ class ReservationManager:
         """After a restart: what the store lists as installed for an ACTIVE reservation is ours again."""
         c = self.active[inst.reservation_id] = installed_circuit(inst)
         self.on_event("reserve", {"reservation_id": c.ident, "ports": [list(p) for p in c.packet_ports]})
+
+
+    # ---- elastic reservations ------------------------------------------------------------------------
+    def _elastic_state(self, order: Any) -> ElasticState:
+        """One unit to start with: ``[te] elastic_unit_mbps``, else the smallest ODU container (ODU0) at
+        the lab's scale (the optical nodes' ``unit_mbps``)."""
+        from topology.granularity import capacity_mbps
+
+        cfg = dict(self.elastic_cfg)
+        unit = float(cfg.pop("unit_mbps", 0) or 0)
+        if unit <= 0:
+            scale = next((float(d["unit_mbps"]) for _n, d in self.graph().g.nodes(data=True) if d.get("unit_mbps")), 1.0)
+            unit = capacity_mbps("ODU0", scale)
+        return ElasticState(float(order.bandwidth), unit, **cfg)
+
+    def _set_meters(self, c: ReservationCircuit, mbps: float) -> str:
+        """Set every ingress switch's meter to ``mbps``; the first refusal ("" if none)."""
+        outs = self.run_parallel([lambda r=r: self.southbound.set_meter(r.switch, r.meter, kbps(mbps))
+                                  for r in c.ingress if r.meter is not None])
+        return next((o.error for o in outs if not o.ok), "")
+
+    def _remove_meters(self, c: ReservationCircuit) -> None:
+        self.run_parallel([lambda r=r: self.southbound.remove_meter(r.switch, r.meter)
+                           for r in c.ingress if r.meter is not None])
+
+    def elastic_tick(self) -> list[tuple[int, ElasticDecision]]:
+        """One poll of every lit elastic reservation: measure, decide, re-set the meters, record.
+
+        The rate is the busier direction's ingress rule (bytes since the last poll). A grow or shrink
+        whose meter change is refused leaves the provisioned bandwidth as it was (and says so)."""
+        out = []
+        for res_id, state in list(self.elastic.items()):
+            c = self.active.get(res_id)
+            if c is None:
+                continue
+            now = self.clock()
+            rates = []
+            for i, r in enumerate(c.ingress):
+                total = self.southbound.flow_bytes(r)
+                if total is None:  # the rule is not (yet, or any more) in its table
+                    continue
+                rate = rate_mbps(self._bytes.get((res_id, i)), now, total)
+                self._bytes[(res_id, i)] = (now, total)
+                if rate is not None:
+                    rates.append(rate)
+            if not rates:
+                continue
+            d = state.observe(max(rates), now)
+            if d.action != HOLD:
+                refused = self._set_meters(c, d.after_mbps)
+                if refused:
+                    d = ElasticDecision(HOLD, f"{d.action} to {d.after_mbps:g} Mbit/s refused: {refused}",
+                                        d.rate_mbps, d.before_mbps, d.before_mbps)
+                else:
+                    state.applied(d, now)
+                    self.run_db("set_provisioned", res_id, state.provisioned_mbps, now)
+                self.on_event("reservation_elastic", {"reservation_id": res_id, **d.as_dict()})
+            state.last = d.as_dict()
+            out.append((res_id, d))
+        return out
+
+
+def metered(c: ReservationCircuit, meter: int) -> ReservationCircuit:
+    """``c`` with its ingress rules passing ``meter`` (the transit rules need none: the ingress limits)."""
+    return dataclasses.replace(c, ingress=tuple(dataclasses.replace(r, meter=meter) for r in c.ingress))
 
 
 def installed_circuit(inst: Any) -> ReservationCircuit:

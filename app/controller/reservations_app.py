@@ -11,7 +11,9 @@ While a reservation is lit its circuit's packet ports are in ``NetworkView.reser
 forwarding app keeps other traffic off them. Events: ``reservation`` and ``plan`` in the journal
 (``GET /events``) and :class:`app.controller.events.EventReservation` / ``EventPlan`` on the bus.
 ``GET /reservations`` and ``GET /plans`` on the control API show what it did (plans:
-:data:`app.controller.plan_log.PLANS`).
+:data:`app.controller.plan_log.PLANS`). Each pass of the loop also polls the lit *elastic*
+reservations (:meth:`ReservationManager.elastic_tick`: grow or shrink their meters by a unit);
+``GET /reservations`` lists them under ``elastic`` with what is provisioned now.
 """
 from __future__ import annotations
 
@@ -42,6 +44,10 @@ STORE = "provisioning_store"  # the ProvisioningStore, a resource of the db_writ
 PROBE_ETHERTYPE = 0x88B6  # IEEE local experimental 2 (the monitor's latency probes use 0x88b5)
 PROBE_SRC = "03:4d:4c:54:45:50"  # group bit set: the forwarding app never learns it as a host
 PROBE_INTERVAL = 0.02
+#: ``[te]`` keys of elastic reservations -> :class:`app.te.elastic.ElasticState` fields
+ELASTIC_KEYS = {"elastic_unit_mbps": "unit_mbps", "elastic_grow_at": "grow_at", "elastic_shrink_at": "shrink_at",
+                "elastic_busy_intervals": "busy_intervals", "elastic_calm_intervals": "calm_intervals",
+                "elastic_hold_s": "min_hold_s"}
 
 
 def probe_frame() -> bytes:
@@ -78,7 +84,9 @@ class ReservationsApp(app_manager.OSKenApp):
             run_parallel=green_parallel, run_db=self._db, sleep=hub.sleep, poll_s=0.02, busy_ports=self._busy_ports, on_event=self._event,
             probes=self._probes, stable_ms=float(ctl.get("circuit_stable_ms", 50.0)),
             circuit_timeout_s=float(ctl.get("circuit_timeout", 10.0)),
-            verify_timeout_s=float(ctl.get("verify_timeout", 3.0)))
+            verify_timeout_s=float(ctl.get("verify_timeout", 3.0)),
+            elastic={field: float(v) for key, field in ELASTIC_KEYS.items()
+                     if (v := (getattr(SETTINGS, "te", None) or {}).get(key)) is not None})
         self.routes[("GET", "/reservations")] = self.r_reservations
 
     def start(self):
@@ -167,6 +175,7 @@ class ReservationsApp(app_manager.OSKenApp):
                     if inst.reservation_id not in self.busy:
                         self.busy.add(inst.reservation_id)
                         hub.spawn(self._guarded, inst.reservation_id, self.manager.release, inst)
+                self.manager.elastic_tick()  # elastic reservations follow their demand, a unit at a time
             except Exception as exc:  # keep following; loud in the error log and GET /health
                 guard.failures.append(f"reservations: {exc!r}")
                 guard.ERROR_LOG.exception("reservations: following the database failed")
@@ -185,5 +194,6 @@ class ReservationsApp(app_manager.OSKenApp):
     # ---- control API -------------------------------------------------------------------------------
     def r_reservations(self, q: dict, d: dict) -> dict:
         return {"lit": {str(k): c.to_json() for k, c in sorted(self.manager.active.items())},
+                "elastic": {str(k): e.to_json() for k, e in sorted(self.manager.elastic.items())},
                 "busy": sorted(self.busy), "events": list(self.outcomes)[-50:],
                 "database": bool(SETTINGS.db_url)}

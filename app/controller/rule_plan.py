@@ -16,6 +16,8 @@ band                  kind      priorities   what
 ``steer``             0x40      40000-40999  one 5-tuple moved onto another path (TE loop)
 ``mapping``           0x60      35000-35999  a site pair's flows spread over its paths (load-aware mapping)
 ``reservation``       0x50      30000-30999  a reservation's traffic onto its circuit
+``split``             0x41      20000-20999  a share of a link's traffic onto a parallel circuit
+                                             (balanced growth; masked TCP/UDP source port)
 ``flow_count``        0x31      200          per-5-tuple counting rules (fine monitoring)
 ``flow_learn``        0x30      150          learn trap for counting (fine monitoring)
 ``arp``               0x02      110          every ARP to the controller (proxy ARP)
@@ -27,7 +29,13 @@ OTS nodes (OpenFlow 1.0) carry only XCONs: band ``xcon``, kind 0x10, the OF1.0 d
 Steered flows sit above mapped and reserved ones so an elephant of either can still be moved (mapped
 flows above reservations, so a reservation's flows can be spread over its circuits); both sit
 above the monitor's counting rules, whose counters therefore miss steered traffic (the steer and
-reservation rules' own counters count it).
+reservation rules' own counters count it). Split rules sit *below* reservations (they match by
+destination address, not by port, and must never pull a reservation's traffic off its circuit) and
+below steered elephants (a moved elephant stays moved).
+
+Meters (OpenFlow 1.3, packet switches): an elastic reservation's ingress rules pass meter
+:func:`reservation_meter` (the reservation id; one meter per switch), whose rate is the bandwidth
+provisioned for it so far.
 
 Plain module (no os-ken import): the planner and the tests read it too.
 """
@@ -86,6 +94,7 @@ PROBE = Band("probe", "mlte_monitor", 0x20, 64000, 64000)
 STEER = Band("steer", "te_loop", 0x40, 40000, 40999, with_id=True)
 MAPPING = Band("mapping", "te_mapping", 0x60, 35000, 35999, with_id=True)
 RESERVATION = Band("reservation", "reservations", 0x50, 30000, 30999, with_id=True)
+SPLIT = Band("split", "te_loop", 0x41, 20000, 20999, with_id=True)
 FLOW_COUNT = Band("flow_count", "mlte_monitor", 0x31, 200, 200, with_id=True)
 FLOW_LEARN = Band("flow_learn", "mlte_monitor", 0x30, 150, 150, with_id=True)
 ARP = Band("arp", "mlte_forwarding", 0x02, 110, 110)
@@ -93,8 +102,18 @@ FORWARDING = Band("forwarding", "mlte_forwarding", 0x02, 100, 100)
 TABLE_MISS = Band("table_miss", "mlte_forwarding", 0x02, 0, 0)
 XCON = Band("xcon", "mlte_ots_driver", 0x10, 0x8000, 0x8000, protocol=OF10)
 
-BANDS: tuple[Band, ...] = (LLDP, PROBE, STEER, MAPPING, RESERVATION, FLOW_COUNT, FLOW_LEARN, ARP, FORWARDING,
-                           TABLE_MISS, XCON)
+BANDS: tuple[Band, ...] = (LLDP, PROBE, STEER, MAPPING, RESERVATION, SPLIT, FLOW_COUNT, FLOW_LEARN, ARP,
+                           FORWARDING, TABLE_MISS, XCON)
+
+
+METER_MAX = 0xFFFF0000  # OFPM_MAX: the highest meter id of OpenFlow 1.3
+
+
+def reservation_meter(reservation_id: int) -> int:
+    """The meter of an elastic reservation's ingress rules (its id: one reservation, one meter per switch)."""
+    if not 1 <= reservation_id < ID_LIMIT:
+        raise ValueError(f"reservation id {reservation_id} out of range 1..{ID_LIMIT - 1}")
+    return reservation_id
 
 
 def band_of(cookie: int) -> Band | None:

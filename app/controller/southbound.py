@@ -218,8 +218,10 @@ class OpenFlowSouthbound:
 
     # ---- OpenFlow 1.3 rules ------------------------------------------------------------------------
     def flow_mod13(self, dpid: int, band: Band, ident: int, priority: int, match: dict[str, Any],
-                   out_port: int | None, delete: bool = False, table: int | None = None) -> Any:
-        """One OF1.3 FLOW_MOD (ADD/overwrite, or DELETE_STRICT of exactly that rule) in ``band``."""
+                   out_port: int | None, delete: bool = False, table: int | None = None,
+                   meter: int | None = None) -> Any:
+        """One OF1.3 FLOW_MOD (ADD/overwrite, or DELETE_STRICT of exactly that rule) in ``band``;
+        ``meter``: the packets pass that meter before the output (OFPIT_METER)."""
         if band.protocol != OF13:
             raise ValueError(f"band {band.name!r} is not an OpenFlow 1.3 band")
         band.priority(priority - band.low)  # refuses a priority outside the band
@@ -233,8 +235,18 @@ class OpenFlowSouthbound:
                                      out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, match=m)
         actions = [parser.OFPActionOutput(out_port)] if out_port is not None else []
         inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
+        if meter is not None:
+            inst.insert(0, parser.OFPInstructionMeter(meter, ofp.OFPIT_METER))
         return parser.OFPFlowMod(datapath=dp, cookie=band.cookie(ident), table_id=table_id, priority=priority,
                                  match=m, instructions=inst)
+
+    def meter_mod13(self, dpid: int, meter_id: int, kbps: int | None, command: str) -> Any:
+        """One OF1.3 METER_MOD: ``add`` / ``modify`` a drop meter of ``kbps`` kbit/s, or ``delete`` it."""
+        dp = self._dp(dpid)
+        parser, ofp = dp.ofproto_parser, dp.ofproto
+        cmd = {"add": ofp.OFPMC_ADD, "modify": ofp.OFPMC_MODIFY, "delete": ofp.OFPMC_DELETE}[command]
+        bands = [] if kbps is None else [parser.OFPMeterBandDrop(rate=int(kbps), burst_size=0)]
+        return parser.OFPMeterMod(datapath=dp, command=cmd, flags=ofp.OFPMF_KBPS, meter_id=meter_id, bands=bands)
 
     # ---- replies (handlers of SouthboundApp) --------------------------------------------------
     def on_barrier(self, dpid: int, xid: int) -> None:

@@ -8,6 +8,9 @@ plans it returns through the live southbound, each in its own greenthread:
 - *elephant gone* is judged here, on the offload's own rule counters (every ``[te] poll`` seconds): a
   moved elephant no longer crosses the circuit the monitor watches, so its rate is read where it now
   is. Below the monitor's elephant threshold for ``[te] gone_intervals`` polls → release plan.
+- *balanced growth* → :class:`app.te.growth.GrowthDecider`: a parallel circuit next to the link and
+  ``split`` rules; each poll reads the link's whole load (the forwarding rules' bytes out of the old
+  port plus the split rules' bytes, per direction) and, calm long enough, releases the circuit.
 
 The circuit's packet ports are reserved for the offload (default forwarding keeps off them) from
 before the plan runs until it is released. Every decision, taken or skipped, goes to the journal
@@ -38,14 +41,18 @@ from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.te.damping import Damper
 from app.te.decisions import OFFLOAD, RELEASE, Decision, Offload, OffloadDecider
+from app.te.elastic import rate_mbps
+from app.te.growth import GROW, SHRINK, Growth, GrowthDecider, GrowthDecision
 from app.update.executor import execute
 from app.update.model import normalise_match
-from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
+from monitor.events import BALANCED_GROWTH, ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
 from topology.errors import TopologyError
 
 LOG = logging.getLogger("mlte.controller.te")
 DEFAULTS = {"poll": 1.0, "gone_intervals": 3, "min_hold_s": 10.0, "max_moves": 2, "move_interval_s": 1.0,
-            "min_gain_s": 1.0, "overhead_s": 0.1, "stable_ms": 50.0, "verify_timeout": 3.0}
+            "min_gain_s": 1.0, "overhead_s": 0.1, "stable_ms": 50.0, "verify_timeout": 3.0,
+            "grow_target_util": 0.5, "grow_trigger_util": 0.7, "shrink_util": 0.4, "grow_calm_intervals": 3,
+            "grow_hold_s": 30.0, "split_bits": 3}
 
 
 class TeApp(app_manager.OSKenApp):
@@ -65,6 +72,14 @@ class TeApp(app_manager.OSKenApp):
                    interval_s=float(cfg["move_interval_s"])),
             overhead_s=float(cfg["overhead_s"]), min_gain_s=float(cfg["min_gain_s"]),
             stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]))
+        self.growth = GrowthDecider(
+            Damper(min_hold_s=float(cfg["grow_hold_s"]), max_moves=int(cfg["max_moves"]),
+                   interval_s=float(cfg["move_interval_s"]), on=float(cfg["grow_trigger_util"]),
+                   off=float(cfg["shrink_util"])),
+            target_util=float(cfg["grow_target_util"]), calm_intervals=int(cfg["grow_calm_intervals"]),
+            bits=int(cfg["split_bits"]), stable_ms=float(cfg["stable_ms"]))
+        self.link_bytes: dict[tuple[str, str], tuple[float, int]] = {}  # (link, switch) -> last reading
+        self._said: dict[str, str] = {}  # link -> kind of the last calm-poll decision journalled (no repeats)
         self.sb = LiveSouthbound(self.southbound, self.view)
         self.thresholds: dict[int, float] = {}  # offload id -> Mbit/s below which its elephants are gone
         self.counters: dict[int, tuple[float, int, int]] = {}  # offload id -> (t, bytes, polls below)
@@ -82,6 +97,12 @@ class TeApp(app_manager.OSKenApp):
     @loud
     def _monitor(self, ev: EventMonitor) -> None:
         e: Event = ev.event
+        if e.kind == BALANCED_GROWTH:
+            for g in self.growth.on_event(e, self.view.graph()[0], time.monotonic()):
+                self._note(g)
+                if g.kind == GROW:
+                    hub.spawn(self._run, g)
+            return
         if e.kind != UNCONSTRAINED_IMBALANCE:
             return  # elephant gone is judged on the offload's own counters (see the module docstring)
         graph, _ = self.view.graph()
@@ -96,30 +117,38 @@ class TeApp(app_manager.OSKenApp):
                 self.thresholds[d.offload.ident] = float(e.detail.get("threshold_mbps", 0.0))
                 hub.spawn(self._run, d)
 
-    def _note(self, d: Decision) -> None:
+    def _note(self, d: Decision | GrowthDecision) -> None:
         data = d.as_dict()
         JOURNAL.add("te_decision", **{"gain": None, **data})
         LOG.info("TE %s: %s", d.kind, d.reason)
         self.send_event_to_observers(events.EventDecision(data))
 
     # ---- executing ---------------------------------------------------------------------------------
-    def _run(self, d: Decision) -> None:
-        off = d.offload
-        assert off is not None and d.plan is not None
-        owner = f"te:{off.ident}"
+    def _run(self, d: Decision | GrowthDecision) -> None:
+        """Execute an offload/release or a grow/shrink plan; the new circuit's ports are reserved from
+        before the plan until its release (default forwarding keeps off them)."""
+        if isinstance(d, GrowthDecision):
+            assert d.growth is not None
+            ident, ends, owner, opens, closes = d.growth.ident, d.growth.new_ends, f"grow:{d.growth.ident}", GROW, SHRINK
+            decider: Any = self.growth
+        else:
+            assert d.offload is not None
+            ident, ends, owner, opens, closes = d.offload.ident, d.offload.ends, f"te:{d.offload.ident}", OFFLOAD, RELEASE
+            decider = self.decider
+        assert d.plan is not None
         try:
-            if d.kind == OFFLOAD and self.view.reserve(owner, off.ends):
+            if d.kind == opens and self.view.reserve(owner, ends):
                 self.send_event_to_observers(events.EventReservedPorts())
             record = execute(d.plan, self.sb, run_parallel=green_parallel, sleep=hub.sleep, poll_s=0.02,
                              on_event=journal_event)
             rec = record.to_json()
-            PLANS.add(rec, source="te", decision=d.kind, offload=off.ident)
+            PLANS.add(rec, source="te", decision=d.kind, offload=ident)
             ok = rec["state"] == "done"
-            self.decider.done(d, ok, time.monotonic())
-            JOURNAL.add("te_done", decision=d.kind, offload=off.ident, ok=ok, plan=rec["id"], state=rec["state"],
+            decider.done(d, ok, time.monotonic())
+            JOURNAL.add("te_done", decision=d.kind, offload=ident, ok=ok, plan=rec["id"], state=rec["state"],
                         error=rec.get("error", ""), seconds=round(rec["finished_at"] - rec["started_at"], 4))
-            if (d.kind == OFFLOAD and not ok) or (d.kind == RELEASE and ok):
-                self.counters.pop(off.ident, None)
+            if (d.kind == opens and not ok) or (d.kind == closes and ok):
+                self.counters.pop(ident, None)
                 if self.view.unreserve(owner):
                     self.send_event_to_observers(events.EventReservedPorts())
         except Exception as exc:
@@ -133,6 +162,8 @@ class TeApp(app_manager.OSKenApp):
             try:
                 for off in list(self.decider.offloads.values()):
                     self._check_gone(off)
+                for g in list(self.growth.growths.values()):
+                    self._check_calm(g)
             except Exception:  # keep polling; loud in the error log and GET /health
                 guard.failures.append("te: poll failed")
                 guard.ERROR_LOG.exception("TE: polling the offloads failed")
@@ -167,5 +198,42 @@ class TeApp(app_manager.OSKenApp):
                 if d.kind == RELEASE:
                     hub.spawn(self._run, d)
 
+    # ---- balanced growth: the grown link's whole load -------------------------------------------------
+    def _check_calm(self, g: Growth) -> None:
+        """Per direction: bytes the near end sends into the old link (forwarding rules out of its port)
+        plus into the parallel circuit (its split rules); the busier direction is the link's load."""
+        now = time.monotonic()
+        rates = []
+        for (sw_name, old_port) in g.ends:
+            sw = self.view.by_name(sw_name)
+            if sw is None:
+                return
+            try:
+                fwd = self.southbound.flow_stats(sw.dpid, rule_plan.FORWARDING.cookie(), rule_plan.FORWARDING.mask())
+                split = self.southbound.flow_stats(sw.dpid, rule_plan.SPLIT.cookie(g.ident),
+                                                   rule_plan.SPLIT.mask(by_id=True))
+            except Exception as exc:  # noqa: BLE001 - a switch that does not answer: try again next poll
+                LOG.warning("TE: counters of growth %s at %s: %s", g.ident, sw_name, exc)
+                return
+            ports = {p for sw2, p in g.new_ends if sw2 == sw_name} | {old_port}
+            total = (sum(st.bytes for st in fwd if old_port in st.out_ports)
+                     + sum(st.bytes for st in split if set(st.out_ports) & ports))
+            rate = rate_mbps(self.link_bytes.get((g.link, sw_name)), now, total)
+            self.link_bytes[(g.link, sw_name)] = (now, total)
+            if rate is not None:
+                rates.append(rate)
+        if len(rates) < len(g.ends):
+            return
+        d = self.growth.observe(g.link, max(rates), now)
+        if d is None or (d.kind != SHRINK and self._said.get(g.link) == d.kind):
+            return
+        self._said[g.link] = d.kind
+        self._note(d)
+        if d.kind == SHRINK:
+            for key in [k for k in self.link_bytes if k[0] == g.link]:
+                del self.link_bytes[key]
+            hub.spawn(self._run, d)
+
     def status(self) -> dict[str, Any]:
-        return {"offloads": {str(k): o.to_json() for k, o in self.decider.offloads.items()}}
+        return {"offloads": {str(k): o.to_json() for k, o in self.decider.offloads.items()},
+                "growths": {k: g.to_json() for k, g in self.growth.growths.items()}}

@@ -72,6 +72,8 @@ class Reservation(Base):
     start_ts: Mapped[float] = mapped_column(Float)
     end_ts: Mapped[float] = mapped_column(Float)
     mode: Mapped[str] = mapped_column(String(16), default="static")  # static | elastic
+    # Mbit/s the controller provides now (an elastic reservation's meter; null until lit, or static)
+    provisioned_bw: Mapped[float | None] = mapped_column(Float, default=None)
     state: Mapped[str] = mapped_column(String(16), index=True)
     state_reason: Mapped[str] = mapped_column(Text, default="")
     ero: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True), default=None)

@@ -396,6 +396,28 @@ class ProvisioningStore:
                                 "rule(s) removed from the network", detail={"reservation": res.id, **detail}))
             return True
 
+    def set_provisioned(self, res_id: int, mbps: float, now: float) -> bool:
+        """Record the bandwidth the controller now gives ``res_id`` (an elastic reservation's meter).
+
+        Never more than its admitted bandwidth (ProvisioningError: the controller must not exceed the
+        grant). True if written; False for a reservation that is no longer lit or being lit."""
+        mbps = _finite(mbps, "provisioned bandwidth")
+        now = _finite(now, "now")
+        with self.db.locked() as s:
+            res = self._get(s, res_id)
+            if not 0 < mbps <= res.bandwidth + 1e-9:
+                raise ProvisioningError(f"reservation {res_id}: provisioned {mbps:g} Mbit/s outside "
+                                        f"(0, {res.bandwidth:g}] (the admitted bandwidth)")
+            if res.state not in (PROVISIONING, ACTIVE):
+                return False
+            if res.provisioned_bw is not None and abs(res.provisioned_bw - mbps) < 1e-9:
+                return True
+            before, res.provisioned_bw, res.updated_ts = res.provisioned_bw, mbps, now
+            s.add(Event(ts=now, kind="reservation.resized", severity="info",
+                        message=f"reservation {res.id} ({res.name}): provisioned {mbps:g} of {res.bandwidth:g} Mbit/s",
+                        detail={"reservation": res.id, "before": before, "after": mbps, **BY_CONTROLLER}))
+            return True
+
     def record_plan(self, record: Mapping[str, Any]) -> int:
         """Store an executed update plan; returns its id.
 

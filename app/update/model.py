@@ -43,8 +43,36 @@ def _uint(value: Any, what: str, high: int) -> int:
     return value
 
 
+#: fields a plan may match with a bit mask: ``(value, mask)``. Open vSwitch matches TCP and UDP ports
+#: bitwise (ovs-fields(7): "arbitrary bitwise masks", OpenFlow 1.2+), which splits traffic by a hash-like
+#: part of the 5-tuple without a group table (docs/te-loop.md, "Balanced growth").
+MASKABLE: frozenset[str] = frozenset({"tcp_src", "tcp_dst", "udp_src", "udp_dst"})
+L4_FULL_MASK = 0xFFFF
+
+
+def _masked(name: str, value: Any, what: str) -> Any:
+    """``(value & mask, mask)`` for a masked port match; a full mask is the plain value."""
+    if name not in MASKABLE:
+        raise ModelError(f"{what}: {name} cannot be matched with a mask (maskable: {', '.join(sorted(MASKABLE))})")
+    if len(value) != 2:
+        raise ModelError(f"{what}: {name} {value!r} is not a (value, mask) pair")
+    v, m = (_uint(x, what, L4_FULL_MASK) for x in value)
+    if m == 0:
+        raise ModelError(f"{what}: {name} with mask 0 matches everything: leave the field out")
+    return v & m if m == L4_FULL_MASK else (v & m, m)
+
+
+def field_matches(want: Any, value: Any) -> bool:
+    """Whether a packet's field ``value`` matches a normalised match value (plain or ``(value, mask)``)."""
+    if isinstance(want, tuple):
+        return isinstance(value, int) and value & want[1] == want[0]
+    return value == want
+
+
 def _field_value(name: str, value: Any, what: str) -> Any:
     """The normalised value of one OXM field (MACs lower case, IPv4 addresses as dotted strings)."""
+    if isinstance(value, (tuple, list)):
+        return _masked(name, value, what)
     if name == "in_port":
         return _port(value, what, OF13_PORT_MAX)
     if name in ("eth_src", "eth_dst"):
@@ -148,6 +176,7 @@ class FlowRule:
     match: tuple[tuple[str, Any], ...]
     out_port: int
     table: int = 0
+    meter: int | None = None  # an OpenFlow 1.3 meter the rule's packets pass first (elastic reservations)
 
     def __post_init__(self) -> None:
         if not isinstance(self.switch, str) or not self.switch:
@@ -173,6 +202,8 @@ class FlowRule:
         object.__setattr__(self, "match", normalise_match(self.match, what))
         if dict(self.match).get("in_port") == self.out_port:
             raise ModelError(f"{what}: output to its own in_port {self.out_port} (use OFPP_IN_PORT)")
+        if self.meter is not None:
+            _port(self.meter, f"{what}: meter", rule_plan.METER_MAX)
 
     @property
     def cookie(self) -> int:
@@ -186,18 +217,23 @@ class FlowRule:
         return (self.switch, self.table, self.priority, self.match)
 
     def target(self) -> str:
-        m = ",".join(f"{k}={v:#06x}" if k == "eth_type" else f"{k}={v}" for k, v in self.match)
-        return f"{self.switch}/{self.band}#{self.ident} p{self.priority} [{m}] -> {self.out_port}"
+        m = ",".join(f"{k}={v:#06x}" if k == "eth_type" else f"{k}={v[0]}/{v[1]:#x}" if isinstance(v, tuple)
+                     else f"{k}={v}" for k, v in self.match)
+        meter = f" meter {self.meter}" if self.meter is not None else ""
+        return f"{self.switch}/{self.band}#{self.ident} p{self.priority} [{m}]{meter} -> {self.out_port}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"switch": self.switch, "band": self.band, "ident": self.ident, "priority": self.priority,
-                "match": self.match_dict(), "out_port": self.out_port, "table": self.table,
-                "cookie": f"{self.cookie:#018x}"}
+        d = {"switch": self.switch, "band": self.band, "ident": self.ident, "priority": self.priority,
+             "match": {k: list(v) if isinstance(v, tuple) else v for k, v in self.match},
+             "out_port": self.out_port, "table": self.table, "cookie": f"{self.cookie:#018x}"}
+        if self.meter is not None:
+            d["meter"] = self.meter
+        return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> FlowRule:
         rule = cls(d["switch"], d["band"], d["ident"], d["priority"], tuple(d["match"].items()),
-                   d["out_port"], d.get("table", 0))
+                   d["out_port"], d.get("table", 0), d.get("meter"))
         if "cookie" in d and int(d["cookie"], 16) != rule.cookie:
             raise ModelError(f"rule on {rule.switch}: cookie {d['cookie']} is not band {rule.band!r} "
                              f"id {rule.ident} ({rule.cookie:#018x})")

@@ -114,6 +114,9 @@ SCHEMAS: dict[str, Any] = {
                                                               "of a FAILED reservation)"},
             "ero": {"type": "array", "items": _STR, "nullable": True}, "path": _ref("Path"), "owner": _STR,
             "hold_expires": _NULLABLE_DT, "created": _DT, "updated": _DT,
+            "provisioned_bandwidth": {"type": "number", "nullable": True,
+                                      "description": "Mbit/s the controller gives it now: an elastic reservation "
+                                                     "grows a unit at a time up to bandwidth (null: static or not lit)"},
         },
     },
     "ReservationDetail": {

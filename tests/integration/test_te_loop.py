@@ -14,7 +14,7 @@ from app.controller import rule_plan
 from app.controller.client import wait_until
 from mininet_labs.circuits import FIG2_CIRCUITS
 from tests.integration.test_monitor_fig2 import TRAFFIC
-from tests.lib.monitor_lab import fig2_monitor_lab
+from tests.lib.monitor_lab import band_rules, fig2_monitor_lab
 
 pytestmark = pytest.mark.integration
 
@@ -23,11 +23,7 @@ SETTINGS = ("interval = 1.0\nfine_backend = \"flowstats\"\n"
 
 
 def steer_rules(lab, switch: str) -> list[str]:
-    band = rule_plan.STEER
-    out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows", lab.lab.bridge(switch),
-                          f"cookie={band.cookie():#x}/{band.mask():#x}"],
-                         capture_output=True, text=True, timeout=10, check=True).stdout
-    return [line.strip() for line in out.splitlines() if "cookie=" in line]
+    return band_rules(lab, switch, rule_plan.STEER)
 
 
 @pytest.fixture(scope="module")

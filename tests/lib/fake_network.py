@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.update.model import FlowRule, IngressChange, Outcome, Port, XconSpec
+from app.update.model import FlowRule, IngressChange, Outcome, Port, XconSpec, field_matches
 
 OPort = tuple[str, int]  # (OTS name, OTS port)
 Hop = tuple[str, int, int | None]  # (node, in_port, out_port); a host's hop is (host, 0, None)
@@ -98,6 +98,8 @@ class FakeNetwork:
         # state
         self.tables: dict[str, dict[tuple, FlowRule]] = {}
         self.counters: dict[str, dict[tuple, int]] = {}
+        self.byte_counters: dict[str, dict[tuple, int]] = {}  # a packet's "size" key (bytes), 0 if absent
+        self.meters: dict[str, dict[int, float]] = {}  # switch -> meter id -> rate (kbit/s)
         self._installed_seq: dict[tuple, int] = {}
         self.xcon: dict[str, dict[int, int]] = {}
         self.port_state: dict[Port, tuple[bool, float]] = {}
@@ -131,6 +133,7 @@ class FakeNetwork:
         self.switches.add(name)
         self.tables.setdefault(name, {})
         self.counters.setdefault(name, {})
+        self.byte_counters.setdefault(name, {})
 
     def add_ots(self, name: str, ports: Iterable[int]) -> None:
         self.ots[name] = set(ports)
@@ -342,6 +345,25 @@ class FakeNetwork:
                 return None
             return self.counters[r.switch][r.key()]
 
+    def flow_bytes(self, r: FlowRule) -> int | None:
+        """The rule's byte counter (FLOW_STATS byte_count), None if it is not in the table."""
+        with self._lock:
+            if r.key() not in self.tables.get(r.switch, {}):
+                return None
+            return self.byte_counters[r.switch][r.key()]
+
+    # ------------------------------------------------------------------ meters (OpenFlow 1.3)
+    def set_meter(self, switch: str, meter_id: int, kbps: float) -> Outcome:
+        """Add or modify a drop meter of ``kbps`` (the node answers after its latency)."""
+        return self._message(switch, "meter_set", f"{switch}/meter {meter_id} {kbps:g} kbit/s", True, 0.0,
+                             lambda: "" if switch in self.switches and kbps > 0 else "OFPMMFC_BAD_RATE",
+                             lambda: self.meters.setdefault(switch, {}).__setitem__(meter_id, float(kbps)))
+
+    def remove_meter(self, switch: str, meter_id: int) -> Outcome:
+        return self._message(switch, "meter_remove", f"{switch}/meter {meter_id}", True, 0.0,
+                             lambda: "" if switch in self.switches else "not a packet switch",
+                             lambda: self.meters.get(switch, {}).pop(meter_id, None))
+
     # ------------------------------------------------------------------ internals: messages
     def _loop(self) -> None:
         with self._cond:
@@ -448,6 +470,8 @@ class FakeNetwork:
     def _flow_check(self, r: FlowRule, adding: bool) -> str:
         if r.switch not in self.switches:
             return "not a packet switch"
+        if adding and r.meter is not None and r.meter not in self.meters.get(r.switch, {}):
+            return "OFPMMFC_UNKNOWN_METER"  # OVS refuses a rule whose meter does not exist
         return self._refuse_flow.get(r.switch, "") if adding else ""
 
     def _flow_add(self, r: FlowRule) -> None:
@@ -459,12 +483,14 @@ class FakeNetwork:
         if old is not None and old.cookie == r.cookie:  # strict delete, full cookie mask
             del self.tables[r.switch][r.key()]
             del self.counters[r.switch][r.key()]
+            del self.byte_counters[r.switch][r.key()]
             self._changed(r.switch, f"flow {r.target()} removed")
 
     def _put_rule(self, r: FlowRule) -> None:
         key = r.key()
         if key not in self.tables[r.switch]:
             self.counters[r.switch][key] = 0  # an overwrite keeps its counters (no OFPFF_RESET_COUNTS)
+            self.byte_counters[r.switch][key] = 0
             self._seq += 1
             self._installed_seq[(r.switch, key)] = self._seq
         self.tables[r.switch][key] = r
@@ -526,7 +552,7 @@ class FakeNetwork:
     def _lookup(self, switch: str, packet: dict[str, Any]) -> FlowRule | None:
         best: FlowRule | None = None
         for r in self.tables[switch].values():
-            if all(packet.get(k) == v for k, v in r.match):
+            if all(field_matches(v, packet.get(k)) for k, v in r.match):
                 if (best is None or r.priority > best.priority or (
                         r.priority == best.priority
                         and self._installed_seq[(switch, r.key())] < self._installed_seq[(switch, best.key())])):
@@ -550,6 +576,7 @@ class FakeNetwork:
                 return BLACKHOLE
             if count and sw not in self._frozen:
                 self.counters[sw][rule.key()] += 1
+                self.byte_counters[sw][rule.key()] += int(packet.get("size", 0))
             out = rule.out_port
             hops.append((sw, in_port, out))
             if not self.port_state.get((sw, out), (False, 0.0))[0]:

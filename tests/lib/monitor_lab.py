@@ -10,9 +10,17 @@ from mininet_labs.netlock import net_lock
 from monitor.drops import OvsShapedQueue
 
 
+def band_rules(lab, switch: str, band) -> list[str]:  # noqa: ANN001 - a LabSession and a rule_plan.Band
+    """The rules of one ``rule_plan`` band on a switch of the lab, as ``ovs-ofctl`` prints them."""
+    out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows", lab.lab.bridge(switch),
+                          f"cookie={band.cookie():#x}/{band.mask():#x}"],
+                         capture_output=True, text=True, timeout=10, check=True).stdout
+    return [line.strip() for line in out.splitlines() if "cookie=" in line]
+
+
 @contextlib.contextmanager
-def fig2_monitor_lab(work: Path, monitor_toml: str, traffic_script: str) -> Iterator:
-    """Controller + Fig. 2 lab with ``[monitor]`` set to ``monitor_toml``, the initial circuit lit,
+def fig2_monitor_lab(work: Path, monitor_toml: str, traffic_script: str, circuit: str = "initial") -> Iterator:
+    """Controller + Fig. 2 lab with ``[monitor]`` set to ``monitor_toml``, ``circuit`` (FIG2_CIRCUITS) lit,
     h1 reaching h3, and A:3's egress behind the bounded 10 Mbit/s queue that counts drops
     (docs/monitor.md). Yields the LabSession (with ``a3`` and ``work`` set); everything is removed
     afterwards, and the controller's error log must be empty."""
@@ -33,8 +41,8 @@ def fig2_monitor_lab(work: Path, monitor_toml: str, traffic_script: str) -> Iter
         shaper = OvsShapedQueue()
         try:
             session.start(timeout=60)
-            session.client.circuit(FIG2_CIRCUITS["initial"])
-            session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
+            session.client.circuit(FIG2_CIRCUITS[circuit])
+            session.wait_links(directed(FIG2_CIRCUIT_LINKS[circuit]), timeout=30)
             assert wait_ping(session.lab.node("h1"), "10.0.0.3", 30)
             a3 = f"{session.prefix}A-eth3"
             subprocess.run(["tc", "qdisc", "del", "dev", a3, "root"], capture_output=True)  # Mininet's HTB

@@ -28,6 +28,7 @@ def reservation(res: Reservation) -> dict[str, Any]:
         "hold_expires": to_iso(res.hold_expires_ts),
         "created": to_iso(res.created_ts),
         "updated": to_iso(res.updated_ts),
+        "provisioned_bandwidth": res.provisioned_bw,
     }
 
 

@@ -48,7 +48,7 @@ class World:
     def reservation(self, state: str, start: float = T - 10, end: float = T + 3600, **over: Any) -> int:
         with self.db.session() as s, s.begin():
             res = Reservation(name=over.pop("name", "r"), description="", src="A:1", src_vlan=100, dst="C:3",
-                              dst_vlan=200, bandwidth=2.0, start_ts=start, end_ts=end, mode="static", state=state,
+                              dst_vlan=200, bandwidth=2.0, start_ts=start, end_ts=end, mode=over.pop("mode", "static"), state=state,
                               state_reason="", ero=["A", "C"], path=PATH, owner_id=1, created_ts=0.0, updated_ts=0.0,
                               **over)
             s.add(res)
@@ -374,3 +374,22 @@ def test_plans_limit_is_checked(w: World) -> None:
     for bad in (0, 1001, "5"):
         with pytest.raises(ProvisioningError, match="limit must be an integer in 1..1000"):
             w.store.plans(limit=bad)  # type: ignore[arg-type]
+
+
+# ---- set_provisioned (elastic reservations) ------------------------------------------------------------
+
+def test_set_provisioned_records_the_current_bandwidth_never_beyond_the_grant(w: World) -> None:
+    rid = w.reservation(ACTIVE, mode="elastic")  # bandwidth 2.0 admitted
+    assert w.store.set_provisioned(rid, 1.25, T) is True
+    assert w.store.set_provisioned(rid, 2.0, T + 1) is True
+    before = w.counts()
+    assert w.store.set_provisioned(rid, 2.0, T + 2) is True and w.counts() == before  # unchanged: nothing written
+    with w.db.session() as s:
+        assert s.get(Reservation, rid).provisioned_bw == 2.0
+    assert [e for e in w.events() if e[0] == "reservation.resized"] == [("reservation.resized", "info")] * 2
+    with pytest.raises(ProvisioningError, match="admitted bandwidth"):
+        w.store.set_provisioned(rid, 2.5, T + 3)
+    with pytest.raises(ProvisioningError):
+        w.store.set_provisioned(rid, 0.0, T + 3)
+    done = w.reservation(FINISHED, mode="elastic")
+    assert w.store.set_provisioned(done, 1.0, T) is False

@@ -1,0 +1,101 @@
+"""An elastic reservation on the Fig. 2 testbed: lit with one unit (an OF1.3 meter on its ingress rules),
+it grows a unit at a time while h1 sends more than it has, never beyond its grant, and shrinks back to one
+unit once the traffic stops; the API shows the provisioned bandwidth throughout."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import requests
+
+from app.controller import rule_plan
+from app.controller.client import wait_until
+from app.web.timeutil import to_iso
+from mininet_labs.reservation_lifecycle import ROOT, _get, _state, _udp_mbps
+
+pytestmark = pytest.mark.integration
+GRANT = 5.0
+
+
+def meter_rates(session, switch: str, meter: int) -> list[int]:
+    out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-meters", session.lab.bridge(switch)],
+                         capture_output=True, text=True, timeout=10, check=True).stdout
+    rates, mine = [], False
+    for line in out.splitlines():
+        if "meter=" in line:
+            mine = f"meter={meter} " in line + " "
+        if mine and "rate=" in line:
+            rates.append(int(line.split("rate=")[1].split()[0].rstrip(",")))
+    return rates
+
+
+def test_an_elastic_reservation_grows_and_shrinks_within_its_grant(tmp_path):
+    from mininet_labs.netlock import net_lock
+    from mininet_labs.session import LabSession, free_port
+    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
+    from topology.vendor_file import write_vendor_file
+
+    spec = fig2_testbed()
+    static = tmp_path / "fig2-optical.json"
+    write_vendor_file(spec_to_vendor_file(spec, setup_time=0.185), static)
+    db = tmp_path / "mlte.db"
+    conf = tmp_path / "mlte.toml"
+    conf.write_text("[te]\nelastic_hold_s = 2.0\nelastic_calm_intervals = 3\n")
+    with net_lock(), LabSession(spec, tmp_path / "work", static_file=str(static), config_file=str(conf),
+                                controller_args=("--db-url", f"sqlite:///{db}")) as session:
+        for h, ip in (("h1", "10.0.0.3"), ("h3", "10.0.0.1")):
+            session.lab.node(h).cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
+        user = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "create-user", "lab", "--db", str(db)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+        headers = {"Authorization": f"Bearer {user.stdout.strip().splitlines()[-1]}"}
+        port = free_port()
+        web = subprocess.Popen([sys.executable, "-m", "app.cli.main", "web", "--db", str(db), "--host", "127.0.0.1",
+                                "--port", str(port), "--topology", "controller"], cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        url = f"http://127.0.0.1:{port}/api/v1"
+        try:
+            wait_until(lambda: ((_get(url + "/topology", headers) or {}).get("graph") or {}).get("nodes"), 60,
+                       "a topology snapshot")
+            start = time.time() + 4
+            r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
+                "name": "elastic h1-h3", "src": "A:1", "dst": "C:3", "bandwidth": GRANT, "mode": "elastic",
+                "start": to_iso(start), "end": to_iso(start + 120)})
+            r.raise_for_status()
+            rid = r.json()["id"]
+            requests.post(f"{url}/reservations/{rid}/commit", headers=headers, timeout=30).raise_for_status()
+            assert wait_until(lambda: _state(url, headers, rid, ("ACTIVE", "FAILED")), 40, "lit") == "ACTIVE"
+            meter = rule_plan.reservation_meter(rid)
+            provisioned = lambda: _get(f"{url}/reservations/{rid}", headers)["provisioned_bandwidth"]  # noqa: E731
+            assert wait_until(lambda: provisioned() == 1.25, 10, "one unit")
+            assert meter_rates(session, "A", meter) == [1250]
+            seen: list[float] = []
+            stop = threading.Event()
+
+            def watch() -> None:
+                while not stop.wait(0.5):
+                    seen.append(provisioned())
+
+            th = threading.Thread(target=watch)
+            th.start()
+            try:
+                _udp_mbps(session, 12.0, 4.5)  # more than one unit, less than the grant
+            finally:
+                stop.set()
+                th.join()
+            assert max(seen) > 1.25 and max(seen) <= GRANT, seen
+            steps = sorted(set(seen))
+            assert all(abs(b - a - 1.25) < 1e-6 or b == GRANT for a, b in zip(steps, steps[1:], strict=False)), steps
+            assert max(meter_rates(session, "A", meter)) <= GRANT * 1000
+            assert wait_until(lambda: provisioned() == 1.25, 40, "back to one unit after the traffic")
+            assert meter_rates(session, "A", meter) == [1250]
+            requests.post(f"{url}/reservations/{rid}/cancel", headers=headers, timeout=30).raise_for_status()
+            wait_until(lambda: meter_rates(session, "A", meter) == [], 30, "the meter removed with the rules")
+            assert session.controller_errors() == "", session.controller_errors()
+        finally:
+            web.terminate()
+            web.wait(timeout=15)
