@@ -22,7 +22,7 @@ def _network_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--solver", choices=("highs", "cbc"), default=None, help="LP solver (default: config pce.solver)")
     p.add_argument("--backend", choices=("matrix", "pulp"), default="matrix",
                    help="matrix = direct highspy sparse build (default); pulp = PuLP model (needed for cbc)")
-    p.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON (graph mode: '-' prints it instead of the table)")
     p.add_argument("--capacity-factor", type=float, default=CALIBRATED_CAPACITY_FACTOR,
                    help=f"link capacity = F × sampled path throughput (default {CALIBRATED_CAPACITY_FACTOR}, "
                         "fitted with --shared-factor and --edge-factor to the paper's GREEDY and OPT results, "
@@ -82,6 +82,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--lp-method", choices=("primal", "dual", "ipm"), default="primal",
                    help="HiGHS algorithm, matrix backend (default primal; ipm is faster on very large LPs)")
     _instance_args(s, "solve it instead of a generated instance")
+    from pce.cli_otter_graph import register_graph_args
+
+    register_graph_args(s)
     s.set_defaults(func=_solve)
 
 
