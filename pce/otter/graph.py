@@ -40,7 +40,6 @@ aggregate's paths in proportion. Placed rates never exceed a link's capacity.
 """
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import time
@@ -190,6 +189,7 @@ class PathFinder:
             self.h.add_edge(hop.a, ("hop", hop.id), w=w)
             self.h.add_edge(("hop", hop.id), hop.b, w=w)
         self._sp: dict[str, tuple[dict[Any, float], dict[Any, list[Any]]]] = {}
+        self._circuit_ms = np.array([max(c.latency, HOP_FLOOR_MS) for c in self.circuits])
 
     def _path(self, nodes: Sequence[Any]) -> CandidatePath:
         switches = tuple(n for n in nodes if not isinstance(n, tuple))
@@ -210,24 +210,27 @@ class PathFinder:
     def with_circuit(self, s: str, d: str) -> list[CandidatePath]:
         dist_s, path_s = self.shortest_from(s)
         dist_d, path_d = self.shortest_from(d)
-        best: list[tuple[float, int, CandidatePath]] = []
-        tie = itertools.count()
+        if not self.circuits:
+            return []
+        inf = math.inf
+        # both orientations of every circuit: cost = dist(s, near end) + circuit + dist(far end, d)
+        near = np.array([[dist_s.get(c.a, inf), dist_s.get(c.b, inf)] for c in self.circuits])
+        far = np.array([[dist_d.get(c.b, inf), dist_d.get(c.a, inf)] for c in self.circuits])
+        cost = (near + self._circuit_ms[:, None] + far).ravel()
         pool = 4 * self.k  # the cheapest few, from which k port-disjoint-first are taken
-        for c in self.circuits:
-            for a, b in ((c.a, c.b), (c.b, c.a)):
-                if a not in dist_s or b not in dist_d:
-                    continue
-                cost = dist_s[a] + max(c.latency, HOP_FLOOR_MS) + dist_d[b]
-                if len(best) == pool and -best[0][0] <= cost:
-                    continue
-                head = self._path(path_s[a])
-                tail = self._path(path_d[b][::-1])
-                switches = head.switches + tail.switches
-                if len(set(switches)) != len(switches):
-                    continue  # not a simple path
-                heapq.heappush(best, (-cost, -next(tie), CandidatePath(switches, head.hops + (c,) + tail.hops)))
-                if len(best) > pool:
-                    heapq.heappop(best)
+        order = np.argsort(cost, kind="stable")
+        best: list[tuple[float, int, CandidatePath]] = []
+        for flat in order:
+            if not np.isfinite(cost[flat]) or len(best) == pool:
+                break
+            c = self.circuits[flat // 2]
+            a, b = (c.a, c.b) if flat % 2 == 0 else (c.b, c.a)
+            head = self._path(path_s[a])
+            tail = self._path(path_d[b][::-1])
+            switches = head.switches + tail.switches
+            if len(set(switches)) != len(switches):
+                continue  # not a simple path
+            best.append((-float(cost[flat]), -len(best), CandidatePath(switches, head.hops + (c,) + tail.hops)))
         ranked = [p for _, _, p in sorted(best, key=lambda t: (-t[0], -t[1]))]
         # circuits sharing no optical port first: k alternatives that could all be lit together
         taken: set[str] = set()
@@ -508,23 +511,27 @@ def _usable(inst: GraphInstance, base: np.ndarray, keep: set[str]) -> np.ndarray
 MAX_DIVES = 8
 
 
-def _priced_circuits(inst: GraphInstance, base: np.ndarray, circuits: Sequence[Circuit], solve: Any) -> list[str]:
+def _priced_circuits(inst: GraphInstance, base: np.ndarray, circuits: Sequence[Circuit], solve: Any
+                     ) -> tuple[list[str], Any]:
     """Circuits worth lighting: the LP over every candidate says which carry traffic; the most used
     win port conflicts (``round_circuits``); the circuits that lost are dropped and the LP re-run
-    (traffic may move to a circuit that conflicts with none), until nothing used is dropped."""
+    (traffic may move to a circuit that conflicts with none), until nothing used is dropped.
+
+    Returns (chosen ids, the last LP result when it used only chosen circuits — then it is also
+    optimal for the LP restricted to them, which need not be solved again — else None)."""
     by_id = {c.id: c for c in circuits}
     allowed = set(by_id)
     chosen: list[str] = []
     for _ in range(MAX_DIVES):
-        _sol, share, _obj = solve(_usable(inst, base, allowed))
-        carried = _carried(inst, share)
+        result = solve(_usable(inst, base, allowed))
+        carried = _carried(inst, result[1])
         chosen = round_circuits([by_id[c] for c in carried],
                                 {cid: v / max(by_id[cid].capacity, 1e-12) for cid, v in carried.items()})
         if set(carried) <= set(chosen):
-            break
+            return chosen, result
         taken = {p for cid in chosen for p in by_id[cid].oports}
         allowed = {cid for cid in allowed if cid in chosen or not taken & set(by_id[cid].oports)}
-    return chosen
+    return chosen, None
 
 
 def _joint_circuits(graph: Any, flows: Sequence[GraphFlow], circuits: Sequence[Circuit], solver: str,
@@ -590,14 +597,15 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
 
     current = _current_slots(inst)
     chosen = [c.id for c in circuits]  # joint: the MIP's lit set
+    free = None  # an LP result over exactly the usable slots, if one is at hand
     if lighting == "priced" and N and inst.circuit_slots.any():
-        chosen = _priced_circuits(inst, base, circuits, lambda allowed: solve(allowed, None, circuit_price))
+        chosen, free = _priced_circuits(inst, base, circuits, lambda allowed: solve(allowed, None, circuit_price))
     usable = _usable(inst, base, set(chosen))
     gain = np.full(N, np.nan)
     pinned = np.zeros(N, bool)
     if N:
         can_pin = (current >= 0) & usable[np.arange(N), np.maximum(current, 0)]
-        sol, share, obj = solve(usable, None, circuit_price)
+        sol, share, obj = free if free is not None else solve(usable, None, circuit_price)
         if can_pin.any():
             a_pin, k_pin = _pinned_allowed(usable, current, can_pin)
             sol_p, share_p, obj_p = solve(a_pin, k_pin, circuit_price)
