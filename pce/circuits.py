@@ -150,13 +150,15 @@ def candidate_circuits(graph: Any, per_pair: int = 8, pairs: Iterable[tuple[str,
     ups = _uplinks(g)
     switches = sorted(ups)
     blocked = frozenset(n for n, k in view.kind.items() if k in ("packet", "host"))
+    # a lit packet link between the two switches is no XCON chain (it would end the search at once)
+    packet_links = frozenset(k for k, kind in view.edge_kind.items() if kind == "packet")
     todo = sorted({tuple(sorted(p)) for p in pairs}) if pairs is not None else [
         (a, b) for i, a in enumerate(switches) for b in switches[i + 1:]]
     out: list[Circuit] = []
     for a, b in todo:
         if a not in ups or b not in ups:
             continue
-        cons = Constraints(min_width=1e-6, banned_bases=blocked - {a, b})
+        cons = Constraints(min_width=1e-6, banned_bases=blocked - {a, b}, banned_keys=packet_links)
         for route in itertools.islice(yen(view, (a, ""), {b}, "shortest", cons), per_pair):
             first, last = route.arcs[0], route.arcs[-1]
             a_port = int(view.edge_attrs[first.key].get("ports", {}).get(a, 0))

@@ -22,7 +22,7 @@ def _network_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--solver", choices=("highs", "cbc"), default=None, help="LP solver (default: config pce.solver)")
     p.add_argument("--backend", choices=("matrix", "pulp"), default="matrix",
                    help="matrix = direct highspy sparse build (default); pulp = PuLP model (needed for cbc)")
-    p.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON (graph mode: '-' prints it instead of the table)")
     p.add_argument("--capacity-factor", type=float, default=CALIBRATED_CAPACITY_FACTOR,
                    help=f"link capacity = F × sampled path throughput (default {CALIBRATED_CAPACITY_FACTOR}, "
                         "fitted with --shared-factor and --edge-factor to the paper's GREEDY and OPT results, "
@@ -66,10 +66,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--greedy-ties", choices=("first", "room"), default="first",
                    help="GREEDY among equal best scores: first candidate (default) or most room")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _instance_args(p, "flows with arrival_s and duration_s; replaces the generated network and arrivals")
     p.set_defaults(func=_sim)
     s = sub.add_parser("otter-solve", help="build and solve one OTTER LP over N generated flows")
     _network_args(s)
-    s.add_argument("--flows", type=int, default=20000, help="active flows (default 20000)")
+    s.add_argument("--flows", default=None,
+                   help="generated instance: number of active flows (default 20000); with --graph: the flow "
+                        "list JSON file (docs/otter.md, \"Graph mode\")")
     s.add_argument("--scale", type=float, default=1.0, help="multiply link/edge capacities by this")
     s.add_argument("--no-aggregate", action="store_true", help="one LP variable set per flow")
     s.add_argument("--no-c4", action="store_true", help="drop the destination resource constraints")
@@ -78,7 +81,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(matrix backend; see docs/otter.md)")
     s.add_argument("--lp-method", choices=("primal", "dual", "ipm"), default="primal",
                    help="HiGHS algorithm, matrix backend (default primal; ipm is faster on very large LPs)")
+    _instance_args(s, "solve it instead of a generated instance")
+    from pce.cli_otter_graph import register_graph_args
+
+    register_graph_args(s)
     s.set_defaults(func=_solve)
+
+
+def _instance_args(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--instance", metavar="FILE",
+                   help=f"OTTER instance JSON (schema: docs/otter.md, \"Instance files\"): {what}")
+    p.add_argument("--export-instance", metavar="FILE",
+                   help="write the instance (network and flows) as instance JSON, then run as usual")
 
 
 def _solver(args) -> str:
@@ -113,13 +127,19 @@ def _sim(args: argparse.Namespace) -> int:
     delay = None if args.solve_delay == "measured" else _float(args.solve_delay, "--solve-delay")
     policies = [get_policy(p.strip()) for p in args.policies.split(",") if p.strip()]
     solver = _solver(args)
-    net = _network(args)
-    flows = generate_flows(net, rate=args.rate * args.scale, duration=args.warmup + args.duration + args.cooldown,
-                           seed=args.seed)
-    flows.arrival[:] = flows.arrival - args.warmup
+
+    def arrivals(net):
+        fl = generate_flows(net, rate=args.rate * args.scale, duration=args.warmup + args.duration + args.cooldown,
+                            seed=args.seed)
+        fl.arrival[:] = fl.arrival - args.warmup
+        return fl
+
+    net, flows = _instance_or_generated(args, arrivals)
+    if args.instance and (len(flows) == 0 or not (flows.duration > 0).all()):
+        raise InvalidInputError(f"{args.instance}: flows: otter-sim needs flows, each with duration_s > 0")
     cand = candidates(net, flows, args.top_n)
     progress = None if args.quiet else stderr_progress
-    active = args.rate * args.scale * 10.0  # mean duration 10 s
+    active = len(flows) * 10.0 / max(1e-9, args.warmup + args.duration + args.cooldown)  # mean duration 10 s
     if active > LARGE_ACTIVE and any(p.mode != "greedy" for p in policies):
         print(f"otter-sim: warning: ~{active:,.0f} active flows; each LP of PER/OPT will take long on this machine "
               f"(try --scale 0.01, which scales the rate and every capacity)", file=sys.stderr)
@@ -159,6 +179,37 @@ def _sim(args: argparse.Namespace) -> int:
     return 0
 
 
+def _instance_or_generated(args: argparse.Namespace, generate) -> tuple:
+    """(network, flows) from ``--instance`` or from ``generate(network)``; ``--export-instance`` writes
+    them first (whole or not at all), so an exported scenario is exactly what this run solves."""
+    from pce.otter.instance import instance_to_doc, load_instance, write_json
+
+    if args.instance:
+        inst = load_instance(args.instance)
+        net, flows = inst.network, inst.flows
+    else:
+        net = _network(args)
+        flows = generate(net)
+    if args.export_instance:
+        write_json(args.export_instance, instance_to_doc(net, flows, f"mlte pce {args.pce_cmd} seed {args.seed}"))
+    return net, flows
+
+
+def _flow_count(args: argparse.Namespace) -> int:
+    from pce.errors import InvalidInputError
+
+    if args.flows is None:
+        return 20000
+    try:
+        n = int(args.flows)
+    except ValueError:
+        raise InvalidInputError(f"--flows: expected a number of flows, got {args.flows!r} "
+                                "(a flow list file needs --graph)") from None
+    if n < 1:
+        raise InvalidInputError("--flows must be ≥ 1")
+    return n
+
+
 def _solve(args: argparse.Namespace) -> int:
     from pce.errors import InvalidInputError
     from pce.highs import quiet_banner
@@ -167,11 +218,19 @@ def _solve(args: argparse.Namespace) -> int:
     from pce.otter.scenario import generate_flows
 
     quiet_banner()
-    if args.flows < 1 or args.scale <= 0:
-        raise InvalidInputError("--flows must be ≥ 1 and --scale > 0")
+    if getattr(args, "graph", None):
+        from pce.cli_otter_graph import solve_graph_command
+
+        return solve_graph_command(args)
+    if args.scale <= 0:
+        raise InvalidInputError("--scale must be > 0")
+    if args.instance and args.flows is not None:
+        raise InvalidInputError("--flows is the generated instance's size; --instance brings its own flows")
+    n_flows = _flow_count(args)
     solver = _solver(args)
-    net = _network(args)
-    flows = generate_flows(net, n=args.flows, seed=args.seed)
+    net, flows = _instance_or_generated(args, lambda net: generate_flows(net, n=n_flows, seed=args.seed))
+    if len(flows) == 0:
+        raise InvalidInputError(f"{args.instance}: flows: the instance has no flows to place")
     t0 = time.perf_counter()
     prob = make_problem(net, flows, top_n=args.top_n, aggregate=not args.no_aggregate, use_c4=not args.no_c4)
     t_prob = time.perf_counter() - t0
@@ -181,6 +240,7 @@ def _solve(args: argparse.Namespace) -> int:
     doc = {
         "command": "otter-solve",
         "config": {k: v for k, v in vars(args).items() if k not in ("func", "cfg")},
+        "flows": len(flows), "paths": net.n_paths,
         "aggregates": prob.n_aggs, "columns": prob.n_cols, "objective": sol.objective,
         "allocated_mbps": sol.allocated(), "requested_mbps": float(flows.bw.sum()),
         "problem_seconds": t_prob, "build_seconds": sol.build_seconds, "solve_seconds": sol.solve_seconds,

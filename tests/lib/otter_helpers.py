@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pce.otter.scenario import FlowSet, Network
+from topology.graph import MultiLayerGraph
 
 BIG = 1e6
 
@@ -23,3 +24,31 @@ def two_path_network(p0_cap=10.0, p1_cap=10.0, shared=BIG, edge_cpu=None) -> Net
 
 def flows(*rows: dict) -> FlowSet:
     return FlowSet.from_rows(list(rows))
+
+
+def short_plus_circuit(short_ms: float = 1.0, fibre_ms: float = 15.0) -> MultiLayerGraph:
+    """A–B: a lit 10 Mbit/s link (``short_ms``) and one possible 10 Mbit/s circuit over X–Y (``fibre_ms``)."""
+    g = MultiLayerGraph()
+    for s in "AB":
+        g.add_packet_switch(s)
+    g.add_host("h1", "10.0.0.1")
+    g.add_host("h2", "10.0.0.2")
+    g.add_access("h1", "A", 1, 100.0)
+    g.add_access("h2", "B", 1, 100.0)
+    g.add_packet_link("A", 2, "B", 2, 10.0, short_ms)
+    g.add_ots("X", ports={1: "ODU2", 2: "ODU2"})
+    g.add_ots("Y", ports={1: "ODU2", 2: "ODU2"})
+    g.add_adaptation("A", 3, "X:1")
+    g.add_adaptation("B", 3, "Y:1")
+    g.add_optical_link("X:2", "Y:2", latency=fibre_ms)
+    return g
+
+
+def two_links(slow_ms: float) -> MultiLayerGraph:
+    """A–B over two lit links: A:2–B:2 (``slow_ms``) and A:4–B:4 (1 ms), no optical layer."""
+    g = MultiLayerGraph()
+    for s in "AB":
+        g.add_packet_switch(s)
+    g.add_packet_link("A", 2, "B", 2, 100.0, slow_ms)
+    g.add_packet_link("A", 4, "B", 4, 100.0, 1.0)
+    return g

@@ -1,0 +1,697 @@
+"""OTTER placement over the live multi-layer graph ("graph mode", issue 15).
+
+Why: the OTTER LP (paper §4) places flows by how well each path suits each flow's tolerance of
+latency, jitter and loss; on a multi-layer WAN some of the best paths do not exist yet — they need
+an optical circuit lit first. This module turns a ``MultiLayerGraph`` and a flow list into the
+same ``Network``/``FlowSet``/``make_problem`` instance as ``pce/otter`` (same LP, same exact
+presolve) and reads a placement back: each flow → one path, and the circuits to light.
+
+Candidate paths per (source switch, destination switch), at most ``k`` of each kind:
+
+* *existing*: the k shortest (latency) simple paths over lit packet links;
+* *new circuit*: shortest existing path to one end of a candidate circuit
+  (``pce.circuits.candidate_circuits``: free uplinks, one granularity, setup time, capacity of one
+  whole port), the circuit, shortest existing path from its other end — one unlit circuit per
+  path, the k of lowest latency.
+
+Path metrics: RTT = 2 × Σ one-way hop latency, each hop at least ``HOP_FLOOR_MS`` (a graph without
+latencies still prefers fewer hops); jitter = Σ hop ``jitter_ms`` (0 when unknown); loss % =
+1 − Π(1 − hop ``loss_pct``) (0 when unknown); throughput = the bottleneck capacity. A link's two
+directions share its capacity (as in the CSPF and the joint circuit model).
+
+Circuit lighting (``lighting``): ``priced`` (default) puts every candidate circuit in a first LP
+with its paths' objective coefficients lowered by ``circuit_price`` (a relative price: a new
+circuit must beat an equally free lit path by that much), keeps the circuits that carry traffic
+(port conflicts resolved by ``pce.circuits.round_circuits``, most-used first), then solves again
+with only those. ``joint`` fixes the lit set first with the exact joint routing + lighting MIP
+(``pce.circuits.plan_circuits``) on per-pair bandwidth totals. Priced is the default because the
+OTTER objective — tolerance, not only bandwidth — then decides which circuits are worth lighting,
+and it stays two LPs where the MIP grows with demands × arcs (measured in docs/otter.md).
+
+PATHPIN (PER-style re-solve): a flow that has a current ``path`` among its candidates keeps it
+unless moving gains at least ``pin_gain`` of its satisfaction (mean tolerance × share placed, in
+[0, 1]): the LP is solved with every such flow pinned and with none; flows whose own gain is below
+the threshold are pinned in the final LP.
+
+5-tuple rules cannot split a flow, so the LP's fractions are rounded: flows the LP committed most
+to go first, each whole onto the first of its paths (LP share, then tolerance) with room for all
+of it, else partially onto the one with most room; members of one aggregate are dealt out to the
+aggregate's paths in proportion. Placed rates never exceed a link's capacity.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from pce.circuits import Circuit, Demand, candidate_circuits, plan_circuits, round_circuits
+from pce.errors import InvalidInputError
+from pce.otter.aggregate import Candidates
+from pce.otter.demand import N_METRICS, SHAPES, score
+from pce.otter.graph_flows import ClassRules, GraphFlow
+from pce.otter.graph_params import (
+    CIRCUIT_PRICE,
+    DEFAULT_K,
+    DEFAULT_PER_PAIR,
+    DEFAULT_PIN_GAIN,
+    HOP_FLOOR_MS,
+    LIGHTING,
+    POLICIES,
+)
+from pce.otter.matrix import solve_problem
+from pce.otter.problem import LpSolution, make_problem
+from pce.otter.scenario import FlowSet, Network
+
+
+def hop_id(a: str, a_port: int, b: str, b_port: int) -> str:
+    """Stable name of a packet hop by its two switch ports: a lit circuit keeps its candidate's name."""
+    return "-".join(sorted((f"{a}:{a_port}", f"{b}:{b_port}")))
+
+
+@dataclass(frozen=True)
+class Hop:
+    """A packet-layer hop: an existing link or an unlit candidate circuit (``circuit`` set)."""
+
+    id: str
+    a: str
+    a_port: int
+    b: str
+    b_port: int
+    capacity: float
+    latency: float
+    jitter: float = 0.0
+    loss_pct: float = 0.0
+    circuit: Circuit | None = None
+
+    def port_at(self, switch: str) -> int:
+        return self.a_port if switch == self.a else self.b_port
+
+    def other(self, switch: str) -> str:
+        return self.b if switch == self.a else self.a
+
+
+@dataclass(frozen=True)
+class CandidatePath:
+    """Switches in order and the hops between them."""
+
+    switches: tuple[str, ...]
+    hops: tuple[Hop, ...]
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return tuple(h.id for h in self.hops)
+
+    @property
+    def circuits(self) -> tuple[Circuit, ...]:
+        return tuple(h.circuit for h in self.hops if h.circuit is not None)
+
+    @property
+    def one_way_ms(self) -> float:
+        return sum(max(h.latency, HOP_FLOOR_MS) for h in self.hops)
+
+    def metrics(self) -> tuple[float, float, float, float]:
+        """(RTT ms, jitter ms, loss %, throughput Mbit/s) as in the module docstring."""
+        keep = 1.0
+        for h in self.hops:
+            keep *= 1.0 - min(h.loss_pct, 100.0) / 100.0
+        bw = min((h.capacity for h in self.hops), default=math.inf)
+        return 2.0 * self.one_way_ms, sum(h.jitter for h in self.hops), 100.0 * (1.0 - keep), bw
+
+    def reversed(self) -> CandidatePath:
+        return CandidatePath(self.switches[::-1], self.hops[::-1])
+
+    def as_dict(self) -> dict[str, Any]:
+        rtt, jit, loss, bw = self.metrics()
+        return {"switches": list(self.switches), "hops": list(self.key),
+                "circuits": [c.id for c in self.circuits], "rtt_ms": rtt, "jitter_ms": jit, "loss_pct": loss,
+                "capacity_mbps": bw}
+
+
+def existing_hops(graph: Any) -> list[Hop]:
+    """Lit packet links with capacity (``latency``, optional ``jitter_ms``/``loss_pct`` attributes)."""
+    g = getattr(graph, "g", graph)
+    out = []
+    for u, v, d in g.edges(data=True):
+        if d.get("kind") != "packet" or not (d.get("capacity") or 0) > 0:
+            continue
+        ports = d.get("ports", {})
+        a, b = sorted((u, v))
+        pa, pb = int(ports.get(a, 0)), int(ports.get(b, 0))
+        out.append(Hop(hop_id(a, pa, b, pb), a, pa, b, pb, float(d["capacity"]), float(d.get("latency") or 0.0),
+                       float(d.get("jitter_ms") or 0.0), float(d.get("loss_pct") or 0.0)))
+    return sorted(out, key=lambda h: h.id)
+
+
+def circuit_hops(circuits: Iterable[Circuit], known: Iterable[str] = ()) -> list[Hop]:
+    """Candidate circuits as hops. Alternatives with the same ends (other XCON chains) stay apart:
+    their id is the ends plus the chain's optical ports (``A:3-C:1[X:1,X:3,Z:3,Z:2]``); a circuit
+    whose ends already carry a lit link is left out."""
+    seen = set(known)
+    out = []
+    for c in circuits:
+        ends = hop_id(c.a, c.a_port, c.b, c.b_port)
+        hid = f"{ends}[{','.join(c.oports)}]"
+        if ends in seen or hid in seen or c.capacity <= 0:
+            continue
+        seen.add(hid)
+        out.append(Hop(hid, c.a, c.a_port, c.b, c.b_port, float(c.capacity), float(c.latency), circuit=c))
+    return out
+
+
+def same_hops(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether two hop-id paths are the same, either way round; a lit circuit matches its candidate."""
+    def ends(p: Sequence[str]) -> tuple[str, ...]:
+        return tuple(h.split("[", 1)[0] for h in p)
+    return ends(a) in (ends(b), ends(b)[::-1])
+
+
+class PathFinder:
+    """k shortest existing paths and one-circuit paths between switches (see module docstring)."""
+
+    def __init__(self, switches: Sequence[str], existing: Sequence[Hop], circuits: Sequence[Hop], k: int) -> None:
+        if k < 1:
+            raise InvalidInputError("k (paths per flow aggregate and kind) must be ≥ 1")
+        self.k = k
+        self.circuits = list(circuits)
+        # switches and hops as nodes, so parallel links stay distinct paths in a simple graph
+        self.h = nx.Graph()
+        self.h.add_nodes_from(switches)
+        self.hop_by_id = {h.id: h for h in existing}
+        for hop in existing:
+            w = max(hop.latency, HOP_FLOOR_MS) / 2.0
+            self.h.add_edge(hop.a, ("hop", hop.id), w=w)
+            self.h.add_edge(("hop", hop.id), hop.b, w=w)
+        self._sp: dict[str, tuple[dict[Any, float], dict[Any, list[Any]]]] = {}
+        self._circuit_ms = np.array([max(c.latency, HOP_FLOOR_MS) for c in self.circuits])
+
+    def _path(self, nodes: Sequence[Any]) -> CandidatePath:
+        switches = tuple(n for n in nodes if not isinstance(n, tuple))
+        hops = tuple(self.hop_by_id[n[1]] for n in nodes if isinstance(n, tuple))
+        return CandidatePath(switches, hops)
+
+    def shortest_from(self, s: str) -> tuple[dict[Any, float], dict[Any, list[Any]]]:
+        if s not in self._sp:
+            self._sp[s] = nx.single_source_dijkstra(self.h, s, weight="w")
+        return self._sp[s]
+
+    def existing(self, s: str, d: str) -> list[CandidatePath]:
+        if d not in self.shortest_from(s)[0]:
+            return []
+        gen = nx.shortest_simple_paths(self.h, s, d, weight="w")
+        return [self._path(p) for p in itertools.islice(gen, self.k)]
+
+    def with_circuit(self, s: str, d: str) -> list[CandidatePath]:
+        dist_s, path_s = self.shortest_from(s)
+        dist_d, path_d = self.shortest_from(d)
+        if not self.circuits:
+            return []
+        inf = math.inf
+        # both orientations of every circuit: cost = dist(s, near end) + circuit + dist(far end, d)
+        near = np.array([[dist_s.get(c.a, inf), dist_s.get(c.b, inf)] for c in self.circuits])
+        far = np.array([[dist_d.get(c.b, inf), dist_d.get(c.a, inf)] for c in self.circuits])
+        cost = (near + self._circuit_ms[:, None] + far).ravel()
+        pool = 4 * self.k  # the cheapest few, from which k port-disjoint-first are taken
+        order = np.argsort(cost, kind="stable")
+        best: list[tuple[float, int, CandidatePath]] = []
+        for flat in order:
+            if not np.isfinite(cost[flat]) or len(best) == pool:
+                break
+            c = self.circuits[flat // 2]
+            a, b = (c.a, c.b) if flat % 2 == 0 else (c.b, c.a)
+            head = self._path(path_s[a])
+            tail = self._path(path_d[b][::-1])
+            switches = head.switches + tail.switches
+            if len(set(switches)) != len(switches):
+                continue  # not a simple path
+            best.append((-float(cost[flat]), -len(best), CandidatePath(switches, head.hops + (c,) + tail.hops)))
+        ranked = [p for _, _, p in sorted(best, key=lambda t: (-t[0], -t[1]))]
+        # circuits sharing no optical port first: k alternatives that could all be lit together
+        taken: set[str] = set()
+        first = []
+        for p in ranked:
+            ports = {o for c in p.circuits for o in c.oports}
+            if not ports & taken:
+                first.append(p)
+                taken |= ports
+        rest = [p for p in ranked if p not in first]
+        return sorted((first + rest)[: self.k], key=ranked.index)
+
+    def paths(self, s: str, d: str) -> list[CandidatePath]:
+        return self.existing(s, d) + self.with_circuit(s, d)
+
+
+@dataclass
+class FlowPlacement:
+    """Where one flow goes: ``path`` None = not placed (no room); ``moved``: off its current path."""
+
+    flow: GraphFlow
+    path: CandidatePath | None
+    allocated: float
+    satisfaction: float
+    moved: bool
+    pinned: bool = False
+    gain: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        f = self.flow
+        return {"id": f.id, "src": f.src, "dst": f.dst, "class": f.cls, "bw_mbps": f.bw,
+                "allocated_mbps": self.allocated, "satisfaction": self.satisfaction, "moved": self.moved,
+                "pinned": self.pinned, "gain": self.gain,
+                "path": None if self.path is None else self.path.as_dict()}
+
+
+@dataclass
+class GraphPlacement:
+    """The placement: per flow a path, the circuits to light, and what it took."""
+
+    policy: str
+    flows: list[FlowPlacement]
+    circuits: list[Circuit]
+    objective: float
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def by_id(self) -> dict[str, FlowPlacement]:
+        return {p.flow.id: p for p in self.flows}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"policy": self.policy, "objective": self.objective,
+                "allocated_mbps": sum(p.allocated for p in self.flows),
+                "requested_mbps": sum(p.flow.bw for p in self.flows),
+                "circuits": [{"id": c.id, "a": f"{c.a}:{c.a_port}", "b": f"{c.b}:{c.b_port}", "capacity_mbps": c.capacity,
+                              "setup_s": c.setup_time, "latency_ms": c.latency, "xcons": [list(x) for x in c.xcons]}
+                             for c in self.circuits],
+                "flows": [p.as_dict() for p in self.flows], "stats": self.stats}
+
+
+@dataclass
+class GraphInstance:
+    """The OTTER arrays of a graph and flows; slot j of flow i is ``paths[i][j]``."""
+
+    network: Network
+    flowset: FlowSet
+    cand: Candidates
+    flows: list[GraphFlow]  # the flows in the LP (not local ones)
+    paths: list[list[CandidatePath]]
+    circuit_slots: np.ndarray  # (N, K) bool: slot uses an unlit circuit
+    deadline_ok: np.ndarray  # (N, K) bool: slot usable within the flow's deadline
+    slot_circuits: list[list[tuple[str, ...]]]  # circuit ids per slot
+    hop_index: dict[str, int]
+
+
+def _flowset(flows: Sequence[GraphFlow], rules: ClassRules, src_idx: np.ndarray) -> FlowSet:
+    n = len(flows)
+    names = sorted(rules.classes)
+    shapes = np.full((n, 3), -1, np.int8)
+    bps = np.ones((n, 3))
+    for i, f in enumerate(flows):
+        for j, t in enumerate(rules.classes[f.cls].tolerances()):
+            if t is not None:
+                shapes[i, j], bps[i, j] = SHAPES[t[0]], t[1]
+    z = np.zeros(n)
+    return FlowSet(src_idx, shapes, bps, np.array([f.bw for f in flows], float), np.zeros((n, 3)),
+                   np.array([names.index(f.cls) for f in flows], np.int64), z, z.copy()).validate()
+
+
+def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
+                   k: int = DEFAULT_K) -> GraphInstance:
+    """Candidate paths and the OTTER arrays for ``flows`` (src ≠ dst) over lit links + ``circuits``."""
+    g = getattr(graph, "g", graph)
+    switches = sorted(n for n, d in g.nodes(data=True) if d.get("kind") == "packet")
+    sw_index = {s: i for i, s in enumerate(switches)}
+    for f in flows:
+        for end in (f.src, f.dst):
+            if end not in sw_index:
+                raise InvalidInputError(f"flow {f.id}: {end!r} is not a packet switch of the graph")
+        if f.cls not in rules.classes:
+            raise InvalidInputError(f"flow {f.id}: unknown class {f.cls!r}")
+    existing = existing_hops(graph)
+    chops = circuit_hops(circuits, (h.id for h in existing))
+    hops = existing + chops
+    hop_index = {h.id: i for i, h in enumerate(hops)}
+    finder = PathFinder(switches, existing, chops, k)
+    pair_list: dict[tuple[str, str], list[CandidatePath]] = {}
+    for f in flows:
+        pair = (f.src, f.dst)
+        if pair in pair_list:
+            continue
+        back = pair_list.get((f.dst, f.src))
+        pair_list[pair] = [p.reversed() for p in back] if back is not None else finder.paths(*pair)
+    path_rows: list[CandidatePath] = []
+    K = max((len(v) for v in pair_list.values()), default=1) or 1
+    S = len(switches)
+    pair_paths = -np.ones((S, S, K), np.int64)
+    for (s, d), plist in pair_list.items():
+        for j, p in enumerate(plist):
+            pair_paths[sw_index[s], sw_index[d], j] = len(path_rows)
+            path_rows.append(p)
+    P = len(path_rows)
+    M = max((len(p.hops) for p in path_rows), default=1) or 1
+    path_links = -np.ones((max(P, 0), M), np.int64)
+    for i, p in enumerate(path_rows):
+        path_links[i, : len(p.hops)] = [hop_index[h.id] for h in p.hops]
+    network = Network(
+        n_sources=S, n_dests=S, dest_is_edge=np.zeros(S, bool), dest_cap=np.full((S, 3), np.inf),
+        link_cap=np.array([h.capacity for h in hops], float),
+        path_src=np.array([sw_index[p.switches[0]] for p in path_rows], np.int64),
+        path_dst=np.array([sw_index[p.switches[-1]] for p in path_rows], np.int64),
+        path_links=path_links, path_metrics=np.array([p.metrics() for p in path_rows], float).reshape(P, 4),
+        pair_paths=pair_paths, link_names=[h.id for h in hops],
+    ).validate()
+    src_idx = np.array([sw_index[f.src] for f in flows], np.int64)
+    dst_idx = np.array([sw_index[f.dst] for f in flows], np.int64)
+    fs = _flowset(flows, rules, src_idx)
+    cp = pair_paths[src_idx, dst_idx] if len(flows) else np.zeros((0, K), np.int64)
+    valid = cp >= 0
+    metrics = np.vstack([network.path_metrics, np.zeros((1, 4))])
+    sc = score(fs.shapes[:, None, :], fs.breakpoints[:, None, :], fs.bw[:, None], metrics[cp])
+    cand = Candidates(dst_idx[:, None], cp, np.where(valid, sc, 0.0).astype(np.float32))
+    per_flow = [pair_list[(f.src, f.dst)] for f in flows]
+    circ = np.zeros(cp.shape, bool)
+    ok = np.ones(cp.shape, bool)
+    slot_circuits: list[list[tuple[str, ...]]] = []
+    for i, (f, plist) in enumerate(zip(flows, per_flow, strict=True)):
+        row = []
+        for j, p in enumerate(plist):
+            cs = p.circuits
+            row.append(tuple(c.id for c in cs))
+            circ[i, j] = bool(cs)
+            if cs and f.deadline is not None:
+                ok[i, j] = f.deadline >= max(c.setup_time for c in cs)
+        slot_circuits.append(row)
+    return GraphInstance(network, fs, cand, list(flows), per_flow, circ, ok, slot_circuits, hop_index)
+
+
+# ---------------------------------------------------------------------- LP
+def _solve(inst: GraphInstance, allowed: np.ndarray, pin_key: np.ndarray | None, price: float
+           ) -> tuple[LpSolution, np.ndarray, float]:
+    """The OTTER LP with a circuit price; returns (solution, per-flow share per slot, unpriced objective)."""
+    prob = make_problem(inst.network, inst.flowset, cand=inst.cand, allowed=allowed, pin_key=pin_key, use_c4=False)
+    raw = prob.col_coef.copy()
+    circuit_col = inst.circuit_slots[_rep(prob), prob.col_slot] if prob.n_cols else np.zeros(0, bool)
+    prob.col_coef = np.where(circuit_col, raw * (1.0 - price), raw)
+    sol = solve_problem(prob, "matrix", "highs", presolve=True)
+    agg_share = np.zeros((prob.n_aggs, inst.cand.paths.shape[1]))
+    for a, (_paths, frac, slots) in enumerate(sol.path_fractions()):
+        agg_share[a, slots] = frac
+    return sol, agg_share[prob.flow_agg], float(raw @ sol.x)
+
+
+def _rep(prob: Any) -> np.ndarray:
+    """A member flow of each column's aggregate (all members share the aggregate's candidate slots)."""
+    rep = np.full(prob.n_aggs, -1, np.int64)
+    rep[prob.flow_agg[::-1]] = np.arange(len(prob.flow_agg))[::-1]
+    return rep[prob.col_agg]
+
+
+def _satisfaction(inst: GraphInstance, share: np.ndarray) -> np.ndarray:
+    """Per flow Σ_slot share · mean_m 𝒟 ∈ [0, 1] (unplaced share counts 0)."""
+    return (share * inst.cand.score).sum(axis=1) / N_METRICS
+
+
+def _current_slots(inst: GraphInstance) -> np.ndarray:
+    """Slot of each flow's current path among its candidates, -1 when it has none there."""
+    out = np.full(len(inst.flows), -1, np.int64)
+    for i, f in enumerate(inst.flows):
+        if f.path is None:
+            continue
+        for j, p in enumerate(inst.paths[i]):
+            if same_hops(p.key, f.path):
+                out[i] = j
+                break
+    return out
+
+
+def _pinned_allowed(allowed: np.ndarray, slots: np.ndarray, pin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a = allowed.copy()
+    rows = np.flatnonzero(pin)
+    a[rows] = False
+    a[rows, slots[rows]] = True
+    key = np.where(pin, slots, -1)
+    return a, key
+
+
+def _round(inst: GraphInstance, share: np.ndarray, allowed: np.ndarray, prob_agg: np.ndarray,
+           prefer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whole-flow placement from LP shares; returns (slot per flow or -1, allocated Mbit/s)."""
+    N, K = share.shape
+    bw = inst.flowset.bw
+    preferred = np.full(N, -1, np.int64)
+    weight = np.zeros(N)
+    for a in np.unique(prob_agg):
+        members = np.flatnonzero(prob_agg == a)
+        frac = share[members[0]]
+        n = len(members)
+        counts = np.floor(frac * n + 1e-9).astype(int)
+        rest = int(round(frac.sum() * n)) - counts.sum()
+        for j in np.argsort(-(frac * n - counts), kind="stable")[: max(rest, 0)]:
+            counts[j] += 1
+        it = iter(members)
+        for j in np.argsort(-frac, kind="stable"):
+            for _ in range(counts[j]):
+                m = next(it, None)
+                if m is not None:
+                    preferred[m], weight[m] = j, frac[j]
+    preferred = np.where(prefer >= 0, prefer, preferred)
+    residual = inst.network.link_cap.astype(float).copy()
+    slot = np.full(N, -1, np.int64)
+    alloc = np.zeros(N)
+    order = sorted(range(N), key=lambda i: (-weight[i], -bw[i], i))
+    for i in order:
+        ok = allowed[i] & (inst.cand.paths[i] >= 0)
+        tries = [preferred[i]] if preferred[i] >= 0 and ok[preferred[i]] else []
+        tries += sorted((j for j in np.flatnonzero(ok) if j != preferred[i]),
+                        key=lambda j: (-share[i, j], -inst.cand.score[i, j], j))
+        room = [float(residual[_links(inst, i, j)].min(initial=math.inf)) for j in tries]
+        pick = next((j for j, r in zip(tries, room, strict=True) if r >= bw[i] * (1 - 1e-9)), None)
+        if pick is None and tries and max(room) > 1e-9:
+            pick = tries[int(np.argmax(room))]
+        if pick is None:
+            continue
+        links = _links(inst, i, pick)
+        amount = min(bw[i], float(residual[links].min(initial=math.inf)))
+        residual[links] -= amount
+        slot[i], alloc[i] = pick, amount
+    return slot, alloc
+
+
+def _links(inst: GraphInstance, i: int, j: int) -> np.ndarray:
+    pl = inst.network.path_links[inst.cand.paths[i, j]]
+    return pl[pl >= 0]
+
+
+def _carried(inst: GraphInstance, share: np.ndarray) -> dict[str, float]:
+    """Mbit/s the LP puts on each candidate circuit."""
+    carried: dict[str, float] = defaultdict(float)
+    bw = inst.flowset.bw
+    for i, row in enumerate(inst.slot_circuits):
+        for j, cids in enumerate(row):
+            for cid in cids:
+                carried[cid] += share[i, j] * bw[i]
+    return {cid: v for cid, v in carried.items() if v > 1e-9}
+
+
+def _usable(inst: GraphInstance, base: np.ndarray, keep: set[str]) -> np.ndarray:
+    """``base`` without the slots through a circuit outside ``keep``."""
+    usable = base.copy()
+    for i, row in enumerate(inst.slot_circuits):
+        for j, cids in enumerate(row):
+            if set(cids) - keep:
+                usable[i, j] = False
+    return usable
+
+
+#: Priced lighting: LP rounds at most (each removes at least one circuit in conflict).
+MAX_DIVES = 8
+
+
+def _priced_circuits(inst: GraphInstance, base: np.ndarray, circuits: Sequence[Circuit], solve: Any
+                     ) -> tuple[list[str], Any]:
+    """Circuits worth lighting: the LP over every candidate says which carry traffic; the most used
+    win port conflicts (``round_circuits``); the circuits that lost are dropped and the LP re-run
+    (traffic may move to a circuit that conflicts with none), until nothing used is dropped.
+
+    Returns (chosen ids, the last LP result when it used only chosen circuits — then it is also
+    optimal for the LP restricted to them, which need not be solved again — else None)."""
+    by_id = {c.id: c for c in circuits}
+    allowed = set(by_id)
+    chosen: list[str] = []
+    for _ in range(MAX_DIVES):
+        result = solve(_usable(inst, base, allowed))
+        carried = _carried(inst, result[1])
+        chosen = round_circuits([by_id[c] for c in carried],
+                                {cid: v / max(by_id[cid].capacity, 1e-12) for cid, v in carried.items()})
+        if set(carried) <= set(chosen):
+            return chosen, result
+        taken = {p for cid in chosen for p in by_id[cid].oports}
+        allowed = {cid for cid in allowed if cid in chosen or not taken & set(by_id[cid].oports)}
+    return chosen, None
+
+
+def _joint_circuits(graph: Any, flows: Sequence[GraphFlow], circuits: Sequence[Circuit], solver: str,
+                    time_limit: float | None) -> list[str]:
+    """The joint MIP's lit set for per-pair totals of the flows that may wait for a circuit."""
+    totals: dict[tuple[str, str], float] = defaultdict(float)
+    deadlines: dict[tuple[str, str], float] = {}
+    for f in flows:
+        a, b = sorted((f.src, f.dst))
+        totals[a, b] += f.bw
+        if f.deadline is not None:
+            deadlines[a, b] = min(deadlines.get((a, b), math.inf), f.deadline)
+    demands = [Demand(f"{a}~{b}", a, b, bw, deadlines.get((a, b))) for (a, b), bw in sorted(totals.items())]
+    if not demands:
+        return []
+    plan = plan_circuits(graph, demands, circuits=list(circuits), solver=solver, time_limit=time_limit)
+    return [c.id for c in plan.lit]
+
+
+def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = None, *, k: int = DEFAULT_K,
+             lighting: str = "priced", circuit_price: float = CIRCUIT_PRICE, pin_gain: float = DEFAULT_PIN_GAIN,
+             circuits: Sequence[Circuit] | None = None, per_pair: int = DEFAULT_PER_PAIR, solver: str = "highs",
+             time_limit: float | None = 30.0) -> GraphPlacement:
+    """OTTER placement of ``flows`` on ``graph`` (see the module docstring for each step)."""
+    if lighting not in LIGHTING:
+        raise InvalidInputError(f"unknown lighting {lighting!r} (choose from {', '.join(LIGHTING)})")
+    if not 0 <= circuit_price < 1:
+        raise InvalidInputError("circuit price must be in [0, 1)")
+    if pin_gain < 0:
+        raise InvalidInputError("PATHPIN gain threshold must be ≥ 0")
+    rules = rules or ClassRules()
+    stats: dict[str, Any] = {"lps": 0}
+    t0 = time.perf_counter()
+    local = [f for f in flows if f.src == f.dst]
+    remote = [f for f in flows if f.src != f.dst]
+    pairs = {tuple(sorted((f.src, f.dst))) for f in remote}
+    if circuits is None:
+        circuits = candidate_circuits(graph, per_pair=per_pair, pairs=pairs) if pairs else []
+    stats["candidate_circuits"] = len(circuits)
+    stats["circuits_seconds"] = time.perf_counter() - t0
+    if lighting == "joint" and circuits:
+        t = time.perf_counter()
+        lit = set(_joint_circuits(graph, remote, circuits, solver, time_limit))
+        circuits = [c for c in circuits if c.id in lit]
+        stats["joint_seconds"] = time.perf_counter() - t
+    t1 = time.perf_counter()
+    inst = build_instance(graph, remote, rules, circuits, k)
+    stats["paths"] = inst.network.n_paths
+    stats["paths_seconds"] = time.perf_counter() - t1
+    N = len(remote)
+    base = (inst.cand.paths >= 0) & inst.deadline_ok
+    lp_build = lp_solve = 0.0
+
+    def solve(allowed: np.ndarray, key: np.ndarray | None, price: float):
+        nonlocal lp_build, lp_solve
+        t = time.perf_counter()
+        sol, share, obj = _solve(inst, allowed, key, price)
+        lp_solve += sol.solve_seconds
+        lp_build += time.perf_counter() - t - sol.solve_seconds
+        stats["lps"] += 1
+        stats["columns"], stats["aggregates"] = sol.problem.n_cols, sol.problem.n_aggs
+        return sol, share, obj
+
+    current = _current_slots(inst)
+    chosen = [c.id for c in circuits]  # joint: the MIP's lit set
+    free = None  # an LP result over exactly the usable slots, if one is at hand
+    if lighting == "priced" and N and inst.circuit_slots.any():
+        chosen, free = _priced_circuits(inst, base, circuits, lambda allowed: solve(allowed, None, circuit_price))
+    usable = _usable(inst, base, set(chosen))
+    gain = np.full(N, np.nan)
+    pinned = np.zeros(N, bool)
+    if N:
+        can_pin = (current >= 0) & usable[np.arange(N), np.maximum(current, 0)]
+        sol, share, obj = free if free is not None else solve(usable, None, circuit_price)
+        if can_pin.any():
+            a_pin, k_pin = _pinned_allowed(usable, current, can_pin)
+            sol_p, share_p, obj_p = solve(a_pin, k_pin, circuit_price)
+            gain = np.where(can_pin, _satisfaction(inst, share) - _satisfaction(inst, share_p), np.nan)
+            pinned = can_pin & (gain < pin_gain)
+            if pinned.sum() == can_pin.sum():
+                sol, share, obj = sol_p, share_p, obj_p
+            elif pinned.any():
+                a_fin, k_fin = _pinned_allowed(usable, current, pinned)
+                sol, share, obj = solve(a_fin, k_fin, circuit_price)
+        slot, alloc = _round(inst, share, usable, sol.problem.flow_agg, np.where(pinned, current, -1))
+    else:
+        obj, slot, alloc = 0.0, np.zeros(0, np.int64), np.zeros(0)
+    stats["build_seconds"], stats["solve_seconds"] = lp_build, lp_solve
+    out = _placements(inst, slot, alloc, pinned, gain)
+    out += [FlowPlacement(f, CandidatePath((f.src,), ()), f.bw, 1.0, False) for f in local]
+    lit = sorted({c.id: c for p in out if p.path is not None and p.allocated > 0 for c in p.path.circuits}.values(),
+                 key=lambda c: c.id)
+    stats["total_seconds"] = time.perf_counter() - t0
+    return GraphPlacement("otter" if lighting == "priced" else "joint", out, lit, obj, stats)
+
+
+def _placements(inst: GraphInstance, slot: np.ndarray, alloc: np.ndarray, pinned: np.ndarray,
+                gain: np.ndarray) -> list[FlowPlacement]:
+    out = []
+    for i, f in enumerate(inst.flows):
+        j = int(slot[i])
+        path = inst.paths[i][j] if j >= 0 else None
+        sat = float(inst.cand.score[i, j]) / N_METRICS * alloc[i] / f.bw if j >= 0 else 0.0
+        moved = path is not None and f.path is not None and not same_hops(path.key, f.path)
+        out.append(FlowPlacement(f, path, float(alloc[i]), sat, moved, bool(pinned[i]),
+                                 None if np.isnan(gain[i]) else float(gain[i])))
+    return out
+
+
+def place_cspf(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = None, *, k: int = DEFAULT_K,
+               circuits: Sequence[Circuit] | None = None, per_pair: int = DEFAULT_PER_PAIR) -> GraphPlacement:
+    """Baseline without tolerances: largest flows first, each on its lowest-latency path with room —
+    lit links before new circuits, a circuit only if its ports are still free — else partially on
+    the path with most room."""
+    rules = rules or ClassRules()
+    t0 = time.perf_counter()
+    remote = [f for f in flows if f.src != f.dst]
+    pairs = {tuple(sorted((f.src, f.dst))) for f in remote}
+    if circuits is None:
+        circuits = candidate_circuits(graph, per_pair=per_pair, pairs=pairs) if pairs else []
+    inst = build_instance(graph, remote, rules, circuits, k)
+    residual = inst.network.link_cap.astype(float).copy()
+    used_ports: set[str] = set()
+    lit: set[str] = set()
+    N = len(remote)
+    slot, alloc = np.full(N, -1, np.int64), np.zeros(N)
+    for i in sorted(range(N), key=lambda i: (-remote[i].bw, i)):
+        cands = [j for j in range(len(inst.paths[i])) if inst.deadline_ok[i, j]]
+        cands = [j for j in cands if all(c.id in lit or not used_ports & set(c.oports) for c in inst.paths[i][j].circuits)]
+        cands.sort(key=lambda j: (bool(inst.paths[i][j].circuits), inst.paths[i][j].one_way_ms, j))
+        room = [float(residual[_links(inst, i, j)].min(initial=math.inf)) for j in cands]
+        pick = next((j for j, r in zip(cands, room, strict=True) if r >= remote[i].bw * (1 - 1e-9)), None)
+        if pick is None and cands and max(room) > 1e-9:
+            pick = cands[int(np.argmax(room))]
+        if pick is None:
+            continue
+        links = _links(inst, i, pick)
+        amount = min(remote[i].bw, float(residual[links].min(initial=math.inf)))
+        residual[links] -= amount
+        slot[i], alloc[i] = pick, amount
+        for c in inst.paths[i][pick].circuits:
+            lit.add(c.id)
+            used_ports.update(c.oports)
+    out = _placements(inst, slot, alloc, np.zeros(N, bool), np.full(N, np.nan))
+    out += [FlowPlacement(f, CandidatePath((f.src,), ()), f.bw, 1.0, False) for f in flows if f.src == f.dst]
+    chosen = sorted({c.id: c for p in out if p.path is not None and p.allocated > 0 for c in p.path.circuits}.values(),
+                    key=lambda c: c.id)
+    sat = sum(p.satisfaction * N_METRICS * p.allocated / p.flow.bw if p.allocated else 0.0 for p in out)
+    return GraphPlacement("cspf", out, chosen, sat, {"total_seconds": time.perf_counter() - t0,
+                                                     "candidate_circuits": len(circuits), "paths": inst.network.n_paths})
+
+
+def place(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = None, policy: str = "otter",
+          **opts: Any) -> GraphPlacement:
+    """Dispatch by policy: ``otter`` (priced lighting), ``joint`` (joint MIP lighting), ``cspf``."""
+    if policy == "otter":
+        return place_lp(graph, flows, rules, lighting="priced", **opts)
+    if policy == "joint":
+        return place_lp(graph, flows, rules, lighting="joint", **opts)
+    if policy == "cspf":
+        keep = {k: v for k, v in opts.items() if k in ("k", "circuits", "per_pair")}
+        return place_cspf(graph, flows, rules, **keep)
+    raise InvalidInputError(f"unknown placement policy {policy!r} (choose from {', '.join(POLICIES)})")
