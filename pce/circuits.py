@@ -164,8 +164,6 @@ def candidate_circuits(graph: Any, per_pair: int = 8, pairs: Iterable[tuple[str,
             a_port = int(view.edge_attrs[first.key].get("ports", {}).get(a, 0))
             b_port = int(view.edge_attrs[last.key].get("ports", {}).get(b, 0))
             oports = tuple(v[0] for v in route.vertices[1:-1])
-            if not oports or route.arcs[0].kind != "adaptation":  # a lit packet link between a and b: no circuit
-                continue
             xcons = tuple((route.vertices[i][0], arc.head[0]) for i, arc in enumerate(route.arcs)
                           if arc.kind == "xcon")
             setup = max((float(view.edge_attrs[arc.key].get("setup_time") or 0.0)
