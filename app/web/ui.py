@@ -242,7 +242,7 @@ def _detail_page(res: Reservation, modify_form: ModifyForm, status: int = 200): 
     path = res.path or {}
     drawing = draw(g, path_edges=tuple(path.get("edges", ())), path_nodes=tuple(path.get("nodes", ())),
                    circuit_edges=_circuit_edges(g))
-    chart_links = [e for e in path.get("edges", []) if g.g.has_edge(*g.edge_ends(e), e)] if path else []
+    chart_links = monitor_read.path_links(g, list(path.get("edges", ())))
     entries = history(db, res.id)
     names = {u.id: u.name for u in db.execute(select(User).where(
         User.id.in_({e.user_id for e in entries if e.user_id is not None}))).scalars()}

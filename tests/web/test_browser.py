@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.db.feed import Feed
-from monitor.store import MonitorStore
+from tests.lib.monitor_feed import MonitorFeed, fig2_lit
 from tests.lib.webserver import ROOT, create_user_cli, serve_cli
 
 pytestmark = pytest.mark.browser
@@ -65,12 +65,14 @@ def _scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
             feed.event("circuit.up", "circuit A-C via X,Z is up")
         finally:
             feed.close()
-        store = MonitorStore(f"sqlite:///{db}")
+        # the monitor's series of the circuit A:3–C:1 the reservation's path A → X → Z → C becomes
+        mon = MonitorFeed(db, fig2_lit(("A", 3, "C", 1)))
         now = time.time()
-        store.add_samples((now - 60 + 2 * i, link, metric, value) for i in range(30)
-                          for link, base in (("access:A:1-h1", 3.0), ("adaptation:A:3-X:1", 2.0))
-                          for metric, value in (("mbps", base + (i % 7) * 0.8), ("util", (base + (i % 7) * 0.8) / 20)))
-        store.engine.dispose()
+        try:
+            for i in range(30):
+                mon.tick(now - 60 + 2 * i, {"packet:A:3-C:1": 2.0 + (i % 7) * 0.8})
+        finally:
+            mon.close()
 
         page.goto(f"{url}/reservations")
         assert "/login" in page.url
