@@ -11,7 +11,7 @@ from app.db.feed import CircuitRecord, Feed
 from app.db.models import Circuit
 from app.web.monitor_read import link_key, path_links
 from tests.lib.monitor_feed import MonitorFeed, fig2_lit
-from tests.unit.web.conftest import T0
+from tests.unit.web.conftest import T0, iso
 from tests.unit.web.test_ui import _form, login
 
 
@@ -65,3 +65,48 @@ def test_feed_circuit_is_monitored_under_its_link_key(app, clock) -> None:  # no
     mon = MonitorFeed(app.config["DATABASE"], fig2_lit(("A", 3, "B", 1)))
     mon.close()
     assert [link_key(*row)] == mon.circuit_ids
+
+
+def test_topology_live_fragment_follows_circuits(ui, app) -> None:  # noqa: ANN001
+    """The page's live part: 304 while nothing changed; a circuit lit by the controller appears
+    (row, arc keyed as the monitor keys it, a label slot, its XCONs highlighted) and goes when it is
+    released (listed under "released recently")."""
+    login(ui)
+    page = ui.get("/topology").get_data(as_text=True)
+    assert 'id="topology-live"' in page and "topology.js" in page and "chart.js" in page
+    first = ui.get("/topology/live")
+    assert first.status_code == 200 and first.headers["ETag"]
+    assert 'class="empty">No circuit is lit.' in first.get_data(as_text=True)
+    assert ui.get("/topology/live", headers={"If-None-Match": first.headers["ETag"]}).status_code == 304
+
+    feed = Feed(app.config["DATABASE"], migrate=False)
+    try:
+        lit = CircuitRecord("A:3", "B:1", 10.0, (("X", 1, 2), ("Y", 1, 2)))
+        assert feed.sync_circuits([lit]) == (1, 0)
+        r = ui.get("/topology/live", headers={"If-None-Match": first.headers["ETag"]})
+        html = r.get_data(as_text=True)
+        assert r.status_code == 200
+        assert re.search(r'<tr data-circuit="\d+"><td>\d+</td><td>A:3-B:1 via X,Y</td>', html)
+        assert 'class="edge edge-packet circuit circuit-link" data-key="packet:A:3-B:1"' in html
+        assert 'class="util-label" data-for="packet:A:3-B:1"' in html
+        assert 'data-for="packet:A:3-B:1">—</td>' in html  # the "Now" cell the overlay fills
+        assert json.loads(re.search(r"data-links='([^']*)'", html).group(1)) == ["packet:A:3-B:1"]
+        assert re.search(r'class="edge edge-xcon circuit" data-key="xcon:X:1-X:2"', html)
+        assert feed.sync_circuits([]) == (0, 1)
+    finally:
+        feed.close()
+    html = ui.get("/topology/live").get_data(as_text=True)
+    live = html.split('id="released-circuits"')[0]
+    assert "A:3-B:1 via X,Y" not in live and "packet:A:3-B:1" not in live and "xcon:X:1-X:2" not in live
+    assert "Released recently (1)" in html
+
+
+def test_topology_live_needs_login_and_a_topology(client) -> None:  # noqa: ANN001
+    r = client.get("/topology/live")
+    assert r.status_code == 302 and "/login" in r.headers["Location"]
+
+
+def test_utilization_says_when_it_was_asked(client, users, clock) -> None:  # noqa: ANN001
+    """``as_of`` (the service's clock) lets the overlay tell a fresh last sample from an old one."""
+    body = client.get("/api/v1/utilization?link=packet:A:3-B:1", headers=users.h("alice")).get_json()
+    assert body["as_of"] == iso(clock.t) and body["series"] == {"packet:A:3-B:1": []}
