@@ -229,7 +229,18 @@ def new_reservation(user: User):  # noqa: ANN201
             if not _attach_error(form, exc):
                 error = _error_text(exc)
     status = 400 if request.method == "POST" else 200
-    return render_template("reservation_form.html", form=form, error=error, clone_of=clone_of), status
+    return render_template("reservation_form.html", form=form, error=error, clone_of=clone_of,
+                           endpoints=_endpoint_choices()), status
+
+
+def _endpoint_choices() -> list[dict[str, str]]:
+    """The form's endpoint picker from the served topology; none (typing only) while there is none."""
+    from app.web.topology_source import TopologyUnavailable, endpoint_choices
+
+    try:
+        return endpoint_choices(graph(read_session()))
+    except TopologyUnavailable:
+        return []
 
 
 def _load(user: User, res_id: int, db: Session | None = None) -> Reservation:
