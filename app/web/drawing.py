@@ -73,9 +73,29 @@ def layout(graph: MultiLayerGraph) -> dict[str, tuple[float, float]]:
     return out
 
 
+@dataclass(frozen=True)
+class CircuitLink:
+    """A lit circuit seen from the packet layer: its monitor key and the switches at its ends."""
+
+    key: str  # packet:A:3-C:1, the key its utilization is stored under
+    a_switch: str
+    z_switch: str
+    title: str
+
+
+def _label_at(x1: float, y1: float, x2: float, y2: float, bend: float) -> tuple[float, float]:
+    """Where a link's utilization label goes: the middle of the line, or of the arc (a quadratic
+    Bézier with its control point ``2·bend`` off the chord peaks ``bend`` off it)."""
+    return (x1 + x2) / 2, (y1 + y2) / 2 + bend - 6
+
+
 def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes: tuple[str, ...] = (),
-         circuit_edges: tuple[str, ...] = ()) -> Drawing:
-    """SVG primitives; ``path_*`` are highlighted as the reservation's path, circuits in their own colour."""
+         circuit_edges: tuple[str, ...] = (), circuit_links: tuple[CircuitLink, ...] = ()) -> Drawing:
+    """SVG primitives; ``path_*`` are highlighted as the reservation's path, circuits in their own colour.
+
+    ``circuit_links`` are circuits the controller recorded: one whose packet link the graph does not
+    have yet (LLDP has not crossed it, or the snapshot is older) is drawn as an arc between its
+    switches, so a circuit shows — and its utilization can be labelled — as soon as it is lit."""
     pos = layout(graph)
     g = graph.g
     d = Drawing(WIDTH, OPTICAL_Y + PORT_RADIUS + 80)
@@ -85,6 +105,7 @@ def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes
                     "cls": "band-optical", "label": "optical layer"})
     on_path = set(path_edges)
     circuits = set(circuit_edges)
+    keys = {k for _u, _v, k in g.edges(keys=True)}
     for u, v, key, data in g.edges(keys=True, data=True):
         kind = data.get("kind", "")
         if kind == "xcon" and not data.get("active") and key not in on_path and key not in circuits:
@@ -105,8 +126,12 @@ def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes
             below = [pos[n][1] > pos[g.nodes[n]["ots"]][1] + 1 for n in (u, v)]
             if all(above) or all(below):
                 bend = (-1 if all(above) else 1) * (0.08 * abs(x2 - x1) + 8)
-        d.lines.append({"key": key, "x1": x1, "y1": y1, "x2": x2, "y2": y2, "cls": " ".join(cls), "title": title,
-                        "bend": bend, "cx": (x1 + x2) / 2, "cy": (y1 + y2) / 2 + 2 * bend})
+        d.lines.append(_line(key, (x1, y1), (x2, y2), " ".join(cls), title, bend, labelled=kind == "packet"))
+    for c in circuit_links:
+        if c.key in keys or c.a_switch not in pos or c.z_switch not in pos:
+            continue
+        d.lines.append(_line(c.key, pos[c.a_switch], pos[c.z_switch], "edge-packet circuit circuit-link", c.title,
+                             -70.0, labelled=True))
     marked = set(path_nodes)
     for n, data in g.nodes(data=True):
         x, y = pos[n]
@@ -118,3 +143,14 @@ def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes
     kind_order = {"optical": 0, "oport": 1, "packet": 2, "host": 3}
     d.nodes.sort(key=lambda nd: kind_order.get(nd["kind"], 9))
     return d
+
+
+def _line(key: str, a: tuple[float, float], b: tuple[float, float], cls: str, title: str, bend: float, *,
+          labelled: bool) -> dict:
+    """One drawn edge; a packet link also gets the place of its live utilization label."""
+    (x1, y1), (x2, y2) = a, b
+    line = {"key": key, "x1": x1, "y1": y1, "x2": x2, "y2": y2, "cls": cls, "title": title, "bend": bend,
+            "cx": (x1 + x2) / 2, "cy": (y1 + y2) / 2 + 2 * bend, "label": None}
+    if labelled:
+        line["label"] = _label_at(x1, y1, x2, y2, bend)
+    return line

@@ -82,10 +82,15 @@ def _register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):  # noqa: ANN202
-        if not _wants_json():
+        if exc.code is not None and exc.code < 400:  # a redirect raised as an exception passes as it is
             return exc
-        resp = jsonify({"error": {"status": exc.code, "message": exc.description, "field": None}})
-        resp.status_code = exc.code or 500
+        if not _wants_json():  # a page with the site's navigation, not Werkzeug's bare one
+            from app.web.ui import render_error
+
+            resp = app.make_response(render_error(exc.code or 500, exc.description or exc.name))
+        else:
+            resp = jsonify({"error": {"status": exc.code, "message": exc.description, "field": None}})
+            resp.status_code = exc.code or 500
         if exc.code == 405 and exc.valid_methods:
             resp.headers["Allow"] = ", ".join(exc.valid_methods)
         return resp

@@ -15,9 +15,50 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from monitor.store import MonEvent, MonSample
+from topology.errors import TopologyError
+from topology.graph import edge_key
 
 KIND_PREFIX = "monitor."
 _INFO_KINDS = {"hot_spot_cleared", "elephant_gone"}  # the others ask an operator to look
+
+
+def link_key(a_end: str, z_end: str) -> str:
+    """The key the monitor stores a packet link's series under (``packet:A:3-B:1``).
+
+    The monitor keys a circuit by the graph's edge key of the packet link LLDP finds over it
+    (``monitor.core.circuits_from_graph``), which is this key of its two switch ports; a circuit the
+    controller recorded (``a_end``, ``z_end``) is therefore monitored under the same key, either way.
+    """
+    return edge_key("packet", a_end, z_end)
+
+
+def path_links(graph: Any, edges: list[str]) -> list[str]:
+    """The monitored links of a reservation's path: keys the monitor writes, in path order.
+
+    A path is a list of the PCE graph's edges (access, adaptation, XCON, fibre, packet), but the
+    monitor samples only packet links: a packet edge on the path is one as it is, and every stretch
+    through the optical layer — from the adaptation where the path leaves a switch port to the one
+    where it re-enters the packet layer — is the circuit between those two switch ports. Host links
+    (access) are not monitored and are left out; edges no longer in the graph are skipped.
+    """
+    out: list[str] = []
+    leave: str | None = None  # the switch port where the path entered the optical layer
+    for key in edges:
+        try:
+            data = graph.edge(key)
+        except TopologyError:
+            continue
+        if data.get("kind") == "packet":
+            out.append(key)
+        elif data.get("kind") == "adaptation":
+            (sw, port), = (data.get("ports") or {}).items()
+            here = f"{sw}:{port}"
+            if leave is None:
+                leave = here
+            else:
+                out.append(link_key(leave, here))
+                leave = None
+    return list(dict.fromkeys(out))
 
 
 def utilization(session: Session, since: float, links: list[str], limit: int) -> dict[str, list[tuple]]:

@@ -201,8 +201,8 @@ SCHEMAS: dict[str, Any] = {
                                    "error": {"type": "string", "nullable": True}}}}}}}},
     },
     "Utilization": {
-        "type": "object", "required": ["since", "series"],
-        "properties": {"since": _DT, "series": {"type": "object", "additionalProperties": {
+        "type": "object", "required": ["since", "as_of", "series"],
+        "properties": {"since": _DT, "as_of": _DT, "series": {"type": "object", "additionalProperties": {
             "type": "array", "items": {"type": "object", "required": ["time", "mbps", "utilization"],
                                        "properties": {"time": _DT, "mbps": {"type": "number"},
                                                       "utilization": {"type": "number"}}}}}},

@@ -166,3 +166,30 @@ def check_endpoint_in_graph(graph: MultiLayerGraph, endpoint: str, field: str) -
     known = switch_ports(graph, switch)
     if known and int(port) not in known:
         raise ApiError(f"{field}: switch {switch} has no port {port} (ports: {sorted(known)})", field=field)
+
+
+def endpoint_choices(graph: MultiLayerGraph) -> list[dict[str, str]]:
+    """What the reservation form offers to pick as an endpoint, from the served topology: every host
+    (as the switch port it hangs off, the endpoint the API takes) and every port of a packet switch
+    that appears on an edge, each saying what is attached there. ``value`` goes into the field,
+    ``label`` is what a person picks by, ``group`` is ``hosts`` or ``ports``; sorted for reading."""
+    attached: dict[tuple[str, int], list[str]] = {}
+    hosts: list[dict[str, str]] = []
+    for u, v, data in graph.g.edges(data=True):
+        kind = data.get("kind")
+        for sw, port in (data.get("ports") or {}).items():
+            if port is None or node_kind(graph, sw) != "packet":
+                continue
+            other = v if sw == u else u
+            if kind == "access":
+                hosts.append({"value": f"{sw}:{port}", "label": f"{other} (at {sw}:{port})", "group": "hosts"})
+                what = f"host {other}"
+            elif kind == "adaptation":
+                what = f"optical port {other}"
+            else:
+                peer = (data.get("ports") or {}).get(other)
+                what = f"{kind} link to {other}" + (f":{peer}" if peer is not None else "")
+            attached.setdefault((sw, int(port)), []).append(what)
+    ports = [{"value": f"{sw}:{port}", "label": f"{sw}:{port} — {', '.join(sorted(whats))}", "group": "ports"}
+             for (sw, port), whats in sorted(attached.items())]
+    return sorted(hosts, key=lambda h: h["label"]) + ports

@@ -10,7 +10,8 @@ from datetime import datetime, timezone
 from functools import wraps
 from typing import Any
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, session, url_for
+from flask import g as flask_g
 from flask_wtf import FlaskForm
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
@@ -21,7 +22,7 @@ from app.web import monitor_read, service
 from app.web.api.network import layers
 from app.web.auth import check_owner, check_password, current_user
 from app.web.context import advance_if_due, graph, now, read_session, state, write_tx
-from app.web.drawing import draw
+from app.web.drawing import CircuitLink, draw
 from app.web.errors import ApiError
 from app.web.forms import ActionForm, LoginForm, ModifyForm, ReservationForm
 from app.web.listing import history, list_page
@@ -31,8 +32,21 @@ from app.web.validation import parse_create, parse_list, parse_modify
 ui_bp = Blueprint("ui", __name__)
 
 
+ERROR_TITLES = {400: "Bad request", 401: "Log in needed", 403: "Not yours", 404: "Not found",
+                405: "Method not allowed", 409: "Conflict", 413: "Request too large", 429: "Too many requests",
+                500: "Internal error", 503: "Service unavailable"}
+
+
 def render_error(status: int, message: str):  # noqa: ANN201
-    return render_template("error.html", status=status, message=message), status
+    """An error page with the site's header and navigation. If the page cannot be rendered with the
+    user's context (the error is that the database is gone), it is rendered without it — an error
+    page must not fail in turn and leave the bare server page."""
+    title = ERROR_TITLES.get(status, "Error")
+    try:
+        return render_template("error.html", status=status, title=title, message=message), status
+    except Exception:  # noqa: BLE001 - whatever broke the request may break the context too
+        flask_g.bare_error_page = True
+        return render_template("error.html", status=status, title=title, message=message), status
 
 
 def login_required(view):  # noqa: ANN001, ANN201
@@ -73,6 +87,8 @@ def _endpoint(port: str, vlan: int | None) -> str:
 
 @ui_bp.app_context_processor
 def _inject() -> dict[str, Any]:
+    if flask_g.get("bare_error_page"):  # see render_error: no database reads
+        return {"me": None, "action_form": None, "topology_source": None}
     uid = session.get("user_id")
     user = read_session().get(User, uid) if uid is not None else None
     topo = state().topology.describe(read_session(), now()) if user is not None else None
@@ -213,7 +229,18 @@ def new_reservation(user: User):  # noqa: ANN201
             if not _attach_error(form, exc):
                 error = _error_text(exc)
     status = 400 if request.method == "POST" else 200
-    return render_template("reservation_form.html", form=form, error=error, clone_of=clone_of), status
+    return render_template("reservation_form.html", form=form, error=error, clone_of=clone_of,
+                           endpoints=_endpoint_choices()), status
+
+
+def _endpoint_choices() -> list[dict[str, str]]:
+    """The form's endpoint picker from the served topology; none (typing only) while there is none."""
+    from app.web.topology_source import TopologyUnavailable, endpoint_choices
+
+    try:
+        return endpoint_choices(graph(read_session()))
+    except TopologyUnavailable:
+        return []
 
 
 def _load(user: User, res_id: int, db: Session | None = None) -> Reservation:
@@ -241,8 +268,8 @@ def _detail_page(res: Reservation, modify_form: ModifyForm, status: int = 200): 
     g = graph(db)
     path = res.path or {}
     drawing = draw(g, path_edges=tuple(path.get("edges", ())), path_nodes=tuple(path.get("nodes", ())),
-                   circuit_edges=_circuit_edges(g))
-    chart_links = [e for e in path.get("edges", []) if g.g.has_edge(*g.edge_ends(e), e)] if path else []
+                   circuit_edges=_circuit_edges(g, _live_circuits(db)))
+    chart_links = monitor_read.path_links(g, list(path.get("edges", ())))
     entries = history(db, res.id)
     names = {u.id: u.name for u in db.execute(select(User).where(
         User.id.in_({e.user_id for e in entries if e.user_id is not None}))).scalars()}
@@ -334,14 +361,23 @@ def reservation_action(user: User, res_id: int, action: str):  # noqa: ANN201
     return redirect(url_for("ui.reservation_detail", res_id=res_id))
 
 
-def _circuit_edges(g: Any) -> tuple[str, ...]:
+LIVE_CIRCUIT_STATES = ("ACTIVE", "UP", "PLANNED")
+
+
+def _live_circuits(db: Session) -> list[Circuit]:
+    """The circuits the controller has lit (or is lighting), with their XCONs."""
+    return list(db.execute(select(Circuit).options(selectinload(Circuit.xcons))
+                           .where(Circuit.state.in_(LIVE_CIRCUIT_STATES)).order_by(Circuit.id)).scalars())
+
+
+def _circuit_edges(g: Any, live: list[Circuit]) -> tuple[str, ...]:
     """Edges to highlight as circuits: circuit packet links and active XCONs of the graph, plus the
-    XCONs and end adaptations of the circuits the controller recorded in the database."""
+    XCONs, fibres, end adaptations and packet link (once LLDP found it) of the circuits the controller
+    recorded in the database."""
     keys = [k for k in g.edges_of_kind("packet") if g.edge(k).get("source") == "circuit"]
     keys += list(g.active_xcons())
-    rows = read_session().execute(select(Circuit).options(selectinload(Circuit.xcons))
-                                  .where(Circuit.state.in_(("ACTIVE", "UP", "PLANNED")))).scalars()
-    for c in rows:
+    packet = set(g.edges_of_kind("packet"))
+    for c in live:
         ports: set[str] = set()
         for x in c.xcons:
             a, b = f"{x.ots}:{x.in_port}", f"{x.ots}:{x.out_port}"
@@ -351,8 +387,36 @@ def _circuit_edges(g: Any) -> tuple[str, ...]:
         for end in (c.a_end, c.z_end):
             sw, _, port = end.rpartition(":")
             if sw in g.g and port.isdigit():
-                keys += g.edges_at_port(sw, int(port), kinds=("adaptation", "packet"))
+                keys += g.edges_at_port(sw, int(port), kinds=("adaptation",))
+        if monitor_read.link_key(c.a_end, c.z_end) in packet:
+            keys.append(monitor_read.link_key(c.a_end, c.z_end))
     return tuple(dict.fromkeys(keys))
+
+
+def _circuit_links(live: list[Circuit]) -> tuple[CircuitLink, ...]:
+    """The lit circuits as packet-layer links, keyed as the monitor keys their utilization."""
+    return tuple(CircuitLink(monitor_read.link_key(c.a_end, c.z_end), c.a_end.rpartition(":")[0],
+                             c.z_end.rpartition(":")[0], f"circuit {c.name} ({c.capacity:g} Mbit/s)") for c in live)
+
+
+def _topology_view(db: Session, g: Any) -> dict[str, Any]:
+    """What the topology page shows and its live part re-renders: the drawing with the lit circuits,
+    the circuits (lit, and the last released), the layer counts and the links the monitor samples."""
+    live = _live_circuits(db)
+    released = list(db.execute(select(Circuit).options(selectinload(Circuit.xcons))
+                               .where(Circuit.state.not_in(LIVE_CIRCUIT_STATES))
+                               .order_by(Circuit.updated_ts.desc(), Circuit.id.desc()).limit(10)).scalars())
+    data = g.to_dict()
+    counts = {"switches": len(g.nodes_of_kind("packet")), "hosts": len(g.nodes_of_kind("host")),
+              "packet_links": len(g.edges_of_kind("packet")), "access": len(g.edges_of_kind("access")),
+              "ots": len(g.nodes_of_kind("optical")), "oports": len(g.nodes_of_kind("oport")),
+              "fibres": len(g.edges_of_kind("optical")), "xcons": len(g.edges_of_kind("xcon")),
+              "active_xcons": len(g.active_xcons())}
+    links = _circuit_links(live)
+    monitored = list(dict.fromkeys([*g.edges_of_kind("packet"), *(c.key for c in links)]))
+    return {"drawing": draw(g, circuit_edges=_circuit_edges(g, live), circuit_links=links), "circuits": live,
+            "released": released, "layers": layers(data), "counts": counts, "monitored": monitored,
+            "link_of": {c.id: link.key for c, link in zip(live, links, strict=True)}}
 
 
 @ui_bp.get("/topology")
@@ -365,16 +429,26 @@ def topology(user: User):  # noqa: ANN201
         g = graph(db)
     except TopologyUnavailable as exc:  # --topology controller before the controller wrote a snapshot
         return render_template("topology_missing.html", message=exc.message), 503
-    circuits = list(db.execute(select(Circuit).options(selectinload(Circuit.xcons))
-                               .order_by(Circuit.id)).scalars())
-    data = g.to_dict()
-    counts = {"switches": len(g.nodes_of_kind("packet")), "hosts": len(g.nodes_of_kind("host")),
-              "packet_links": len(g.edges_of_kind("packet")), "access": len(g.edges_of_kind("access")),
-              "ots": len(g.nodes_of_kind("optical")), "oports": len(g.nodes_of_kind("oport")),
-              "fibres": len(g.edges_of_kind("optical")), "xcons": len(g.edges_of_kind("xcon")),
-              "active_xcons": len(g.active_xcons())}
-    return render_template("topology.html", drawing=draw(g, circuit_edges=_circuit_edges(g)), circuits=circuits,
-                           layers=layers(data), graph=data, counts=counts)
+    return render_template("topology.html", **_topology_view(db, g))
+
+
+@ui_bp.get("/topology/live")
+@login_required
+def topology_live(user: User):  # noqa: ANN201
+    """The topology page's live part (drawing, counts, circuits) as an HTML fragment, polled by
+    ``static/topology.js``: with ``If-None-Match`` it is a 304 while nothing changed, so a page left
+    open costs one small query set per poll and redraws only when a circuit or the graph changed."""
+    from app.web.topology_source import TopologyUnavailable
+
+    db = read_session()
+    try:
+        g = graph(db)
+    except TopologyUnavailable as exc:
+        return render_error(503, exc.message)
+    resp = make_response(render_template("_topology_live.html", **_topology_view(db, g)))
+    resp.headers["Cache-Control"] = "no-cache"
+    resp.add_etag()
+    return resp.make_conditional(request)
 
 
 @ui_bp.get("/events")

@@ -10,38 +10,11 @@ from pathlib import Path
 import pytest
 
 from app.db.feed import Feed
-from monitor.store import MonitorStore
-from tests.lib.webserver import ROOT, create_user_cli, serve_cli
+from tests.lib.monitor_feed import MonitorFeed, fig2_lit
+from tests.lib.webserver import create_user_cli, serve_cli
+from tests.web.conftest import ARTIFACTS, shot
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-ARTIFACTS = ROOT / "test-artifacts" / "web"
-
-
-@pytest.fixture
-def browser_page(tmp_path):  # noqa: ANN001, ANN201
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(str(tmp_path / "profile"), executable_path=CHROMIUM, args=ARGS,
-                                                   headless=True, viewport={"width": 1280, "height": 900})
-        try:
-            page = ctx.new_page()
-            page.set_default_timeout(20_000)
-            yield page
-        finally:
-            ctx.close()
-
-
-def shot(page, name: str) -> Path:  # noqa: ANN001
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
 
 
 def test_reserve_and_cancel_in_the_browser(tmp_path, browser_page) -> None:  # noqa: ANN001
@@ -65,12 +38,14 @@ def _scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
             feed.event("circuit.up", "circuit A-C via X,Z is up")
         finally:
             feed.close()
-        store = MonitorStore(f"sqlite:///{db}")
+        # the monitor's series of the circuit A:3–C:1 the reservation's path A → X → Z → C becomes
+        mon = MonitorFeed(db, fig2_lit(("A", 3, "C", 1)))
         now = time.time()
-        store.add_samples((now - 60 + 2 * i, link, metric, value) for i in range(30)
-                          for link, base in (("access:A:1-h1", 3.0), ("adaptation:A:3-X:1", 2.0))
-                          for metric, value in (("mbps", base + (i % 7) * 0.8), ("util", (base + (i % 7) * 0.8) / 20)))
-        store.engine.dispose()
+        try:
+            for i in range(30):
+                mon.tick(now - 60 + 2 * i, {"packet:A:3-C:1": 2.0 + (i % 7) * 0.8})
+        finally:
+            mon.close()
 
         page.goto(f"{url}/reservations")
         assert "/login" in page.url

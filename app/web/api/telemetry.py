@@ -75,7 +75,7 @@ def utilization():  # noqa: ANN201
     series: dict[str, list[dict]] = {link: [] for link in links}
     for link, points in rows.items():
         series[link] = [{"time": to_iso(t), "mbps": mbps, "utilization": util} for t, mbps, util in points]
-    return jsonify({"since": to_iso(since), "series": series})
+    return jsonify({"since": to_iso(since), "as_of": to_iso(now()), "series": series})
 
 
 @bp.get("/events")

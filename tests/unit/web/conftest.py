@@ -4,6 +4,7 @@ Warnings are errors in this directory (the global pytest config is left alone).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -97,3 +98,25 @@ def body(**over) -> dict:  # noqa: ANN003
          "end": iso(T0 + 4200)}
     b.update(over)
     return {k: v for k, v in b.items() if v is not ...}
+
+
+@pytest.fixture
+def ui(app):  # noqa: ANN001, ANN201
+    """A test client with two users who log in with passwords (``dora``, ``eve``)."""
+    with app.extensions["mlte"].db.session() as s:
+        create_user(s, "dora", password="dora-pw")
+        create_user(s, "eve", password="eve-pw")
+        s.commit()
+    return app.test_client()
+
+
+def csrf(html: str) -> str:
+    m = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', html)
+    assert m, "no CSRF token in form"
+    return m.group(1)
+
+
+def login(c, name: str = "dora") -> None:  # noqa: ANN001
+    page = c.get("/login").get_data(as_text=True)
+    r = c.post("/login", data={"username": name, "password": f"{name}-pw", "csrf_token": csrf(page)})
+    assert r.status_code == 302

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from app.web.validation import MIN_BANDWIDTH
-from tests.unit.web.conftest import body, counts
-from tests.unit.web.test_ui import _form, login, ui  # noqa: F401  (the ui fixture)
+from tests.unit.web.conftest import body, counts, login
+from tests.unit.web.test_ui import _form
 
 API = "/api/v1/reservations"
 

@@ -10,8 +10,7 @@ from app.db.feed import CircuitRecord, Feed
 from app.db.models import Circuit
 from app.db.provisioning import ProvisioningStore
 from tests.lib.provisioning import light
-from tests.unit.web.conftest import T0, body, iso
-from tests.unit.web.test_ui import login
+from tests.unit.web.conftest import T0, body, iso, login
 
 API = "/api/v1"
 

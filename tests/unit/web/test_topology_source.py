@@ -40,7 +40,7 @@ def test_ui_names_the_topology_source_and_explains_a_missing_snapshot(tmp_path) 
     """Issue 14 item 3: every page says which topology is served (and how old it is); with the
     controller's and none written yet, the topology page explains instead of a bare 503."""
     from app.web.auth import create_user
-    from tests.unit.web.test_ui import login
+    from tests.unit.web.conftest import login
 
     db = str(tmp_path / "ui.db")
     app = create_app({"DATABASE": db, "TOPOLOGY": "controller", "CLOCK": Clock(T0), "SECRET_KEY": "x"})

@@ -8,28 +8,7 @@ import pytest
 from app.db.feed import Feed
 from app.web.auth import create_user
 from app.web.timeutil import parse_iso
-from tests.unit.web.conftest import T0, counts
-
-
-@pytest.fixture
-def ui(app):  # noqa: ANN001, ANN201
-    with app.extensions["mlte"].db.session() as s:
-        create_user(s, "dora", password="dora-pw")
-        create_user(s, "eve", password="eve-pw")
-        s.commit()
-    return app.test_client()
-
-
-def csrf(html: str) -> str:
-    m = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', html)
-    assert m, "no CSRF token in form"
-    return m.group(1)
-
-
-def login(c, name: str = "dora") -> None:  # noqa: ANN001
-    page = c.get("/login").get_data(as_text=True)
-    r = c.post("/login", data={"username": name, "password": f"{name}-pw", "csrf_token": csrf(page)})
-    assert r.status_code == 302
+from tests.unit.web.conftest import T0, counts, csrf, login
 
 
 def test_pages_need_login(ui) -> None:  # noqa: ANN001
