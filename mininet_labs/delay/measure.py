@@ -70,13 +70,25 @@ def path_record(link_description: dict[str, Any], rtt: dict[str, Any],
     return rec
 
 
+def warm_up(src: Netns, dst_ip: str, tries: int = 20) -> int:
+    """Ping until one reply (at most ``tries``), so ARP is resolved before a measurement: otherwise the
+    first frames wait a round trip through the element for it, or die in the ARP queue. Returns the
+    pings sent; raises :class:`NetError` if none came back."""
+    for n in range(1, tries + 1):
+        if src.run("ping", "-n", "-c", "1", "-W", "1", dst_ip, timeout=10, check=False).returncode == 0:
+            return n
+    raise NetError(f"{dst_ip} does not answer ping from {src} ({tries} tries)")
+
+
 def one_way(src: Netns, dst: Netns, dst_ip: str, rate_mbps: float, frame_bytes: int, seconds: float,
             port: int = 47000, drain_s: float = 1.0) -> dict[str, Any]:
     """Send ``rate_mbps`` of ``frame_bytes`` frames for ``seconds``; one-way delay (ms) and loss as received.
 
-    The receiver is stopped ``drain_s`` after the sender ends, so set it above the path's delay.
+    ARP is resolved first (:func:`warm_up`). The receiver is stopped ``drain_s`` after the sender
+    ends, so set it above the path's delay.
     """
     binary = str(ensure_binary("dlyprobe"))
+    warm_up(src, dst_ip)
     with tempfile.TemporaryDirectory(prefix="dlyprobe-") as tmp:
         out = Path(tmp) / "rx.bin"
         recv = subprocess.Popen([*dst.prefix(), binary, "recv", "--port", str(port),
