@@ -240,6 +240,11 @@ class SplicedLink:
     def pid(self) -> int | None:
         return self.link.pid
 
+    def describe(self) -> dict[str, Any]:
+        """The link's backend and configured values plus where it sits (for :func:`measure.path_record`)."""
+        return {**self.link.describe(), "node_ns": str(self.node_ns), "node_if": self.node_if,
+                "element_ns": self.tag}
+
     def remove(self) -> dict[str, Any]:
         """Stop the element, give the node back its original interface (same peer), delete the namespace.
 
