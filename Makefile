@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl clean
+.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh --with-web
@@ -22,7 +22,7 @@ test-integration: bootstrap
 lint: bootstrap
 	.venv/bin/ruff check .
 
-bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl
+bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay
 
 bench-pce: bootstrap
 	$(PY) bench/run.py pce
@@ -38,6 +38,9 @@ bench-ots: bootstrap
 
 bench-ctl: bootstrap
 	$(PY) bench/run.py ctl
+
+bench-delay: bootstrap
+	$(PY) bench/run.py delay
 
 clean:
 	rm -rf demo-out .pytest_cache
