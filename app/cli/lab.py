@@ -35,6 +35,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lab", help="run a Mininet lab with the controller (needs root and OVS)",
                        description="`mlte lab list` names the experiment labs, `mlte lab run NAME --out DIR "
@@ -43,6 +54,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                                 "mesh-<packet>x<ots>[-d<deg>][-s<seed>], topohub:<key>")
     p.add_argument("lab", nargs="?", help="with `run`: the lab to run (see `mlte lab list`)")
     p.add_argument("--quick", action="store_true", help="with `run`: the CI-sized run (about a minute)")
+    p.add_argument("--runs", type=positive_int, help="with `run` (elastic-offload): repeat the measurement N times "
+                                                      "and report the medians")
+    p.add_argument("--seed", type=int, help="with `run` (elastic-offload): workload seed (default 1)")
+    p.add_argument("--te", choices=["on", "off"], help="with `run` (elastic-offload): `off` runs only the "
+                                                        "baseline with the TE loop off")
+    p.add_argument("--demo", action="store_true", help="with `run` (elastic-offload): `make demo` — also the web "
+                                                       "service, every event of the loop live, one short run")
     p.add_argument("--discover", action="store_true",
                    help="discover the topology, print it, write JSON + PNG, then clean up and exit")
     p.add_argument("--out", default="lab-out", help="output directory (default %(default)s)")
@@ -84,18 +102,36 @@ def _run_lab(args: argparse.Namespace) -> int:
     lab = LABS.get(args.lab)
     if lab is None:
         raise LabError(f"unknown lab {args.lab!r}; `mlte lab list` names them ({', '.join(LABS)})")
+    runner = lab.runner()
+    options = _lab_options(args, lab.name, runner)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     out = Path(args.out)
     print(f"lab {lab.name}{' (quick)' if args.quick else ''}: {lab.summary}; results in {out}", flush=True)
     try:
-        lab.runner()(out, quick=args.quick, progress=lambda line: print(line, flush=True))
+        runner(out, quick=args.quick, progress=lambda line: print(line, flush=True), **options)
     except KeyboardInterrupt:
         print("\ninterrupted: the lab cleaned up", file=sys.stderr)
         return 130
     except TimeoutError as exc:
         raise LabError(f"{lab.name}: {exc}") from None
     return 0
+
+
+def _lab_options(args: argparse.Namespace, name: str, runner) -> dict:
+    """The extra options given (``--runs``, ``--seed``, ``--te``, ``--demo``), if the lab takes them."""
+    import inspect
+
+    given = {"runs": args.runs, "seed": args.seed, "te": None if args.te is None else args.te == "on",
+             "demo": args.demo or None}
+    given = {k: v for k, v in given.items() if v is not None}
+    takes = inspect.signature(runner).parameters
+    refused = [k for k in given if k not in takes]
+    if refused:
+        raise LabError(f"lab {name} does not take {', '.join('--' + k for k in refused)}")
+    if given.get("demo") and given.get("te") is False:
+        raise LabError("--demo shows the TE loop at work: it cannot run with --te off")
+    return given
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -13,8 +13,8 @@ import pytest
 from app.controller import rule_plan
 from app.controller.client import wait_until
 from mininet_labs.circuits import FIG2_CIRCUITS
-from tests.integration.test_monitor_fig2 import TRAFFIC
-from tests.lib.monitor_lab import fig2_monitor_lab
+from mininet_labs.monitor_lab import fig2_monitor_lab
+from mininet_labs.traffic import SCRIPT
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,7 @@ def steer_rules(lab, switch: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    with fig2_monitor_lab(tmp_path_factory.mktemp("teloop"), SETTINGS, TRAFFIC) as session:
+    with fig2_monitor_lab(tmp_path_factory.mktemp("teloop"), SETTINGS) as session:
         yield session
 
 
@@ -42,7 +42,7 @@ def test_an_elephant_is_offloaded_and_released_and_the_small_flows_stay(lab):
     mice = [f"{46001 + i}:0.2:0.2:500:0.02" for i in range(4)]
     h1 = lab.lab.node("h1")
     t0 = time.time()
-    proc = h1.popen([sys.executable, str(lab.work / "traffic.py"), "10.0.0.3", "5201", "14", elephant, *mice],
+    proc = h1.popen([sys.executable, SCRIPT, "flows", "10.0.0.3", "5201", "14", elephant, *mice],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: dict = {}
 
