@@ -127,15 +127,30 @@ def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock) -> Iterato
     args = ("--db-url", f"sqlite:///{db}") if demo else ()
     clock.note(f"starting the controller (monitor Ts = 1 s, TE loop {'on' if enabled else 'off'}) and the Fig. 2 "
                "testbed")
-    with fig2_monitor_lab(work, MONITOR + TE.format(enabled=str(enabled).lower()), check_errors=False,
-                          controller_args=args) as lab:
-        clock.note(f"testbed up: circuit 'initial' lit (A-X-Y-B-Y-Z-C), A:3 behind a bounded 10 Mbit/s queue; "
-                   f"controller API http://127.0.0.1:{lab.api_port}")
-        if not demo:
-            yield lab, None
-            return
-        with _web(db, work, clock) as web:
-            yield lab, web
+    held: dict = {}
+    try:
+        with fig2_monitor_lab(work, MONITOR + TE.format(enabled=str(enabled).lower()), check_errors=False,
+                              controller_args=args) as lab:
+            try:
+                clock.note(f"testbed up: circuit 'initial' lit (A-X-Y-B-Y-Z-C), A:3 behind a bounded 10 Mbit/s "
+                           f"queue; controller API http://127.0.0.1:{lab.api_port}")
+                if not demo:
+                    yield lab, None
+                else:
+                    with _web(db, work, clock) as web:
+                        yield lab, web
+            finally:
+                held = _hold_signals()  # a second Ctrl-C / SIGTERM must not stop the clean-up half-way
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+
+
+def _hold_signals() -> dict:
+    """Ignore SIGINT/SIGTERM/SIGHUP (main thread only); returns the handlers to put back."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
 
 @contextlib.contextmanager
