@@ -79,7 +79,8 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
                 clock.note(f"run {i + 1}/{runs}: 16 small transfers h2 -> h4, elephant h1 -> h3 after "
                            f"{phases.warmup:.0f} s (seed {seed + i})")
                 runs_out.append(_one_run(lab, out / "work", phases, seed + i, clock, live, te=True))
-                _settle(lab, clock)
+                if i + 1 < runs:
+                    _settle(lab, clock)
             res["controller_errors"] = lab.controller_errors()
         res["runs"] = runs_out
         res.update({k: v for k, v in runs_out[0].items() if k not in ("series",)})
@@ -125,6 +126,7 @@ def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock) -> Iterato
     for p in work.glob("mlte.db*"):
         p.unlink()
     args = ("--db-url", f"sqlite:///{db}") if demo else ()
+    password = _create_user(db) if demo else ""  # before the controller: one writer creates the schema
     clock.note(f"starting the controller (monitor Ts = 1 s, TE loop {'on' if enabled else 'off'}) and the Fig. 2 "
                "testbed")
     held: dict = {}
@@ -137,7 +139,7 @@ def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock) -> Iterato
                 if not demo:
                     yield lab, None
                 else:
-                    with _web(db, work, clock) as web:
+                    with _web(db, work, clock, password) as web:
                         yield lab, web
             finally:
                 held = _hold_signals()  # a second Ctrl-C / SIGTERM must not stop the clean-up half-way
@@ -154,14 +156,11 @@ def _hold_signals() -> dict:
 
 
 @contextlib.contextmanager
-def _web(db: Path, work: Path, clock: _Clock) -> Iterator[dict]:
-    """``mlte web`` on the controller's database, with a user who can log in; stopped by PID."""
+def _web(db: Path, work: Path, clock: _Clock, password: str) -> Iterator[dict]:
+    """``mlte web`` on the controller's database (user ``demo`` exists); stopped by PID."""
     from mininet_labs.session import free_port
 
-    password = "demo-" + secrets.token_hex(4)
     cli = [sys.executable, "-m", "app.cli.main", "web"]
-    subprocess.run([*cli, "user", "create", "demo", "--admin", "--password-stdin", "--db", str(db)],
-                   input=password + "\n", cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     port = 8080 if _port_free(8080) else free_port()
     log = open(work / "web.log", "w")
     proc = subprocess.Popen([*cli, "--db", str(db), "--host", "127.0.0.1", "--port", str(port), "--topology",
@@ -180,6 +179,18 @@ def _web(db: Path, work: Path, clock: _Clock) -> Iterator[dict]:
             proc.kill()
             proc.wait(timeout=10)
         log.close()
+
+
+def _create_user(db: Path) -> str:
+    """User ``demo`` (admin) with a fresh password in the demo's database; returns the password."""
+    password = "demo-" + secrets.token_hex(4)
+    proc = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "user", "create", "demo", "--admin",
+                           "--password-stdin", "--db", str(db)], input=password + "\n", cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"could not create the demo's web user: {last}")
+    return password
 
 
 def _port_free(port: int) -> bool:
@@ -211,7 +222,8 @@ class _Live:
         self.clock, self.verbose = clock, verbose
 
     def follow(self, lab: Any, since: int, stop: threading.Event, t_start: float) -> None:
-        while not stop.is_set():
+        while True:
+            last = stop.is_set()  # one more look after the stop: the release's own lines
             try:
                 events = lab.client.events(since)
             except Exception:  # noqa: BLE001 - the API is busy: look again
@@ -221,6 +233,8 @@ class _Live:
                 line = self._line(e, t_start)
                 if line:
                     self.clock.note(line, at=e["t"])
+            if last:
+                return
             stop.wait(0.2)
 
     def _line(self, e: dict, t_start: float) -> str | None:
@@ -378,6 +392,8 @@ def _measure(lab: Any, since: int, files: dict[str, Path], rates: _PortRates, t0
                            "offloaded_s": rel(offloads[0]["t"]) if offloads else None,
                            "verified_s": rel(done[0]["t"]) if done else None, "released": bool(released)}
     out["offload_delay_s"] = round(out["verified_s"] - start, 3) if out["verified_s"] is not None else None
+    rel_done = [e for e in events if e["type"] == "te_done" and e["decision"] == "release"]
+    out["release_plan_s"] = rel_done[0]["seconds"] if rel_done else None
     moved = {f for e in offloads for f in e["flows"]}
     out["moved_flows"] = sorted(moved)
     out["small_flows_moved"] = sum(1 for f in moved if f":{ELEPHANT_SPORT} " not in f)
