@@ -7,8 +7,10 @@ PYTEST := $(PY) -m pytest
 bootstrap:
 	@bash scripts/bootstrap.sh --with-web
 
+# the elastic TE loop live (docs/te-loop.md): Fig. 2 testbed + controller + web UI (URL and login printed),
+# an elephant among 16 small transfers offloaded onto an elastic circuit and released; ~40 s after bootstrap
 demo: bootstrap
-	$(PY) -m app.cli.main lab testbed --discover --circuit initial --out demo-out
+	$(PY) -m app.cli.main lab run elastic-offload --demo --out demo-out
 
 test: bootstrap
 	$(PYTEST) tests
