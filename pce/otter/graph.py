@@ -172,6 +172,11 @@ def same_hops(a: Sequence[str], b: Sequence[str]) -> bool:
     return ends(a) in (ends(b), ends(b)[::-1])
 
 
+def _ends(hops: Iterable[str]) -> set[str]:
+    """Hop ids without a candidate circuit's optical chain (``A:3-C:1[X:1,...]`` → ``A:3-C:1``)."""
+    return {h.split("[", 1)[0] for h in hops}
+
+
 class PathFinder:
     """k shortest existing paths and one-circuit paths between switches (see module docstring)."""
 
@@ -300,7 +305,7 @@ class GraphInstance:
     flows: list[GraphFlow]  # the flows in the LP (not local ones)
     paths: list[list[CandidatePath]]
     circuit_slots: np.ndarray  # (N, K) bool: slot uses an unlit circuit
-    deadline_ok: np.ndarray  # (N, K) bool: slot usable within the flow's deadline
+    deadline_ok: np.ndarray  # (N, K) bool: slot usable within the flow's deadline and avoiding its ``avoid`` hops
     slot_circuits: list[list[tuple[str, ...]]]  # circuit ids per slot
     hop_index: dict[str, int]
 
@@ -384,6 +389,8 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
             circ[i, j] = bool(cs)
             if cs and f.deadline is not None:
                 ok[i, j] = f.deadline >= max(c.setup_time for c in cs)
+            if f.avoid and not _ends(f.avoid).isdisjoint(_ends(p.key)):
+                ok[i, j] = False
         slot_circuits.append(row)
     return GraphInstance(network, fs, cand, list(flows), per_flow, circ, ok, slot_circuits, hop_index)
 
@@ -600,6 +607,14 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
     free = None  # an LP result over exactly the usable slots, if one is at hand
     if lighting == "priced" and N and inst.circuit_slots.any():
         chosen, free = _priced_circuits(inst, base, circuits, lambda allowed: solve(allowed, None, circuit_price))
+        # a held flow keeps its (not yet seen lit) circuit whatever the LP without it prefers
+        keep = [cid for i, f in enumerate(remote) if f.hold and current[i] >= 0
+                for cid in inst.slot_circuits[i][current[i]] if cid not in chosen]
+        if keep:
+            by_id = {c.id: c for c in circuits}
+            taken = {o for cid in keep for o in by_id[cid].oports}
+            chosen = list(dict.fromkeys(keep)) + [c for c in chosen if taken.isdisjoint(by_id[c].oports)]
+            free = None
     usable = _usable(inst, base, set(chosen))
     gain = np.full(N, np.nan)
     pinned = np.zeros(N, bool)
@@ -610,7 +625,8 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
             a_pin, k_pin = _pinned_allowed(usable, current, can_pin)
             sol_p, share_p, obj_p = solve(a_pin, k_pin, circuit_price)
             gain = np.where(can_pin, _satisfaction(inst, share) - _satisfaction(inst, share_p), np.nan)
-            pinned = can_pin & (gain < pin_gain)
+            hold = np.array([f.hold for f in remote], bool)
+            pinned = can_pin & ((gain < pin_gain) | hold)
             if pinned.sum() == can_pin.sum():
                 sol, share, obj = sol_p, share_p, obj_p
             elif pinned.any():
@@ -645,7 +661,7 @@ def place_cspf(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None 
                circuits: Sequence[Circuit] | None = None, per_pair: int = DEFAULT_PER_PAIR) -> GraphPlacement:
     """Baseline without tolerances: largest flows first, each on its lowest-latency path with room —
     lit links before new circuits, a circuit only if its ports are still free — else partially on
-    the path with most room."""
+    the path with most room. Held flows (``hold``, on a candidate path) go first, onto their path."""
     rules = rules or ClassRules()
     t0 = time.perf_counter()
     remote = [f for f in flows if f.src != f.dst]
@@ -658,8 +674,12 @@ def place_cspf(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None 
     lit: set[str] = set()
     N = len(remote)
     slot, alloc = np.full(N, -1, np.int64), np.zeros(N)
-    for i in sorted(range(N), key=lambda i: (-remote[i].bw, i)):
+    current = _current_slots(inst)
+    held = np.array([f.hold for f in remote], bool) & (current >= 0)
+    for i in sorted(range(N), key=lambda i: (not held[i], -remote[i].bw, i)):
         cands = [j for j in range(len(inst.paths[i])) if inst.deadline_ok[i, j]]
+        if held[i]:
+            cands = [int(current[i])]
         cands = [j for j in cands if all(c.id in lit or not used_ports & set(c.oports) for c in inst.paths[i][j].circuits)]
         cands.sort(key=lambda j: (bool(inst.paths[i][j].circuits), inst.paths[i][j].one_way_ms, j))
         room = [float(residual[_links(inst, i, j)].min(initial=math.inf)) for j in cands]
@@ -675,7 +695,7 @@ def place_cspf(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None 
         for c in inst.paths[i][pick].circuits:
             lit.add(c.id)
             used_ports.update(c.oports)
-    out = _placements(inst, slot, alloc, np.zeros(N, bool), np.full(N, np.nan))
+    out = _placements(inst, slot, alloc, held, np.full(N, np.nan))
     out += [FlowPlacement(f, CandidatePath((f.src,), ()), f.bw, 1.0, False) for f in flows if f.src == f.dst]
     chosen = sorted({c.id: c for p in out if p.path is not None and p.allocated > 0 for c in p.path.circuits}.values(),
                     key=lambda c: c.id)
