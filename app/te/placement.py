@@ -317,8 +317,8 @@ class PlacementDecider(OffloadDecider):
                 continue
             circuit = ",".join(c.id for c in p.path.circuits)
             groups.setdefault((circuit, p.flow.src), []).append(p)
-        kept = [p.flow.id for p in placement.flows if p.flow.match is not None and p.flow.path is not None
-                and not p.moved]
+        kept = {p.flow.id: p.flow.cls for p in placement.flows if p.flow.match is not None
+                and p.flow.path is not None and not p.moved}
         summary = {"policy": self.policy.name, "kept": kept, "congested": congested,
                    "placed_mbps": round(sum(p.allocated for p in placement.flows), 3),
                    "seconds": round(float(placement.stats.get("total_seconds", 0.0)), 4)}

@@ -136,7 +136,8 @@ def test_otter_moves_the_elephant_onto_a_new_circuit_and_the_interactive_flow_st
     (off,) = [d for d in decisions if d["decision"] == "offload"]
     assert off["flows"] == [str(ELEPHANT)], decisions  # only the elephant moves
     assert off["policy"] == "otter" and off["circuit"] and "new circuit" in off["reason"]
-    assert set(off["kept"]) == {str(SIP), *map(str, MICE)}  # PATHPIN: the rest stay where they are
+    # PATHPIN: the rest stay where they are (the SIP flow classed interactive by its port)
+    assert off["kept"] == {str(SIP): "interactive", **{str(m): "bulk" for m in MICE}}
     (done,) = JOURNAL.since(since, "te_done")
     assert done["ok"] and done["decision"] == "offload", done
     # the data plane: the elephant A -> new circuit -> C both ways, the interactive flow still via B
