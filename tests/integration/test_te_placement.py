@@ -17,7 +17,7 @@ from mininet_labs.circuits import FIG2_CIRCUITS
 from mininet_labs.monitor_lab import band_rules, fig2_monitor_lab
 from mininet_labs.traffic import SCRIPT
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]  # the lab lock may be held for minutes
 
 SETTINGS = ("interval = 1.0\nfine_backend = \"flowstats\"\n"
             "[te]\nenabled = true\nplacement = \"otter\"\nmin_hold_s = 5.0\npoll = 1.0\ngone_intervals = 3\n")
