@@ -135,7 +135,7 @@ def test_otter_moves_the_elephant_onto_a_new_circuit_and_the_interactive_flow_st
     decisions = JOURNAL.since(since, "te_decision")
     (off,) = [d for d in decisions if d["decision"] == "offload"]
     assert off["flows"] == [str(ELEPHANT)], decisions  # only the elephant moves
-    assert off["policy"] == "otter" and off["circuit"] and "new circuit" in off["reason"]
+    assert off["policy"] == "otter" and off["circuit"].endswith("A:4-C:2") and "new circuit" in off["reason"], off
     # PATHPIN: the rest stay where they are (the SIP flow classed interactive by its port)
     assert off["kept"] == {str(SIP): "interactive", **{str(m): "bulk" for m in MICE}}
     (done,) = JOURNAL.since(since, "te_done")
@@ -165,6 +165,7 @@ def test_cspf_also_keeps_the_interactive_flow(monkeypatch, net):
     with_traffic(net, lambda: a._monitor(imbalance()))
     offs = [d for d in JOURNAL.since(since, "te_decision") if d["decision"] == "offload"]
     assert [d["flows"] for d in offs] == [[str(ELEPHANT)]] and offs[0]["policy"] == "cspf"
+    assert offs[0]["circuit"].endswith("A:4-C:2"), offs
     assert "B" not in switches(net, "h1", pkt(ELEPHANT)) and "B" in switches(net, "h1", pkt(SIP))
 
 
