@@ -1,7 +1,7 @@
 """The labs ``mlte lab list`` names and ``mlte lab run NAME`` runs.
 
 Each lab module has ``run(out: Path, *, quick: bool, progress) -> dict`` (labs with seeds also take
-``seeds: int``, which ``mlte lab run NAME --seeds N`` passes): it builds its network under
+``seeds: int``, which ``mlte lab run NAME --seeds N`` passes, or ``seed: int``, passed by ``--seed N``): it builds its network under
 the machine-wide lock, cleans up however it ends, and writes ``out/results.json`` and its plots.
 """
 from __future__ import annotations
@@ -38,4 +38,10 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
     Lab("multihoming", "mininet_labs.multihoming",
         "two multihomed sites, two paths, one loaded: static split vs throughput- and RTT-based flow mapping",
         "Multihoming (Sterca et al.) Tables 1-2"),
+    Lab("path-change", "mininet_labs.path_change",
+        "the controller moves a probed flow between two delayed paths; path-change detector vs rolling minimum",
+        "Path persistence (Reda et al.) detector"),
+    Lab("overlay", "mininet_labs.overlay",
+        "direct path vs split-TCP relays chosen by the RTT/loss-cut rule: TCP throughput improvement",
+        "CRONets (Cai et al.) relay rule and split overlay"),
 )}

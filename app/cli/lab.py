@@ -35,15 +35,24 @@ def positive_float(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (a seed)."""
+    return _int_at_least(text, 0)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,6 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="with `run`: the CI-sized run (about a minute)")
     p.add_argument("--seeds", type=positive_int, help="with `run`: repetitions with different random seeds "
                                                        "(labs that take seeds, e.g. multihoming; default theirs)")
+    p.add_argument("--seed", type=non_negative_int, help="with `run`: the random seed of labs that take one "
+                                                          "(e.g. path-change, overlay; default theirs)")
     p.add_argument("--discover", action="store_true",
                    help="discover the topology, print it, write JSON + PNG, then clean up and exit")
     p.add_argument("--out", default="lab-out", help="output directory (default %(default)s)")
@@ -98,12 +109,13 @@ def _run_lab(args: argparse.Namespace) -> int:
     if lab is None:
         raise LabError(f"unknown lab {args.lab!r}; `mlte lab list` names them ({', '.join(LABS)})")
     kwargs = {}
-    if args.seeds is not None:
-        import inspect
+    for opt in ("seeds", "seed"):
+        if getattr(args, opt, None) is not None:
+            import inspect
 
-        if "seeds" not in inspect.signature(lab.runner()).parameters:
-            raise LabError(f"lab {lab.name} takes no --seeds")
-        kwargs["seeds"] = args.seeds
+            if opt not in inspect.signature(lab.runner()).parameters:
+                raise LabError(f"lab {lab.name} takes no --{opt}")
+            kwargs[opt] = getattr(args, opt)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     out = Path(args.out)
