@@ -242,7 +242,7 @@ def plot(res: dict[str, Any], series: Sequence[tuple[float, float]], path: Path)
     ax.set_yscale("log")
     ax.set_title(f"path-change (seed {res.get('seed')}): {len(res.get('moves', []))} moves, "
                  f"tolerance {res.get('tolerance_s', TOLERANCE_S):g} s", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", ncol=3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=6)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

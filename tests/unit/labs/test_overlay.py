@@ -126,6 +126,8 @@ def test_topology_registry_and_mn_topo() -> None:
     assert lab.runner() is ov.run and "seed" in inspect.signature(ov.run).parameters
     with pytest.raises(ValueError, match="unknown overlay cases"):
         ov.run("/nonexistent", cases=("nope",))
+    with pytest.raises(ValueError, match="congestion control 'nope'"):
+        ov.run("/nonexistent", cc="nope")  # refused before any directory or network is made
     pytest.importorskip("mininet")
     topo = ov.topos["overlay"]()
     assert sorted(topo.hosts()) == sorted(["src", "dst", "r1", "r2", *ov.WIRES])
