@@ -54,6 +54,18 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "overhead_s": 0.1,  # the controller's share of a switch-over, on top of the circuit's setup time
         "stable_ms": 50.0,  # D: a new circuit's ports up and stable this long before rules go in
         "verify_timeout": 3.0,  # seconds for the moved flow to show on the new rules' counters
+        "grow_target_util": 0.5,  # balanced growth: link + parallel circuit run at most this full
+        "grow_trigger_util": 0.7,  # the growth Damper's on level (the monitor's growth threshold)
+        "shrink_util": 0.4,  # the parallel circuit goes when the whole load is below this x the link's capacity
+        "grow_calm_intervals": 3,  # polls below shrink_util before the shrink
+        "grow_hold_s": 30.0,  # a grown (or shrunk) link stays so at least this long
+        "split_bits": 3,  # the split's granularity: shares of 1/2^bits of the TCP/UDP source-port residues
+        "elastic_unit_mbps": 0.0,  # an elastic reservation's unit (start and step); 0 = ODU0 at the lab scale
+        "elastic_grow_at": 0.9,  # grow when the measured rate >= this x provisioned
+        "elastic_shrink_at": 0.5,  # shrink when it is < this x (provisioned - one unit)
+        "elastic_busy_intervals": 1,  # reservation polls at/above grow_at before a grow
+        "elastic_calm_intervals": 3,  # reservation polls below shrink_at before a shrink
+        "elastic_hold_s": 5.0,  # at least this long between a change and a shrink
         "mapping": "static",  # load-aware mapping of a site pair's flows (app/controller/mapping_app.py): static | throughput | rtt
         "mapping_sites": [],  # the two site switches whose flows are mapped, e.g. ["A", "Z"] ([] = no mapping)
         "mapping_interval": 1.0,  # seconds between measurements (and weight updates) of the mapped paths
@@ -150,6 +162,7 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError('[monitor] fine_backend must be "sflow", "flowstats" or "sflow-rt"')
     _check_mapping(cfg["te"])
     _check_placement(cfg["te"])
+    _check_growth_elastic(cfg["te"])
     if cfg["monitor"]["probe_interval"] < 0:
         raise ConfigError("[monitor] probe_interval must be >= 0 (0 = no latency probes)")
     _check_web(cfg["web"])
@@ -173,6 +186,24 @@ def _check_placement(te: dict[str, Any]) -> None:
         raise ConfigError(f'[te] placement must be one of {", ".join(PLACEMENTS)}, got {te["placement"]!r}')
     if not 0 < te["placement_period"] < float("inf"):
         raise ConfigError("[te] placement_period must be a finite number of seconds > 0")
+
+
+def _check_growth_elastic(te: dict[str, Any]) -> None:
+    """The balanced-growth and elastic-reservation keys of ``[te]``: the values their deciders refuse,
+    reported at start-up with the key's name instead of as a traceback from the app's constructor."""
+    if not 0 < te["grow_target_util"] <= 1:
+        raise ConfigError("[te] grow_target_util must be in (0, 1]")
+    if not 0 < te["shrink_util"] < te["grow_trigger_util"]:
+        raise ConfigError("[te] needs 0 < shrink_util < grow_trigger_util")
+    if te["grow_calm_intervals"] < 1 or te["elastic_busy_intervals"] < 1 or te["elastic_calm_intervals"] < 1:
+        raise ConfigError("[te] grow_calm_intervals, elastic_busy_intervals, elastic_calm_intervals must be >= 1")
+    if not 1 <= te["split_bits"] <= 8:
+        raise ConfigError("[te] split_bits must be in 1..8")
+    if not 0 < te["elastic_shrink_at"] < te["elastic_grow_at"] <= 1:
+        raise ConfigError("[te] needs 0 < elastic_shrink_at < elastic_grow_at <= 1")
+    for key in ("grow_hold_s", "elastic_hold_s", "elastic_unit_mbps"):
+        if not 0 <= te[key] < float("inf"):
+            raise ConfigError(f"[te] {key} must be a finite number >= 0")
 
 
 def _check_web(web: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from monitor.counters import CounterTracker, PointSample, PortSnapshot
-from monitor.events import HOT_SPOT, Event, EventClassifier, Thresholds
+from monitor.events import HOT_SPOT, HOT_SPOT_CLEARED, Event, EventClassifier, Thresholds
 from monitor.fine import FineAction, FineMonitorManager
 from monitor.sflow.estimator import FlowRate
 
@@ -94,9 +94,19 @@ class MonitorCore:
         self._pending: dict[str, PointSample] = {}
         self._settled: set[str] = set()  # circuits classified at least once since they appeared
         self._fresh: dict[str, tuple[float, int]] = {}  # hot since the last tick (by drops): util, drops
+        self._gone: list[str] = []  # hot circuits that left the graph, cleared at the next tick
 
     def set_circuits(self, circuits: Iterable[Circuit]) -> None:
-        self.circuits = {c.id: c for c in circuits}
+        """The circuits as the graph has them now. One that left the graph while hot (e.g. an offload
+        circuit the TE loop released while its elephant still filled it) is never observed calm again,
+        so it is cleared here: a ``hot_spot_cleared`` (reason "circuit removed") and the fine-data
+        releases come out of the next :meth:`tick`. Without it fine monitoring stayed on for good."""
+        new = {c.id: c for c in circuits}
+        for cid in sorted(set(self.circuits) - set(new)):
+            if self.classifier.forget(cid):
+                self._gone.append(cid)
+            self._fresh.pop(cid, None)
+        self.circuits = new
         self._settled &= set(self.circuits)  # a circuit that comes back settles again
         for c in self.circuits.values():
             for sw, port in c.ends:
@@ -116,6 +126,11 @@ class MonitorCore:
 
     def tick(self, now: float) -> TickResult:
         res = TickResult(samples=list(self._pending.values()))
+        for cid in self._gone:  # hot circuits that left the graph since the last tick
+            ev = Event(now, cid, HOT_SPOT_CLEARED, detail={"reason": "circuit removed"})
+            res.events.append(ev)
+            res.actions += self.manager.on_event(ev)
+        self._gone = []
         self._fresh = {}  # early() is only for the interval right after the hot spot
         for c in self.circuits.values():
             ends = [self._pending.get(point_id(s, p)) for s, p in c.ends]

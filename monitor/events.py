@@ -107,6 +107,12 @@ class EventClassifier:
         c = self._circuits.get(circuit)
         return bool(c and c.hot)
 
+    def forget(self, circuit: str) -> bool:
+        """``circuit`` left the graph: drop its state (one of that name lit later starts a new episode).
+        True if it was hot, i.e. its hot spot must be cleared by the caller."""
+        st = self._circuits.pop(circuit, None)
+        return bool(st and st.hot)
+
     def observe(self, circuit: str, now: float, util: float, drops: int, capacity_mbps: float,
                 flows: Sequence[FlowLike] | None = None) -> list[Event]:
         """One interval of ``circuit``: smoothed utilization, drops counted, fine flows (None = no fine data)."""

@@ -11,6 +11,15 @@ Per remap |Δw_i| ≤ 0.1 and every w_i ≥ 0.1. Three policies:
 - ``rtt``: w_i = 1 − load_i/Σload with load_i the path's cycle-average RTT normalised between its
   minimum cycle average and its maximum RTT.
 
+After a remap that moved flows the mapper *settles*: the sample that spans the move is dropped and
+no weight changes until every path has ``min_samples`` samples taken since (the paper, too, decides
+once per measurement cycle). For ``throughput`` the paths' estimators also restart: their averages
+were measured with the old flow sets, and dividing them by the new counts misjudges both paths —
+measured on the multihoming lab (10 Mbit/s paths, greedy background on path 1), the flow moved onto
+path 2 made its next 1-s sample fall from ~9.5 to ~3.7 Mbit/s (the receivers saw the dip too), the
+old-set average over the new count pushed the weight straight back, and the split flipped between
+4/4 and 3/5 every ~1.3 s, each flip another dip.
+
 The estimators and the remapper are :mod:`monitor.load_estimators`; this module adds the site pair
 (paths as hops through packet switches), per-flow OpenFlow 1.3 rules in the ``mapping`` band, and
 update plans (values) that move flows make-before-break. Time comes in as ``now``.
@@ -266,6 +275,7 @@ class SiteMapper:
         self.remapper = FlowRemapper(n)
         self.flows: dict[FiveTuple, MappedFlow] = {}
         self._est = [_Est() for _ in paths]
+        self._skip = 0  # samples still to drop after a move (the one spanning it)
 
     # ---- state -------------------------------------------------------------------------------------
     def path_of(self, five: FiveTuple) -> int:
@@ -318,6 +328,9 @@ class SiteMapper:
     # ---- measurements and weights --------------------------------------------------------------------
     def observe(self, samples: Mapping[int, float | None]) -> None:
         """One measurement per path index (Mbit/s or ms, by policy); None: no sample this round."""
+        if self._skip and any(x is not None for x in samples.values()):
+            self._skip -= 1  # it spans the last move: neither the old nor the new flow set
+            return
         for i, x in samples.items():
             if x is not None and math.isfinite(x) and x >= 0:
                 self._est[i].smoother.add(float(x))
@@ -388,6 +401,17 @@ class SiteMapper:
             for name, _src, dst in d.moves:
                 self.remapper.add_flow(by_name[name], dst, d.at)  # re-assign: the flow is now the youngest there
             self.weights = d.weights
+            if d.moves:
+                self._settle()
+
+    def _settle(self) -> None:
+        """Flows moved: drop the sample spanning the move and wait for ``min_samples`` new ones per path
+        before the next weight change; the throughput estimators start again (see the module doc)."""
+        self._skip = 1
+        for e in self._est:
+            e.samples = 0
+            if self.policy == THROUGHPUT:
+                e.smoother = CycleSmoother()
 
     def status(self) -> dict[str, Any]:
         return {"policy": self.policy, "weights": [round(w, 4) for w in self.weights], "counts": self.counts(),

@@ -53,3 +53,14 @@ def test_dump_round_trips(tmp_path):
     f = tmp_path / "c.toml"
     f.write_text(dump_toml(DEFAULTS))
     assert load_config(f) == DEFAULTS
+
+
+def test_growth_and_elastic_keys_are_known_and_checked():
+    """The TE app and the reservations app read these from [te]; a config naming them must load."""
+    cfg = merge_config({"te": {"grow_hold_s": 5, "grow_calm_intervals": 3, "elastic_hold_s": 2.0,
+                               "elastic_calm_intervals": 3, "split_bits": 2}})
+    assert cfg["te"]["grow_hold_s"] == 5.0 and cfg["te"]["split_bits"] == 2
+    with pytest.raises(ConfigError, match="shrink_util"):
+        merge_config({"te": {"shrink_util": 0.8}})
+    with pytest.raises(ConfigError, match="elastic_shrink_at"):
+        merge_config({"te": {"elastic_grow_at": 0.4}})

@@ -104,3 +104,41 @@ def test_drops_in_a_new_circuits_first_interval_are_not_a_hot_spot():
             assert res.circuits["A-C"]["drops"] == 3  # reported, not classified
         kinds += [(t, e.circuit, e.kind) for e in res.events]
     assert kinds == [(6, "A-C", HOT_SPOT)]  # drops in a later interval do count
+
+
+def test_a_circuit_released_while_hot_turns_its_fine_monitoring_off():
+    """The lab's bug: the offload circuit A-C, hot (its elephant fills it), is released by the TE loop
+    before three calm intervals could clear it; it leaves the graph, so no tick ever observed it calm
+    again and fine monitoring stayed on at A and C for good. Leaving the graph now clears it."""
+    fine = FakeFine()
+    core = MonitorCore(load_config()["monitor"], fine)
+    static = Circuit("A-B", (("A", 3), ("B", 1)), 10.0)
+    offload = Circuit("A-C", (("A", 4), ("C", 2)), 10.0)
+    core.set_circuits([static, offload])
+    tx = {"A:3": 0, "B:1": 0, "A:4": 0, "C:2": 0}
+    actions, events = [], []
+
+    def tick(t: int, busy: set[str]) -> None:
+        for pt in tx:
+            tx[pt] += 1_150_000 if pt in busy else 10_000  # 9.2 Mbit/s (92 %) or idle
+            sw, port = pt.split(":")
+            core.port_stats(float(t), sw, int(port), PortSnapshot(tx[pt], 0, drops=0))
+        res = core.tick(float(t))
+        actions.extend(res.actions)
+        events.extend((e.kind, e.circuit, e.detail) for e in res.events)
+
+    for t in range(8):
+        tick(t, {"A:4", "C:2"})
+    assert FineAction(ENABLE, "A") in actions and FineAction(ENABLE, "C") in actions
+    assert core.manager.enabled == {"A", "C"} and (HOT_SPOT, "A-C") in [(k, c) for k, c, _ in events]
+    core.set_circuits([static])  # released while still hot
+    tick(8, set())
+    assert core.manager.enabled == set()
+    assert actions[-2:] == [FineAction(DISABLE, "A"), FineAction(DISABLE, "C")]
+    cleared = [d for k, c, d in events if (k, c) == (HOT_SPOT_CLEARED, "A-C")]
+    assert cleared and cleared[0]["reason"] == "circuit removed"
+    # a circuit of the same name lit again later is a new episode: hot again, fine data on again
+    core.set_circuits([static, offload])
+    for t in range(9, 14):
+        tick(t, {"A:4", "C:2"})
+    assert [(k, c) for k, c, _ in events].count((HOT_SPOT, "A-C")) == 2 and core.manager.enabled == {"A", "C"}
