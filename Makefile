@@ -2,13 +2,15 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl clean
+.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh --with-web
 
+# the elastic TE loop live (docs/te-loop.md): Fig. 2 testbed + controller + web UI (URL and login printed),
+# an elephant among 16 small transfers offloaded onto an elastic circuit and released; ~40 s after bootstrap
 demo: bootstrap
-	$(PY) -m app.cli.main lab testbed --discover --circuit initial --out demo-out
+	$(PY) -m app.cli.main lab run elastic-offload --demo --out demo-out
 
 test: bootstrap
 	$(PYTEST) tests
@@ -22,7 +24,7 @@ test-integration: bootstrap
 lint: bootstrap
 	.venv/bin/ruff check .
 
-bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl
+bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay
 
 bench-pce: bootstrap
 	$(PY) bench/run.py pce
@@ -38,6 +40,9 @@ bench-ots: bootstrap
 
 bench-ctl: bootstrap
 	$(PY) bench/run.py ctl
+
+bench-delay: bootstrap
+	$(PY) bench/run.py delay
 
 clean:
 	rm -rf demo-out .pytest_cache

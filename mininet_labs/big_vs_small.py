@@ -3,25 +3,28 @@
 Fig. 2 testbed, circuit ``initial`` lit (h1 → h3 over A-X-Y-B-Y-Z-C; every circuit link shaped to
 10 Mbit/s). For every C in ``cs`` and every TCP congestion control the kernel offers, h1 runs one
 long flow plus C concurrent small transfers of S ~ U(512 KB, 4 MB) (a new one whenever fewer than C
-are active) to h3 for ``duration`` seconds (:mod:`mininet_labs.tcp_workload`, one process per side).
+are active) to h3 for ``duration`` seconds (:mod:`mininet_labs.tcp_workload`, one process per side),
+without and with added delay (``delays_ms`` one way, by the delay element spliced into h3's link:
+:mod:`mininet_labs.delay`, netem where the kernel has it).
 The paper's point: the big flow is starved by the small ones as C grows — the case for moving it to
 a circuit of its own.
 
 ``results.json``: ``runs`` (``c``, ``cc``, ``delay_ms`` (measured, see below), ``long_flow_mbps``,
-``small_flows_mbps``, ``utilization``, ``small_done``), ``ccs`` (what the kernel offered),
+``small_flows_mbps``, ``utilization``, ``small_done``, ``rtt_ms``), ``ccs`` (what the kernel offered),
 ``share_falls`` (the long flow's share at the largest C is below the one at the smallest C, for each
-congestion control). ``delay_ms`` is the RTT measured by ping between h1 and h3 before the runs: a
-lab never claims delay it did not apply. Plots: ``big_vs_small.png``.
+congestion control and delay), ``delays`` (per setting: configured and measured). ``delay_ms`` is the
+one-way delay the element added as *measured* by ping (half the RTT increase; 0 without the
+element): a lab never claims delay it did not apply. Plots: ``big_vs_small.png``.
 """
 from __future__ import annotations
 
+import contextlib
 import json
-import re
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +46,6 @@ def available_ccs() -> list[str]:
     return sorted(text.split()) or ["reno"]
 
 
-def ping_rtt_ms(node: Any, ip: str, count: int = 5) -> float | None:
-    """The average RTT ping measures from ``node`` to ``ip`` (None if nothing came back)."""
-    out = node.cmd(f"ping -c {count} -i 0.2 -W 1 {ip}")
-    m = re.search(r"= [\d.]+/([\d.]+)/", out)
-    return float(m.group(1)) if m else None
-
-
 def mean_after(series: Sequence[float], bin_s: float, warmup_s: float, seconds: float) -> float:
     """Mean of a binned Mbit/s series between ``warmup_s`` and ``seconds``."""
     lo, hi = int(warmup_s / bin_s), max(int(seconds / bin_s), int(warmup_s / bin_s) + 1)
@@ -57,10 +53,11 @@ def mean_after(series: Sequence[float], bin_s: float, warmup_s: float, seconds: 
     return round(statistics.fmean(part), 3) if part else 0.0
 
 
-def summarise_run(got: dict[str, Any], c: int, cc: str, delay_ms: float | None, duration: float) -> dict[str, Any]:
+def summarise_run(got: dict[str, Any], c: int, cc: str, delay_ms: float | None, duration: float,
+                  rtt_ms: float | None = None) -> dict[str, Any]:
     long_mbps = mean_after(got["mbps"]["long"], got["bin_s"], WARMUP_S, duration)
     small_mbps = mean_after(got["mbps"]["small"], got["bin_s"], WARMUP_S, duration)
-    return {"c": c, "cc": cc, "delay_ms": delay_ms, "long_flow_mbps": long_mbps, "small_flows_mbps": small_mbps,
+    return {"c": c, "cc": cc, "delay_ms": delay_ms, "rtt_ms": rtt_ms, "long_flow_mbps": long_mbps, "small_flows_mbps": small_mbps,
             "long_share": round(long_mbps / (long_mbps + small_mbps), 4) if long_mbps + small_mbps else None,
             "utilization": round((long_mbps + small_mbps) / CAPACITY_MBPS, 3),
             "small_done": len(got["small_done"]), "series": got["mbps"], "bin_s": got["bin_s"]}
@@ -76,24 +73,62 @@ def share_falls(runs: list[dict[str, Any]]) -> dict[str, bool]:
     return out
 
 
+@contextlib.contextmanager
+def _added_delay(h1: Any, h3: Any, delay_ms: float) -> Iterator[dict[str, Any]]:
+    """``delay_ms`` one way added on h3's link for the block (nothing for 0); yields what was measured."""
+    from mininet_labs.delay import Netns, measure_rtt, path_record, splice
+
+    src = Netns(pid=h1.pid)
+    base = measure_rtt(src, "10.0.0.3", count=20)
+    if delay_ms <= 0:
+        yield {"configured_ms": 0.0, "delay_ms": 0.0, "rtt_ms": (base["rtt_ms"] or {}).get("p50")}
+        return
+    with splice(Netns(pid=h3.pid), h3.defaultIntf().name, delay_ms=delay_ms) as link:
+        rtt = measure_rtt(src, "10.0.0.3", count=20)
+        rec = path_record(link.describe(), rtt, base)
+        yield {"configured_ms": delay_ms, "delay_ms": rec["measured_one_way_ms"],
+               "rtt_ms": (rtt["rtt_ms"] or {}).get("p50"), "element": rec}
+
+
+def _one_run(h1: Any, h3: Any, work: Path, script: Path, c: int, cc: str, duration: float, seed: int,
+             path: dict[str, Any]) -> dict[str, Any]:
+    from mininet_labs.workdir import finish
+
+    got_file = work / f"got-{cc}-{c}-{path['configured_ms']:g}.json"
+    recv = h3.popen([sys.executable, str(script), "recv", str(PORT), str(duration + 3), str(got_file)],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    send = h1.popen([sys.executable, str(script), "send", "10.0.0.3", str(PORT), str(duration), str(c),
+                     "--cc", cc, "--seed", str(seed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    (_, s_err), (_, r_err) = finish([send, recv], duration + 30)
+    if send.returncode != 0 or not got_file.exists():
+        raise RuntimeError(f"workload {cc} C={c} failed: {(s_err or r_err).strip()}")
+    return summarise_run(json.loads(got_file.read_text()), c, cc, path["delay_ms"], duration, path["rtt_ms"])
+
+
 def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs: Sequence[str] | None = None,
-        duration: float | None = None, seed: int = 0, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    """Every (cc, C) pair on one testbed. ``quick``: C in {4, 32}, the kernel's default cc, 8 s each."""
+        delays_ms: Sequence[float] | None = None, duration: float | None = None, seed: int = 0,
+        progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Every (delay, cc, C) on one testbed: by default C in {4, 8, 16, 32}, every congestion control the
+    kernel offers, 0 and 20 ms added one way, 15 s each (the paper ran 30 s: ``duration=30``; the
+    default keeps the lab under 10 minutes). ``quick``: C in {4, 32}, the kernel's default cc, no added
+    delay, 8 s each."""
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession
-    from mininet_labs.workdir import fig2_dirs, finish
+    from mininet_labs.workdir import fig2_dirs
 
     offered = available_ccs()
     default_cc = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip() if Path(
         "/proc/sys/net/ipv4/tcp_congestion_control").exists() else "reno"
     cs = list(cs or ((4, 32) if quick else (4, 8, 16, 32)))
     ccs = list(ccs or ([default_cc] if quick else offered))
-    duration = duration or (8.0 if quick else 20.0)
+    delays_ms = list(delays_ms if delays_ms is not None else ((0.0,) if quick else (0.0, 20.0)))
+    duration = duration or (8.0 if quick else 15.0)
     bad = [cc for cc in ccs if cc not in offered]
-    if bad or any(c < 0 for c in cs) or duration <= WARMUP_S:
-        raise ValueError(f"need congestion controls from {offered} (got {bad}), C >= 0 and a duration > "
-                         f"{WARMUP_S:g} s")
+    if bad or any(c < 0 for c in cs) or duration <= WARMUP_S or any(not 0 <= d <= 1000 for d in delays_ms):
+        raise ValueError(f"need congestion controls from {offered} (got {bad}), C >= 0, delays in [0, 1000] ms "
+                         f"and a duration > {WARMUP_S:g} s")
     dirs = fig2_dirs(out)
     script = Path(tcp_workload.__file__).resolve()
     t0 = time.time()
@@ -108,26 +143,21 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
         session.client.circuit(FIG2_CIRCUITS["initial"])
         session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
         h1, h3 = session.lab.node("h1"), session.lab.node("h3")
-        rtt = ping_rtt_ms(h1, "10.0.0.3")
-        note(f"Fig. 2 testbed up, circuit 'initial' lit; RTT h1 -> h3 {rtt} ms; {len(ccs) * len(cs)} runs of "
-             f"{duration:g} s ({', '.join(ccs)} x C in {cs})")
-        for cc in ccs:
-            for c in cs:
-                got_file = dirs.work / f"got-{cc}-{c}.json"
-                recv = h3.popen([sys.executable, str(script), "recv", str(PORT), str(duration + 3), str(got_file)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                time.sleep(0.3)
-                send = h1.popen([sys.executable, str(script), "send", "10.0.0.3", str(PORT), str(duration), str(c),
-                                 "--cc", cc, "--seed", str(seed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-                (_, s_err), (_, r_err) = finish([send, recv], duration + 30)
-                if send.returncode != 0 or not got_file.exists():
-                    raise RuntimeError(f"workload {cc} C={c} failed: {(s_err or r_err).strip()}")
-                r = summarise_run(json.loads(got_file.read_text()), c, cc, rtt, duration)
-                res["runs"].append(r)
-                note(f"{cc:>6} C={c:<3} long flow {r['long_flow_mbps']:5.2f} Mbit/s, small transfers "
-                     f"{r['small_flows_mbps']:5.2f} Mbit/s ({r['small_done']} done), utilization "
-                     f"{r['utilization']:.0%}")
+        n_runs = len(delays_ms) * len(ccs) * len(cs)
+        note(f"Fig. 2 testbed up, circuit 'initial' lit; {n_runs} runs of {duration:g} s "
+             f"({', '.join(ccs)} x C in {cs} x {delays_ms} ms added)")
+        res["delays"] = []
+        for delay in delays_ms:
+            with _added_delay(h1, h3, delay) as path:
+                res["delays"].append(path)
+                note(f"added delay {delay:g} ms one way: measured {path['delay_ms']} ms, RTT {path['rtt_ms']} ms")
+                for cc in ccs:
+                    for c in cs:
+                        r = _one_run(h1, h3, dirs.work, script, c, cc, duration, seed, path)
+                        res["runs"].append(r)
+                        note(f"{cc:>6} C={c:<3} +{delay:g} ms: long flow {r['long_flow_mbps']:5.2f} Mbit/s, "
+                             f"small transfers {r['small_flows_mbps']:5.2f} Mbit/s ({r['small_done']} done), "
+                             f"utilization {r['utilization']:.0%}")
         res["controller_errors"] = session.controller_errors()
     res["share_falls"] = share_falls(res["runs"])
     plot(res, dirs.out / "big_vs_small.png")
@@ -138,20 +168,21 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    """Left: long flow and small transfers' Mbit/s against C, per congestion control. Right: throughput
-    over time at the largest C for the first congestion control (1-s means)."""
+    """Left: long flow and small transfers' Mbit/s against C, per congestion control and added delay.
+    Right: throughput over time at the largest C for the first congestion control (1-s means)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-    for cc in res["ccs"]:
-        rs = sorted((r for r in res["runs"] if r["cc"] == cc), key=lambda r: r["c"])
+    for cc, delay in sorted({(r["cc"], r["delay_ms"] or 0.0) for r in res["runs"]}):
+        rs = sorted((r for r in res["runs"] if (r["cc"], r["delay_ms"] or 0.0) == (cc, delay)), key=lambda r: r["c"])
         xs = [r["c"] for r in rs]
-        line, = a.plot(xs, [r["long_flow_mbps"] for r in rs], marker="o", label=f"long flow ({cc})")
+        name = cc + (f", +{delay:.1f} ms" if delay else "")
+        line, = a.plot(xs, [r["long_flow_mbps"] for r in rs], marker="o", label=f"long flow ({name})")
         a.plot(xs, [r["small_flows_mbps"] for r in rs], marker="s", ls="--", color=line.get_color(),
-               label=f"small transfers ({cc})")
+               label=f"small transfers ({name})")
     a.set_xscale("log", base=2)
     a.set_xticks(res["cs"], [str(c) for c in res["cs"]])
     a.set_xlabel("concurrent small transfers C")

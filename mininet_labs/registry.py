@@ -1,8 +1,9 @@
 """The labs ``mlte lab list`` names and ``mlte lab run NAME`` runs.
 
-Each lab module has ``run(out: Path, *, quick: bool, progress) -> dict`` (labs with seeds also take
-``seeds: int``, which ``mlte lab run NAME --seeds N`` passes): it builds its network under
-the machine-wide lock, cleans up however it ends, and writes ``out/results.json`` and its plots.
+Each lab module has ``run(out: Path, *, quick: bool, progress) -> dict``: it builds its network under
+the machine-wide lock, cleans up however it ends, and writes ``out/results.json`` and its plots. A lab
+may take more keyword options (``runs``, ``seeds``, ``seed``, ``te``, ``demo``); ``mlte lab run`` passes only
+those its ``run`` declares and refuses the others.
 """
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
     Lab("planned-vs-oneshot", "mininet_labs.planned_vs_oneshot",
         "move a 1 kHz UDP probe flow onto a new circuit: ordered plan vs all messages at once",
         "OSCARS-TE Fig. 6/8-9"),
+    Lab("elastic-offload", "mininet_labs.elastic_offload",
+        "an elephant among 16 small transfers is detected and moved onto an elastic circuit, then released",
+        "OSCARS-TE Fig. 10"),
     Lab("xcon-downtime", "mininet_labs.xcon_downtime",
         "reconfigure node Y (router bypass and back) under a 1 kHz UDP probe: downtime CDF and break-down",
         "OSCARS-TE Fig. 7"),

@@ -73,6 +73,15 @@ class RuleOp:
     key: FiveTuple | None = None  # count rules
 
 
+@dataclass(frozen=True)
+class FlowCount:
+    """A counted flow: bytes since its count rule went in, its rate, when the switch last reported."""
+
+    bytes: int
+    mbps: float
+    t: float  # monotonic time of the stats reply
+
+
 @dataclass
 class _Count:
     key: FiveTuple
@@ -237,6 +246,20 @@ class FlowCounting:
                 rate, points = best.get(key, (0.0, []))
                 best[key] = (max(rate, c.rate), [*points, (name, c.port)])
         return sorted((FlowRate(k, r, 0, tuple(p)) for k, (r, p) in best.items()), key=lambda f: -f.bytes_per_s)
+
+    def flow_counts(self, now: float | None = None) -> dict[FiveTuple, FlowCount]:
+        """Bytes each counted flow has sent since its count rule went in (the maximum over the fine
+        switches), with its rate: the TE loop's offload gain predicts what a flow still has to send
+        from what it sent. A lower bound of the flow's bytes (what passed before the rule is not in)."""
+        out: dict[FiveTuple, FlowCount] = {}
+        for st in self.switches.values():
+            for key, c in st.counts.items():
+                if c.updated is None or c.last_bytes is None or (now is not None and now - c.updated > self.stale):
+                    continue
+                old = out.get(key)
+                if old is None or c.last_bytes > old.bytes:
+                    out[key] = FlowCount(c.last_bytes, c.rate * 8 / 1e6, c.updated)
+        return out
 
     def rules(self, switch: str) -> dict[str, int]:
         """How many learn / count rules the switch should hold now (API, tests)."""

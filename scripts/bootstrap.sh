@@ -9,7 +9,7 @@ for a in "$@"; do [ "$a" = "--with-web" ] && WITH_WEB=1; done
 
 log() { printf '[bootstrap] %s\n' "$*"; }
 
-PKGS=(openvswitch-switch mininet iputils-ping ethtool iperf3 python3-venv python3-dev iproute2 procps curl)
+PKGS=(openvswitch-switch mininet iputils-ping ethtool iperf3 python3-venv python3-dev iproute2 procps curl gcc libc6-dev)
 [ "$WITH_WEB" = 1 ] && PKGS+=(postgresql chromium)
 missing=()
 for p in "${PKGS[@]}"; do
@@ -40,4 +40,7 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+# The delay element and its probe (C; the kernel has no netem): built once per source version,
+# into mininet_labs/delay/_build/ (not committed).
+.venv/bin/python -m mininet_labs.delay build >/dev/null
 log "ready"

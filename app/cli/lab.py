@@ -54,8 +54,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                                 "mesh-<packet>x<ots>[-d<deg>][-s<seed>], topohub:<key>")
     p.add_argument("lab", nargs="?", help="with `run`: the lab to run (see `mlte lab list`)")
     p.add_argument("--quick", action="store_true", help="with `run`: the CI-sized run (about a minute)")
+    p.add_argument("--runs", type=positive_int, help="with `run` (elastic-offload): repeat the measurement N times "
+                                                      "and report the medians")
     p.add_argument("--seeds", type=positive_int, help="with `run`: repetitions with different random seeds "
                                                        "(labs that take seeds, e.g. multihoming; default theirs)")
+    p.add_argument("--seed", type=int, help="with `run` (elastic-offload): workload seed (default 1)")
+    p.add_argument("--te", choices=["on", "off"], help="with `run` (elastic-offload): `off` runs only the "
+                                                        "baseline with the TE loop off")
+    p.add_argument("--demo", action="store_true", help="with `run` (elastic-offload): `make demo` — also the web "
+                                                       "service, every event of the loop live, one short run")
     p.add_argument("--discover", action="store_true",
                    help="discover the topology, print it, write JSON + PNG, then clean up and exit")
     p.add_argument("--out", default="lab-out", help="output directory (default %(default)s)")
@@ -97,25 +104,36 @@ def _run_lab(args: argparse.Namespace) -> int:
     lab = LABS.get(args.lab)
     if lab is None:
         raise LabError(f"unknown lab {args.lab!r}; `mlte lab list` names them ({', '.join(LABS)})")
-    kwargs = {}
-    if args.seeds is not None:
-        import inspect
-
-        if "seeds" not in inspect.signature(lab.runner()).parameters:
-            raise LabError(f"lab {lab.name} takes no --seeds")
-        kwargs["seeds"] = args.seeds
+    runner = lab.runner()
+    options = _lab_options(args, lab.name, runner)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     out = Path(args.out)
     print(f"lab {lab.name}{' (quick)' if args.quick else ''}: {lab.summary}; results in {out}", flush=True)
     try:
-        lab.runner()(out, quick=args.quick, progress=lambda line: print(line, flush=True), **kwargs)
+        runner(out, quick=args.quick, progress=lambda line: print(line, flush=True), **options)
     except KeyboardInterrupt:
         print("\ninterrupted: the lab cleaned up", file=sys.stderr)
         return 130
     except TimeoutError as exc:
         raise LabError(f"{lab.name}: {exc}") from None
     return 0
+
+
+def _lab_options(args: argparse.Namespace, name: str, runner) -> dict:
+    """The extra options given (``--runs``, ``--seeds``, ``--seed``, ``--te``, ``--demo``), if the lab takes them."""
+    import inspect
+
+    given = {"runs": args.runs, "seeds": args.seeds, "seed": args.seed, "te": None if args.te is None else args.te == "on",
+             "demo": args.demo or None}
+    given = {k: v for k, v in given.items() if v is not None}
+    takes = inspect.signature(runner).parameters
+    refused = [k for k in given if k not in takes]
+    if refused:
+        raise LabError(f"lab {name} does not take {', '.join('--' + k for k in refused)}")
+    if given.get("demo") and given.get("te") is False:
+        raise LabError("--demo shows the TE loop at work: it cannot run with --te off")
+    return given
 
 
 def _run(args: argparse.Namespace) -> int:

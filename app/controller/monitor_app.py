@@ -335,6 +335,7 @@ class MonitorApp(app_manager.OSKenApp):
                                                                  if sw.kind == PACKET]):
                 self._execute(action)
         if self.counting is not None:
+            self.view.fine_flows = self.counting.flow_counts(time.monotonic())  # for the TE loop's gain
             for name in sorted(self.counting.enabled):  # follow re-routes of the forwarding rules
                 self._send_rules(name, self.counting.sync(name, self._forwarding(name)))
         now = time.monotonic()

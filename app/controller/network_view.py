@@ -48,6 +48,9 @@ class NetworkView:
         # counting rules follow them)
         self.forwarding_rules: dict[int, dict[str, int]] = {}
         self.xcons: dict[int, dict[int, int]] = {}  # OTS dpid -> {in_port: out_port}, applied (OTS driver)
+        # 5-tuple -> FlowCount: per-flow bytes and rates of the monitor's fine data (flowstats backend; the
+        # TE loop's offload gain reads them)
+        self.fine_flows: dict[Any, Any] = {}
         self.unknown_xcons: dict[int, dict[int, int]] = {}  # sent, barrier timed out: maybe applied
         self.scan_attached: dict[tuple[int, int], PortRef | None] = {}  # (OTS dpid, port) -> packet port
         self.static_graph: MultiLayerGraph | None = None

@@ -12,6 +12,11 @@ plans it returns through the live southbound, each in its own greenthread:
   ``split`` rules; each poll reads the link's whole load (the forwarding rules' bytes out of the old
   port plus the split rules' bytes, per direction) and, calm long enough, releases the circuit.
 
+The offload gain reads what each flow has sent from the monitor's fine data (``NetworkView.fine_flows``,
+the flowstats backend's per-flow byte counts). An elephant the gain turned down is judged again on
+each new count while it stays above the elephant threshold — a short flow ends first and is never
+moved; a long one pays once it has sent enough (:meth:`TeApp._retry_waiting`).
+
 The circuit's packet ports are reserved for the offload (default forwarding keeps off them) from
 before the plan runs until it is released. Every decision, taken or skipped, goes to the journal
 (``te_decision``, with its reason) and the bus (:class:`app.controller.events.EventDecision`).
@@ -40,12 +45,13 @@ from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.te.damping import Damper
-from app.te.decisions import OFFLOAD, RELEASE, Decision, Offload, OffloadDecider
+from app.te.decisions import OFFLOAD, RELEASE, SKIP, Decision, Offload, OffloadDecider
 from app.te.elastic import rate_mbps
 from app.te.growth import GROW, SHRINK, Growth, GrowthDecider, GrowthDecision
 from app.update.executor import execute
 from app.update.model import normalise_match
 from monitor.events import BALANCED_GROWTH, ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
+from monitor.sflow.records import FiveTuple
 from topology.errors import TopologyError
 
 LOG = logging.getLogger("mlte.controller.te")
@@ -83,13 +89,20 @@ class TeApp(app_manager.OSKenApp):
         self.sb = LiveSouthbound(self.southbound, self.view)
         self.thresholds: dict[int, float] = {}  # offload id -> Mbit/s below which its elephants are gone
         self.counters: dict[int, tuple[float, int, int]] = {}  # offload id -> (t, bytes, polls below)
+        # elephants the offload gain turned down -> (their event, named Mbit/s, time of the count judged)
+        self.waiting: dict[FiveTuple, tuple[Event, float, float]] = {}
         routes = kwargs.get(ROUTES)
         if routes is not None:
             routes[("GET", "/te")] = lambda q, d: self.status()
 
     def start(self):
         thread = super().start()
+        # the joint circuit-lighting model's solver stack takes ~0.5 s to import: pay it now, not on the
+        # first elephant (it was a third of that offload's delay)
+        import pce.circuits  # noqa: F401
+
         self._poller = hub.spawn(self._poll_loop)
+        self._retrier = hub.spawn(self._retry_loop)
         return thread
 
     # ---- monitor events ----------------------------------------------------------------------------
@@ -106,16 +119,66 @@ class TeApp(app_manager.OSKenApp):
         if e.kind != UNCONSTRAINED_IMBALANCE:
             return  # elephant gone is judged on the offload's own counters (see the module docstring)
         graph, _ = self.view.graph()
-        try:  # the congested circuit's load, for the residual graph the decision plans on
+        rates = dict(zip(e.flows, e.detail.get("elephant_mbps") or [], strict=False))
+        for d in self.decider.on_event(e, graph, time.monotonic(), flow_bytes=self._flow_bytes,
+                                       loads_mbps=self._loads(e, graph)):
+            self._note(d)
+            if d.kind == SKIP and d.detail.get("gain"):  # judged again while it lasts (_retry_waiting)
+                now = time.monotonic()
+                self.waiting.update({f: (e, float(rates.get(f, 0.0)), now) for f in d.flows})
+            self._start(d, e)
+
+    def _loads(self, e: Event, graph: Any) -> dict[str, float]:
+        """The congested circuit's load, for the residual graph the decision plans on."""
+        try:
             cap = float(graph.edge(e.circuit).get("capacity") or 0.0)
         except TopologyError:  # gone from the graph meanwhile
             cap = 0.0
-        loads = {e.circuit: float(e.detail.get("util", 0.0)) * cap} if cap else {}
-        for d in self.decider.on_event(e, graph, time.monotonic(), loads_mbps=loads):
-            self._note(d)
-            if d.kind == OFFLOAD and d.offload is not None:
-                self.thresholds[d.offload.ident] = float(e.detail.get("threshold_mbps", 0.0))
-                hub.spawn(self._run, d)
+        return {e.circuit: float(e.detail.get("util", 0.0)) * cap} if cap else {}
+
+    def _start(self, d: Decision, e: Event) -> None:
+        if d.kind == OFFLOAD and d.offload is not None:
+            self.thresholds[d.offload.ident] = float(e.detail.get("threshold_mbps", 0.0))
+            hub.spawn(self._run, d)
+
+    def _flow_bytes(self, f: FiveTuple) -> float | None:
+        """Bytes the flow sent as the monitor's fine data counted them (None: no count, e.g. sFlow)."""
+        count = self.view.fine_flows.get(f)
+        return float(count.bytes) if count is not None else None
+
+    # ---- flows the gain turned down: judged again on each new count --------------------------------
+    def _retry_loop(self) -> None:
+        while self.is_active:
+            hub.sleep(0.1)
+            try:
+                self._retry_waiting()
+            except Exception:  # keep going; loud in the error log and GET /health
+                guard.failures.append("te: retry failed")
+                guard.ERROR_LOG.exception("TE: judging the waiting elephants again failed")
+
+    def _retry_waiting(self) -> None:
+        """A waiting elephant with a newer byte count is judged again (at the higher of its named and
+        current rate: a falling rate may be a flow ending, and must not make moving it look better);
+        one below the elephant threshold (or no longer counted) ended before a move paid."""
+        for f, (e, named, seen) in list(self.waiting.items()):
+            count = self.view.fine_flows.get(f)
+            if count is None or count.mbps < float(e.detail.get("threshold_mbps", 0.0)):
+                del self.waiting[f]
+                self._note(Decision(SKIP, "ended (below the elephant rate) before an offload paid", (f,)))
+                continue
+            if count.t <= seen:
+                continue
+            self.waiting[f] = (e, named, count.t)
+            now = time.monotonic()
+            ev = Event(now, e.circuit, UNCONSTRAINED_IMBALANCE, (f,),
+                       {**e.detail, "elephant_mbps": [round(max(named, count.mbps), 3)]})
+            graph, _ = self.view.graph()
+            for d in self.decider.on_event(ev, graph, now, flow_bytes=self._flow_bytes, loads_mbps=self._loads(e, graph)):
+                if d.kind == SKIP and d.detail.get("gain"):
+                    continue  # still does not pay: wait quietly for the next count
+                self.waiting.pop(f, None)
+                self._note(d)
+                self._start(d, e)
 
     def _note(self, d: Decision | GrowthDecision) -> None:
         data = d.as_dict()

@@ -1,4 +1,4 @@
-"""`mlte lab testbed --discover` from the command line: what `make demo` runs, end to end.
+"""`mlte lab testbed --discover` from the command line (discovery + a circuit), end to end.
 
 The CLI takes the machine-wide network lock itself, so this test must not hold it.
 """

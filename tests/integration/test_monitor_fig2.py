@@ -14,38 +14,10 @@ import time
 import pytest
 
 from app.controller.client import wait_until
-from tests.lib.monitor_lab import fig2_monitor_lab
+from mininet_labs.monitor_lab import fig2_monitor_lab
+from mininet_labs.traffic import SCRIPT
 
 pytestmark = pytest.mark.integration
-
-TRAFFIC = r'''
-import socket, sys, time
-# flows: dst dport duration then sport:start_mbps:end_mbps:size:burst_period_s ...
-dst, dport, dur = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-flows = []
-for spec in sys.argv[4:]:
-    sport, m0, m1, size, period = spec.split(":")
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("", int(sport)))
-    flows.append([s, float(m0), float(m1), int(size), float(period), 0.0])
-t0 = time.monotonic(); sent = 0
-while True:
-    now = time.monotonic() - t0
-    if now >= dur: break
-    nxt = dur
-    for f in flows:
-        s, m0, m1, size, period, due = f
-        if now >= due:
-            mbps = m0 + (m1 - m0) * min(1.0, now / (dur * 0.6))  # ramp over the first 60%, then hold
-            burst = max(1, round(mbps * 1e6 / 8 * period / size))
-            for _ in range(burst):
-                try: s.sendto(b"x" * size, (dst, dport)); sent += 1
-                except OSError: pass
-            f[5] = due = due + period
-        nxt = min(nxt, due)
-    time.sleep(max(0.0, min(nxt - (time.monotonic() - t0), 0.05)))
-print(sent)
-'''
-
 
 def sh(*args: str) -> str:
     return subprocess.run(list(args), capture_output=True, text=True, timeout=30, check=True).stdout
@@ -64,13 +36,13 @@ def lab(tmp_path_factory):
         sflow_port = u.getsockname()[1]
     settings = ("interval = 1.0\nsflow_sampling = 16\nsflow_polling = 1\n"
                 f"sflow_collector_port = {sflow_port}\n")
-    with fig2_monitor_lab(tmp_path_factory.mktemp("monfig2"), settings, TRAFFIC) as session:
+    with fig2_monitor_lab(tmp_path_factory.mktemp("monfig2"), settings) as session:
         yield session
 
 
 def run_traffic(lab, seconds: float, flows: list[str]) -> int:
     h1 = lab.lab.node("h1")
-    proc = h1.popen([sys.executable, str(lab.work / "traffic.py"), "10.0.0.3", "5201", str(seconds), *flows],
+    proc = h1.popen([sys.executable, SCRIPT, "flows", "10.0.0.3", "5201", str(seconds), *flows],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate(timeout=seconds + 30)
     assert proc.returncode == 0, err

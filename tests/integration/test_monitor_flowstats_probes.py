@@ -18,8 +18,8 @@ import time
 import pytest
 
 from app.controller.client import wait_until
-from tests.integration.test_monitor_fig2 import TRAFFIC, monitor_events, run_traffic
-from tests.lib.monitor_lab import fig2_monitor_lab
+from mininet_labs.monitor_lab import fig2_monitor_lab
+from tests.integration.test_monitor_fig2 import monitor_events, run_traffic
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ def counting_rules(lab) -> dict[str, list[str]]:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     settings = 'interval = 1.0\nfine_backend = "flowstats"\nprobe_interval = 0.2\n'
-    with fig2_monitor_lab(tmp_path_factory.mktemp("monflow"), settings, TRAFFIC) as session:
+    with fig2_monitor_lab(tmp_path_factory.mktemp("monflow"), settings) as session:
         yield session
 
 

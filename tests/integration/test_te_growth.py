@@ -11,8 +11,8 @@ import pytest
 from app.controller import rule_plan
 from app.controller.client import wait_until
 from mininet_labs.circuits import FIG2_CIRCUITS
-from tests.integration.test_monitor_fig2 import TRAFFIC
-from tests.lib.monitor_lab import band_rules, fig2_monitor_lab
+from mininet_labs.monitor_lab import band_rules, fig2_monitor_lab
+from mininet_labs.traffic import SCRIPT
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,7 @@ def split_rules(lab, switch: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    with fig2_monitor_lab(tmp_path_factory.mktemp("tegrow"), SETTINGS, TRAFFIC, circuit="direct") as session:
+    with fig2_monitor_lab(tmp_path_factory.mktemp("tegrow"), SETTINGS, circuit="direct") as session:
         yield session
 
 
@@ -34,7 +34,7 @@ def test_balanced_growth_adds_a_parallel_circuit_and_releases_it_when_calm(lab):
     since = lab.client.events()[-1]["seq"]
     flows = [f"{47001 + i}:0.9:0.9:1000:0.02" for i in range(10)]  # 10 x 0.9 Mbit/s, none dominant
     h1 = lab.lab.node("h1")
-    proc = h1.popen([sys.executable, str(lab.work / "traffic.py"), "10.0.0.3", "5301", "20", *flows],
+    proc = h1.popen([sys.executable, SCRIPT, "flows", "10.0.0.3", "5301", "20", *flows],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         grown = wait_until(lambda: [e for e in lab.client.events(since, "te_done")

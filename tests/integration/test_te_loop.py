@@ -13,8 +13,8 @@ import pytest
 from app.controller import rule_plan
 from app.controller.client import wait_until
 from mininet_labs.circuits import FIG2_CIRCUITS
-from tests.integration.test_monitor_fig2 import TRAFFIC
-from tests.lib.monitor_lab import band_rules, fig2_monitor_lab
+from mininet_labs.monitor_lab import band_rules, fig2_monitor_lab
+from mininet_labs.traffic import SCRIPT
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +28,7 @@ def steer_rules(lab, switch: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    with fig2_monitor_lab(tmp_path_factory.mktemp("teloop"), SETTINGS, TRAFFIC) as session:
+    with fig2_monitor_lab(tmp_path_factory.mktemp("teloop"), SETTINGS) as session:
         yield session
 
 
@@ -38,7 +38,7 @@ def test_an_elephant_is_offloaded_and_released_and_the_small_flows_stay(lab):
     mice = [f"{46001 + i}:0.2:0.2:500:0.02" for i in range(4)]
     h1 = lab.lab.node("h1")
     t0 = time.time()
-    proc = h1.popen([sys.executable, str(lab.work / "traffic.py"), "10.0.0.3", "5201", "14", elephant, *mice],
+    proc = h1.popen([sys.executable, SCRIPT, "flows", "10.0.0.3", "5201", "14", elephant, *mice],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: dict = {}
 
@@ -71,3 +71,29 @@ def test_an_elephant_is_offloaded_and_released_and_the_small_flows_stay(lab):
     assert steer_rules(lab, "A") == [] and steer_rules(lab, "C") == []
     initial = {(o, a) for o, a, b in FIG2_CIRCUITS["initial"]} | {(o, b) for o, a, b in FIG2_CIRCUITS["initial"]}
     assert {(x["ots"], x["in_port"]) for x in lab.client.xcons()} == initial
+
+
+def test_a_short_burst_named_an_elephant_is_not_offloaded_and_the_skip_gives_the_gain(lab):
+    """A 2.2-s burst at 6 Mbit/s among small flows is named an elephant, but what it sent (its counting
+    rule's bytes) predicts too little to win back the switch-over (min_gain_s = 1 s): a te_decision
+    skip with the gain's numbers; judged again on each new count, it ends before a move pays."""
+    wait_until(lambda: not lab.client.request("GET", "/te").get("offloads"), 30, "no offload in place")
+    since = lab.client.events()[-1]["seq"]
+    burst = "45100:6:6:1000:0.1"
+    mice = [f"{46101 + i}:0.2:0.2:500:0.02" for i in range(4)]
+    proc = lab.lab.node("h1").popen([sys.executable, SCRIPT, "flows", "10.0.0.3", "5201", "2.2", burst, *mice],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.communicate(timeout=30)
+    time.sleep(4.0)  # counts after the burst: a late offload would show now
+    named = [e for e in lab.client.events(since, "monitor") if e["event"] == "unconstrained_imbalance"]
+    assert any(f["sport"] == 45100 for e in named for f in e["flows"]), lab.client.events(since, "monitor")
+    decisions = lab.client.events(since, "te_decision")
+    flow = "udp 10.0.0.1:45100 -> 10.0.0.3:5201"
+    assert not [e for e in decisions if e["decision"] == "offload"], decisions
+    assert not lab.client.events(since, "te_done")
+    skips = [e for e in decisions if e["decision"] == "skip" and e.get("gain") and flow in e["gain"]]
+    assert skips, decisions
+    gain = skips[0]["gain"][flow]
+    assert gain["pays"] is False and "gain" in skips[0]["reason"] and gain["gain_s"] < 1.0, skips[0]
+    assert gain["remaining_bytes"] > 0 and "switch-over" in gain["reason"], gain
+    print(f"short burst skipped: {gain['reason']}")

@@ -61,3 +61,22 @@ def test_unknown_flag_shows_the_subcommands_usage(capsys):
     with pytest.raises(SystemExit):
         main(["web", "user", "list", "--nope"])
     assert "mlte web user list: error: unrecognized arguments: --nope" in capsys.readouterr().err
+
+
+def test_lab_run_options_a_lab_does_not_take_are_refused(capsys, monkeypatch):
+    """`mlte lab run NAME --runs/--seed/--te/--demo`: only labs whose run() takes them; a one-line
+    error before any network is built (root and OVS faked: the check comes first)."""
+    import os
+    import shutil
+
+    import pytest
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/" + name)
+    assert main(["lab", "run", "planned-vs-oneshot", "--runs", "3"]) == 2
+    assert "lab planned-vs-oneshot does not take --runs" in capsys.readouterr().err
+    assert main(["lab", "run", "elastic-offload", "--demo", "--te", "off"]) == 2
+    assert "--demo" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["lab", "run", "elastic-offload", "--runs", "0"])
+    assert "must be >= 1" in capsys.readouterr().err

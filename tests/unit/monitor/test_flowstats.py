@@ -137,3 +137,17 @@ def test_disable_forgets_the_switch():
     fc.enable("A", {H3: 3})
     assert fc.disable("A") and not fc.disable("A")
     assert fc.enabled == set() and fc.sync("A", {H3: 3}) == [] and fc.flow_rates(0.0) == []
+
+
+def test_flow_counts_give_the_bytes_counted_so_far_max_over_switches():
+    fc = fs.FlowCounting(min_duration=0.2, stale=3.0)
+    for sw in ("A", "B"):
+        fc.enable(sw, {H3: 3})
+        fc.learned(sw, learn_cookie(fc, sw, H3), frame(UDP))
+    assert fc.flow_counts(10.0) == {}  # installed, never sampled: nothing counted yet
+    fc.stats("A", [(installed(fc, "A", UDP), 550_000, 1.1)], now=11.0)
+    fc.stats("B", [(installed(fc, "B", UDP), 400_000, 1.0)], now=11.0)
+    counts = fc.flow_counts(11.0)
+    assert set(counts) == {UDP} and counts[UDP].bytes == 550_000 and counts[UDP].t == 11.0
+    assert counts[UDP].mbps == pytest.approx(550_000 * 8 / 1e6 / 1.1)
+    assert fc.flow_counts(20.0) == {}  # stale: no longer reported
