@@ -180,6 +180,13 @@ class NetworkView:
         result = combined(live, static)
         return result.graph, problems + [str(c) for c in result.conflicts]
 
+    def adaptation_ports(self) -> set[PortRef]:
+        """Packet ports attached to an OTS port (static file or scan): whatever arrives on one came through
+        a circuit from another packet switch, so no host lives there, even while LLDP knows no link."""
+        refs = {ref for ref in self.scan_attached.values() if ref is not None}
+        refs |= {ref for ref in self.known_far_ends().values() if ref is not None}
+        return refs
+
     def known_far_ends(self) -> dict[tuple[int, int], PortRef | None]:
         """OTS ports whose far end the static file already gives (fibre: None; adaptation: the port)."""
         known: dict[tuple[int, int], PortRef | None] = {}
