@@ -19,6 +19,7 @@ element): a lab never claims delay it did not apply. Plots: ``big_vs_small.png``
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import statistics
 import subprocess
@@ -28,7 +29,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mininet_labs import tcp_workload
+if (_root := str(Path(inspect.currentframe().f_code.co_filename).resolve().parents[1])) not in sys.path:
+    sys.path.insert(0, _root)  # `mn --custom` execs this file (no __file__): make the project importable
+
+from mininet_labs.workdir import fig2_topos  # noqa: E402
+
+topos = fig2_topos("big-vs-small")  # `sudo mn --custom mininet_labs/big_vs_small.py --topo big-vs-small`: its Fig. 2 testbed
+
+from mininet_labs import tcp_workload  # noqa: E402
 
 PORT = 5101
 CAPACITY_MBPS = 10.0

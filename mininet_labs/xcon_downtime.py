@@ -18,6 +18,7 @@ overhead. Writes ``results.json`` (``downtime_ms`` list, ``min_ms``, ``mean_ms``
 """
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import re
@@ -30,7 +31,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from mininet_labs.planned_vs_oneshot import PROBE_PORT, RECEIVER, SENDER
+if (_root := str(Path(inspect.currentframe().f_code.co_filename).resolve().parents[1])) not in sys.path:
+    sys.path.insert(0, _root)  # `mn --custom` execs this file (no __file__): make the project importable
+
+from mininet_labs.workdir import fig2_topos  # noqa: E402
+
+topos = fig2_topos("xcon-downtime")  # `sudo mn --custom mininet_labs/xcon_downtime.py --topo xcon-downtime`: its Fig. 2 testbed
+
+from mininet_labs.planned_vs_oneshot import PROBE_PORT, RECEIVER, SENDER  # noqa: E402
 
 PERIOD_S = 0.001
 BYPASS_DOWN = [("Y", 1, 2), ("Y", 3, 4)]
