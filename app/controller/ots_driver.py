@@ -456,6 +456,22 @@ class OtsDriver(app_manager.OSKenApp):
         return XconResult(not errors, name, [{"in_port": p, "deleted": True} for p in ports],
                           [e.to_json() for e in errors], sent, None if errors else applied)
 
+    def remove_many(self, ots: str | int, in_ports: list[int]) -> list[XconResult]:
+        """Remove the bidirectional XCONs on ``in_ports`` of one OTS behind *one* barrier (one batch at
+        the OTS: a bypass tears Y 1↔2 and Y 3↔4 down at once, not one barrier round trip after the
+        other). An OpenFlow error fails every hop of the batch (the OTS answers a delete on a free
+        port with no error, so one means the batch is in doubt)."""
+        dpid = self.resolve(ots)
+        per_hop = [delete_ports(self.xcons.get(dpid, {}), self.unknown.get(dpid, {}), p, True) for p in in_ports]
+        errors, sent, applied = self._delete(dpid, [p for ports in per_hop for p in ports])
+        name = self.view.switches[dpid].name
+        out = []
+        for ports in per_hop:
+            JOURNAL.add("xcon_delete", ots=name, ports=ports, ok=not errors)
+            out.append(XconResult(not errors, name, [{"in_port": p, "deleted": True} for p in ports],
+                                  [e.to_json() for e in errors], sent, None if errors else applied))
+        return out
+
     def _delete(self, dpid: int, in_ports: list[int], only_to: int | None = None):
         ofp = ofproto_v1_0
         msgs = [self.flow_mod(dpid, ofp.OFPFC_DELETE_STRICT, p, None, only_to=only_to) for p in in_ports]

@@ -50,3 +50,12 @@ def test_a_timed_out_batch_leaves_every_hop_unknown():
     res = driver.install_many("X", [(1, 2), (3, 4)])
     assert all(isinstance(r, BarrierTimeout) for r in res)
     assert driver.unknown[X] == {1: 2, 2: 1, 3: 4, 4: 3}
+
+
+def test_a_bypass_teardown_is_one_batch():
+    driver, dp, sw, _posted = make_driver()
+    calls = _confirming(driver)
+    driver.install_many("X", [(1, 2), (3, 4)])
+    res = driver.remove_many("X", [1, 3])
+    assert [r.ok for r in res] == [True, True] and driver.xcons[X] == {}
+    assert len(calls) == 2 and sorted(m.match["in_port"] for m in calls[1]) == [1, 2, 3, 4]
