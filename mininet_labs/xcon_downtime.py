@@ -85,7 +85,7 @@ def downtimes(changes: list[float], sent: int, arrivals: dict[int, float], windo
             out.append({"at": t, "lost": 0, "downtime_ms": 0.0})
             continue
         first, length = best
-        out.append({"at": t, "lost": length, "downtime_ms": length * PERIOD_S * 1000,
+        out.append({"at": t, "lost": length, "downtime_ms": round(length * PERIOD_S * 1000, 3),
                     "dark_from": arrivals.get(first - 1), "dark_to": arrivals.get(first + length)})
     return out
 
