@@ -84,7 +84,8 @@ def test_no_host_is_learnt_on_a_port_attached_to_an_ots():
     during a router bypass h1's own probe reached B:1 and h1 was 'learnt' there."""
     app, dp, sw = make_app()
     app._switch_enter(events.EventSwitchEnter(sw))
-    app.view.scan_attached[(0xF01, 1)] = PortRef(0xA1, 2)  # A:2 is cabled to OTS port X:1
+    assert app.view.adaptation_ports() == set()
+    app.view.set_scan({(0xF01, 1): PortRef(0xA1, 2)}, {})  # the scan found A:2 cabled to OTS port X:1
     packet_in(app, dp, 2, arp_frame(arp.ARP_REQUEST, H1, "10.0.0.1", "00:00:00:00:00:00", "10.0.0.2"))
     assert H1 not in app.hosts
     packet_in(app, dp, 1, arp_frame(arp.ARP_REQUEST, H2, "10.0.0.2", "00:00:00:00:00:00", "10.0.0.9"))
