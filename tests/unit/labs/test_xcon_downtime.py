@@ -79,3 +79,13 @@ def test_finish_collects_output_and_kills_what_overruns() -> None:
                             stderr=subprocess.PIPE, text=True)
     (out, _), _ = finish([quick, slow], 1.0)
     assert out.strip() == "ok" and slow.poll() is not None
+
+
+def test_the_journal_splits_the_time_after_the_xcon_was_confirmed() -> None:
+    changes = [{"at": 10.0, "dark_to": 10.260}, {"at": 11.0, "dark_to": None}]
+    events = [{"t": 10.01, "type": "xcon_delete", "ok": True}, {"t": 10.22, "type": "xcon_add", "ok": True},
+              {"t": 10.235, "type": "link_add"}, {"t": 10.24, "type": "link_add"},
+              {"t": 11.2, "type": "xcon_add", "ok": True}]
+    xd.packet_layer(changes, events)
+    assert changes[0]["lit_to_link_ms"] == 20.0 and changes[0]["link_to_traffic_ms"] == 20.0
+    assert changes[1]["lit_to_link_ms"] is None and changes[1]["link_to_traffic_ms"] is None  # no link seen
