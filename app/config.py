@@ -14,6 +14,9 @@ import tomllib
 
 from app.errors import ConfigError
 
+#: ``[te] placement``: joint = the offload decider (app/te/decisions.py); otter, cspf = app/te/placement.py
+PLACEMENTS = ("joint", "otter", "cspf")
+
 DEFAULTS: dict[str, dict[str, Any]] = {
     "controller": {
         "listen_host": "127.0.0.1",  # OpenFlow listener address
@@ -66,6 +69,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "mapping": "static",  # load-aware mapping of a site pair's flows (app/controller/mapping_app.py): static | throughput | rtt
         "mapping_sites": [],  # the two site switches whose flows are mapped, e.g. ["A", "Z"] ([] = no mapping)
         "mapping_interval": 1.0,  # seconds between measurements (and weight updates) of the mapped paths
+        "placement": "joint",  # joint (offload elephants by the joint circuit model) | otter | cspf (place every monitored flow, app/te/placement.py)
+        "placement_period": 30.0,  # otter | cspf: seconds between periodic re-solves (PER) besides the imbalance events
     },
     "monitor": {
         "enabled": True,  # load the monitor app (coarse/fine monitoring, latency probes) in the controller
@@ -156,6 +161,7 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if cfg["monitor"]["fine_backend"] not in ("sflow", "flowstats", "sflow-rt"):
         raise ConfigError('[monitor] fine_backend must be "sflow", "flowstats" or "sflow-rt"')
     _check_mapping(cfg["te"])
+    _check_placement(cfg["te"])
     _check_growth_elastic(cfg["te"])
     if cfg["monitor"]["probe_interval"] < 0:
         raise ConfigError("[monitor] probe_interval must be >= 0 (0 = no latency probes)")
@@ -172,6 +178,14 @@ def _check_mapping(te: dict[str, Any]) -> None:
         raise ConfigError('[te] mapping_sites must be [] or two different switch names, e.g. ["A", "Z"]')
     if not 0 < te["mapping_interval"] < float("inf"):
         raise ConfigError("[te] mapping_interval must be a finite number of seconds > 0")
+
+
+def _check_placement(te: dict[str, Any]) -> None:
+    """``[te] placement``: one of the TE loop's placement policies, and a positive PER period."""
+    if te["placement"] not in PLACEMENTS:
+        raise ConfigError(f'[te] placement must be one of {", ".join(PLACEMENTS)}, got {te["placement"]!r}')
+    if not 0 < te["placement_period"] < float("inf"):
+        raise ConfigError("[te] placement_period must be a finite number of seconds > 0")
 
 
 def _check_growth_elastic(te: dict[str, Any]) -> None:

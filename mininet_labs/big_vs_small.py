@@ -2,8 +2,8 @@
 
 Fig. 2 testbed, circuit ``initial`` lit (h1 → h3 over A-X-Y-B-Y-Z-C; every circuit link shaped to
 10 Mbit/s). For every C in ``cs`` and every TCP congestion control the kernel offers, h1 runs one
-long flow plus C concurrent small transfers of S ~ U(512 KB, 4 MB) (a new one whenever fewer than C
-are active) to h3 for ``duration`` seconds (:mod:`mininet_labs.tcp_workload`, one process per side),
+long flow plus C concurrent small transfers of S ~ U(16 KB, 128 KB) (a new one whenever fewer than C
+are active; the paper's U(512 KB, 4 MB) scaled to the 10 Mbit/s circuit, see ``SMALL_KB``) to h3 for ``duration`` seconds (:mod:`mininet_labs.tcp_workload`, one process per side),
 without and with added delay (``delays_ms`` one way, by the delay element spliced into h3's link:
 :mod:`mininet_labs.delay`, netem where the kernel has it).
 The paper's point: the big flow is starved by the small ones as C grows — the case for moving it to
@@ -19,6 +19,7 @@ element): a lab never claims delay it did not apply. Plots: ``big_vs_small.png``
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import statistics
 import subprocess
@@ -28,11 +29,23 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mininet_labs import tcp_workload
+if (_root := str(Path(inspect.currentframe().f_code.co_filename).resolve().parents[1])) not in sys.path:
+    sys.path.insert(0, _root)  # `mn --custom` execs this file (no __file__): make the project importable
+
+from mininet_labs.workdir import fig2_topos  # noqa: E402
+
+topos = fig2_topos("big-vs-small")  # `sudo mn --custom mininet_labs/big_vs_small.py --topo big-vs-small`: its Fig. 2 testbed
+
+from mininet_labs import tcp_workload  # noqa: E402
 
 PORT = 5101
 CAPACITY_MBPS = 10.0
 WARMUP_S = 2.0  # the first seconds (slow start, the first transfers) are left out of the means
+# Small transfer sizes (KB). The paper's U(512 KB, 4 MB) ran on a 10 Gbit/s circuit (a few ms per
+# transfer at line rate); on our 10 Mbit/s circuit a transfer that size gets ~0.3 Mbit/s at C = 32 and
+# needs 14-110 s, so no small transfer finished within a run and "C active transfers" meant C flows
+# that never end. 1/32 of the paper's sizes: 13-105 ms alone on the circuit, seconds at C = 32.
+SMALL_KB = (16, 128)
 PAPER_NOTE = ("OSCARS-TE Figs. 4-5: on a 10 Gbit/s path the long flow's throughput falls as the number of "
               "concurrent small transfers grows, for every TCP variant")
 
@@ -91,7 +104,7 @@ def _added_delay(h1: Any, h3: Any, delay_ms: float) -> Iterator[dict[str, Any]]:
 
 
 def _one_run(h1: Any, h3: Any, work: Path, script: Path, c: int, cc: str, duration: float, seed: int,
-             path: dict[str, Any]) -> dict[str, Any]:
+             path: dict[str, Any], small_kb: tuple[int, int] = SMALL_KB) -> dict[str, Any]:
     from mininet_labs.workdir import finish
 
     got_file = work / f"got-{cc}-{c}-{path['configured_ms']:g}.json"
@@ -99,7 +112,8 @@ def _one_run(h1: Any, h3: Any, work: Path, script: Path, c: int, cc: str, durati
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(0.3)
     send = h1.popen([sys.executable, str(script), "send", "10.0.0.3", str(PORT), str(duration), str(c),
-                     "--cc", cc, "--seed", str(seed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     "--cc", cc, "--seed", str(seed), "--min-kb", str(small_kb[0]), "--max-kb", str(small_kb[1])],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     (_, s_err), (_, r_err) = finish([send, recv], duration + 30)
     if send.returncode != 0 or not got_file.exists():
         raise RuntimeError(f"workload {cc} C={c} failed: {(s_err or r_err).strip()}")
@@ -108,7 +122,7 @@ def _one_run(h1: Any, h3: Any, work: Path, script: Path, c: int, cc: str, durati
 
 def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs: Sequence[str] | None = None,
         delays_ms: Sequence[float] | None = None, duration: float | None = None, seed: int = 0,
-        progress: Callable[[str], None] = print) -> dict[str, Any]:
+        small_kb: tuple[int, int] = SMALL_KB, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Every (delay, cc, C) on one testbed: by default C in {4, 8, 16, 32}, every congestion control the
     kernel offers, 0 and 20 ms added one way, 15 s each (the paper ran 30 s: ``duration=30``; the
     default keeps the lab under 10 minutes). ``quick``: C in {4, 32}, the kernel's default cc, no added
@@ -126,9 +140,10 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
     delays_ms = list(delays_ms if delays_ms is not None else ((0.0,) if quick else (0.0, 20.0)))
     duration = duration or (8.0 if quick else 15.0)
     bad = [cc for cc in ccs if cc not in offered]
-    if bad or any(c < 0 for c in cs) or duration <= WARMUP_S or any(not 0 <= d <= 1000 for d in delays_ms):
-        raise ValueError(f"need congestion controls from {offered} (got {bad}), C >= 0, delays in [0, 1000] ms "
-                         f"and a duration > {WARMUP_S:g} s")
+    if bad or any(c < 0 for c in cs) or duration <= WARMUP_S or any(not 0 <= d <= 1000 for d in delays_ms) \
+            or not 0 < small_kb[0] <= small_kb[1]:
+        raise ValueError(f"need congestion controls from {offered} (got {bad}), C >= 0, delays in [0, 1000] ms, "
+                         f"a duration > {WARMUP_S:g} s and 0 < small_kb min <= max")
     dirs = fig2_dirs(out)
     script = Path(tcp_workload.__file__).resolve()
     t0 = time.time()
@@ -138,7 +153,7 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
 
     res: dict[str, Any] = {"lab": "big-vs-small", "quick": quick, "ccs_offered": offered, "ccs": ccs, "cs": cs,
                            "duration_s": duration, "warmup_s": WARMUP_S, "capacity_mbps": CAPACITY_MBPS,
-                           "small_kb": [512, 4096], "seed": seed, "paper": PAPER_NOTE, "runs": []}
+                           "small_kb": list(small_kb), "seed": seed, "paper": PAPER_NOTE, "runs": []}
     with net_lock(), LabSession(dirs.spec, dirs.work, delay=dirs.delay, static_file=str(dirs.static)) as session:
         session.client.circuit(FIG2_CIRCUITS["initial"])
         session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
@@ -153,7 +168,7 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
                 note(f"added delay {delay:g} ms one way: measured {path['delay_ms']} ms, RTT {path['rtt_ms']} ms")
                 for cc in ccs:
                     for c in cs:
-                        r = _one_run(h1, h3, dirs.work, script, c, cc, duration, seed, path)
+                        r = _one_run(h1, h3, dirs.work, script, c, cc, duration, seed, path, small_kb)
                         res["runs"].append(r)
                         note(f"{cc:>6} C={c:<3} +{delay:g} ms: long flow {r['long_flow_mbps']:5.2f} Mbit/s, "
                              f"small transfers {r['small_flows_mbps']:5.2f} Mbit/s ({r['small_done']} done), "

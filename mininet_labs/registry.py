@@ -42,4 +42,10 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
     Lab("multihoming", "mininet_labs.multihoming",
         "two multihomed sites, two paths, one loaded: static split vs throughput- and RTT-based flow mapping",
         "Multihoming (Sterca et al.) Tables 1-2"),
+    Lab("path-change", "mininet_labs.path_change",
+        "the controller moves a probed flow between two delayed paths; path-change detector vs rolling minimum",
+        "Path persistence (Reda et al.) detector"),
+    Lab("overlay", "mininet_labs.overlay",
+        "direct path vs split-TCP relays chosen by the RTT/loss-cut rule: TCP throughput improvement",
+        "CRONets (Cai et al.) relay rule and split overlay"),
 )}

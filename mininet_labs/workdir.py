@@ -54,3 +54,14 @@ def finish(procs: list[Any], timeout: float) -> list[tuple[str, str]]:
             out, err = p.communicate()
         outs.append((out or "", err or ""))
     return outs
+
+
+def fig2_topos(name: str) -> dict[str, Any]:
+    """``topos`` for a lab file run as ``sudo mn --custom mininet_labs/FILE.py --topo NAME``: the Fig. 2
+    testbed the lab runs on (``NAME,unit_mbps=2`` scales it). Importing the testbed also puts the
+    project's .venv on ``sys.path`` (Debian's ``mn`` runs /usr/bin/python3). Empty without Mininet."""
+    try:
+        from mininet_labs.testbed import MlteTopo
+    except ImportError:  # pragma: no cover - no Mininet here: the lab's plain parts still import
+        return {}
+    return {name: MlteTopo}

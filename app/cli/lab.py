@@ -35,15 +35,24 @@ def positive_float(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (a seed)."""
+    return _int_at_least(text, 0)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,7 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                       "and report the medians")
     p.add_argument("--seeds", type=positive_int, help="with `run`: repetitions with different random seeds "
                                                        "(labs that take seeds, e.g. multihoming; default theirs)")
-    p.add_argument("--seed", type=int, help="with `run` (elastic-offload): workload seed (default 1)")
+    p.add_argument("--seed", type=non_negative_int, help="with `run`: the random seed of labs that take one "
+                                                          "(elastic-offload, big-vs-small, path-change, overlay; "
+                                                          "default theirs)")
     p.add_argument("--te", choices=["on", "off"], help="with `run` (elastic-offload): `off` runs only the "
                                                         "baseline with the TE loop off")
     p.add_argument("--demo", action="store_true", help="with `run` (elastic-offload): `make demo` — also the web "

@@ -1,7 +1,7 @@
 """All-or-nothing circuit set-up over the OTS driver (plain logic: no os-ken, unit-tested with a fake).
 
-A circuit is a chain of bidirectional XCONs. Hop by hop (or all at once), each confirmed by a
-barrier; if any hop is refused or not confirmed, every hop that went in *or may have gone in* (its
+A circuit is a chain of bidirectional XCONs. Hop by hop (or all at once: then the hops on one OTS go
+behind one barrier, so that OTS provisions them as one batch), each confirmed by a barrier; if any hop is refused or not confirmed, every hop that went in *or may have gone in* (its
 barrier timed out: state unknown) is deleted again. Deleting an XCON that never came up is harmless
 (the OTS answers a DELETE_STRICT on a free port with no change and no error, docs/ots.md).
 """
@@ -42,6 +42,36 @@ class CircuitOutcome:
         return not self.ok and self.failure is None
 
 
+def _by_ots(hops: Sequence[dict], driver: Any) -> list[list[int]]:
+    """Hop indices grouped by OTS (first-seen order) when the driver can send one OTS's XCONs behind
+    one barrier (``install_many``); else one group per hop. Why: two hops on one OTS sent as two
+    barriers are two batches there, i.e. two provisioning delays one after the other."""
+    if not hasattr(driver, "install_many"):
+        return [[i] for i in range(len(hops))]
+    groups: dict[str, list[int]] = {}
+    for i, h in enumerate(hops):
+        groups.setdefault(str(h["ots"]), []).append(i)
+    return list(groups.values())
+
+
+def _job(driver: Any, hops: Sequence[dict], group: list[int], outcomes: list[Any],
+         install: Callable[[dict], Any]) -> Callable[[], None]:
+    """A thunk installing the hops ``group`` (indices into ``hops``) and storing each outcome."""
+
+    def run() -> None:
+        if len(group) == 1:
+            outcomes[group[0]] = install(hops[group[0]])
+            return
+        try:
+            res = driver.install_many(hops[group[0]]["ots"], [(hops[i]["in_port"], hops[i]["out_port"])
+                                                               for i in group])
+        except DriverError as exc:  # the OTS is unknown or gone: every hop of the group failed
+            res = [exc] * len(group)
+        for i, r in zip(group, res, strict=True):
+            outcomes[i] = r
+    return run
+
+
 def setup_circuit(driver: XconDriver, hops: Sequence[dict], parallel: bool = False,
                   run_all: Runner = _in_sequence) -> CircuitOutcome:
     """Install ``hops`` ``[{"ots", "in_port", "out_port"}]`` all or nothing."""
@@ -54,13 +84,8 @@ def setup_circuit(driver: XconDriver, hops: Sequence[dict], parallel: bool = Fal
 
     outcomes: list[Any] = [None] * len(hops)
     if parallel:  # every hop at once: one provisioning delay instead of one per hop
-
-        def job(i: int) -> Callable[[], None]:
-            def run() -> None:
-                outcomes[i] = install(hops[i])
-            return run
-
-        run_all([job(i) for i in range(len(hops))])
+        jobs = [_job(driver, hops, group, outcomes, install) for group in _by_ots(hops, driver)]
+        run_all(jobs)
     else:  # hop by hop, each applied before the next
         for i, h in enumerate(hops):
             outcomes[i] = install(h)

@@ -272,13 +272,19 @@ class ControlApi(app_manager.OSKenApp):
         for h in hops:  # validate every hop before removing any
             self._int(h, "in_port")
             driver.resolve(h["ots"])
-        results = []
-        for h in hops:
+        # the hops on one OTS go behind one barrier (one batch there), OTS by OTS in first-seen order
+        groups: dict[str, list[int]] = {}
+        for i, h in enumerate(hops):
+            groups.setdefault(str(h["ots"]), []).append(i)
+        results: list[dict] = [{}] * len(hops)
+        for idx in groups.values():
             try:
-                results.append(driver.remove(h["ots"], h["in_port"]).to_json())
-            except DriverError as exc:  # e.g. no barrier reply: report it, go on with the other hops
-                results.append({"ok": False, "ots": h["ots"], "in_port": h["in_port"], "error": str(exc),
-                                "status": exc.status})
+                done = [r.to_json() for r in driver.remove_many(hops[idx[0]]["ots"], [hops[i]["in_port"] for i in idx])]
+            except DriverError as exc:  # e.g. no barrier reply: report it, go on with the other OTSes
+                done = [{"ok": False, "ots": hops[i]["ots"], "in_port": hops[i]["in_port"], "error": str(exc),
+                         "status": exc.status} for i in idx]
+            for i, r in zip(idx, done, strict=True):
+                results[i] = r
         ok = all(r["ok"] for r in results)
         return (200 if ok else 422), {"ok": ok, "xcons": results}
 

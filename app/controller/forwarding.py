@@ -1,6 +1,8 @@
 """Host-to-host forwarding over the LLDP-discovered packet links (OpenFlow 1.3 switches only).
 
-- Hosts are learned from PACKET_INs on *edge* ports (up ports with no discovered link).
+- Hosts are learned from PACKET_INs on *edge* ports (up ports with no discovered link and not attached
+  to an OTS port: a circuit that just came up, or changed its far end, carries other switches'
+  traffic before LLDP has seen it — learning a host there moved h1 to B:1 during a router bypass).
 - Rules are installed proactively along shortest-path trees (:mod:`app.controller.paths`),
   re-planned on every link / host / switch change; rules using a lost link are removed.
 - ARP never floods through the switches: every ARP packet goes to the controller (a rule above the
@@ -313,7 +315,7 @@ class Forwarding(app_manager.OSKenApp):
 
     # ---- packets -----------------------------------------------------------------------------------
     def _edge_ports(self, dpids: set[int]) -> list[PortRef]:
-        link_ports = self.view.links.ports_in_links()
+        link_ports = self.view.links.ports_in_links() | self.view.adaptation_ports()
         out = []
         for dpid in sorted(dpids):
             sw = self.view.switches.get(dpid)
@@ -365,8 +367,8 @@ class Forwarding(app_manager.OSKenApp):
         if eth is None or eth.ethertype == ETH_TYPE_LLDP:
             return
         ref = PortRef(dp.id, msg.match["in_port"])
-        if ref in self.view.links.ports_in_links():
-            return  # transit traffic with no rule yet; edges learn, links do not
+        if ref in self.view.links.ports_in_links() or ref in self.view.adaptation_ports():
+            return  # transit traffic with no rule yet (or a circuit LLDP has not seen yet); edges learn, links do not
         arp_pkt = pkt.get_protocol(arp.arp) if eth.ethertype == ETH_TYPE_ARP else None
         src_is_unicast = not (int(eth.src.split(":")[0], 16) & 1)
         if src_is_unicast:

@@ -5,6 +5,11 @@ packet switch (it would send LLDP PACKET_OUTs and an LLDP FLOW_MOD to the OTS no
 only XCONs) and its refresh loop relies on ``hub.Event.wait(timeout)`` (broken on the native hub).
 Here LLDP goes only to packet switches, a port coming up is probed at once (circuits appear within
 milliseconds), and links expire after ``[controller] link_timeout`` seconds without a sighting.
+
+An OTS port coming up (an XCON was lit) also probes every up packet port at once: a circuit can change
+where a packet port leads without that port ever going down (a router bypass at Y re-joins A:3 to C:1
+while A:3 and C:1 stay up), and waiting for the next periodic round cost up to ``lldp_interval``
+(1 s) of extra downtime per optical change.
 """
 from __future__ import annotations
 
@@ -79,6 +84,7 @@ class LldpDiscovery(app_manager.OSKenApp):
         self.interval = float(SETTINGS.controller["lldp_interval"])
         self.timeout = float(SETTINGS.controller["link_timeout"])
         self._thread = None
+        self._burst_pending = False  # an OTS-triggered probe of every packet port is scheduled
 
     def start(self):
         thread = super().start()
@@ -95,12 +101,32 @@ class LldpDiscovery(app_manager.OSKenApp):
             hub.sleep(self.interval)
 
     def _round(self) -> None:
+        self._probe_all()
+        for link in self.table.expire(time.time(), self.timeout):
+            self._deleted(link, "expired")
+
+    def _probe_all(self) -> None:
         for sw in self.view.of_kind(PACKET):
             for port in sw.ports.values():
                 if port.up:
                     self._send(sw.dpid, port.port_no, port.hw_addr)
-        for link in self.table.expire(time.time(), self.timeout):
-            self._deleted(link, "expired")
+
+    def _schedule_burst(self) -> None:
+        """Probe every up packet port once, soon: the port-up reports of one XCON batch (both ends, and
+        the neighbours' ports whose carrier follows) arrive within milliseconds and share one burst."""
+        if self._burst_pending:
+            return
+        self._burst_pending = True
+        hub.spawn(self._burst)
+
+    def _burst(self) -> None:
+        try:
+            hub.sleep(0)  # let the PORT_STATUS messages already queued be handled first
+            self._burst_pending = False
+            self._probe_all()
+        except Exception:  # noqa: BLE001 - a lost burst only delays discovery to the next round
+            self._burst_pending = False
+            ERROR_LOG.exception("LLDP burst failed")
 
     def _send(self, dpid: int, port_no: int, hw_addr: str) -> None:
         dp = self.southbound.datapath(dpid)
@@ -144,6 +170,8 @@ class LldpDiscovery(app_manager.OSKenApp):
     @loud
     def _port_change(self, ev: events.EventPortChange) -> None:
         if ev.switch.kind != PACKET:
+            if ev.new is not None and ev.new.up and not (ev.old is not None and ev.old.up):
+                self._schedule_burst()  # a circuit was lit: packet ports may lead somewhere new
             return
         if ev.new is not None and ev.new.up:
             self._send(ev.switch.dpid, ev.new.port_no, ev.new.hw_addr)  # a circuit may just have come up

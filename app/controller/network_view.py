@@ -62,6 +62,7 @@ class NetworkView:
         self._reserved: dict[str, frozenset[tuple[str, int]]] = {}
         self._version = 0
         self._cache: dict[tuple[str, ...], tuple[tuple[int, int], MultiLayerGraph, list[str]]] = {}
+        self._adaptation_cache: tuple[tuple[int, int], set[PortRef]] | None = None
 
     # ---- lookups ---------------------------------------------------------------------------------
     def by_name(self, name: str) -> SwitchInfo | None:
@@ -179,6 +180,17 @@ class NetworkView:
             static = strip(self.static_graph, ["adaptation"])
         result = combined(live, static)
         return result.graph, problems + [str(c) for c in result.conflicts]
+
+    def adaptation_ports(self) -> set[PortRef]:
+        """Packet ports attached to an OTS port (static file or scan): whatever arrives on one came through
+        a circuit from another packet switch, so no host lives there, even while LLDP knows no link."""
+        key = (self.journal.last_seq, self._version)  # as the graph: PACKET_INs (asked per packet) add no entry
+        if self._adaptation_cache is not None and self._adaptation_cache[0] == key:
+            return self._adaptation_cache[1]
+        refs = {ref for ref in self.scan_attached.values() if ref is not None}
+        refs |= {ref for ref in self.known_far_ends().values() if ref is not None}
+        self._adaptation_cache = (key, refs)
+        return refs
 
     def known_far_ends(self) -> dict[tuple[int, int], PortRef | None]:
         """OTS ports whose far end the static file already gives (fibre: None; adaptation: the port)."""

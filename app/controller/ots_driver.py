@@ -389,38 +389,57 @@ class OtsDriver(app_manager.OSKenApp):
 
     def install(self, ots: str | int, in_port: int, out_port: int, bidirectional: bool = True) -> XconResult:
         """Cross-connect ``in_port``→``out_port`` (and back); wait until applied; roll back on error."""
+        (result,) = self.install_many(ots, [(in_port, out_port)], bidirectional)
+        if isinstance(result, BarrierTimeout):
+            raise result
+        return result
+
+    def install_many(self, ots: str | int, hops: list[tuple[int, int]], bidirectional: bool = True
+                     ) -> list[XconResult | BarrierTimeout]:
+        """Cross-connect every ``(in_port, out_port)`` of ``hops`` on one OTS behind *one* barrier, so
+        the OTS provisions them as one batch (one provisioning delay, not one per XCON: a restore that
+        sets up Y 1↔2 and Y 3↔4 costs one delay). Per hop, all or nothing as :meth:`install`; a hop
+        whose barrier timed out is a :class:`BarrierTimeout` in the result (its state is unknown)."""
         dpid = self.resolve(ots)
         ofp = ofproto_v1_0
-        pairs = [(in_port, out_port)] + ([(out_port, in_port)] if bidirectional else [])
-        msgs = [self.flow_mod(dpid, ofp.OFPFC_ADD, a, b) for a, b in pairs]
         name = self.view.switches[dpid].name
-        self._touch(dpid, [a for a, _b in pairs])
+        per_hop = [[(a, b)] + ([(b, a)] if bidirectional else []) for a, b in hops]
+        msgs = [[self.flow_mod(dpid, ofp.OFPFC_ADD, a, b) for a, b in pairs] for pairs in per_hop]
+        self._touch(dpid, [a for pairs in per_hop for a, _b in pairs])
+        arrow = "<->" if bidirectional else "->"
         try:
-            errors, sent, applied = self.send_and_barrier(dpid, msgs)
+            errors, sent, applied = self.send_and_barrier(dpid, [m for hop in msgs for m in hop])
         except BarrierTimeout as exc:  # sent, never confirmed: record as unknown so it can be removed
-            record_unknown(self.unknown.setdefault(dpid, {}), pairs)
-            JOURNAL.add("xcon_unknown", ots=name, in_port=in_port, out_port=out_port, error=str(exc))
-            LOG.warning("XCON %s %d->%d: %s; state unknown (recorded for roll-back)", name, in_port, out_port, exc)
-            arrow = "<->" if bidirectional else "->"
-            raise BarrierTimeout(f"{exc}; XCON {name} {in_port}{arrow}{out_port} state unknown", pairs) from None
-        failed_xids = {e.xid for e in errors}
-        changes = []
-        for m, (a, b) in zip(msgs, pairs, strict=True):
-            ok = m.xid not in failed_xids
-            changes.append({"in_port": a, "out_port": b, "ok": ok})
-            if ok:
-                self.xcons.setdefault(dpid, {})[a] = b
-                self.adopted.get(dpid, set()).discard(a)  # ours now: the controller set it
-        for a, _b in pairs:
-            self.unknown.get(dpid, {}).pop(a, None)  # a barrier answered for them: no longer unknown
-        if errors:  # all or nothing: undo the directions that did go in
-            undo = [c for c in changes if c["ok"]]
-            if undo:
-                self._delete(dpid, [c["in_port"] for c in undo])
-        JOURNAL.add("xcon_add", ots=name, in_port=in_port, out_port=out_port, ok=not errors,
-                    errors=[e.to_json() for e in errors])
-        return XconResult(not errors, name, changes, [e.to_json() for e in errors], sent,
-                          None if errors else applied)
+            out: list[XconResult | BarrierTimeout] = []
+            for (a, b), pairs in zip(hops, per_hop, strict=True):
+                record_unknown(self.unknown.setdefault(dpid, {}), pairs)
+                JOURNAL.add("xcon_unknown", ots=name, in_port=a, out_port=b, error=str(exc))
+                LOG.warning("XCON %s %d->%d: %s; state unknown (recorded for roll-back)", name, a, b, exc)
+                out.append(BarrierTimeout(f"{exc}; XCON {name} {a}{arrow}{b} state unknown", pairs))
+            return out
+        results: list[XconResult | BarrierTimeout] = []
+        for (in_port, out_port), pairs, hop_msgs in zip(hops, per_hop, msgs, strict=True):
+            xids = {m.xid for m in hop_msgs}
+            mine = [e for e in errors if e.xid in xids]
+            failed_xids = {e.xid for e in mine}
+            changes = []
+            for m, (a, b) in zip(hop_msgs, pairs, strict=True):
+                ok = m.xid not in failed_xids
+                changes.append({"in_port": a, "out_port": b, "ok": ok})
+                if ok:
+                    self.xcons.setdefault(dpid, {})[a] = b
+                    self.adopted.get(dpid, set()).discard(a)  # ours now: the controller set it
+            for a, _b in pairs:
+                self.unknown.get(dpid, {}).pop(a, None)  # a barrier answered for them: no longer unknown
+            if mine:  # all or nothing: undo the directions that did go in
+                undo = [c for c in changes if c["ok"]]
+                if undo:
+                    self._delete(dpid, [c["in_port"] for c in undo])
+            JOURNAL.add("xcon_add", ots=name, in_port=in_port, out_port=out_port, ok=not mine,
+                        errors=[e.to_json() for e in mine])
+            results.append(XconResult(not mine, name, changes, [e.to_json() for e in mine], sent,
+                                      None if mine else applied))
+        return results
 
     def remove(self, ots: str | int, in_port: int, bidirectional: bool = True,
                only_to: int | None = None) -> XconResult:
@@ -436,6 +455,22 @@ class OtsDriver(app_manager.OSKenApp):
         JOURNAL.add("xcon_delete", ots=name, ports=ports, ok=not errors)
         return XconResult(not errors, name, [{"in_port": p, "deleted": True} for p in ports],
                           [e.to_json() for e in errors], sent, None if errors else applied)
+
+    def remove_many(self, ots: str | int, in_ports: list[int]) -> list[XconResult]:
+        """Remove the bidirectional XCONs on ``in_ports`` of one OTS behind *one* barrier (one batch at
+        the OTS: a bypass tears Y 1↔2 and Y 3↔4 down at once, not one barrier round trip after the
+        other). An OpenFlow error fails every hop of the batch (the OTS answers a delete on a free
+        port with no error, so one means the batch is in doubt)."""
+        dpid = self.resolve(ots)
+        per_hop = [delete_ports(self.xcons.get(dpid, {}), self.unknown.get(dpid, {}), p, True) for p in in_ports]
+        errors, sent, applied = self._delete(dpid, [p for ports in per_hop for p in ports])
+        name = self.view.switches[dpid].name
+        out = []
+        for ports in per_hop:
+            JOURNAL.add("xcon_delete", ots=name, ports=ports, ok=not errors)
+            out.append(XconResult(not errors, name, [{"in_port": p, "deleted": True} for p in ports],
+                                  [e.to_json() for e in errors], sent, None if errors else applied))
+        return out
 
     def _delete(self, dpid: int, in_ports: list[int], only_to: int | None = None):
         ofp = ofproto_v1_0

@@ -17,6 +17,10 @@ the flowstats backend's per-flow byte counts). An elephant the gain turned down 
 each new count while it stays above the elephant threshold — a short flow ends first and is never
 moved; a long one pays once it has sent enough (:meth:`TeApp._retry_waiting`).
 
+``[te] placement = otter | cspf`` swaps the joint decider for :class:`app.te.placement.PlacementDecider`
+(same interface): an imbalance, and every ``placement_period`` seconds, places every monitored flow
+at once; what moves runs, is reserved and is released exactly as an offload (:meth:`TeApp._placement`).
+
 The circuit's packet ports are reserved for the offload (default forwarding keeps off them) from
 before the plan runs until it is released. Every decision, taken or skipped, goes to the journal
 (``te_decision``, with its reason) and the bus (:class:`app.controller.events.EventDecision`).
@@ -24,6 +28,7 @@ before the plan runs until it is released. Every decision, taken or skipped, goe
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -48,17 +53,19 @@ from app.te.damping import Damper
 from app.te.decisions import OFFLOAD, RELEASE, SKIP, Decision, Offload, OffloadDecider
 from app.te.elastic import rate_mbps
 from app.te.growth import GROW, SHRINK, Growth, GrowthDecider, GrowthDecision
+from app.te.placement import PlacementDecider, PlacementPolicy
 from app.update.executor import execute
 from app.update.model import normalise_match
 from monitor.events import BALANCED_GROWTH, ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
 from monitor.sflow.records import FiveTuple
+from pce.otter.graph import hop_id
 from topology.errors import TopologyError
 
 LOG = logging.getLogger("mlte.controller.te")
 DEFAULTS = {"poll": 1.0, "gone_intervals": 3, "min_hold_s": 10.0, "max_moves": 2, "move_interval_s": 1.0,
             "min_gain_s": 1.0, "overhead_s": 0.1, "stable_ms": 50.0, "verify_timeout": 3.0,
             "grow_target_util": 0.5, "grow_trigger_util": 0.7, "shrink_util": 0.4, "grow_calm_intervals": 3,
-            "grow_hold_s": 30.0, "split_bits": 3}
+            "grow_hold_s": 30.0, "split_bits": 3, "placement": "joint", "placement_period": 30.0}
 
 
 class TeApp(app_manager.OSKenApp):
@@ -78,6 +85,8 @@ class TeApp(app_manager.OSKenApp):
                    interval_s=float(cfg["move_interval_s"])),
             overhead_s=float(cfg["overhead_s"]), min_gain_s=float(cfg["min_gain_s"]),
             stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]))
+        if cfg["placement"] != "joint":
+            self.decider = self._placement(cfg)
         self.growth = GrowthDecider(
             Damper(min_hold_s=float(cfg["grow_hold_s"]), max_moves=int(cfg["max_moves"]),
                    interval_s=float(cfg["move_interval_s"]), on=float(cfg["grow_trigger_util"]),
@@ -94,6 +103,26 @@ class TeApp(app_manager.OSKenApp):
         routes = kwargs.get(ROUTES)
         if routes is not None:
             routes[("GET", "/te")] = lambda q, d: self.status()
+
+    def _placement(self, cfg: dict[str, Any]) -> PlacementDecider:
+        """``otter``/``cspf``: the placement decider over the monitor's fine data, default forwarding
+        (a flow's current path) and the reservations app's lit circuits (held where they are)."""
+        def reservations(_now: float) -> list[dict[str, Any]]:
+            resv = app_manager.lookup_service_brick("mlte_reservations")
+            out = []
+            for c in list(getattr(getattr(resv, "manager", None), "active", {}).values()):
+                ends = [f"{r.switch}:{dict(r.match)['in_port']}" for r in c.ingress[:2]]
+                if len(ends) == 2 and c.segments:
+                    path = tuple(hop_id(*x, *y) for x, y in map(sorted, c.segments))
+                    out.append({"id": c.ident, "src": ends[0], "dst": ends[1], "bandwidth": c.capacity,
+                                "start_ts": -math.inf, "end_ts": math.inf, "path": path})
+            return out
+
+        return PlacementDecider(
+            PlacementPolicy(str(cfg["placement"]), period_s=float(cfg["placement_period"])), self.decider.damper,
+            monitored=lambda: self.view.fine_flows, reservations=reservations,
+            forwarding=lambda: {self.view.name_of(d): r for d, r in self.view.forwarding_rules.items()},
+            stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]))
 
     def start(self):
         thread = super().start()
@@ -227,6 +256,12 @@ class TeApp(app_manager.OSKenApp):
                     self._check_gone(off)
                 for g in list(self.growth.growths.values()):
                     self._check_calm(g)
+                if isinstance(self.decider, PlacementDecider):  # PER: the periodic re-solve
+                    now = time.monotonic()
+                    for d in self.decider.tick(self.view.graph()[0], now):
+                        self._note(d)
+                        self._start(d, Event(now, "", UNCONSTRAINED_IMBALANCE, d.flows,
+                                             {"threshold_mbps": self.decider.threshold_mbps}))
             except Exception:  # keep polling; loud in the error log and GET /health
                 guard.failures.append("te: poll failed")
                 guard.ERROR_LOG.exception("TE: polling the offloads failed")

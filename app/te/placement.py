@@ -15,25 +15,40 @@ what the controller needs around it:
   egress first, ingress last, both directions), built with the decider's own helpers
   (:func:`~app.te.decisions.five_tuple_match`, :func:`~app.te.decisions.host_port`).
 
-Wiring (for the TE app): on each monitor tick, ``if policy.due(now)``: ``flows = flows_from_monitor(...)
-+ flows_from_reservations(...)``; ``placement = policy.place(graph, flows, now)``; ``plan =
-placement_plan(placement, ident)``; hand the plan to the executor and call ``policy.done(placement)``
-when it succeeded (only then do the new paths become PATHPIN state).
+* :class:`PlacementDecider`: the TE loop's decider for ``[te] placement = otter | cspf`` — the
+  :class:`~app.te.decisions.OffloadDecider` interface (``on_event``, ``done``, ``offloads``), so the
+  TE app's executor path, port reservation, journal and elephant-gone release are the same ones.
+
+Wiring (the TE app): an unconstrained imbalance, and every ``period_s`` (PER, :meth:`PlacementDecider.tick`),
+places the monitored flows (the fine data's rates; a flow not yet moved is at its default-forwarding
+path, :func:`forwarding_path`) plus the reservations (held on their circuits). Each group of moved
+flows (one new circuit or none, one ingress switch) becomes an :class:`~app.te.decisions.Offload`
+with its own plan; the new paths become PATHPIN state only once that plan succeeded.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.controller import rule_plan
-from app.te.decisions import HostNotFound, five_tuple_match, host_port
+from app.te.damping import Damper
+from app.te.decisions import (
+    OFFLOAD,
+    SKIP,
+    Decision,
+    HostNotFound,
+    Offload,
+    OffloadDecider,
+    five_tuple_match,
+    host_port,
+)
 from app.update import planner
 from app.update.model import FlowRule, IngressChange, Port, XconSpec
 from app.update.plan import Plan
-from monitor.events import FlowLike
+from monitor.events import UNCONSTRAINED_IMBALANCE, Event, FlowLike
 from monitor.sflow.records import FiveTuple
-from pce.otter.graph import POLICIES, CandidatePath, GraphPlacement, place
+from pce.otter.graph import POLICIES, CandidatePath, FlowPlacement, GraphPlacement, hop_id, place
 from pce.otter.graph_flows import ClassRules, GraphFlow, resolve_endpoint
 
 DEFAULT_PERIOD_S = 30.0
@@ -67,7 +82,7 @@ def _field(r: Any, name: str) -> Any:
 def flows_from_reservations(graph: Any, reservations: Iterable[Any], now: float, rules: ClassRules
                             ) -> list[GraphFlow]:
     """Reservations active at ``now`` (objects or dicts with id, src, dst, bandwidth, start_ts, end_ts,
-    optional src_vlan) as flows of their reserved bandwidth."""
+    optional src_vlan and path — the hop ids of its circuits) as flows of their reserved bandwidth."""
     out = []
     g = getattr(graph, "g", graph)
     for r in reservations:
@@ -76,8 +91,10 @@ def flows_from_reservations(graph: Any, reservations: Iterable[Any], now: float,
         rid = str(_field(r, "id"))
         (ssw, sport), (dsw, dport) = resolve_endpoint(g, _field(r, "src")), resolve_endpoint(g, _field(r, "dst"))
         vlan = r.get("src_vlan") if isinstance(r, Mapping) else getattr(r, "src_vlan", None)
+        path = r.get("path") if isinstance(r, Mapping) else getattr(r, "path", None)
         out.append(GraphFlow(f"resv:{rid}", ssw, dsw, float(_field(r, "bandwidth")),
-                             rules.classify(reservation=rid, vlan=vlan), sport, dport, None, vlan, rid))
+                             rules.classify(reservation=rid, vlan=vlan), sport, dport, None, vlan, rid,
+                             path=None if path is None else tuple(path)))
     return out
 
 
@@ -121,8 +138,6 @@ class PlacementPolicy:
 
 
 def _with_path(f: GraphFlow, path: tuple[str, ...]) -> GraphFlow:
-    from dataclasses import replace
-
     return replace(f, path=path)
 
 
@@ -184,3 +199,181 @@ def placement_plan(placement: GraphPlacement, ident: int, *, installed: Mapping[
     return planner.provision(xcons, ports, [], transit, ingress, verify=verify and bool(verify_rules),
                              verify_rules=verify_rules or None, stable_ms=stable_ms,
                              verify_timeout_s=verify_timeout_s, plan_id=f"placement{ident}")
+
+
+def edge_hop(graph: Any, key: str) -> str | None:
+    """The hop id of the packet edge ``key`` of the graph (e.g. the congested circuit of an event)."""
+    g = getattr(graph, "g", graph)
+    for u, v, k, d in g.edges(keys=True, data=True):
+        if k == key and d.get("kind") == "packet":
+            ports = d.get("ports", {})
+            a, b = sorted((u, v))
+            return hop_id(a, int(ports.get(a, 0)), b, int(ports.get(b, 0)))
+    return None
+
+
+def forwarding_path(graph: Any, out_ports: Mapping[str, int], src: str, dst: str) -> tuple[str, ...] | None:
+    """Hop ids from switch ``src`` to ``dst`` following ``out_ports`` (switch → the port default
+    forwarding sends the destination host's traffic out of); None when the rules do not get there."""
+    g = getattr(graph, "g", graph)
+    hops: list[str] = []
+    at, seen = src, {src}
+    while at != dst:
+        port = out_ports.get(at)
+        nxt = None
+        for _u, v, d in g.edges(at, data=True):
+            ports = d.get("ports", {})
+            if d.get("kind") == "packet" and int(ports.get(at, -1)) == port:
+                a, b = sorted((at, v))
+                hops.append(hop_id(a, int(ports[a]), b, int(ports[b])))
+                nxt = v
+                break
+        if nxt is None or nxt in seen:
+            return None
+        seen.add(nxt)
+        at = nxt
+    return tuple(hops)
+
+
+@dataclass
+class _Rate:
+    key: FiveTuple
+    mbps: float
+
+
+class PlacementDecider(OffloadDecider):
+    """``[te] placement = otter | cspf``: every monitored flow is placed at once by the policy, and
+    what moves is executed as offloads (so the TE app runs, reserves and releases them unchanged).
+
+    Why the congested circuit is avoided: an unconstrained imbalance means drops at low average
+    utilisation (bursts), which the LP's mean rates cannot see; as in the joint decider, the named
+    elephants must leave that circuit — everything else is the policy's choice (PATHPIN keeps a flow
+    on its path unless moving gains ``pin_gain``; damped and already offloaded flows are held)."""
+
+    def __init__(self, policy: PlacementPolicy, damper: Damper | None = None, *,
+                 monitored: Callable[[], Mapping[FiveTuple, Any]] = dict,
+                 forwarding: Callable[[], Mapping[str, Mapping[str, int]]] = dict,
+                 reservations: Callable[[float], Iterable[Any]] = lambda _now: (),
+                 stable_ms: float = planner.DEFAULT_STABLE_MS, verify_timeout_s: float = 3.0,
+                 first_ident: int = 1) -> None:
+        super().__init__(damper, stable_ms=stable_ms, verify_timeout_s=verify_timeout_s, first_ident=first_ident)
+        self.policy = policy
+        self.monitored = monitored  # 5-tuple -> object with .mbps (NetworkView.fine_flows)
+        self.forwarding = forwarding  # switch -> {host MAC: out port} of default forwarding
+        self.reservations = reservations  # now -> reservation records (flows_from_reservations)
+        self.threshold_mbps = 0.0  # the monitor's elephant threshold, from its last event
+        self.last: GraphPlacement | None = None
+
+    # ---- triggers ------------------------------------------------------------------------------
+    def on_event(self, ev: Event, graph: Any, now: float, **kw: Any) -> list[Decision]:
+        if ev.kind != UNCONSTRAINED_IMBALANCE:
+            return super().on_event(ev, graph, now, **kw)  # elephant gone: the offload's release
+        self.threshold_mbps = float(ev.detail.get("threshold_mbps", self.threshold_mbps))
+        named = dict(zip(ev.flows, ev.detail.get("elephant_mbps") or [], strict=False))
+        return self.run(graph, now, named, edge_hop(graph, ev.circuit), ev.circuit)
+
+    def tick(self, graph: Any, now: float) -> list[Decision]:
+        """PER: the periodic re-solve (nothing when it is not due or nothing is monitored)."""
+        if not self.policy.due(now) or not self.monitored():
+            return []
+        return [d for d in self.run(graph, now, {}, None, None) if d.kind != SKIP]
+
+    # ---- one placement -------------------------------------------------------------------------
+    def run(self, graph: Any, now: float, named: Mapping[FiveTuple, float], avoid: str | None,
+            congested: str | None) -> list[Decision]:
+        """Place every known flow; one offload decision per group of moved flows, skips with reasons."""
+        rates = {k: float(getattr(c, "mbps", 0.0) or 0.0) for k, c in self.monitored().items()}
+        for f, mbps in named.items():
+            rates[f] = max(rates.get(f, 0.0), float(mbps))
+        flows, skipped = flows_from_monitor(graph, [_Rate(k, v) for k, v in rates.items()], self.policy.rules)
+        out = [Decision(SKIP, why) for why in skipped if any(str(f) in why for f in named)]
+        keys = {str(k): k for k in rates}
+        offloaded = {str(f) for o in self.offloads.values() for f in o.flows}
+        macs = {d.get("ip"): d.get("mac") for _n, d in getattr(graph, "g", graph).nodes(data=True)
+                if d.get("kind") == "host"}
+        fwd = self.forwarding()
+        ready: list[GraphFlow] = []
+        for f in flows:
+            key = keys[f.id]
+            held = f.id in offloaded or self.damper.why_not(key, now) is not None
+            path = self.policy.paths.get(f.id)
+            if path is None:  # never moved: where default forwarding has it
+                mac = macs.get(key.dst)
+                path = forwarding_path(graph, {s: r[mac] for s, r in fwd.items() if mac in r}, f.src, f.dst)
+            ready.append(replace(f, path=path, hold=held and path is not None,
+                                 avoid=frozenset({avoid}) if avoid and key in named and not held else frozenset()))
+        ready += [replace(r, hold=True) for r in flows_from_reservations(graph, self.reservations(now), now,
+                                                                          self.policy.rules)]
+        try:
+            placement = self.policy.place(graph, ready, now)
+        except Exception as exc:  # noqa: BLE001 - a PCE error is a skip with its reason, the loop goes on
+            return out + [Decision(SKIP, f"{self.policy.name} placement failed: {exc}", tuple(named))]
+        self.last = placement
+        groups: dict[tuple[str, str], list[FlowPlacement]] = {}
+        for p in placement.flows:
+            if p.flow.match is None or p.path is None or not p.path.hops or p.allocated <= 0:
+                continue
+            if p.flow.path is not None and not p.moved:
+                continue
+            circuit = ",".join(c.id for c in p.path.circuits)
+            groups.setdefault((circuit, p.flow.src), []).append(p)
+        kept = {p.flow.id: p.flow.cls for p in placement.flows if p.flow.match is not None
+                and p.flow.path is not None and not p.moved}
+        summary = {"policy": self.policy.name, "kept": kept, "congested": congested,
+                   "placed_mbps": round(sum(p.allocated for p in placement.flows), 3),
+                   "seconds": round(float(placement.stats.get("total_seconds", 0.0)), 4)}
+        for group in groups.values():
+            out.append(self._offload_of(group, placement, now, summary, keys))
+        if not groups:
+            out.append(Decision(SKIP, f"{self.policy.name} placement moves no flow "
+                                      f"({len(kept)} kept on their paths)", tuple(named), detail=summary))
+        return out
+
+    def _offload_of(self, group: list[FlowPlacement], placement: GraphPlacement, now: float,
+                    summary: dict[str, Any], keys: Mapping[str, FiveTuple]) -> Decision:
+        """The offload (rules, circuit, ends) of flows moved onto paths through one circuit (or none)."""
+        ident = next(self._ids)
+        circuits = {c.id: c for p in group for c in p.path.circuits} if group[0].path else {}
+        xcons = tuple(x for c in circuits.values() for x in circuit_xcons(c.xcons))
+        ends: tuple[Port, ...] = tuple(e for c in circuits.values() for e in ((c.a, c.a_port), (c.b, c.b_port)))
+        fwd_in, rev_in, fwd_tr, rev_tr = [], [], [], []
+        for p in group:
+            f = p.flow
+            assert p.path is not None and f.match is not None and f.src_port is not None and f.dst_port is not None
+            ing, tra = path_rules(p.path, FiveTuple(*f.match), (f.src, f.src_port), (f.dst, f.dst_port), ident)
+            fwd_in.append(ing[0])
+            rev_in.append(ing[1])
+            half = len(tra) // 2
+            fwd_tr += tra[:half]
+            rev_tr += tra[half:]
+        ingress, egress = tuple(fwd_in + rev_in), tuple(fwd_tr + rev_tr)
+        c = next(iter(circuits.values()), None)
+        off = Offload(ident, tuple(keys[p.flow.id] for p in group), c.id if c else "", xcons,
+                      ends, egress, ingress,  # type: ignore[arg-type]  # ends: 0 or 2 ports here
+                      float(c.capacity) if c else 0.0, float(c.setup_time) if c else 0.0, now)
+        links = [(ends[0], ends[1])] if c else []
+        plan = planner.provision(xcons, list(ends), links, list(egress), list(ingress),
+                                 verify_rules=[ingress[0], egress[0]], stable_ms=self.stable_ms,
+                                 verify_timeout_s=self.verify_timeout_s, plan_id=f"place{ident}")
+        onto = f"onto new circuit {c.id} ({c.capacity:g} Mbit/s, setup {c.setup_time:.3f} s)" if c else \
+            "onto lit links"
+        path = " ".join(group[0].path.switches)
+        why = (f"{self.policy.name} placement: {len(group)} flow(s) {group[0].flow.src} -> {path.split()[-1]} "
+               f"{onto} via {path}")
+        detail = {**summary, "circuit": c.id if c else None,
+                  "moved": {p.flow.id: {"path": list(p.path.key), "mbps": round(p.allocated, 3),
+                                        "class": p.flow.cls} for p in group}}
+        return Decision(OFFLOAD, why, off.flows, plan, off, detail)
+
+    # ---- what the executor did -----------------------------------------------------------------
+    def done(self, d: Decision, ok: bool, now: float) -> None:
+        """As the joint decider, plus PATHPIN state: a moved flow's path once its plan succeeded; a
+        released flow is back on default forwarding (forgotten)."""
+        super().done(d, ok, now)
+        if d.offload is None or not ok:
+            return
+        if d.kind == OFFLOAD:
+            for fid, m in (d.detail.get("moved") or {}).items():
+                self.policy.paths[fid] = tuple(m["path"])
+        else:
+            self.policy.forget(str(f) for f in d.offload.flows)

@@ -40,15 +40,15 @@ aggregate's paths in proportion. Placed rates never exceed a link's capacity.
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import time
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from pce.circuits import Circuit, Demand, candidate_circuits, plan_circuits, round_circuits
@@ -172,50 +172,136 @@ def same_hops(a: Sequence[str], b: Sequence[str]) -> bool:
     return ends(a) in (ends(b), ends(b)[::-1])
 
 
+def _ends(hops: Iterable[str]) -> set[str]:
+    """Hop ids without a candidate circuit's optical chain (``A:3-C:1[X:1,...]`` → ``A:3-C:1``)."""
+    return {h.split("[", 1)[0] for h in hops}
+
+
 class PathFinder:
-    """k shortest existing paths and one-circuit paths between switches (see module docstring)."""
+    """k shortest existing paths and one-circuit paths between switches (see module docstring).
+
+    Why not networkx: its k-shortest-simple-paths (Yen on a node-split graph, bidirectional Dijkstra
+    per spur) was a third of a 2,000-flow placement; here Yen runs over an adjacency list of the few
+    switches with a plain Dijkstra, and built paths are memoised, so a finder serves every pair (and,
+    cached by :func:`path_finder`, every re-solve on the same graph)."""
 
     def __init__(self, switches: Sequence[str], existing: Sequence[Hop], circuits: Sequence[Hop], k: int) -> None:
         if k < 1:
             raise InvalidInputError("k (paths per flow aggregate and kind) must be ≥ 1")
         self.k = k
         self.circuits = list(circuits)
-        # switches and hops as nodes, so parallel links stay distinct paths in a simple graph
-        self.h = nx.Graph()
-        self.h.add_nodes_from(switches)
         self.hop_by_id = {h.id: h for h in existing}
+        # switch -> [(neighbour, hop id, weight)]; parallel links stay distinct (by hop id)
+        self.adj: dict[str, list[tuple[str, str, float]]] = {s: [] for s in switches}
         for hop in existing:
-            w = max(hop.latency, HOP_FLOOR_MS) / 2.0
-            self.h.add_edge(hop.a, ("hop", hop.id), w=w)
-            self.h.add_edge(("hop", hop.id), hop.b, w=w)
-        self._sp: dict[str, tuple[dict[Any, float], dict[Any, list[Any]]]] = {}
+            w = max(hop.latency, HOP_FLOOR_MS)
+            self.adj.setdefault(hop.a, []).append((hop.b, hop.id, w))
+            self.adj.setdefault(hop.b, []).append((hop.a, hop.id, w))
+        self._sp: dict[str, tuple[dict[str, float], dict[str, tuple[str, ...]]]] = {}
+        self._paths: dict[tuple[str, str], list[CandidatePath]] = {}
+        self._built: dict[tuple[str, ...], CandidatePath] = {}
+        self._metrics: dict[Any, tuple[float, float, float, float]] = {}
         self._circuit_ms = np.array([max(c.latency, HOP_FLOOR_MS) for c in self.circuits])
+        # circuit ends as indices into per-source distance arrays (vectorised path costs)
+        self._index = {n: i for i, n in enumerate(self.adj)}
+        for c in self.circuits:
+            for end in (c.a, c.b):
+                self._index.setdefault(end, len(self._index))
+        self._ca = np.array([self._index[c.a] for c in self.circuits], np.int64)
+        self._cb = np.array([self._index[c.b] for c in self.circuits], np.int64)
+        self._dist: dict[str, np.ndarray] = {}
 
-    def _path(self, nodes: Sequence[Any]) -> CandidatePath:
-        switches = tuple(n for n in nodes if not isinstance(n, tuple))
-        hops = tuple(self.hop_by_id[n[1]] for n in nodes if isinstance(n, tuple))
-        return CandidatePath(switches, hops)
+    def _dijkstra(self, s: str, d: str | None, banned_nodes: frozenset[str] | set[str] = frozenset(),
+                  banned_hops: frozenset[str] | set[str] = frozenset()
+                  ) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
+        """Distances and hop-id paths from ``s`` (stops at ``d`` when given)."""
+        dist: dict[str, float] = {s: 0.0}
+        paths: dict[str, tuple[str, ...]] = {s: ()}
+        done: set[str] = set()
+        heap = [(0.0, 0, s)]
+        tie = itertools.count(1)
+        while heap:
+            du, _, u = heapq.heappop(heap)
+            if u in done:
+                continue
+            done.add(u)
+            if u == d:
+                break
+            for v, hid, w in self.adj.get(u, ()):
+                if v in banned_nodes or hid in banned_hops or v in done:
+                    continue
+                dv = du + w
+                if dv < dist.get(v, math.inf):
+                    dist[v] = dv
+                    paths[v] = paths[u] + (hid,)
+                    heapq.heappush(heap, (dv, next(tie), v))
+        return {n: dist[n] for n in done}, {n: paths[n] for n in done}
 
-    def shortest_from(self, s: str) -> tuple[dict[Any, float], dict[Any, list[Any]]]:
+    def _build(self, start: str, hop_ids: Sequence[str]) -> CandidatePath:
+        """The path from ``start`` along ``hop_ids`` (memoised: the same heads and tails recur)."""
+        key = (start, *hop_ids)
+        p = self._built.get(key)
+        if p is None:
+            switches, at = [start], start
+            hops = tuple(self.hop_by_id[h] for h in hop_ids)
+            for h in hops:
+                at = h.other(at)
+                switches.append(at)
+            p = self._built[key] = CandidatePath(tuple(switches), hops)
+        return p
+
+    def shortest_from(self, s: str) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
         if s not in self._sp:
-            self._sp[s] = nx.single_source_dijkstra(self.h, s, weight="w")
+            self._sp[s] = self._dijkstra(s, None)
         return self._sp[s]
 
+    def _dist_array(self, s: str) -> np.ndarray:
+        """Distances from ``s`` indexed like ``self._ca``/``self._cb`` (inf: unreachable)."""
+        if s not in self._dist:
+            arr = np.full(len(self._index), math.inf)
+            for n, v in self.shortest_from(s)[0].items():
+                arr[self._index[n]] = v
+            self._dist[s] = arr
+        return self._dist[s]
+
     def existing(self, s: str, d: str) -> list[CandidatePath]:
-        if d not in self.shortest_from(s)[0]:
+        """Yen's k shortest simple paths (by one-way latency), ties in the order they were found."""
+        dist, path = self.shortest_from(s)
+        if d not in dist:
             return []
-        gen = nx.shortest_simple_paths(self.h, s, d, weight="w")
-        return [self._path(p) for p in itertools.islice(gen, self.k)]
+        accepted = [(dist[d], path[d])]
+        seen = {path[d]}
+        cands: list[tuple[float, int, tuple[str, ...]]] = []
+        tie = itertools.count()
+        w = {h.id: max(h.latency, HOP_FLOOR_MS) for h in self.hop_by_id.values()}
+        while len(accepted) < self.k:
+            hops = accepted[-1][1]
+            nodes = self._build(s, hops).switches
+            root_cost = 0.0
+            for i in range(len(hops)):
+                banned = {p[i] for _c, p in accepted if len(p) > i and p[:i] == hops[:i]}
+                sd, sp = self._dijkstra(nodes[i], d, set(nodes[:i]), banned)
+                if d in sd:
+                    total = hops[:i] + sp[d]
+                    if total not in seen:
+                        seen.add(total)
+                        heapq.heappush(cands, (root_cost + sd[d], next(tie), total))
+                root_cost += w[hops[i]]
+            if not cands:
+                break
+            c, _, p = heapq.heappop(cands)
+            accepted.append((c, p))
+        return [self._build(s, p) for _c, p in accepted]
 
     def with_circuit(self, s: str, d: str) -> list[CandidatePath]:
-        dist_s, path_s = self.shortest_from(s)
-        dist_d, path_d = self.shortest_from(d)
+        _dist_s, path_s = self.shortest_from(s)
+        _dist_d, path_d = self.shortest_from(d)
         if not self.circuits:
             return []
-        inf = math.inf
+        ds, dd = self._dist_array(s), self._dist_array(d)
         # both orientations of every circuit: cost = dist(s, near end) + circuit + dist(far end, d)
-        near = np.array([[dist_s.get(c.a, inf), dist_s.get(c.b, inf)] for c in self.circuits])
-        far = np.array([[dist_d.get(c.b, inf), dist_d.get(c.a, inf)] for c in self.circuits])
+        near = np.stack([ds[self._ca], ds[self._cb]], axis=1)
+        far = np.stack([dd[self._cb], dd[self._ca]], axis=1)
         cost = (near + self._circuit_ms[:, None] + far).ravel()
         pool = 4 * self.k  # the cheapest few, from which k port-disjoint-first are taken
         order = np.argsort(cost, kind="stable")
@@ -225,8 +311,8 @@ class PathFinder:
                 break
             c = self.circuits[flat // 2]
             a, b = (c.a, c.b) if flat % 2 == 0 else (c.b, c.a)
-            head = self._path(path_s[a])
-            tail = self._path(path_d[b][::-1])
+            head = self._build(s, path_s[a])
+            tail = self._build(d, path_d[b]).reversed()
             switches = head.switches + tail.switches
             if len(set(switches)) != len(switches):
                 continue  # not a simple path
@@ -243,8 +329,67 @@ class PathFinder:
         rest = [p for p in ranked if p not in first]
         return sorted((first + rest)[: self.k], key=ranked.index)
 
+    def metrics(self, p: CandidatePath) -> tuple[float, float, float, float]:
+        """``p.metrics()``, memoised (a path and its reverse have the same)."""
+        key = frozenset((p.switches, p.switches[::-1])), p.key
+        got = self._metrics.get(key)
+        if got is None:
+            got = self._metrics[key] = p.metrics()
+        return got
+
     def paths(self, s: str, d: str) -> list[CandidatePath]:
-        return self.existing(s, d) + self.with_circuit(s, d)
+        """Existing then one-circuit paths, memoised per pair (the reverse pair reuses them)."""
+        got = self._paths.get((s, d))
+        if got is None:
+            back = self._paths.get((d, s))
+            got = [p.reversed() for p in back] if back is not None else self.existing(s, d) + self.with_circuit(s, d)
+            self._paths[s, d] = got
+        return got
+
+
+#: PathFinders of recent graphs: a PER re-solve on an unchanged graph reuses every candidate path.
+_FINDERS: OrderedDict[tuple[Any, ...], PathFinder] = OrderedDict()
+#: Candidate circuits of recent graphs (``pce.circuits.candidate_circuits`` is a Yen per switch pair).
+_CIRCUITS: OrderedDict[tuple[Any, ...], list[Circuit]] = OrderedDict()
+CACHE_SIZE = 4
+
+
+def _remember(cache: OrderedDict, key: tuple[Any, ...], make: Any) -> Any:
+    """LRU get-or-make (``make()`` only on a miss)."""
+    if key in cache:
+        cache.move_to_end(key)
+        return cache[key]
+    value = cache[key] = make()
+    while len(cache) > CACHE_SIZE:
+        cache.popitem(last=False)
+    return value
+
+
+def path_finder(switches: Sequence[str], existing: Sequence[Hop], circuits: Sequence[Hop], k: int) -> PathFinder:
+    """A :class:`PathFinder`, shared by placements on the same lit links, circuits and k."""
+    key = (tuple(switches), tuple(existing), tuple(circuits), k)
+    return _remember(_FINDERS, key, lambda: PathFinder(switches, existing, circuits, k))
+
+
+def graph_key(graph: Any) -> tuple[Any, ...]:
+    """Every node and edge with its attributes, as a hashable value (the caches' key)."""
+    g = getattr(graph, "g", graph)
+    nodes = tuple((n, tuple(sorted((a, repr(v)) for a, v in d.items()))) for n, d in g.nodes(data=True))
+    edges = tuple((u, v, tuple(sorted((a, repr(x)) for a, x in d.items()))) for u, v, d in g.edges(data=True))
+    return nodes, edges
+
+
+def cached_candidate_circuits(graph: Any, per_pair: int, pairs: Iterable[tuple[str, str]]) -> list[Circuit]:
+    """``candidate_circuits`` of the graph, reused while the graph and the pairs are unchanged."""
+    pairs = frozenset(pairs)
+    key = (graph_key(graph), per_pair, pairs)
+    return list(_remember(_CIRCUITS, key, lambda: candidate_circuits(graph, per_pair=per_pair, pairs=pairs)))
+
+
+def clear_caches() -> None:
+    """Forget cached candidate paths and circuits (benchmarks measure cold placements with it)."""
+    _FINDERS.clear()
+    _CIRCUITS.clear()
 
 
 @dataclass
@@ -300,7 +445,7 @@ class GraphInstance:
     flows: list[GraphFlow]  # the flows in the LP (not local ones)
     paths: list[list[CandidatePath]]
     circuit_slots: np.ndarray  # (N, K) bool: slot uses an unlit circuit
-    deadline_ok: np.ndarray  # (N, K) bool: slot usable within the flow's deadline
+    deadline_ok: np.ndarray  # (N, K) bool: slot usable within the flow's deadline and avoiding its ``avoid`` hops
     slot_circuits: list[list[tuple[str, ...]]]  # circuit ids per slot
     hop_index: dict[str, int]
 
@@ -335,14 +480,11 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
     chops = circuit_hops(circuits, (h.id for h in existing))
     hops = existing + chops
     hop_index = {h.id: i for i, h in enumerate(hops)}
-    finder = PathFinder(switches, existing, chops, k)
+    finder = path_finder(switches, existing, chops, k)
     pair_list: dict[tuple[str, str], list[CandidatePath]] = {}
     for f in flows:
-        pair = (f.src, f.dst)
-        if pair in pair_list:
-            continue
-        back = pair_list.get((f.dst, f.src))
-        pair_list[pair] = [p.reversed() for p in back] if back is not None else finder.paths(*pair)
+        if (f.src, f.dst) not in pair_list:
+            pair_list[f.src, f.dst] = finder.paths(f.src, f.dst)
     path_rows: list[CandidatePath] = []
     K = max((len(v) for v in pair_list.values()), default=1) or 1
     S = len(switches)
@@ -361,7 +503,7 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
         link_cap=np.array([h.capacity for h in hops], float),
         path_src=np.array([sw_index[p.switches[0]] for p in path_rows], np.int64),
         path_dst=np.array([sw_index[p.switches[-1]] for p in path_rows], np.int64),
-        path_links=path_links, path_metrics=np.array([p.metrics() for p in path_rows], float).reshape(P, 4),
+        path_links=path_links, path_metrics=np.array([finder.metrics(p) for p in path_rows], float).reshape(P, 4),
         pair_paths=pair_paths, link_names=[h.id for h in hops],
     ).validate()
     src_idx = np.array([sw_index[f.src] for f in flows], np.int64)
@@ -373,18 +515,21 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
     sc = score(fs.shapes[:, None, :], fs.breakpoints[:, None, :], fs.bw[:, None], metrics[cp])
     cand = Candidates(dst_idx[:, None], cp, np.where(valid, sc, 0.0).astype(np.float32))
     per_flow = [pair_list[(f.src, f.dst)] for f in flows]
-    circ = np.zeros(cp.shape, bool)
+    # per pair once (flows share their pair's rows): circuit ids per slot, whether a slot needs one
+    pair_rows = {pair: [tuple(c.id for c in p.circuits) for p in plist] for pair, plist in pair_list.items()}
+    pair_circ = {pair: np.array([bool(r) for r in rows] + [False] * (K - len(rows))) for pair, rows in pair_rows.items()}
+    circ = np.array([pair_circ[f.src, f.dst] for f in flows], bool).reshape(cp.shape)
     ok = np.ones(cp.shape, bool)
-    slot_circuits: list[list[tuple[str, ...]]] = []
+    slot_circuits = [pair_rows[f.src, f.dst] for f in flows]
     for i, (f, plist) in enumerate(zip(flows, per_flow, strict=True)):
-        row = []
+        if f.deadline is None and not f.avoid:
+            continue
         for j, p in enumerate(plist):
             cs = p.circuits
-            row.append(tuple(c.id for c in cs))
-            circ[i, j] = bool(cs)
             if cs and f.deadline is not None:
                 ok[i, j] = f.deadline >= max(c.setup_time for c in cs)
-        slot_circuits.append(row)
+            if f.avoid and not _ends(f.avoid).isdisjoint(_ends(p.key)):
+                ok[i, j] = False
     return GraphInstance(network, fs, cand, list(flows), per_flow, circ, ok, slot_circuits, hop_index)
 
 
@@ -439,13 +584,17 @@ def _pinned_allowed(allowed: np.ndarray, slots: np.ndarray, pin: np.ndarray) -> 
 
 def _round(inst: GraphInstance, share: np.ndarray, allowed: np.ndarray, prob_agg: np.ndarray,
            prefer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Whole-flow placement from LP shares; returns (slot per flow or -1, allocated Mbit/s)."""
+    """Whole-flow placement from LP shares; returns (slot per flow or -1, allocated Mbit/s).
+
+    Vectorised per flow (the order of tries and every path's room are numpy rows); the greedy
+    itself is sequential, as each flow's pick changes the room left for the next."""
     N, K = share.shape
     bw = inst.flowset.bw
     preferred = np.full(N, -1, np.int64)
     weight = np.zeros(N)
-    for a in np.unique(prob_agg):
-        members = np.flatnonzero(prob_agg == a)
+    by_agg = np.argsort(prob_agg, kind="stable")
+    bounds = np.flatnonzero(np.diff(prob_agg[by_agg])) + 1
+    for members in np.split(by_agg, bounds) if N else []:
         frac = share[members[0]]
         n = len(members)
         counts = np.floor(frac * n + 1e-9).astype(int)
@@ -459,25 +608,35 @@ def _round(inst: GraphInstance, share: np.ndarray, allowed: np.ndarray, prob_agg
                 if m is not None:
                     preferred[m], weight[m] = j, frac[j]
     preferred = np.where(prefer >= 0, prefer, preferred)
-    residual = inst.network.link_cap.astype(float).copy()
+    cand = inst.cand.paths
+    ok = allowed & (cand >= 0)
+    slots = np.broadcast_to(np.arange(K), (N, K))
+    is_pref = (slots == preferred[:, None]) & ok
+    # tries per flow: its preferred slot, then by LP share, tolerance, slot (np.lexsort: last key first)
+    rank = np.lexsort((slots, -inst.cand.score.astype(float), -share, ~is_pref), axis=-1)
+    pl = inst.network.path_links  # (P, M), -1 padded
+    n_links = len(inst.network.link_cap)
+    residual = np.append(inst.network.link_cap.astype(float), math.inf)  # index n_links: padding
+    links_of = np.where(pl >= 0, pl, n_links)[np.where(cand >= 0, cand, 0)]  # (N, K, M)
     slot = np.full(N, -1, np.int64)
     alloc = np.zeros(N)
     order = sorted(range(N), key=lambda i: (-weight[i], -bw[i], i))
     for i in order:
-        ok = allowed[i] & (inst.cand.paths[i] >= 0)
-        tries = [preferred[i]] if preferred[i] >= 0 and ok[preferred[i]] else []
-        tries += sorted((j for j in np.flatnonzero(ok) if j != preferred[i]),
-                        key=lambda j: (-share[i, j], -inst.cand.score[i, j], j))
-        room = [float(residual[_links(inst, i, j)].min(initial=math.inf)) for j in tries]
-        pick = next((j for j, r in zip(tries, room, strict=True) if r >= bw[i] * (1 - 1e-9)), None)
-        if pick is None and tries and max(room) > 1e-9:
-            pick = tries[int(np.argmax(room))]
-        if pick is None:
+        tries = rank[i][ok[i, rank[i]]]
+        if not len(tries):
             continue
-        links = _links(inst, i, pick)
-        amount = min(bw[i], float(residual[links].min(initial=math.inf)))
-        residual[links] -= amount
-        slot[i], alloc[i] = pick, amount
+        room = residual[links_of[i, tries]].min(axis=1)
+        fits = np.flatnonzero(room >= bw[i] * (1 - 1e-9))
+        if len(fits):
+            k = fits[0]
+        elif room.max() > 1e-9:
+            k = int(np.argmax(room))
+        else:
+            continue
+        links = links_of[i, tries[k]]
+        amount = min(bw[i], float(room[k]))
+        residual[links[links < n_links]] -= amount
+        slot[i], alloc[i] = tries[k], amount
     return slot, alloc
 
 
@@ -569,7 +728,7 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
     remote = [f for f in flows if f.src != f.dst]
     pairs = {tuple(sorted((f.src, f.dst))) for f in remote}
     if circuits is None:
-        circuits = candidate_circuits(graph, per_pair=per_pair, pairs=pairs) if pairs else []
+        circuits = cached_candidate_circuits(graph, per_pair, pairs) if pairs else []
     stats["candidate_circuits"] = len(circuits)
     stats["circuits_seconds"] = time.perf_counter() - t0
     if lighting == "joint" and circuits:
@@ -600,6 +759,14 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
     free = None  # an LP result over exactly the usable slots, if one is at hand
     if lighting == "priced" and N and inst.circuit_slots.any():
         chosen, free = _priced_circuits(inst, base, circuits, lambda allowed: solve(allowed, None, circuit_price))
+        # a held flow keeps its (not yet seen lit) circuit whatever the LP without it prefers
+        keep = [cid for i, f in enumerate(remote) if f.hold and current[i] >= 0
+                for cid in inst.slot_circuits[i][current[i]] if cid not in chosen]
+        if keep:
+            by_id = {c.id: c for c in circuits}
+            taken = {o for cid in keep for o in by_id[cid].oports}
+            chosen = list(dict.fromkeys(keep)) + [c for c in chosen if taken.isdisjoint(by_id[c].oports)]
+            free = None
     usable = _usable(inst, base, set(chosen))
     gain = np.full(N, np.nan)
     pinned = np.zeros(N, bool)
@@ -610,7 +777,8 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
             a_pin, k_pin = _pinned_allowed(usable, current, can_pin)
             sol_p, share_p, obj_p = solve(a_pin, k_pin, circuit_price)
             gain = np.where(can_pin, _satisfaction(inst, share) - _satisfaction(inst, share_p), np.nan)
-            pinned = can_pin & (gain < pin_gain)
+            hold = np.array([f.hold for f in remote], bool)
+            pinned = can_pin & ((gain < pin_gain) | hold)
             if pinned.sum() == can_pin.sum():
                 sol, share, obj = sol_p, share_p, obj_p
             elif pinned.any():
@@ -645,21 +813,25 @@ def place_cspf(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None 
                circuits: Sequence[Circuit] | None = None, per_pair: int = DEFAULT_PER_PAIR) -> GraphPlacement:
     """Baseline without tolerances: largest flows first, each on its lowest-latency path with room —
     lit links before new circuits, a circuit only if its ports are still free — else partially on
-    the path with most room."""
+    the path with most room. Held flows (``hold``, on a candidate path) go first, onto their path."""
     rules = rules or ClassRules()
     t0 = time.perf_counter()
     remote = [f for f in flows if f.src != f.dst]
     pairs = {tuple(sorted((f.src, f.dst))) for f in remote}
     if circuits is None:
-        circuits = candidate_circuits(graph, per_pair=per_pair, pairs=pairs) if pairs else []
+        circuits = cached_candidate_circuits(graph, per_pair, pairs) if pairs else []
     inst = build_instance(graph, remote, rules, circuits, k)
     residual = inst.network.link_cap.astype(float).copy()
     used_ports: set[str] = set()
     lit: set[str] = set()
     N = len(remote)
     slot, alloc = np.full(N, -1, np.int64), np.zeros(N)
-    for i in sorted(range(N), key=lambda i: (-remote[i].bw, i)):
+    current = _current_slots(inst)
+    held = np.array([f.hold for f in remote], bool) & (current >= 0)
+    for i in sorted(range(N), key=lambda i: (not held[i], -remote[i].bw, i)):
         cands = [j for j in range(len(inst.paths[i])) if inst.deadline_ok[i, j]]
+        if held[i]:
+            cands = [int(current[i])]
         cands = [j for j in cands if all(c.id in lit or not used_ports & set(c.oports) for c in inst.paths[i][j].circuits)]
         cands.sort(key=lambda j: (bool(inst.paths[i][j].circuits), inst.paths[i][j].one_way_ms, j))
         room = [float(residual[_links(inst, i, j)].min(initial=math.inf)) for j in cands]
@@ -675,7 +847,7 @@ def place_cspf(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None 
         for c in inst.paths[i][pick].circuits:
             lit.add(c.id)
             used_ports.update(c.oports)
-    out = _placements(inst, slot, alloc, np.zeros(N, bool), np.full(N, np.nan))
+    out = _placements(inst, slot, alloc, held, np.full(N, np.nan))
     out += [FlowPlacement(f, CandidatePath((f.src,), ()), f.bw, 1.0, False) for f in flows if f.src == f.dst]
     chosen = sorted({c.id: c for p in out if p.path is not None and p.allocated > 0 for c in p.path.circuits}.values(),
                     key=lambda c: c.id)

@@ -84,7 +84,9 @@ class GraphFlow:
 
     ``src_port``/``dst_port``: the host-facing ports (needed for 5-tuple rules); ``path``: the hop ids
     of the path it is on now (PATHPIN); ``deadline``: seconds within which it must be served (a
-    circuit that takes longer to set up is no candidate for it)."""
+    circuit that takes longer to set up is no candidate for it). ``avoid``: hop ids it must not use
+    (the TE loop: the congested circuit an elephant was named on); ``hold``: keep it on ``path``
+    whatever the gain (damped, or owned by a reservation)."""
 
     id: str
     src: str
@@ -98,6 +100,8 @@ class GraphFlow:
     reservation: str | None = None
     deadline: float | None = None
     path: tuple[str, ...] | None = None
+    avoid: frozenset[str] = frozenset()
+    hold: bool = False
 
 
 def resolve_endpoint(g: Any, name: str) -> tuple[str, int | None]:

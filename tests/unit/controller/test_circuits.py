@@ -87,3 +87,36 @@ def test_delete_ports_uses_applied_and_unknown_reverse_directions():
     assert delete_ports({}, {}, 5, True) == [5]  # nothing recorded: the delete is harmless on the OTS
     assert delete_ports({1: 2, 2: 1}, {}, 1, False) == [1]
     assert delete_ports({1: 2, 2: 7}, {}, 1, True) == [1]  # 2 is cross-connected elsewhere: leave it
+
+
+class BatchingDriver(Driver):
+    """A driver that can put one OTS's XCONs behind one barrier (``install_many``), as the OTS driver does."""
+
+    def install_many(self, ots, pairs):
+        self.calls.append(("install_many", ots, tuple(pairs)))
+        return [self.install(ots, a, b) for a, b in pairs]
+
+
+def test_parallel_hops_on_one_ots_go_behind_one_barrier():
+    """Two hops on Y in parallel mode: one install_many (one batch at the OTS, one provisioning delay)."""
+    hops = [{"ots": "Y", "in_port": 1, "out_port": 2}, {"ots": "X", "in_port": 1, "out_port": 2},
+            {"ots": "Y", "in_port": 3, "out_port": 4}]
+    d = BatchingDriver({})
+    status, body = http(setup_circuit(d, hops, parallel=True))
+    assert status == 200 and len(body["xcons"]) == 3
+    assert ("install_many", "Y", ((1, 2), (3, 4))) in d.calls and ("install", "X", 1) in d.calls
+    assert not any(c[0] == "install_many" and c[1] == "X" for c in d.calls)  # a lone hop: plain install
+
+
+def test_a_refused_hop_in_a_batch_rolls_back_the_others():
+    hops = [{"ots": "Y", "in_port": 1, "out_port": 2}, {"ots": "Y", "in_port": 3, "out_port": 4}]
+    d = BatchingDriver({"Y": "refuse"})
+    status, body = http(setup_circuit(d, hops, parallel=True))
+    assert status == 422 and not body["ok"]
+
+
+def test_hop_by_hop_mode_never_batches():
+    hops = [{"ots": "Y", "in_port": 1, "out_port": 2}, {"ots": "Y", "in_port": 3, "out_port": 4}]
+    d = BatchingDriver({})
+    setup_circuit(d, hops)
+    assert [c[0] for c in d.calls] == ["install", "install"]

@@ -77,3 +77,18 @@ def test_a_reply_teaches_the_repliers_ip_even_when_it_was_known_without_one():
     assert app.hosts[H2].ip == "10.0.0.2"
     outs = [m for m in dp.sent if isinstance(m, ofproto_v1_3_parser.OFPPacketOut)]
     assert [m.actions[0].port for m in outs] == [1]  # delivered to the asker's port by the controller
+
+
+def test_no_host_is_learnt_on_a_port_attached_to_an_ots():
+    """A packet arriving on an adaptation port came through a circuit (LLDP may not have seen it yet):
+    during a router bypass h1's own probe reached B:1 and h1 was 'learnt' there."""
+    app, dp, sw = make_app()
+    app._switch_enter(events.EventSwitchEnter(sw))
+    assert app.view.adaptation_ports() == set()
+    app.view.set_scan({(0xF01, 1): PortRef(0xA1, 2)}, {})  # the scan found A:2 cabled to OTS port X:1
+    packet_in(app, dp, 2, arp_frame(arp.ARP_REQUEST, H1, "10.0.0.1", "00:00:00:00:00:00", "10.0.0.2"))
+    assert H1 not in app.hosts
+    packet_in(app, dp, 1, arp_frame(arp.ARP_REQUEST, H2, "10.0.0.2", "00:00:00:00:00:00", "10.0.0.9"))
+    assert app.hosts[H2].port == PortRef(0xA1, 1)
+    outs = [m for m in dp.sent if isinstance(m, ofproto_v1_3_parser.OFPPacketOut)]
+    assert all(m.actions[0].port != 2 for m in outs)  # an unknown target's ARP is not copied into the circuit

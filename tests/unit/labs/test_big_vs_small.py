@@ -33,6 +33,8 @@ def test_bad_settings_are_refused_before_anything_starts(tmp_path: Path) -> None
         bvs.run(tmp_path, ccs=["no-such-cc"])
     with pytest.raises(ValueError, match="duration"):
         bvs.run(tmp_path, duration=1.0)
+    with pytest.raises(ValueError, match="small_kb"):
+        bvs.run(tmp_path, small_kb=(64, 16))
     assert not (tmp_path / "work").exists()
 
 
@@ -44,3 +46,10 @@ def test_plot(tmp_path: Path) -> None:
     runs = [bvs.summarise_run(got(8 / c, 9 - 8 / c), c, "cubic", None, 10.0) for c in (4, 8, 16, 32)]
     bvs.plot({"ccs": ["cubic"], "cs": [4, 8, 16, 32], "capacity_mbps": 10.0, "runs": runs}, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 10_000
+
+
+def test_small_transfers_fit_the_circuit() -> None:
+    """Even at C = 32, a small transfer at its fair share of the circuit ends within the measured part
+    of a quick run (the paper's 512 KB-4 MB, sized for 10 Gbit/s, never ended here)."""
+    fair_kbytes_s = bvs.CAPACITY_MBPS * 1e6 / 8 / 1024 / 33
+    assert bvs.SMALL_KB[1] / fair_kbytes_s < 8.0 - bvs.WARMUP_S

@@ -24,6 +24,20 @@ def test_each_change_gets_the_longest_run_that_began_after_it() -> None:
     assert out[1] == {"at": 100.9, "lost": 0, "downtime_ms": 0.0}  # the 700-709 run began before it
 
 
+def test_a_change_never_takes_the_next_changes_loss_run() -> None:
+    # a change at 100.1 that lost nothing, the next one at 100.5 lost 600..799
+    arrivals = {n: 100.0 + n / 1000 for n in range(1000) if not 600 <= n < 800}
+    a, b = xd.downtimes([100.1, 100.5], 1000, arrivals)
+    assert a["lost"] == 0 and b["lost"] == 200
+
+
+def test_a_change_applied_in_two_batches_is_dark_for_both() -> None:
+    changes = [{"at": 10.0, "downtime_ms": 400.0}, {"at": 11.0, "downtime_ms": 200.0}]
+    xd.attribute(changes, [(10.2, 0.18), (10.4, 0.19), (11.2, 0.17)])
+    assert changes[0]["provisioning_ms"] == 370.0 and changes[0]["batches"] == 2
+    assert changes[1]["provisioning_ms"] == 170.0 and changes[1]["overhead_ms"] == 30.0
+
+
 def test_provisioning_delays_are_read_from_the_agent_log(tmp_path: Path) -> None:
     log = tmp_path / "ots-Y.log"
     log.write_text("2026-11-25 10:00:00,100 mlte.ots INFO applied 2 change(s) after 0.000s dark; XCONs now []\n"
@@ -65,3 +79,13 @@ def test_finish_collects_output_and_kills_what_overruns() -> None:
                             stderr=subprocess.PIPE, text=True)
     (out, _), _ = finish([quick, slow], 1.0)
     assert out.strip() == "ok" and slow.poll() is not None
+
+
+def test_the_journal_splits_the_time_after_the_xcon_was_confirmed() -> None:
+    changes = [{"at": 10.0, "dark_to": 10.260}, {"at": 11.0, "dark_to": None}]
+    events = [{"t": 10.01, "type": "xcon_delete", "ok": True}, {"t": 10.22, "type": "xcon_add", "ok": True},
+              {"t": 10.235, "type": "link_add"}, {"t": 10.24, "type": "link_add"},
+              {"t": 11.2, "type": "xcon_add", "ok": True}]
+    xd.packet_layer(changes, events)
+    assert changes[0]["lit_to_link_ms"] == 20.0 and changes[0]["link_to_traffic_ms"] == 20.0
+    assert changes[1]["lit_to_link_ms"] is None and changes[1]["link_to_traffic_ms"] is None  # no link seen

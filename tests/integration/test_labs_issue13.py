@@ -1,0 +1,39 @@
+"""The paper's experiments as labs (issue 13), each in its CI size (``--quick``) on the Fig. 2 testbed,
+asserting on what the lab measured, not only that it ran."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_xcon_downtime_is_the_provisioning_delay_plus_a_little(tmp_path):
+    from mininet_labs.xcon_downtime import run
+
+    res = run(tmp_path, quick=True, progress=lambda _line: None)
+    assert res["controller_errors"] == "", res["controller_errors"]
+    changes = res["changes"]
+    assert len(changes) == 2 * res["reps"] and res["reps"] >= 15
+    for c in changes:  # every change interrupted the probe, for at least the emulated provisioning delay
+        assert c["provisioning_ms"] is not None, c
+        assert c["downtime_ms"] >= c["provisioning_ms"] - 2.0, c  # 1-ms probe: a packet either side
+        assert c["downtime_ms"] <= c["provisioning_ms"] + 50.0, c
+    assert 150.0 <= res["min_ms"] and res["mean_ms"] <= 220.0 + 50.0
+    assert json.loads((tmp_path / "results.json").read_text())["downtime_ms"] == res["downtime_ms"]
+    assert (tmp_path / "xcon_downtime.png").stat().st_size > 10_000
+
+
+def test_the_long_flows_share_falls_as_small_transfers_grow(tmp_path):
+    from mininet_labs.big_vs_small import run
+
+    res = run(tmp_path, quick=True, progress=lambda _line: None)
+    assert res["controller_errors"] == "", res["controller_errors"]
+    runs = {r["c"]: r for r in res["runs"]}
+    assert set(runs) == {4, 32}
+    assert all(r["small_done"] > 0 and r["long_flow_mbps"] > 0 for r in runs.values()), runs
+    assert runs[32]["long_share"] < runs[4]["long_share"], runs
+    assert all(res["share_falls"].values()) and res["share_falls"]
+    assert all(0.5 <= r["utilization"] <= 1.05 for r in runs.values()), runs  # the 10 Mbit/s circuit is busy
+    assert (tmp_path / "big_vs_small.png").stat().st_size > 10_000

@@ -1,0 +1,188 @@
+"""``[te] placement`` in the TE app, without a switch: the Fig. 2 testbed on the fake network, the
+monitor's event and fine data in, plans run through the app's own executor path (``TeApp._run``).
+
+``otter`` moves the bulk elephant onto a new circuit while an interactive flow (classed by its port)
+and the small flows stay on their default-forwarding path; ``joint`` is the offload decider as before;
+a bad setting is refused by the config layer."""
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from app.config import merge_config
+from app.controller.journal import JOURNAL
+from app.controller.monitor_app import EventMonitor
+from app.controller.runtime import SETTINGS
+from app.errors import ConfigError
+from app.te.decisions import OffloadDecider, five_tuple_match
+from app.te.placement import PlacementDecider
+from app.update.model import FlowRule, XconSpec
+from mininet_labs.circuits import FIG2_CIRCUITS
+from mininet_labs.spec import fig2_testbed, spec_to_graph
+from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
+from monitor.flowstats import FlowCount
+from monitor.sflow.records import FiveTuple
+from tests.lib.fake_network import FakeNetwork
+
+H1, H3 = "00:00:00:00:00:01", "00:00:00:00:00:03"
+ELEPHANT = FiveTuple("10.0.0.1", "10.0.0.3", 17, 45000, 5201)  # bulk (default class)
+SIP = FiveTuple("10.0.0.1", "10.0.0.3", 17, 5060, 5201)  # interactive: source port 5060
+MICE = [FiveTuple("10.0.0.1", "10.0.0.3", 17, 46001 + i, 5201) for i in range(3)]
+FORWARDING = {"A": {H3: 3, H1: 1}, "B": {H3: 2, H1: 1}, "C": {H3: 3, H1: 1}}
+
+
+class _View:
+    """What the TE app reads from the network view: the graph, fine data, default forwarding."""
+
+    def __init__(self) -> None:
+        self.spec = fig2_testbed()
+        self.g = spec_to_graph(self.spec)
+        for ots, a, b in FIG2_CIRCUITS["initial"]:
+            self.g.set_xcon_active(f"{ots}:{a}", f"{ots}:{b}", True)
+        self.g.add_packet_link("A", 3, "B", 1, 10.0, source="lldp")
+        self.g.add_packet_link("B", 2, "C", 1, 10.0, source="lldp")
+        now = time.monotonic()
+        self.fine_flows = {ELEPHANT: FlowCount(50_000_000, 6.0, now), SIP: FlowCount(20_000, 0.2, now),
+                           **{m: FlowCount(60_000, 0.5, now) for m in MICE}}
+        self.forwarding_rules = FORWARDING
+        self.reserved: dict[str, frozenset] = {}
+
+    def graph(self):
+        return self.g, []
+
+    def name_of(self, dpid):
+        return dpid
+
+    def by_name(self, name):
+        return SimpleNamespace(dpid=self.spec.switch(name).dpid, name=name)
+
+    def reserve(self, owner, ports) -> bool:
+        self.reserved[owner] = frozenset(ports)
+        return True
+
+    def unreserve(self, owner) -> bool:
+        return self.reserved.pop(owner, None) is not None
+
+
+@pytest.fixture
+def net():
+    n = FakeNetwork.from_spec(fig2_testbed(), xcon_delay_s=0.02)
+    n.preload([XconSpec(*x) for x in FIG2_CIRCUITS["initial"]],
+              [FlowRule(sw, "forwarding", 0, 100, (("eth_dst", mac),), port)
+               for sw, rules in FORWARDING.items() for mac, port in rules.items()])
+    yield n
+    n.close()
+
+
+def make_app(monkeypatch, net, te: dict):
+    from app.controller import te_app
+    from app.update.executor import sequential
+
+    monkeypatch.setattr(te_app, "green_parallel", sequential)  # no eventlet hub in unit tests
+    monkeypatch.setattr(te_app, "hub", SimpleNamespace(spawn=lambda f, *a: f(*a), sleep=time.sleep))
+    monkeypatch.setattr(SETTINGS, "te", {"stable_ms": 5.0, "verify_timeout": 2.0, **te}, raising=False)
+    a = te_app.TeApp(mlte_network_view=_View())
+    a.sb = net
+    return a
+
+
+def pkt(f: FiveTuple, reverse: bool = False) -> dict:
+    m = dict(five_tuple_match(f, 1, reverse))
+    m.pop("in_port")
+    return {**m, "eth_dst": H1 if reverse else H3}
+
+
+def switches(net, start, packet) -> list[str]:
+    t = net.trace(start, packet)
+    assert not isinstance(t, str), t
+    return [h[0] for h in t]
+
+
+def imbalance() -> EventMonitor:
+    return EventMonitor(Event(10.0, "packet:A:3-B:1", UNCONSTRAINED_IMBALANCE, (ELEPHANT,),
+                              {"elephant_mbps": [6.0], "util": 0.5, "drops": 40, "threshold_mbps": 1.0}))
+
+
+def with_traffic(net, fn):
+    """Every flow keeps sending while ``fn`` runs (a plan's verification counts the moved ones)."""
+    stop = threading.Event()
+
+    def traffic() -> None:
+        while not stop.wait(0.003):
+            for f in (ELEPHANT, SIP, *MICE):
+                net.send("h1", pkt(f))
+                net.send("h3", pkt(f, True))
+
+    t = threading.Thread(target=traffic, daemon=True)
+    t.start()
+    try:
+        return fn()
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_otter_moves_the_elephant_onto_a_new_circuit_and_the_interactive_flow_stays(monkeypatch, net):
+    a = make_app(monkeypatch, net, {"placement": "otter"})
+    assert isinstance(a.decider, PlacementDecider) and a.decider.policy.name == "otter"
+    for f in (ELEPHANT, SIP, *MICE):
+        assert "B" in switches(net, "h1", pkt(f))  # all on A-B-C before
+    since = JOURNAL.since()[-1]["seq"] if JOURNAL.since() else 0
+    with_traffic(net, lambda: a._monitor(imbalance()))
+    decisions = JOURNAL.since(since, "te_decision")
+    (off,) = [d for d in decisions if d["decision"] == "offload"]
+    assert off["flows"] == [str(ELEPHANT)], decisions  # only the elephant moves
+    assert off["policy"] == "otter" and off["circuit"].endswith("A:4-C:2") and "new circuit" in off["reason"], off
+    # PATHPIN: the rest stay where they are (the SIP flow classed interactive by its port)
+    assert off["kept"] == {str(SIP): "interactive", **{str(m): "bulk" for m in MICE}}
+    (done,) = JOURNAL.since(since, "te_done")
+    assert done["ok"] and done["decision"] == "offload", done
+    # the data plane: the elephant A -> new circuit -> C both ways, the interactive flow still via B
+    assert "B" not in switches(net, "h1", pkt(ELEPHANT)) and switches(net, "h1", pkt(ELEPHANT))[-1] == "h3"
+    assert "B" not in switches(net, "h3", pkt(ELEPHANT, True))
+    assert "B" in switches(net, "h1", pkt(SIP)) and "B" in switches(net, "h3", pkt(SIP, True))
+    assert all("B" in switches(net, "h1", pkt(m)) for m in MICE)
+    (offload,) = a.decider.offloads.values()
+    assert a.view.reserved == {f"te:{offload.ident}": frozenset(offload.ends)} and len(offload.ends) == 2
+    assert a.decider.policy.paths[str(ELEPHANT)]  # PATHPIN state once the plan succeeded
+    # PER a period later: nothing worth moving (the elephant is held on its circuit)
+    assert a.decider.tick(a.view.g, time.monotonic() + 60.0) == []
+    # the elephant is gone: the same release path as the joint decider's offloads
+    (rel,) = a.decider.on_event(Event(50.0, offload.circuit_id, ELEPHANT_GONE, offload.flows, {}), a.view.g, 50.0)
+    a._run(rel)
+    assert a.decider.offloads == {} and a.view.reserved == {} and str(ELEPHANT) not in a.decider.policy.paths
+    assert not [r for r in net.all_flows() if r.band == "steer"]
+    assert {(x.ots, x.ports) for x in net.all_xcons()} == {(o, frozenset({p, q})) for o, p, q in FIG2_CIRCUITS["initial"]}
+    assert "B" in switches(net, "h1", pkt(ELEPHANT))
+
+
+def test_cspf_also_keeps_the_interactive_flow(monkeypatch, net):
+    a = make_app(monkeypatch, net, {"placement": "cspf"})
+    since = JOURNAL.since()[-1]["seq"] if JOURNAL.since() else 0
+    with_traffic(net, lambda: a._monitor(imbalance()))
+    offs = [d for d in JOURNAL.since(since, "te_decision") if d["decision"] == "offload"]
+    assert [d["flows"] for d in offs] == [[str(ELEPHANT)]] and offs[0]["policy"] == "cspf"
+    assert offs[0]["circuit"].endswith("A:4-C:2"), offs
+    assert "B" not in switches(net, "h1", pkt(ELEPHANT)) and "B" in switches(net, "h1", pkt(SIP))
+
+
+def test_joint_is_the_offload_decider_as_before(monkeypatch, net):
+    a = make_app(monkeypatch, net, {})
+    assert type(a.decider) is OffloadDecider and a.cfg["placement"] == "joint"
+    since = JOURNAL.since()[-1]["seq"] if JOURNAL.since() else 0
+    with_traffic(net, lambda: a._monitor(imbalance()))
+    (off,) = [d for d in JOURNAL.since(since, "te_decision") if d["decision"] == "offload"]
+    assert off["flows"] == [str(ELEPHANT)] and "policy" not in off and "gain" in off
+    assert "B" not in switches(net, "h1", pkt(ELEPHANT)) and "B" in switches(net, "h1", pkt(SIP))
+
+
+def test_a_bad_placement_is_refused_by_the_config() -> None:
+    assert merge_config({"te": {"placement": "otter"}})["te"]["placement"] == "otter"
+    assert merge_config({})["te"]["placement"] == "joint"
+    with pytest.raises(ConfigError, match=r"\[te\] placement must be one of joint, otter, cspf, got 'magic'"):
+        merge_config({"te": {"placement": "magic"}})
+    with pytest.raises(ConfigError, match="placement_period"):
+        merge_config({"te": {"placement_period": 0.0}})
