@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: bootstrap demo test test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay clean
+.PHONY: bootstrap demo test test-labs test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh --with-web
@@ -12,8 +12,12 @@ bootstrap:
 demo: bootstrap
 	$(PY) -m app.cli.main lab run elastic-offload --demo --out demo-out
 
+# everything but the long lab runs (marker long_lab, `make test-labs`): keeps `make test` under 30 minutes
 test: bootstrap
-	$(PYTEST) tests
+	$(PYTEST) tests -m "not long_lab"
+
+test-labs: bootstrap
+	$(PYTEST) tests -m long_lab
 
 test-unit: bootstrap
 	$(PYTEST) tests/unit

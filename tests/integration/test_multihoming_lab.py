@@ -13,7 +13,7 @@ import pytest
 
 from tests.integration.test_lab_cli import ROOT, _bridges  # the same CLI run and bridge check
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long_lab]  # ~10 min: `make test-labs`, not `make test`
 
 
 @pytest.mark.timeout(1800)
