@@ -255,7 +255,9 @@ class _Live:
         if kind == "plan" and self.verbose and e.get("event") in ("plan_started", "step_done", "step_failed",
                                                                   "plan_done"):
             step = f" {e.get('step')} ({e.get('kind')})" if e.get("step") else ""
-            return f"{rel}plan {e.get('plan')}: {e['event'].replace('_', ' ')}{step}{' ' + e.get('state', '') if e['event'] == 'plan_done' else ''}"
+            if e["event"] == "plan_done":
+                return f"{rel}plan {e.get('plan')}: finished, {e.get('state', '?').replace('_', ' ')}"
+            return f"{rel}plan {e.get('plan')}: {e['event'].replace('_', ' ')}{step}"
         if kind == "te_done":
             what = {"offload": "OFFLOADED and verified", "release": "RELEASED"}.get(e["decision"], e["decision"])
             return f"{rel}{what}: plan {e['plan']} {e['state']} in {e['seconds']:.2f} s"

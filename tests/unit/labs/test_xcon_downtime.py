@@ -89,3 +89,4 @@ def test_the_journal_splits_the_time_after_the_xcon_was_confirmed() -> None:
     xd.packet_layer(changes, events)
     assert changes[0]["lit_to_link_ms"] == 20.0 and changes[0]["link_to_traffic_ms"] == 20.0
     assert changes[1]["lit_to_link_ms"] is None and changes[1]["link_to_traffic_ms"] is None  # no link seen
+
