@@ -36,6 +36,7 @@ from os_ken.base import app_manager
 from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
+from app.config import DEFAULTS as CONFIG_DEFAULTS
 from app.controller import events, guard, rule_plan
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
@@ -62,12 +63,6 @@ from pce.otter.graph import hop_id
 from topology.errors import TopologyError
 
 LOG = logging.getLogger("mlte.controller.te")
-DEFAULTS = {"poll": 1.0, "gone_intervals": 3, "min_hold_s": 10.0, "max_moves": 2, "move_interval_s": 1.0,
-            "min_gain_s": 1.0, "overhead_s": 0.1, "stable_ms": 50.0, "verify_timeout": 3.0,
-            "grow_target_util": 0.5, "grow_trigger_util": 0.7, "shrink_util": 0.4, "grow_calm_intervals": 3,
-            "grow_hold_s": 30.0, "split_bits": 3, "placement": "joint", "placement_period": 30.0}
-
-
 class TeApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
@@ -78,7 +73,7 @@ class TeApp(app_manager.OSKenApp):
         self.name = "mlte_te"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
-        cfg = {**DEFAULTS, **(getattr(SETTINGS, "te", None) or {})}
+        cfg = {**CONFIG_DEFAULTS["te"], **(getattr(SETTINGS, "te", None) or {})}  # one table: app/config.py
         self.cfg = cfg
         self.decider = OffloadDecider(
             Damper(min_hold_s=float(cfg["min_hold_s"]), max_moves=int(cfg["max_moves"]),
