@@ -214,28 +214,44 @@ class PathFinder:
     def _dijkstra(self, s: str, d: str | None, banned_nodes: frozenset[str] | set[str] = frozenset(),
                   banned_hops: frozenset[str] | set[str] = frozenset()
                   ) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
-        """Distances and hop-id paths from ``s`` (stops at ``d`` when given)."""
+        """Distances and hop-id paths from ``s`` to the settled switches (stops at ``d`` when given;
+        then only ``d``'s path is spelled out). Parent pointers, paths built at the end: a path is
+        final once its switch is settled, so this is the path a per-step copy would have kept."""
         dist: dict[str, float] = {s: 0.0}
-        paths: dict[str, tuple[str, ...]] = {s: ()}
+        parent: dict[str, tuple[str, str]] = {}
         done: set[str] = set()
         heap = [(0.0, 0, s)]
-        tie = itertools.count(1)
+        n = 0
+        adj, pop, push, inf = self.adj, heapq.heappop, heapq.heappush, math.inf
         while heap:
-            du, _, u = heapq.heappop(heap)
+            du, _, u = pop(heap)
             if u in done:
                 continue
             done.add(u)
             if u == d:
                 break
-            for v, hid, w in self.adj.get(u, ()):
-                if v in banned_nodes or hid in banned_hops or v in done:
+            for v, hid, w in adj.get(u, ()):
+                if v in done or v in banned_nodes or hid in banned_hops:
                     continue
                 dv = du + w
-                if dv < dist.get(v, math.inf):
+                if dv < dist.get(v, inf):
                     dist[v] = dv
-                    paths[v] = paths[u] + (hid,)
-                    heapq.heappush(heap, (dv, next(tie), v))
-        return {n: dist[n] for n in done}, {n: paths[n] for n in done}
+                    parent[v] = (u, hid)
+                    n += 1
+                    push(heap, (dv, n, v))
+        paths: dict[str, tuple[str, ...]] = {s: ()}
+
+        def path(v: str) -> tuple[str, ...]:
+            chain = []
+            while v not in paths:
+                v, hid = parent[v][0], parent[v][1]
+                chain.append(hid)
+            return paths[v] + tuple(reversed(chain))
+
+        wanted = done if d is None else ({d} & done)
+        for v in wanted:
+            paths[v] = path(v)
+        return {v: dist[v] for v in done}, {v: paths[v] for v in wanted | {s}}
 
     def _build(self, start: str, hop_ids: Sequence[str]) -> CandidatePath:
         """The path from ``start`` along ``hop_ids`` (memoised: the same heads and tails recur)."""
@@ -304,10 +320,16 @@ class PathFinder:
         far = np.stack([dd[self._cb], dd[self._ca]], axis=1)
         cost = (near + self._circuit_ms[:, None] + far).ravel()
         pool = 4 * self.k  # the cheapest few, from which k port-disjoint-first are taken
-        order = np.argsort(cost, kind="stable")
-        best: list[tuple[float, int, CandidatePath]] = []
+        order = np.argsort(cost, kind="stable").tolist()
+        cost_l = cost.tolist()
+        # by cost (ties: circuit order); circuits sharing no optical port with an earlier pick come
+        # first, so the k alternatives could all be lit together. Paths are built lazily: the scan
+        # stops once k port-disjoint ones are found (the rest could no longer enter the k).
+        ranked: list[CandidatePath] = []
+        first: list[int] = []
+        taken: set[str] = set()
         for flat in order:
-            if not np.isfinite(cost[flat]) or len(best) == pool:
+            if not math.isfinite(cost_l[flat]) or len(ranked) == pool or len(first) == self.k:
                 break
             c = self.circuits[flat // 2]
             a, b = (c.a, c.b) if flat % 2 == 0 else (c.b, c.a)
@@ -316,18 +338,13 @@ class PathFinder:
             switches = head.switches + tail.switches
             if len(set(switches)) != len(switches):
                 continue  # not a simple path
-            best.append((-float(cost[flat]), -len(best), CandidatePath(switches, head.hops + (c,) + tail.hops)))
-        ranked = [p for _, _, p in sorted(best, key=lambda t: (-t[0], -t[1]))]
-        # circuits sharing no optical port first: k alternatives that could all be lit together
-        taken: set[str] = set()
-        first = []
-        for p in ranked:
-            ports = {o for c in p.circuits for o in c.oports}
+            ports = set(c.circuit.oports) if c.circuit is not None else set()
             if not ports & taken:
-                first.append(p)
+                first.append(len(ranked))
                 taken |= ports
-        rest = [p for p in ranked if p not in first]
-        return sorted((first + rest)[: self.k], key=ranked.index)
+            ranked.append(CandidatePath(switches, head.hops + (c,) + tail.hops))
+        rest = [i for i in range(len(ranked)) if i not in set(first)]
+        return [ranked[i] for i in sorted((first + rest)[: self.k])]
 
     def metrics(self, p: CandidatePath) -> tuple[float, float, float, float]:
         """``p.metrics()``, memoised (a path and its reverse have the same)."""
@@ -457,17 +474,20 @@ class GraphInstance:
 
 
 def _flowset(flows: Sequence[GraphFlow], rules: ClassRules, src_idx: np.ndarray) -> FlowSet:
+    """The flows as an OTTER ``FlowSet``: tolerance shapes and breakpoints by class (one row per class)."""
     n = len(flows)
     names = sorted(rules.classes)
-    shapes = np.full((n, 3), -1, np.int8)
-    bps = np.ones((n, 3))
-    for i, f in enumerate(flows):
-        for j, t in enumerate(rules.classes[f.cls].tolerances()):
+    shapes_c = np.full((len(names), 3), -1, np.int8)
+    bps_c = np.ones((len(names), 3))
+    for c, name in enumerate(names):
+        for j, t in enumerate(rules.classes[name].tolerances()):
             if t is not None:
-                shapes[i, j], bps[i, j] = SHAPES[t[0]], t[1]
+                shapes_c[c, j], bps_c[c, j] = SHAPES[t[0]], t[1]
+    index = {name: c for c, name in enumerate(names)}
+    cls = np.array([index[f.cls] for f in flows], np.int64)
     z = np.zeros(n)
-    return FlowSet(src_idx, shapes, bps, np.array([f.bw for f in flows], float), np.zeros((n, 3)),
-                   np.array([names.index(f.cls) for f in flows], np.int64), z, z.copy()).validate()
+    return FlowSet(src_idx, shapes_c[cls].reshape(n, 3), bps_c[cls].reshape(n, 3), np.array([f.bw for f in flows], float),
+                   np.zeros((n, 3)), cls, z, z.copy()).validate()
 
 
 def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
