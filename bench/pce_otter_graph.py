@@ -14,11 +14,15 @@ default 8. Ratio: otter's placed Mbit/s and satisfaction over cspf's.
 
 Every run is *cold* (the candidate-path and circuit caches of ``pce.otter.graph`` cleared first);
 ``warm`` is the same otter placement again on the unchanged graph — what a PER re-solve pays.
-``--before REV`` also runs ``pce/otter/graph.py`` as it was at git revision REV on the same instance
-in the same process, so before/after timings share the machine's load; same-path counts say
-whether the placements are identical.
+Each configuration runs ``--repeat`` times (5); the JSON's ``wall_seconds`` is the median run (with
+its phase times in ``stats``), ``wall_seconds_all`` every run, ``wall_seconds_best`` the fastest.
+``--before REV`` also runs the graph placement as it was at git revision REV — ``pce/otter/graph.py``
+with the ``pce/cspf.py``, ``pce/ksp.py`` and ``pce/circuits.py`` of REV — on the same instance in
+the same process, interleaved run by run, so before/after timings share the machine's load;
+``same_as_before`` says whether the placements are identical (paths per flow, placed Mbit/s,
+objective). Time it holding ``/tmp/mlte-net.lock`` so no Mininet lab shares the two cores.
 
-Usage: bench/pce_otter_graph.py --json PATH [--quick] [--joint] [--seed N] [--before REV]
+Usage: bench/pce_otter_graph.py --json PATH [--quick] [--joint] [--seed N] [--repeat N] [--before REV]
 """
 from __future__ import annotations
 
@@ -26,7 +30,6 @@ import argparse
 import importlib.util
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -39,82 +42,42 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pce.highs import quiet_banner  # noqa: E402
 from pce.otter import graph as graph_mod  # noqa: E402
 from pce.otter.graph_flows import ClassRules, GraphFlow  # noqa: E402
+from pce.otter.graph_mesh import flows, mesh  # noqa: E402
 from topology.graph import MultiLayerGraph  # noqa: E402
 
-UNIT_MBPS = 1000.0  # ODU2 = 10 Gbit/s
-
-
-def _connected(n: int, m: int, rng: random.Random) -> list[tuple[int, int]]:
-    """A random connected simple graph on n nodes with m edges (random tree, then chords)."""
-    order = list(range(n))
-    rng.shuffle(order)
-    edges = {tuple(sorted((order[i], order[rng.randrange(i)]))) for i in range(1, n)}
-    others = [(a, b) for a in range(n) for b in range(a + 1, n) if (a, b) not in edges]
-    rng.shuffle(others)
-    return sorted(edges | set(others[: max(0, m - len(edges))]))
-
-
-def mesh(n_sw: int = 20, n_ots: int = 10, packet_links: int = 30, fibres: int = 15, seed: int = 1) -> MultiLayerGraph:
-    rng = random.Random(seed)
-    g = MultiLayerGraph()
-    fibre_edges = _connected(n_ots, fibres, rng)
-    ports: list[dict[int, str]] = [{} for _ in range(n_ots)]
-    nxt = [1] * n_ots
-    wires = []
-    for a, b in fibre_edges:
-        for _ in range(2):  # two wavelengths per fibre
-            wires.append((a, nxt[a], b, nxt[b], rng.uniform(1.0, 8.0)))
-            ports[a][nxt[a]] = ports[b][nxt[b]] = "ODU2"
-            nxt[a] += 1
-            nxt[b] += 1
-    ups = []
-    for i in range(n_sw):
-        k = i % n_ots
-        for u in range(2):
-            ups.append((f"S{i + 1}", 2 + u, k, nxt[k]))
-            ports[k][nxt[k]] = "ODU2"
-            nxt[k] += 1
-    for k in range(n_ots):
-        g.add_ots(f"O{k + 1}", ports=ports[k], unit_mbps=UNIT_MBPS)
-    for i in range(n_sw):
-        g.add_packet_switch(f"S{i + 1}")
-        g.add_host(f"h{i + 1}", f"10.0.{(i + 1) // 256}.{(i + 1) % 256}")
-        g.add_access(f"h{i + 1}", f"S{i + 1}", 1, 100_000.0)
-    for a, pa, b, pb, lat in wires:
-        g.add_optical_link(f"O{a + 1}:{pa}", f"O{b + 1}:{pb}", latency=lat)
-    for sw, port, k, op in ups:
-        g.add_adaptation(sw, port, f"O{k + 1}:{op}")
-    next_port = [10] * n_sw
-    for a, b in _connected(n_sw, packet_links, rng):
-        g.add_packet_link(f"S{a + 1}", next_port[a], f"S{b + 1}", next_port[b], 10 * UNIT_MBPS, rng.uniform(2.0, 15.0))
-        next_port[a] += 1
-        next_port[b] += 1
-    return g
-
-
-def flows(n: int, n_sw: int, seed: int) -> list[GraphFlow]:
-    rng = random.Random(seed + 1)
-    out = []
-    for i in range(n):
-        a, b = rng.sample(range(n_sw), 2)
-        interactive = rng.random() < 0.2
-        bw = rng.uniform(1.0, 10.0) if interactive else min(2000.0, rng.lognormvariate(4.38, 0.8))
-        out.append(GraphFlow(f"f{i}", f"S{a + 1}", f"S{b + 1}", bw, "interactive" if interactive else "bulk", 1, 1))
-    return out
+#: The modules the speed-ups touched: ``--before`` loads all of them from the old revision, each
+#: importing the others' old versions, so the baseline is the old code path end to end.
+BEFORE_MODULES = ("pce.cspf", "pce.ksp", "pce.circuits", "pce.otter.graph")
 
 
 def old_module(rev: str) -> ModuleType:
-    """``pce/otter/graph.py`` as it was at git revision ``rev`` (imported under another name)."""
+    """``pce.otter.graph`` as it was at git revision ``rev``, over the old versions of
+    :data:`BEFORE_MODULES` (imported under other names; the current modules are left in place)."""
     root = Path(__file__).resolve().parent.parent
-    text = subprocess.run(["git", "-C", str(root), "show", f"{rev}:pce/otter/graph.py"], check=True,
-                          capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "graph_before.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("graph_before", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["graph_before"] = mod
-    spec.loader.exec_module(mod)
+    tmp = Path(tempfile.mkdtemp())
+    saved = {name: sys.modules.get(name) for name in BEFORE_MODULES}
+    mod = None
+    try:
+        for name in BEFORE_MODULES:
+            rel = name.replace(".", "/") + ".py"
+            text = subprocess.run(["git", "-C", str(root), "show", f"{rev}:{rel}"], check=True,
+                                  capture_output=True, text=True).stdout
+            alias = "before_" + name.replace(".", "_")
+            path = tmp / f"{alias}.py"
+            path.write_text(text)
+            spec = importlib.util.spec_from_file_location(alias, path)
+            assert spec is not None and spec.loader is not None
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[alias] = mod
+            sys.modules[name] = mod  # while loading: the next old module imports this one
+            spec.loader.exec_module(mod)
+    finally:
+        for name, m in saved.items():
+            if m is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = m
+    assert mod is not None
     return mod
 
 
@@ -127,7 +90,7 @@ def run(g: MultiLayerGraph, fl: list[GraphFlow], policy: str, mod: ModuleType = 
     wall = time.perf_counter() - t0
     placed = sum(p.allocated for p in res.flows)
     return {
-        "policy": policy, "options": opts, "wall_seconds": wall, "stats": res.stats,
+        "policy": policy, "options": opts, "wall_seconds": wall, "stats": res.stats, "objective": res.objective,
         "circuits_lit": len(res.circuits), "placed_mbps": placed, "requested_mbps": sum(f.bw for f in fl),
         "mean_satisfaction": sum(p.satisfaction for p in res.flows) / len(res.flows),
         "flows_on_new_circuits": sum(1 for p in res.flows if p.path is not None and p.path.circuits),
@@ -135,14 +98,24 @@ def run(g: MultiLayerGraph, fl: list[GraphFlow], policy: str, mod: ModuleType = 
     }
 
 
-def best_of(runs: list[dict]) -> dict:
-    best = dict(min(runs, key=lambda r: r["wall_seconds"]))
-    best["wall_seconds_all"] = [r["wall_seconds"] for r in runs]
-    return best
+def median_of(runs: list[dict]) -> dict:
+    """The run of median wall time (its stats and results), with every run's time and the best."""
+    ordered = sorted(runs, key=lambda r: r["wall_seconds"])
+    mid = dict(ordered[(len(ordered) - 1) // 2])
+    mid["wall_seconds_all"] = [r["wall_seconds"] for r in runs]
+    mid["wall_seconds_best"] = ordered[0]["wall_seconds"]
+    return mid
+
+
+def same(a: dict, b: dict) -> dict:
+    """How far two placements of the same instance agree (paths per flow, totals, objective)."""
+    return {"same_paths": sum(x == y for x, y in zip(a["paths"], b["paths"], strict=True)), "flows": len(a["paths"]),
+            "placed_mbps_diff": a["placed_mbps"] - b["placed_mbps"], "objective_diff": a["objective"] - b["objective"],
+            "satisfaction_diff": a["mean_satisfaction"] - b["mean_satisfaction"]}
 
 
 def show(tag: str, r: dict) -> None:
-    print(f"{tag:22s} {json.dumps(r['options']):20s} wall {r['wall_seconds']:.3f} s (of {len(r['wall_seconds_all'])}: "
+    print(f"{tag:22s} {json.dumps(r['options']):20s} median {r['wall_seconds']:.3f} s (of {len(r['wall_seconds_all'])}: "
           f"{', '.join(f'{w:.3f}' for w in r['wall_seconds_all'])})  placed {r['placed_mbps']:.0f}/"
           f"{r['requested_mbps']:.0f} Mbit/s  satisfaction {r['mean_satisfaction']:.4f}  "
           f"circuits {r['circuits_lit']}", file=sys.stderr)
@@ -154,8 +127,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="200 flows, one repetition")
     ap.add_argument("--joint", action="store_true", help="also the joint MIP lighting (slow at this size)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--before", metavar="REV", help="also run pce/otter/graph.py of git revision REV (same run)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per configuration (the median is reported)")
+    ap.add_argument("--before", metavar="REV", help="also run the code of git revision REV (same run, interleaved)")
     args = ap.parse_args()
     quiet_banner()
     n_flows = 200 if args.quick else 2000
@@ -174,17 +147,18 @@ def main() -> int:
             for _ in range(repeat):
                 runs_b.append(run(g, fl, policy, before, **opts))
                 runs.append(run(g, fl, policy, **opts))
-            b = best_of(runs_b)
+            b = median_of(runs_b)
             previous.append(b)
             show(f"{policy} before {args.before}", b)
         else:
             runs = [run(g, fl, policy, **opts) for _ in range(repeat)]
-        best = best_of(runs)
+        best = median_of(runs)
         if before is not None:
-            best["same_paths_as_before"] = sum(x == y for x, y in zip(best["paths"], previous[-1]["paths"], strict=True))
+            best["same_as_before"] = same(best, previous[-1])
+            print(f"{'':22s} same as before: {json.dumps(best['same_as_before'])}", file=sys.stderr)
         results.append(best)
         show(policy, best)
-    warm = best_of([run(g, fl, "otter", cold=False, per_pair=2) for _ in range(repeat)])
+    warm = median_of([run(g, fl, "otter", cold=False, per_pair=2) for _ in range(repeat)])
     show("otter warm (PER)", warm)
     for r in results + previous + [warm]:
         r.pop("paths")

@@ -20,7 +20,6 @@ branch-and-bound over simple paths, so results are always simple paths.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -284,19 +283,25 @@ def _arc_ok(arc: Arc, cons: Constraints, view: RoutingView, source: Vertex, targ
 
 def _dijkstra(view: RoutingView, source: Vertex, targets: set[str], objective: str, cons: Constraints,
               lat0: float, hops0: int) -> Route | None:
+    """Label-setting search; the arc tests of :func:`_arc_ok` are inlined (cheapest first) because
+    this loop is the hot path of Yen's spur searches (candidate circuits, k shortest routes)."""
     bound = math.inf if cons.max_latency is None else cons.max_latency + EPS
     # With a latency bound and a hop objective a vertex may need several labels (fewer hops vs
     # less latency); labels popped later at a vertex are useful only if strictly faster.
     pareto = cons.max_latency is not None and objective != "shortest"
+    if lat0 > bound:
+        return None
+    hops_first = objective == "least-hops"  # cost_tuple, inlined
     labels: list[tuple[Vertex, int, Arc | None]] = [(source, -1, None)]
     heap = [(cost_tuple(objective, lat0, hops0), lat0, hops0, 0)]
     settled: set[Vertex] = set()
     min_lat: dict[Vertex, float] = {}
-    counter = itertools.count(1)
-    if lat0 > bound:
-        return None
+    n = 0
+    out, kind = view.out, view.kind
+    need, keys, bases, verts = cons.min_width, cons.banned_keys, cons.banned_bases, cons.banned_vertices
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        _, lat, hops, idx = heapq.heappop(heap)
+        _, lat, hops, idx = pop(heap)
         vertex = labels[idx][0]
         if pareto:
             if lat >= min_lat.get(vertex, math.inf) - EPS:
@@ -308,17 +313,24 @@ def _dijkstra(view: RoutingView, source: Vertex, targets: set[str], objective: s
             settled.add(vertex)
         if vertex[0] in targets and idx != 0:
             return _unwind(labels, idx)
-        if view.kind.get(vertex[0]) == "host" and idx != 0:
+        if kind.get(vertex[0]) == "host" and idx != 0:
             continue  # hosts are endpoints, never transit
-        for arc in view.out.get(vertex, ()):
-            if not _arc_ok(arc, cons, view, source, targets):
+        h1 = hops + 1
+        for arc in out.get(vertex, ()):
+            head = arc.head
+            if (not pareto and head in settled) or arc.key in keys or head in verts:
+                continue
+            base = head[0]
+            if base in bases or not fits(arc.width, need):
+                continue
+            if kind.get(base) == "host" and base not in targets and head != source:
                 continue
             nlat = lat + arc.latency
-            if nlat > bound or (not pareto and arc.head in settled):
+            if nlat > bound:
                 continue
-            labels.append((arc.head, idx, arc))
-            n = next(counter)
-            heapq.heappush(heap, (cost_tuple(objective, nlat, hops + 1), nlat, hops + 1, n))
+            labels.append((head, idx, arc))
+            n += 1
+            push(heap, ((h1, nlat) if hops_first else (nlat, h1), nlat, h1, n))
     return None
 
 

@@ -43,6 +43,7 @@ from app.te.decisions import (
     five_tuple_match,
     host_port,
 )
+from app.te.gain import offload_gain
 from app.update import planner
 from app.update.model import FlowRule, IngressChange, Port, XconSpec
 from app.update.plan import Plan
@@ -235,6 +236,22 @@ def forwarding_path(graph: Any, out_ports: Mapping[str, int], src: str, dst: str
     return tuple(hops)
 
 
+def _ends_of(hop: str) -> str:
+    """A hop id without a candidate circuit's optical chain: the id its lit link will have."""
+    return hop.split("[", 1)[0]
+
+
+def hop_loads(placement: GraphPlacement) -> dict[str, float]:
+    """Mbit/s the placement puts on each hop (by the id of its lit link, both directions summed,
+    as a link's two directions share its capacity in the placement)."""
+    load: dict[str, float] = {}
+    for p in placement.flows:
+        if p.path is not None and p.allocated > 0:
+            for h in p.path.hops:
+                load[_ends_of(h.id)] = load.get(_ends_of(h.id), 0.0) + p.allocated
+    return load
+
+
 @dataclass
 class _Rate:
     key: FiveTuple
@@ -248,15 +265,21 @@ class PlacementDecider(OffloadDecider):
     Why the congested circuit is avoided: an unconstrained imbalance means drops at low average
     utilisation (bursts), which the LP's mean rates cannot see; as in the joint decider, the named
     elephants must leave that circuit — everything else is the policy's choice (PATHPIN keeps a flow
-    on its path unless moving gains ``pin_gain``; damped and already offloaded flows are held)."""
+    on its path unless moving gains ``pin_gain``; damped and already offloaded flows are held).
+
+    Every move the policy makes is then checked by the offload gain, as the joint decider's are
+    (:mod:`app.te.gain`, :meth:`judge_move`): a flow whose predicted remainder would not finish
+    sooner by enough to pay for the switch-over stays where it is, as a SKIP with the numbers."""
 
     def __init__(self, policy: PlacementPolicy, damper: Damper | None = None, *,
                  monitored: Callable[[], Mapping[FiveTuple, Any]] = dict,
                  forwarding: Callable[[], Mapping[str, Mapping[str, int]]] = dict,
                  reservations: Callable[[float], Iterable[Any]] = lambda _now: (),
                  stable_ms: float = planner.DEFAULT_STABLE_MS, verify_timeout_s: float = 3.0,
-                 first_ident: int = 1) -> None:
-        super().__init__(damper, stable_ms=stable_ms, verify_timeout_s=verify_timeout_s, first_ident=first_ident)
+                 first_ident: int = 1, **gain: Any) -> None:
+        """``gain``: the offload gain's ``overhead_s``, ``min_gain_s`` and ``alpha`` (as the joint decider)."""
+        super().__init__(damper, stable_ms=stable_ms, verify_timeout_s=verify_timeout_s, first_ident=first_ident,
+                         **gain)
         self.policy = policy
         self.monitored = monitored  # 5-tuple -> object with .mbps (NetworkView.fine_flows)
         self.forwarding = forwarding  # switch -> {host MAC: out port} of default forwarding
@@ -266,22 +289,47 @@ class PlacementDecider(OffloadDecider):
 
     # ---- triggers ------------------------------------------------------------------------------
     def on_event(self, ev: Event, graph: Any, now: float, **kw: Any) -> list[Decision]:
+        """``flow_bytes`` (5-tuple → bytes sent, None when not counted) feeds the offload gain;
+        without it the monitored flows' own byte counts (``.bytes``) are used."""
         if ev.kind != UNCONSTRAINED_IMBALANCE:
             return super().on_event(ev, graph, now, **kw)  # elephant gone: the offload's release
         self.threshold_mbps = float(ev.detail.get("threshold_mbps", self.threshold_mbps))
         named = dict(zip(ev.flows, ev.detail.get("elephant_mbps") or [], strict=False))
-        return self.run(graph, now, named, edge_hop(graph, ev.circuit), ev.circuit)
+        return self.run(graph, now, named, edge_hop(graph, ev.circuit), ev.circuit, kw.get("flow_bytes"))
 
     def tick(self, graph: Any, now: float) -> list[Decision]:
-        """PER: the periodic re-solve (nothing when it is not due or nothing is monitored)."""
+        """PER: the periodic re-solve (nothing when it is not due or nothing is monitored). Of its
+        skips only the offload-gain ones are returned: a move the policy wanted and the gain refused."""
         if not self.policy.due(now) or not self.monitored():
             return []
-        return [d for d in self.run(graph, now, {}, None, None) if d.kind != SKIP]
+        return [d for d in self.run(graph, now, {}, None, None) if d.kind != SKIP or d.detail.get("gain")]
+
+    def _bytes_sent(self, key: FiveTuple) -> float | None:
+        """Bytes ``key`` sent as the monitor counted them (None: no count, e.g. sFlow sampling)."""
+        got = getattr(self.monitored().get(key), "bytes", None)
+        return None if got is None else float(got)
+
+    def judge_move(self, p: FlowPlacement, load: Mapping[str, float], sent: float | None) -> dict[str, Any]:
+        """The offload gain of moving ``p``'s flow onto its new path (the rule of :mod:`app.te.gain`):
+        it sends at its measured rate where it is; moved it can reach its own share plus the room the
+        placement leaves on the new path's bottleneck; the switch-over is the slowest new circuit's
+        setup plus the controller's ``overhead_s``. No byte count: it pays (the monitor named it)."""
+        assert p.path is not None
+        if sent is None:
+            return {"pays": True, "reason": "no byte count: the placement's move is taken"}
+        room = min((h.capacity - load.get(_ends_of(h.id), 0.0) for h in p.path.hops), default=0.0)
+        new = max(room + p.allocated, 1e-3)
+        switch = max((c.setup_time for c in p.path.circuits), default=0.0) + self.overhead_s
+        g = offload_gain(sent, max(p.flow.bw, 1e-3), new, switch, alpha=self.alpha, min_gain_s=self.min_gain_s)
+        return {**g.as_dict(), "current_mbps": round(p.flow.bw, 3), "new_mbps": round(new, 3),
+                "switch_s": round(switch, 3)}
 
     # ---- one placement -------------------------------------------------------------------------
     def run(self, graph: Any, now: float, named: Mapping[FiveTuple, float], avoid: str | None,
-            congested: str | None) -> list[Decision]:
-        """Place every known flow; one offload decision per group of moved flows, skips with reasons."""
+            congested: str | None, flow_bytes: Callable[[FiveTuple], float | None] | None = None
+            ) -> list[Decision]:
+        """Place every known flow; one offload decision per group of moved flows whose move pays,
+        one skip per flow whose move the offload gain refused, skips with reasons."""
         rates = {k: float(getattr(c, "mbps", 0.0) or 0.0) for k, c in self.monitored().items()}
         for f, mbps in named.items():
             rates[f] = max(rates.get(f, 0.0), float(mbps))
@@ -309,12 +357,21 @@ class PlacementDecider(OffloadDecider):
         except Exception as exc:  # noqa: BLE001 - a PCE error is a skip with its reason, the loop goes on
             return out + [Decision(SKIP, f"{self.policy.name} placement failed: {exc}", tuple(named))]
         self.last = placement
+        sent_of = flow_bytes or self._bytes_sent
+        load = hop_loads(placement)
         groups: dict[tuple[str, str], list[FlowPlacement]] = {}
+        refused: list[tuple[FlowPlacement, dict[str, Any]]] = []
+        gains: dict[str, dict[str, Any]] = {}
         for p in placement.flows:
             if p.flow.match is None or p.path is None or not p.path.hops or p.allocated <= 0:
                 continue
             if p.flow.path is not None and not p.moved:
                 continue
+            if p.flow.path is not None:  # a move (a flow without a known path is placed, not moved)
+                gains[p.flow.id] = gain = self.judge_move(p, load, sent_of(keys[p.flow.id]))
+                if not gain["pays"]:
+                    refused.append((p, gain))
+                    continue
             circuit = ",".join(c.id for c in p.path.circuits)
             groups.setdefault((circuit, p.flow.src), []).append(p)
         kept = {p.flow.id: p.flow.cls for p in placement.flows if p.flow.match is not None
@@ -323,8 +380,17 @@ class PlacementDecider(OffloadDecider):
                    "placed_mbps": round(sum(p.allocated for p in placement.flows), 3),
                    "seconds": round(float(placement.stats.get("total_seconds", 0.0)), 4)}
         for group in groups.values():
-            out.append(self._offload_of(group, placement, now, summary, keys))
-        if not groups:
+            d = self._offload_of(group, placement, now, summary, keys)
+            d.detail["gain"] = {p.flow.id: gains[p.flow.id] for p in group if p.flow.id in gains}
+            out.append(d)
+        for p, gain in refused:
+            onto = ", ".join(c.id for c in p.path.circuits) if p.path and p.path.circuits else "lit links"
+            out.append(Decision(SKIP, f"{self.policy.name} placement: moving {p.flow.id} onto {onto} does not pay: "
+                                      f"{gain['reason']}", (keys[p.flow.id],),
+                                detail={**summary, "gain": {p.flow.id: gain},
+                                        "refused": {"path": list(p.path.key) if p.path else None,
+                                                    "mbps": round(p.allocated, 3), "class": p.flow.cls}}))
+        if not groups and not refused:
             out.append(Decision(SKIP, f"{self.policy.name} placement moves no flow "
                                       f"({len(kept)} kept on their paths)", tuple(named), detail=summary))
         return out

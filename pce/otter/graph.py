@@ -214,28 +214,44 @@ class PathFinder:
     def _dijkstra(self, s: str, d: str | None, banned_nodes: frozenset[str] | set[str] = frozenset(),
                   banned_hops: frozenset[str] | set[str] = frozenset()
                   ) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
-        """Distances and hop-id paths from ``s`` (stops at ``d`` when given)."""
+        """Distances and hop-id paths from ``s`` to the settled switches (stops at ``d`` when given;
+        then only ``d``'s path is spelled out). Parent pointers, paths built at the end: a path is
+        final once its switch is settled, so this is the path a per-step copy would have kept."""
         dist: dict[str, float] = {s: 0.0}
-        paths: dict[str, tuple[str, ...]] = {s: ()}
+        parent: dict[str, tuple[str, str]] = {}
         done: set[str] = set()
         heap = [(0.0, 0, s)]
-        tie = itertools.count(1)
+        n = 0
+        adj, pop, push, inf = self.adj, heapq.heappop, heapq.heappush, math.inf
         while heap:
-            du, _, u = heapq.heappop(heap)
+            du, _, u = pop(heap)
             if u in done:
                 continue
             done.add(u)
             if u == d:
                 break
-            for v, hid, w in self.adj.get(u, ()):
-                if v in banned_nodes or hid in banned_hops or v in done:
+            for v, hid, w in adj.get(u, ()):
+                if v in done or v in banned_nodes or hid in banned_hops:
                     continue
                 dv = du + w
-                if dv < dist.get(v, math.inf):
+                if dv < dist.get(v, inf):
                     dist[v] = dv
-                    paths[v] = paths[u] + (hid,)
-                    heapq.heappush(heap, (dv, next(tie), v))
-        return {n: dist[n] for n in done}, {n: paths[n] for n in done}
+                    parent[v] = (u, hid)
+                    n += 1
+                    push(heap, (dv, n, v))
+        paths: dict[str, tuple[str, ...]] = {s: ()}
+
+        def path(v: str) -> tuple[str, ...]:
+            chain = []
+            while v not in paths:
+                v, hid = parent[v][0], parent[v][1]
+                chain.append(hid)
+            return paths[v] + tuple(reversed(chain))
+
+        wanted = done if d is None else ({d} & done)
+        for v in wanted:
+            paths[v] = path(v)
+        return {v: dist[v] for v in done}, {v: paths[v] for v in wanted | {s}}
 
     def _build(self, start: str, hop_ids: Sequence[str]) -> CandidatePath:
         """The path from ``start`` along ``hop_ids`` (memoised: the same heads and tails recur)."""
@@ -304,10 +320,16 @@ class PathFinder:
         far = np.stack([dd[self._cb], dd[self._ca]], axis=1)
         cost = (near + self._circuit_ms[:, None] + far).ravel()
         pool = 4 * self.k  # the cheapest few, from which k port-disjoint-first are taken
-        order = np.argsort(cost, kind="stable")
-        best: list[tuple[float, int, CandidatePath]] = []
+        order = np.argsort(cost, kind="stable").tolist()
+        cost_l = cost.tolist()
+        # by cost (ties: circuit order); circuits sharing no optical port with an earlier pick come
+        # first, so the k alternatives could all be lit together. Paths are built lazily: the scan
+        # stops once k port-disjoint ones are found (the rest could no longer enter the k).
+        ranked: list[CandidatePath] = []
+        first: list[int] = []
+        taken: set[str] = set()
         for flat in order:
-            if not np.isfinite(cost[flat]) or len(best) == pool:
+            if not math.isfinite(cost_l[flat]) or len(ranked) == pool or len(first) == self.k:
                 break
             c = self.circuits[flat // 2]
             a, b = (c.a, c.b) if flat % 2 == 0 else (c.b, c.a)
@@ -316,18 +338,13 @@ class PathFinder:
             switches = head.switches + tail.switches
             if len(set(switches)) != len(switches):
                 continue  # not a simple path
-            best.append((-float(cost[flat]), -len(best), CandidatePath(switches, head.hops + (c,) + tail.hops)))
-        ranked = [p for _, _, p in sorted(best, key=lambda t: (-t[0], -t[1]))]
-        # circuits sharing no optical port first: k alternatives that could all be lit together
-        taken: set[str] = set()
-        first = []
-        for p in ranked:
-            ports = {o for c in p.circuits for o in c.oports}
+            ports = set(c.circuit.oports) if c.circuit is not None else set()
             if not ports & taken:
-                first.append(p)
+                first.append(len(ranked))
                 taken |= ports
-        rest = [p for p in ranked if p not in first]
-        return sorted((first + rest)[: self.k], key=ranked.index)
+            ranked.append(CandidatePath(switches, head.hops + (c,) + tail.hops))
+        rest = [i for i in range(len(ranked)) if i not in set(first)]
+        return [ranked[i] for i in sorted((first + rest)[: self.k])]
 
     def metrics(self, p: CandidatePath) -> tuple[float, float, float, float]:
         """``p.metrics()``, memoised (a path and its reverse have the same)."""
@@ -448,20 +465,29 @@ class GraphInstance:
     deadline_ok: np.ndarray  # (N, K) bool: slot usable within the flow's deadline and avoiding its ``avoid`` hops
     slot_circuits: list[list[tuple[str, ...]]]  # circuit ids per slot
     hop_index: dict[str, int]
+    #: the same incidence flat, in (flow, slot, circuit-on-path) order: entry e says slot
+    #: ``uses_slot[e]`` of flow ``uses_flow[e]`` crosses circuit ``circuit_ids[uses_circuit[e]]``
+    circuit_ids: list[str] = field(default_factory=list)
+    uses_flow: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    uses_slot: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    uses_circuit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def _flowset(flows: Sequence[GraphFlow], rules: ClassRules, src_idx: np.ndarray) -> FlowSet:
+    """The flows as an OTTER ``FlowSet``: tolerance shapes and breakpoints by class (one row per class)."""
     n = len(flows)
     names = sorted(rules.classes)
-    shapes = np.full((n, 3), -1, np.int8)
-    bps = np.ones((n, 3))
-    for i, f in enumerate(flows):
-        for j, t in enumerate(rules.classes[f.cls].tolerances()):
+    shapes_c = np.full((len(names), 3), -1, np.int8)
+    bps_c = np.ones((len(names), 3))
+    for c, name in enumerate(names):
+        for j, t in enumerate(rules.classes[name].tolerances()):
             if t is not None:
-                shapes[i, j], bps[i, j] = SHAPES[t[0]], t[1]
+                shapes_c[c, j], bps_c[c, j] = SHAPES[t[0]], t[1]
+    index = {name: c for c, name in enumerate(names)}
+    cls = np.array([index[f.cls] for f in flows], np.int64)
     z = np.zeros(n)
-    return FlowSet(src_idx, shapes, bps, np.array([f.bw for f in flows], float), np.zeros((n, 3)),
-                   np.array([names.index(f.cls) for f in flows], np.int64), z, z.copy()).validate()
+    return FlowSet(src_idx, shapes_c[cls].reshape(n, 3), bps_c[cls].reshape(n, 3), np.array([f.bw for f in flows], float),
+                   np.zeros((n, 3)), cls, z, z.copy()).validate()
 
 
 def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
@@ -521,6 +547,8 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
     circ = np.array([pair_circ[f.src, f.dst] for f in flows], bool).reshape(cp.shape)
     ok = np.ones(cp.shape, bool)
     slot_circuits = [pair_rows[f.src, f.dst] for f in flows]
+    circuit_ids = [h.circuit.id for h in chops if h.circuit is not None]
+    uses = _circuit_uses(pair_rows, [(f.src, f.dst) for f in flows], circuit_ids)
     for i, (f, plist) in enumerate(zip(flows, per_flow, strict=True)):
         if f.deadline is None and not f.avoid:
             continue
@@ -530,7 +558,30 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
                 ok[i, j] = f.deadline >= max(c.setup_time for c in cs)
             if f.avoid and not _ends(f.avoid).isdisjoint(_ends(p.key)):
                 ok[i, j] = False
-    return GraphInstance(network, fs, cand, list(flows), per_flow, circ, ok, slot_circuits, hop_index)
+    return GraphInstance(network, fs, cand, list(flows), per_flow, circ, ok, slot_circuits, hop_index,
+                         circuit_ids, *uses)
+
+
+def _circuit_uses(pair_rows: dict[tuple[str, str], list[tuple[str, ...]]], flow_pairs: Sequence[tuple[str, str]],
+                  circuit_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flow, slot, circuit) entries of every slot through a circuit, in flow, slot, path order —
+    per pair once, then repeated for the pair's flows with numpy."""
+    cidx = {c: n for n, c in enumerate(circuit_ids)}
+    pair_no = {pair: n for n, pair in enumerate(pair_rows)}
+    p_slot: list[int] = []
+    p_circ: list[int] = []
+    count = np.zeros(len(pair_rows), np.int64)
+    for n, rows in enumerate(pair_rows.values()):
+        for j, cids in enumerate(rows):
+            p_slot += [j] * len(cids)
+            p_circ += [cidx[c] for c in cids]
+            count[n] += len(cids)
+    start = np.cumsum(count) - count
+    fp = np.array([pair_no[p] for p in flow_pairs], np.int64)
+    per_flow = count[fp]
+    flow = np.repeat(np.arange(len(fp)), per_flow)
+    at = np.repeat(start[fp] - (np.cumsum(per_flow) - per_flow), per_flow) + np.arange(len(flow))
+    return flow, np.asarray(p_slot, np.int64)[at], np.asarray(p_circ, np.int64)[at]
 
 
 # ---------------------------------------------------------------------- LP
@@ -582,31 +633,50 @@ def _pinned_allowed(allowed: np.ndarray, slots: np.ndarray, pin: np.ndarray) -> 
     return a, key
 
 
+def _preferred(share: np.ndarray, prob_agg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each flow's slot by its aggregate's LP shares, and that share: an aggregate of n members
+    deals floor(share·n) of them to each slot (the largest remainders get the rest), members in
+    flow order, slots by decreasing share. All aggregates at once (one numpy pass, no loop)."""
+    N, K = share.shape
+    preferred = np.full(N, -1, np.int64)
+    weight = np.zeros(N)
+    if not N:
+        return preferred, weight
+    by_agg = np.argsort(prob_agg, kind="stable")
+    new = np.r_[True, prob_agg[by_agg][1:] != prob_agg[by_agg][:-1]]
+    first = by_agg[new]  # each aggregate's first member, whose share row is the aggregate's
+    n = np.diff(np.r_[np.flatnonzero(new), N])  # members per aggregate
+    frac = share[first]
+    scaled = frac * n[:, None]
+    counts = np.floor(scaled + 1e-9).astype(np.int64)
+    rest = np.rint(frac.sum(axis=1) * n).astype(np.int64) - counts.sum(axis=1)
+    by_rem = np.argsort(-(scaled - counts), axis=1, kind="stable")
+    extra = np.zeros_like(counts)
+    np.put_along_axis(extra, by_rem, np.arange(K)[None, :] < rest[:, None], axis=1)
+    counts += extra
+    by_share = np.argsort(-frac, axis=1, kind="stable")
+    reps = np.take_along_axis(counts, by_share, axis=1).ravel()
+    total = counts.sum(axis=1)
+    deal_slot = np.repeat(by_share.ravel(), reps)  # per aggregate: its slots in dealing order
+    deal_agg = np.repeat(np.arange(len(n)), total)
+    deal_pos = np.arange(len(deal_agg)) - np.repeat(np.cumsum(total) - total, total)
+    take = deal_pos < n[deal_agg]
+    member = by_agg[(np.cumsum(n) - n)[deal_agg[take]] + deal_pos[take]]
+    preferred[member] = deal_slot[take]
+    weight[member] = frac[deal_agg[take], deal_slot[take]]
+    return preferred, weight
+
+
 def _round(inst: GraphInstance, share: np.ndarray, allowed: np.ndarray, prob_agg: np.ndarray,
            prefer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Whole-flow placement from LP shares; returns (slot per flow or -1, allocated Mbit/s).
 
-    Vectorised per flow (the order of tries and every path's room are numpy rows); the greedy
-    itself is sequential, as each flow's pick changes the room left for the next."""
+    The order of tries per flow is one numpy sort; the greedy itself is sequential (each flow's
+    pick changes the room left for the next), so it runs on plain lists: a few lookups per flow
+    cost less there than numpy's per-call overhead."""
     N, K = share.shape
     bw = inst.flowset.bw
-    preferred = np.full(N, -1, np.int64)
-    weight = np.zeros(N)
-    by_agg = np.argsort(prob_agg, kind="stable")
-    bounds = np.flatnonzero(np.diff(prob_agg[by_agg])) + 1
-    for members in np.split(by_agg, bounds) if N else []:
-        frac = share[members[0]]
-        n = len(members)
-        counts = np.floor(frac * n + 1e-9).astype(int)
-        rest = int(round(frac.sum() * n)) - counts.sum()
-        for j in np.argsort(-(frac * n - counts), kind="stable")[: max(rest, 0)]:
-            counts[j] += 1
-        it = iter(members)
-        for j in np.argsort(-frac, kind="stable"):
-            for _ in range(counts[j]):
-                m = next(it, None)
-                if m is not None:
-                    preferred[m], weight[m] = j, frac[j]
+    preferred, weight = _preferred(share, prob_agg)
     preferred = np.where(prefer >= 0, prefer, preferred)
     cand = inst.cand.paths
     ok = allowed & (cand >= 0)
@@ -614,29 +684,34 @@ def _round(inst: GraphInstance, share: np.ndarray, allowed: np.ndarray, prob_agg
     is_pref = (slots == preferred[:, None]) & ok
     # tries per flow: its preferred slot, then by LP share, tolerance, slot (np.lexsort: last key first)
     rank = np.lexsort((slots, -inst.cand.score.astype(float), -share, ~is_pref), axis=-1)
-    pl = inst.network.path_links  # (P, M), -1 padded
-    n_links = len(inst.network.link_cap)
-    residual = np.append(inst.network.link_cap.astype(float), math.inf)  # index n_links: padding
-    links_of = np.where(pl >= 0, pl, n_links)[np.where(cand >= 0, cand, 0)]  # (N, K, M)
+    tries_of = np.where(np.take_along_axis(ok, rank, axis=1), rank, -1).tolist()
+    path_of = cand.tolist()
+    hops = [[h for h in row if h >= 0] for row in inst.network.path_links.tolist()]
+    residual = inst.network.link_cap.astype(float).tolist()
+    bw_l = bw.tolist()
     slot = np.full(N, -1, np.int64)
     alloc = np.zeros(N)
     order = sorted(range(N), key=lambda i: (-weight[i], -bw[i], i))
     for i in order:
-        tries = rank[i][ok[i, rank[i]]]
-        if not len(tries):
-            continue
-        room = residual[links_of[i, tries]].min(axis=1)
-        fits = np.flatnonzero(room >= bw[i] * (1 - 1e-9))
-        if len(fits):
-            k = fits[0]
-        elif room.max() > 1e-9:
-            k = int(np.argmax(room))
-        else:
-            continue
-        links = links_of[i, tries[k]]
-        amount = min(bw[i], float(room[k]))
-        residual[links[links < n_links]] -= amount
-        slot[i], alloc[i] = tries[k], amount
+        need = bw_l[i]
+        best_j, best_room, pick, room_pick = -1, -math.inf, -1, 0.0
+        for j in tries_of[i]:
+            if j < 0:
+                continue
+            room = min((residual[h] for h in hops[path_of[i][j]]), default=math.inf)
+            if room >= need * (1 - 1e-9):
+                pick, room_pick = j, room
+                break
+            if room > best_room:
+                best_j, best_room = j, room
+        if pick < 0:
+            if best_j < 0 or best_room <= 1e-9:
+                continue
+            pick, room_pick = best_j, best_room
+        amount = min(need, room_pick)
+        for h in hops[path_of[i][pick]]:
+            residual[h] -= amount
+        slot[i], alloc[i] = pick, amount
     return slot, alloc
 
 
@@ -646,23 +721,18 @@ def _links(inst: GraphInstance, i: int, j: int) -> np.ndarray:
 
 
 def _carried(inst: GraphInstance, share: np.ndarray) -> dict[str, float]:
-    """Mbit/s the LP puts on each candidate circuit."""
-    carried: dict[str, float] = defaultdict(float)
-    bw = inst.flowset.bw
-    for i, row in enumerate(inst.slot_circuits):
-        for j, cids in enumerate(row):
-            for cid in cids:
-                carried[cid] += share[i, j] * bw[i]
-    return {cid: v for cid, v in carried.items() if v > 1e-9}
+    """Mbit/s the LP puts on each candidate circuit (ids in order of first use by a flow's slot)."""
+    f, c = inst.uses_flow, inst.uses_circuit
+    total = np.bincount(c, share[f, inst.uses_slot] * inst.flowset.bw[f], len(inst.circuit_ids))
+    first = np.unique(c, return_index=True)[1]
+    return {inst.circuit_ids[n]: float(total[n]) for n in c[np.sort(first)] if total[n] > 1e-9}
 
 
 def _usable(inst: GraphInstance, base: np.ndarray, keep: set[str]) -> np.ndarray:
     """``base`` without the slots through a circuit outside ``keep``."""
     usable = base.copy()
-    for i, row in enumerate(inst.slot_circuits):
-        for j, cids in enumerate(row):
-            if set(cids) - keep:
-                usable[i, j] = False
+    out = np.array([c not in keep for c in inst.circuit_ids], bool)[inst.uses_circuit]
+    usable[inst.uses_flow[out], inst.uses_slot[out]] = False
     return usable
 
 

@@ -186,3 +186,55 @@ def test_a_bad_placement_is_refused_by_the_config() -> None:
         merge_config({"te": {"placement": "magic"}})
     with pytest.raises(ConfigError, match="placement_period"):
         merge_config({"te": {"placement_period": 0.0}})
+
+
+def test_otter_move_that_does_not_pay_is_a_skip_with_the_gain_and_is_judged_again(monkeypatch, net):
+    """The offload gain (app/te/gain.py) on the placement's move: the elephant has sent only 0.5 MB,
+    so its predicted 0.5 MB more would finish in 0.67 s where it is and 0.69 s after the new
+    circuit's 0.185 s setup + 0.1 s switch-over at the 10 Mbit/s it could reach there — it stays,
+    nothing is lit. Once it has sent 50 MB the same move pays and is made."""
+    a = make_app(monkeypatch, net, {"placement": "otter"})
+    now = time.monotonic()
+    a.view.fine_flows[ELEPHANT] = FlowCount(500_000, 6.0, now)
+    since = JOURNAL.since()[-1]["seq"] if JOURNAL.since() else 0
+    with_traffic(net, lambda: a._monitor(imbalance()))
+    decisions = JOURNAL.since(since, "te_decision")
+    assert not [d for d in decisions if d["decision"] == "offload"], decisions
+    (skip,) = [d for d in decisions if d.get("gain")]
+    assert skip["decision"] == "skip" and skip["flows"] == [str(ELEPHANT)] and skip["policy"] == "otter"
+    assert "does not pay" in skip["reason"] and "gain -0.02 s < 1 s" in skip["reason"], skip["reason"]
+    g = skip["gain"][str(ELEPHANT)]
+    assert not g["pays"] and g["remaining_bytes"] == 500_000 and g["current_mbps"] == 6.0
+    assert g["new_mbps"] == pytest.approx(10.0) and g["switch_s"] == pytest.approx(0.285, abs=1e-3)
+    assert g["stay_s"] == pytest.approx(4 / 6, abs=1e-3) and g["move_s"] == pytest.approx(0.285 + 0.4, abs=1e-3)
+    assert skip["refused"]["path"][0].startswith("A:4-C:2[") and not JOURNAL.since(since, "te_done")
+    assert a.decider.offloads == {} and "B" in switches(net, "h1", pkt(ELEPHANT))  # still on A-B-C
+    assert {(x.ots, x.ports) for x in net.all_xcons()} == {(o, frozenset({p, q})) for o, p, q in FIG2_CIRCUITS["initial"]}
+    assert ELEPHANT in a.waiting and str(ELEPHANT) not in a.decider.policy.paths
+    # a newer count: 50 MB sent — judged again, the move now pays and is executed
+    a.view.fine_flows[ELEPHANT] = FlowCount(50_000_000, 6.0, time.monotonic() + 1.0)
+    with_traffic(net, a._retry_waiting)
+    (off,) = [d for d in JOURNAL.since(since, "te_decision") if d["decision"] == "offload"]
+    assert off["flows"] == [str(ELEPHANT)] and off["gain"][str(ELEPHANT)]["pays"], off
+    assert off["gain"][str(ELEPHANT)]["gain_s"] == pytest.approx(400 / 6 - (0.285 + 40), abs=1e-2)
+    assert ELEPHANT not in a.waiting and "B" not in switches(net, "h1", pkt(ELEPHANT))
+
+
+def test_otter_move_without_a_byte_count_is_taken(monkeypatch, net):
+    """No byte count (e.g. sFlow sampling) means no prediction: the move is taken, as the joint
+    decider takes an elephant the monitor named."""
+    from app.te.placement import PlacementDecider, PlacementPolicy
+
+    view = _View()
+    d = PlacementDecider(PlacementPolicy("otter"), monitored=lambda: view.fine_flows,
+                         forwarding=lambda: view.forwarding_rules)
+    ev = Event(10.0, "packet:A:3-B:1", UNCONSTRAINED_IMBALANCE, (ELEPHANT,), {"elephant_mbps": [6.0]})
+    (off,) = [x for x in d.on_event(ev, view.g, 10.0, flow_bytes=lambda _f: None) if x.kind == "offload"]
+    assert off.flows == (ELEPHANT,) and off.detail["gain"][str(ELEPHANT)] == {
+        "pays": True, "reason": "no byte count: the placement's move is taken"}
+    # the monitored count (0.5 MB) when the caller gives none: the same move does not pay
+    view.fine_flows[ELEPHANT] = FlowCount(500_000, 6.0, 0.0)
+    d2 = PlacementDecider(PlacementPolicy("otter"), monitored=lambda: view.fine_flows,
+                          forwarding=lambda: view.forwarding_rules)
+    out = d2.on_event(ev, view.g, 10.0)
+    assert [x.kind for x in out] == ["skip"] and not out[0].detail["gain"][str(ELEPHANT)]["pays"]
