@@ -1,16 +1,18 @@
 """mlte: multi-layer (packet + optical) SDN traffic engineering."""
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 setup(
     name="mlte",
     version="0.1.0",
     description="Multi-layer (packet + optical) SDN traffic engineering: OSCARS-TE with an OTTER LP PCE",
     python_requires=">=3.10",
-    packages=find_packages(include=["app*", "ots_virtual*", "pce*", "monitor*", "topology*", "mininet_labs*"]),
+    # namespace discovery: data-only folders (templates, static, migrations, lab data, examples) are packages too
+    packages=find_namespace_packages(include=["app*", "ots_virtual*", "pce*", "monitor*", "topology*", "mininet_labs*"],
+                                     exclude=["*__pycache__*", "*_build*"]),
     include_package_data=True,
-    package_data={"app": ["web/templates/*.html", "web/templates/**/*.html", "web/static/**/*", "db/migrations/*.py",
-                          "db/migrations/*.mako", "db/migrations/versions/*.py", "*.toml"],
-                  "mininet_labs": ["data/*.yaml", "data/*.json"]},
+    package_data={"app": ["*.toml"], "app.web.templates": ["*.html"], "app.web.static": ["*"],
+                  "app.db.migrations": ["*.mako"], "mininet_labs.data": ["*.yaml", "*.json"],
+                  "mininet_labs.delay": ["*.c", "*.h"], "pce.otter.examples": ["*.json"]},
     install_requires=[
         "os-ken==4.2.2",
         "eventlet>=0.36",
