@@ -1,14 +1,14 @@
 """Lab ``multihoming``: two multihomed sites, two paths, static split vs load-aware mapping (seed 004).
 
 Sites A (senders s1..sK) and Z (receivers d1..dK) are joined by two paths of OVS switches,
-A:5–P1–Z:5 and A:6–P2–Z:6, each link shaped to ``path_mbps`` (HTB; there is no netem here, so the
-paths differ only by load and queueing). A background sender bg1 on P1 loads P1→Z towards bgz
-on Z from ``bg_start`` to ``bg_end`` s with a random number of greedy TCP flows, like the paper's
-extra flows on R2–R4. The K·F greedy TCP flows s_i → d_i are registered with the controller's
-mapping app (``POST /mapping/flows``) and start at random offsets; the controller runs with
-``[te] mapping = static | throughput | rtt`` and ``mapping_sites = ["A", "Z"]``. Each policy runs
-on a fresh network for every seed; per-flow throughput over the loaded window gives the paper's
-AVGT, STD and MMR (min/max ratio) plus Jain's index.
+A:5–P1–Z:5 and A:6–P2–Z:6, each link shaped to ``path_mbps`` (HTB, a bounded queue; there is no
+netem here, so the paths differ only by load and queueing). Background as in the paper: greedy TCP
+flows from bg1 on P1 and bg2 on P2 to bgz on Z, as many on each path as there are mapped flows,
+and from ``bg_start`` to ``bg_end`` s extra ones on path 1 only. The mapped greedy TCP flows s_i →
+d_i are registered with the controller's mapping app (``POST /mapping/flows``) and start at random
+offsets. One network and one controller serve every policy and seed: between runs the flows are
+removed and the policy switched (``PUT /mapping/policy``). Per-flow throughput over the loaded
+window gives the paper's AVGT, STD and MMR (min/max ratio) plus Jain's index.
 
 Writes ``results.json`` and ``multihoming.png``. Also a ``mn`` custom file (the topology only)::
 
@@ -48,14 +48,23 @@ SITES = ("A", "Z")
 #: shaped links are the bottleneck, as in the paper's topology.
 PATH_MBPS = 10.0
 DATA_PORT, BG_PORT = 5001, 5002
+#: Packets each path link's HTB class may queue (a bounded pfifo leaf). Without it the queues were
+#: bounded only by ovs-vswitchd's *shared* send budget (userspace datapath: one packet socket sends
+#: to every port, and packets waiting in any qdisc count against its buffer, ~90 full-size packets):
+#: measured with 43 greedy flows on path 1, the 8 background flows of the idle path 2 fell to
+#: 2.9 Mbit/s and its mapped flows to ~0.1 each, because path 1's queue held the budget and sends
+#: to path 2 failed. With a bound per link each path drops its own packets, as separate routers do.
+PATH_QUEUE_PKTS = 25
 #: Run sizes: seconds per run, when the background starts (uniform, s) and how many flows it has.
 #: Background as in the paper's set-up, scaled to N mapped flows: N greedy flows on each path from the
 #: start (its 64 + 64 beside 64 mapped flows) and, on path 1 from ``bg_start`` to near the end,
 #: ``extra`` × N more (its 448 = 7 × 64 extra flows on one path; here a random 4-7 × N per seed).
-QUICK = {"seconds": 25.0, "bg_start": (2.0, 3.0), "extra": (4, 7)}
-FULL = {"seconds": 32.0, "bg_start": (3.0, 4.0), "extra": (4, 7)}
+QUICK = {"seconds": 25.0, "bg_start": (2.0, 3.0), "extra": (2, 3)}
+FULL = {"seconds": 32.0, "bg_start": (3.0, 4.0), "extra": (2, 3)}
 QUICK_SEEDS, SEEDS = 1, 5
-QUICK_PER_SENDER, PER_SENDER = 2, 4  # mapped flows per sender (4 senders)
+#: Mapped flows per sender (4 senders: 8 flows). Not more by default: every flow more on a path
+#: means more background to keep the paper's proportions, and ovs-vswitchd forwards them all on one core.
+PER_SENDER = 2
 #: The mapping app's measurement interval in the lab (``[te] mapping_interval``).
 INTERVAL_S = 0.25
 UPLINKS = ((5, "P1", 5), (6, "P2", 6))  # (A port, path switch, Z port); path switch ports 1 (A side), 2 (Z side)
@@ -127,7 +136,8 @@ def multihoming_spec(senders: int = 4, path_mbps: float = PATH_MBPS, access_mbps
 
 
 def flows_for(spec: LabSpec, per_sender: int) -> list[dict[str, Any]]:
-    """The mapped TCP flows: ``per_sender`` from each s_i to d_i (source ports 40001.., fixed)."""
+    """The mapped TCP flows: ``per_sender`` from each s_i to d_i (source ports 40001..; a run gives
+    them its own, see :func:`ports_for`)."""
     out = []
     senders = [h for h in spec.hosts if h.name.startswith("s")]
     for h in senders:
@@ -250,6 +260,24 @@ def _prepare(session: Any) -> None:
         lab.node(h.name).cmd(f"ping -c1 -W1 {peer.ip} >/dev/null 2>&1")
     wait_until(lambda: session.client.request("GET", "/mapping").get("ready") or None, 30,
                "the mapping app to find two paths A -> Z")
+    bound_path_queues(session)
+
+
+def path_interfaces(spec: LabSpec, prefix: str) -> list[str]:
+    """Both ends of every path link (Mininet names them <prefix><switch>-eth<port>)."""
+    return [f"{prefix}{sw}-eth{port}" for x in spec.links_of_kind("packet")
+            for sw, port in ((x.a, x.a_port), (x.b, x.b_port))]
+
+
+def bound_path_queues(session: Any, limit: int = PATH_QUEUE_PKTS) -> None:
+    """A ``limit``-packet pfifo under each path link's HTB class (Mininet's 5:1); see PATH_QUEUE_PKTS."""
+    import subprocess
+
+    for intf in path_interfaces(session.spec, session.prefix):
+        cmd = ["tc", "qdisc", "replace", "dev", intf, "parent", "5:1", "handle", "10:", "pfifo", "limit", str(limit)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: {done.stderr.strip()}")
 
 
 def run_once(session: Any, work: Path, policy: str, seed: int, run_index: int, quick: bool, per_sender: int,
@@ -355,7 +383,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     spec = multihoming_spec()
-    per_sender = QUICK_PER_SENDER if quick else PER_SENDER
+    per_sender = PER_SENDER
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     (work / "send.py").write_text(SENDER)
