@@ -36,7 +36,8 @@ def test_flows_and_schedule_are_reproducible_per_seed():
     assert a == b and a != mh.schedule(4, quick=True, n_flows=8)
     assert 0 < a["bg_start"] < a["window"][0] < a["window"][1] < a["bg_end"] <= a["seconds"]
     assert len(a["starts"]) == 8 and a["base_flows"] == 8 and len(a["base_starts"]) == 16
-    assert 4 * 8 <= a["extra_flows"] <= 7 * 8  # the paper: 64 + 64 background beside 64 mapped, 448 extra
+    # the paper: 64 + 64 background beside 64 mapped, 448 = 7 x 64 extra; here 2-3 x N (ovs-vswitchd is one core)
+    assert 2 * 8 <= a["extra_flows"] <= 3 * 8
 
 
 def test_each_run_has_its_own_source_ports():
