@@ -131,7 +131,7 @@ def multihoming_spec(senders: int = 4, path_mbps: float = PATH_MBPS, access_mbps
     # the background hosts send through a path-rate access link, as the mapped flows reach the path
     # switches through A's shaped uplinks: measured with 100-Mbit/s access, bg2's 8 flows arrived in
     # bursts at P2's 25-packet queue and got 1.3 Mbit/s beside the 4 mapped flows' 8.7 on the same path
-    links = [LinkSpec(h.name, 0, h.switch, h.port, "access", path_mbps if h.name.startswith("bg") else access_mbps)
+    links = [LinkSpec(h.name, 0, h.switch, h.port, "access", path_mbps if h.name in ("bg1", "bg2") else access_mbps)
              for h in hosts]
     for a_port, mid, z_port in UPLINKS:
         links.append(LinkSpec("A", a_port, mid, 1, "packet", path_mbps))

@@ -18,6 +18,10 @@ def test_the_topology_has_two_loaded_and_unloaded_paths():
     assert packet == {("A", 5, "P1", 1, 20.0), ("P1", 2, "Z", 5, 20.0), ("A", 6, "P2", 1, 20.0),
                       ("P2", 2, "Z", 6, 20.0)}
     hosts = {h.name: (h.switch, h.port) for h in spec.hosts}
+    # the background senders are paced by a path-rate access link like the mapped flows (A's
+    # uplinks); the receivers, bgz included, keep fast access links (no shared bottleneck at Z)
+    access = {x.a: x.mbps for x in spec.links_of_kind("access")}
+    assert access["bg1"] == access["bg2"] == 20.0 and access["bgz"] == access["d1"] == access["s1"] == 100.0
     # background: bg1 crosses P1 -> Z only, bg2 P2 -> Z only
     assert hosts["bg1"] == ("P1", 3) and hosts["bg2"] == ("P2", 3) and hosts["bgz"] == ("Z", 7)
     # probes go one way per link, from the end named first: A -> P -> Z, the data direction
