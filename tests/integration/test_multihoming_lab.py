@@ -16,7 +16,9 @@ import pytest
 
 from tests.integration.test_lab_cli import ROOT, _bridges  # the same CLI run and bridge check
 
-pytestmark = pytest.mark.integration
+# long_lab (`make test-labs`, not `make test`): the run takes ~90 s now, but its outcome is not yet
+# stable enough for CI — 2 of 3 measured quick runs passed (docs/labs.md, "multihoming")
+pytestmark = [pytest.mark.integration, pytest.mark.long_lab]
 
 
 @pytest.mark.timeout(600)  # the run takes ~90 s; the rest is room for waiting on the network lock
