@@ -48,12 +48,13 @@ SITES = ("A", "Z")
 #: shaped links are the bottleneck, as in the paper's topology.
 PATH_MBPS = 10.0
 DATA_PORT, BG_PORT = 5001, 5002
-#: Packets each path link's HTB class may queue (a bounded pfifo leaf). Without it the queues were
-#: bounded only by ovs-vswitchd's *shared* send budget (userspace datapath: one packet socket sends
-#: to every port, and packets waiting in any qdisc count against its buffer, ~90 full-size packets):
-#: measured with 43 greedy flows on path 1, the 8 background flows of the idle path 2 fell to
-#: 2.9 Mbit/s and its mapped flows to ~0.1 each, because path 1's queue held the budget and sends
-#: to path 2 failed. With a bound per link each path drops its own packets, as separate routers do.
+#: Packets each path link's HTB class may queue (a bounded pfifo leaf). Without it, measured with
+#: 43 greedy flows on path 1, the 8 background flows of the idle path 2 fell to 2.9 Mbit/s and its
+#: mapped flows to ~0.1 each while path 2's probes saw no queue: the paths were coupled. Our reading
+#: (consistent with that and with path 1's probes never above ~120 ms behind a 1,000-packet pfifo,
+#: not checked in the OVS source): the userspace datapath's shared packet socket counts the packets
+#: waiting in every qdisc against one send buffer, so path 1's queue starved sends to path 2. With
+#: a bound per link each path drops its own packets, as separate routers do.
 PATH_QUEUE_PKTS = 25
 #: Run sizes: seconds per run, when the background starts (uniform, s) and how many flows it has.
 #: Background as in the paper's set-up, scaled to N mapped flows: N greedy flows on each path from the
