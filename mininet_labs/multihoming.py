@@ -1,14 +1,14 @@
 """Lab ``multihoming``: two multihomed sites, two paths, static split vs load-aware mapping (seed 004).
 
 Sites A (senders s1..sK) and Z (receivers d1..dK) are joined by two paths of OVS switches,
-A:5–P1–Z:5 and A:6–P2–Z:6, each link shaped to ``path_mbps`` (HTB; there is no netem here, so the
-paths differ only by load and queueing). A background sender bg1 on P1 loads P1→Z towards bgz
-on Z from ``bg_start`` to ``bg_end`` s with a random number of greedy TCP flows, like the paper's
-extra flows on R2–R4. The K·F greedy TCP flows s_i → d_i are registered with the controller's
-mapping app (``POST /mapping/flows``) and start at random offsets; the controller runs with
-``[te] mapping = static | throughput | rtt`` and ``mapping_sites = ["A", "Z"]``. Each policy runs
-on a fresh network for every seed; per-flow throughput over the loaded window gives the paper's
-AVGT, STD and MMR (min/max ratio) plus Jain's index.
+A:5–P1–Z:5 and A:6–P2–Z:6, each link shaped to ``path_mbps`` (HTB, a bounded queue; there is no
+netem here, so the paths differ only by load and queueing). Background as in the paper: greedy TCP
+flows from bg1 on P1 and bg2 on P2 to bgz on Z, as many on each path as there are mapped flows,
+and from ``bg_start`` to ``bg_end`` s extra ones on path 1 only. The mapped greedy TCP flows s_i →
+d_i are registered with the controller's mapping app (``POST /mapping/flows``) and start at random
+offsets. One network and one controller serve every policy and seed: between runs the flows are
+removed and the policy switched (``PUT /mapping/policy``). Per-flow throughput over the loaded
+window gives the paper's AVGT, STD and MMR (min/max ratio) plus Jain's index.
 
 Writes ``results.json`` and ``multihoming.png``. Also a ``mn`` custom file (the topology only)::
 
@@ -48,30 +48,49 @@ SITES = ("A", "Z")
 #: shaped links are the bottleneck, as in the paper's topology.
 PATH_MBPS = 10.0
 DATA_PORT, BG_PORT = 5001, 5002
+#: Packets each path link's HTB class may queue (a bounded pfifo leaf). Without it, measured with
+#: 43 greedy flows on path 1, the 8 background flows of the idle path 2 fell to 2.9 Mbit/s and its
+#: mapped flows to ~0.1 each while path 2's probes saw no queue: the paths were coupled. Our reading
+#: (consistent with that and with path 1's probes never above ~120 ms behind a 1,000-packet pfifo,
+#: not checked in the OVS source): the userspace datapath's shared packet socket counts the packets
+#: waiting in every qdisc against one send buffer, so path 1's queue starved sends to path 2. With
+#: a bound per link each path drops its own packets, as separate routers do.
+PATH_QUEUE_PKTS = 25
+#: Run sizes: seconds per run, when the background starts (uniform, s) and how many flows it has.
+#: Background as in the paper's set-up, scaled to N mapped flows: N greedy flows on each path from the
+#: start (its 64 + 64 beside 64 mapped flows) and, on path 1 from ``bg_start`` to near the end,
+#: ``extra`` × N more (its 448 = 7 × 64 extra flows on one path; here a random 4-7 × N per seed).
+QUICK = {"seconds": 25.0, "bg_start": (2.0, 3.0), "extra": (2, 3)}
+FULL = {"seconds": 32.0, "bg_start": (3.0, 4.0), "extra": (2, 3)}
+QUICK_SEEDS, SEEDS = 1, 5
+#: Mapped flows per sender (4 senders: 8 flows). Not more by default: every flow more on a path
+#: means more background to keep the paper's proportions, and ovs-vswitchd forwards them all on one core.
+PER_SENDER = 2
+#: The mapping app's measurement interval in the lab (``[te] mapping_interval``).
+INTERVAL_S = 0.25
 UPLINKS = ((5, "P1", 5), (6, "P2", 6))  # (A port, path switch, Z port); path switch ports 1 (A side), 2 (Z side)
 
 # Light traffic tools (iperf3 per flow saturates the two cores; see docs/environment.md).
 SENDER = r'''
-import selectors, socket, sys, time
+import errno, selectors, socket, sys, time
 dst, port, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-plan = [(int(p), float(d)) for p, d in (x.split("@") for x in sys.argv[4].split(","))]  # sport@delay
-t0 = time.monotonic(); sel = selectors.DefaultSelector(); buf = b"x" * 65536; pending = sorted(plan, key=lambda x: x[1])
+plan = sorted(((int(p), float(d)) for p, d in (x.split("@") for x in sys.argv[4].split(","))), key=lambda x: x[1])
+t0 = time.monotonic(); sel = selectors.DefaultSelector(); buf = b"x" * 65536
 while time.monotonic() - t0 < seconds:
-    while pending and time.monotonic() - t0 >= pending[0][1]:
-        sport, _ = pending.pop(0)
+    while plan and time.monotonic() - t0 >= plan[0][1]:
+        sport, _ = plan.pop(0)  # connect without blocking: a lost SYN must not hold up the other flows
         s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", sport))
-        try:
-            s.connect((dst, port))
-        except OSError as exc:
-            print(f"connect {sport}: {exc}", file=sys.stderr); continue
-        s.setblocking(False); sel.register(s, selectors.EVENT_WRITE)
+        s.setblocking(False); err = s.connect_ex((dst, port))
+        if err not in (0, errno.EINPROGRESS):
+            print(f"connect {sport}: {errno.errorcode.get(err, err)}", file=sys.stderr); s.close(); continue
+        sel.register(s, selectors.EVENT_WRITE)
     for key, _ in sel.select(timeout=0.05):
         try:
             key.fileobj.send(buf)
         except (BlockingIOError, InterruptedError):
             pass
         except OSError:
-            sel.unregister(key.fileobj)
+            sel.unregister(key.fileobj); key.fileobj.close()
 for key in list(sel.get_map().values()):
     key.fileobj.close()
 '''
@@ -108,8 +127,13 @@ def multihoming_spec(senders: int = 4, path_mbps: float = PATH_MBPS, access_mbps
     hosts = [HostSpec(f"s{i}", "A", i, f"10.0.1.{i}", f"00:00:00:00:01:{i:02x}") for i in range(1, senders + 1)]
     hosts += [HostSpec(f"d{i}", "Z", i, f"10.0.2.{i}", f"00:00:00:00:02:{i:02x}") for i in range(1, senders + 1)]
     hosts += [HostSpec("bg1", "P1", 3, "10.0.3.1", "00:00:00:00:03:01"),
-              HostSpec("bgz", "Z", 7, "10.0.3.2", "00:00:00:00:03:02")]
-    links = [LinkSpec(h.name, 0, h.switch, h.port, "access", access_mbps) for h in hosts]
+              HostSpec("bgz", "Z", 7, "10.0.3.2", "00:00:00:00:03:02"),
+              HostSpec("bg2", "P2", 3, "10.0.3.3", "00:00:00:00:03:03")]
+    # the background hosts send through a path-rate access link, as the mapped flows reach the path
+    # switches through A's shaped uplinks: measured with 100-Mbit/s access, bg2's 8 flows arrived in
+    # bursts at P2's 25-packet queue and got 1.3 Mbit/s beside the 4 mapped flows' 8.7 on the same path
+    links = [LinkSpec(h.name, 0, h.switch, h.port, "access", path_mbps if h.name in ("bg1", "bg2") else access_mbps)
+             for h in hosts]
     for a_port, mid, z_port in UPLINKS:
         links.append(LinkSpec("A", a_port, mid, 1, "packet", path_mbps))
         links.append(LinkSpec(mid, 2, "Z", z_port, "packet", path_mbps))
@@ -117,7 +141,8 @@ def multihoming_spec(senders: int = 4, path_mbps: float = PATH_MBPS, access_mbps
 
 
 def flows_for(spec: LabSpec, per_sender: int) -> list[dict[str, Any]]:
-    """The mapped TCP flows: ``per_sender`` from each s_i to d_i (source ports 40001.., fixed)."""
+    """The mapped TCP flows: ``per_sender`` from each s_i to d_i (source ports 40001..; a run gives
+    them its own, see :func:`ports_for`)."""
     out = []
     senders = [h for h in spec.hosts if h.name.startswith("s")]
     for h in senders:
@@ -131,14 +156,17 @@ def flows_for(spec: LabSpec, per_sender: int) -> list[dict[str, Any]]:
 def schedule(seed: int, quick: bool, n_flows: int) -> dict[str, Any]:
     """One seed's timings: flow start offsets, background flows and window, the measured window."""
     rng = random.Random(seed)
-    seconds = 40.0 if quick else 90.0
-    bg_start = rng.uniform(4.0, 6.0) if quick else rng.uniform(8.0, 12.0)
+    size = QUICK if quick else FULL
+    seconds = size["seconds"]
+    bg_start = rng.uniform(*size["bg_start"])
+    lo, hi = size["extra"]
     return {"seconds": seconds, "starts": [round(rng.uniform(0.0, 1.0), 3) for _ in range(n_flows)],
-            "bg_flows": rng.randint(6, 10) if quick else rng.randint(12, 20),
-            "bg_start": round(bg_start, 3), "bg_end": round(seconds - rng.uniform(1.0, 3.0), 3),
+            "base_flows": n_flows, "base_starts": [round(rng.uniform(0.0, 1.0), 3) for _ in range(2 * n_flows)],
+            "extra_flows": rng.randint(lo * n_flows, hi * n_flows),
+            "bg_start": round(bg_start, 3), "bg_end": round(seconds - rng.uniform(0.5, 1.5), 3),
             # the paper measures while the extra load is on (40-400 s of 600); we leave the first
             # seconds of load for the estimators to react, as its window starts with the load
-            "window": (round(bg_start + 2.0, 3), round(seconds - 4.0, 3))}
+            "window": (round(bg_start + 2.0, 3), round(seconds - 2.0, 3))}
 
 
 # ---------------------------------------------------------------------- results
@@ -208,72 +236,116 @@ def plot(summary: dict[str, Any], timelines: dict[str, list[dict[str, Any]]], pa
     return path
 
 
-# ---------------------------------------------------------------------- one run on Mininet
-def _config(work: Path, policy: str) -> Path:
+# ---------------------------------------------------------------------- runs on one network
+def _config(work: Path, interval: float) -> Path:
     cfg = work / "mlte.toml"
-    cfg.write_text(f'[te]\nmapping = "{policy}"\nmapping_sites = ["{SITES[0]}", "{SITES[1]}"]\n'
-                   'mapping_interval = 1.0\n\n[monitor]\nprobe_interval = 0.2\n')
+    cfg.write_text(f'[te]\nmapping = "{STATIC}"\nmapping_sites = ["{SITES[0]}", "{SITES[1]}"]\n'
+                   f'mapping_interval = {interval}\n\n[monitor]\nprobe_interval = 0.2\n')
     return cfg
 
 
-def run_once(spec: LabSpec, work: Path, policy: str, seed: int, quick: bool, per_sender: int,
-             note: Callable[[str], None]) -> dict[str, Any]:
-    """One policy, one seed, on a fresh network: register flows, load path 1, measure every flow."""
+def ports_for(run_index: int, n_flows: int, n_bg: int) -> tuple[list[int], list[int]]:
+    """Source ports of run ``run_index``'s mapped and background flows: new ones every run, so no
+    connection of the previous run (its TIME_WAIT, its rules) is mistaken for one of this run
+    (below 32768, the kernel's own ephemeral ports)."""
+    if not 0 <= run_index < 50 or n_flows > 200 or n_bg > 200:
+        raise ValueError(f"at most 200 flows of each kind per run and 50 runs (got {n_flows}, {n_bg}, run {run_index})")
+    return ([10000 + 200 * run_index + j for j in range(n_flows)],
+            [20000 + 200 * run_index + j for j in range(n_bg)])
+
+
+def _prepare(session: Any) -> None:
+    """Every host sends once (the view learns where it is) and the mapping app finds its two paths."""
+    from app.controller.client import wait_until
+
+    session.wait_links(timeout=60)
+    lab = session.lab
+    for h in session.spec.hosts:
+        peer = next(x for x in session.spec.hosts if x.switch != h.switch)
+        lab.node(h.name).cmd(f"ping -c1 -W1 {peer.ip} >/dev/null 2>&1")
+    wait_until(lambda: session.client.request("GET", "/mapping").get("ready") or None, 30,
+               "the mapping app to find two paths A -> Z")
+    bound_path_queues(session)
+
+
+def path_interfaces(spec: LabSpec, prefix: str) -> list[str]:
+    """Both ends of every path link (Mininet names them <prefix><switch>-eth<port>)."""
+    return [f"{prefix}{sw}-eth{port}" for x in spec.links_of_kind("packet")
+            for sw, port in ((x.a, x.a_port), (x.b, x.b_port))]
+
+
+def bound_path_queues(session: Any, limit: int = PATH_QUEUE_PKTS) -> None:
+    """A ``limit``-packet pfifo under each path link's HTB class (Mininet's 5:1); see PATH_QUEUE_PKTS."""
     import subprocess
 
-    from app.controller.client import wait_until
-    from mininet_labs.session import LabSession
+    for intf in path_interfaces(session.spec, session.prefix):
+        cmd = ["tc", "qdisc", "replace", "dev", intf, "parent", "5:1", "handle", "10:", "pfifo", "limit", str(limit)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: {done.stderr.strip()}")
+
+
+def run_once(session: Any, work: Path, policy: str, seed: int, run_index: int, quick: bool, per_sender: int,
+             note: Callable[[str], None]) -> dict[str, Any]:
+    """One policy, one seed on the running network: switch the controller's policy (a fresh mapper),
+    register this run's flows, load path 1, measure every flow, remove the flows."""
+    import subprocess
 
     work.mkdir(parents=True, exist_ok=True)
-    (work / "send.py").write_text(SENDER)
-    (work / "recv.py").write_text(RECEIVER)
+    spec, lab, client = session.spec, session.lab, session.client
     flows = flows_for(spec, per_sender)
     sch = schedule(seed, quick, len(flows))
+    base = sch["base_flows"]
+    sports, bg_ports = ports_for(run_index, len(flows), base + sch["extra_flows"])
+    for f, sport in zip(flows, sports, strict=True):
+        f["sport"] = sport
     seconds = sch["seconds"]
-    with LabSession(spec, work, config_file=str(_config(work, policy))) as session:
-        session.wait_links(timeout=60)
-        lab = session.lab
-        assert lab is not None
-        for h in spec.hosts:  # every host sends once, so the view learns where it is
-            peer = next(x for x in spec.hosts if x.switch != h.switch)
-            lab.node(h.name).cmd(f"ping -c1 -W1 {peer.ip} >/dev/null 2>&1")
-        wait_until(lambda: session.client.request("GET", "/mapping").get("ready") or None, 30,
-                   "the mapping app to find two paths A -> Z")
-        # the placement answers 422 naming any host the view has not learnt
-        session.client.request("POST", "/mapping/flows", {"flows": [
-            {k: f[k] for k in ("src", "dst", "proto", "sport", "dport")} for f in flows]}, timeout=120)
-        procs = []
-        recvs = {}
+    errors_before = len(session.controller_errors())
+    client.request("PUT", "/mapping/policy", {"policy": policy})
+    # the placement answers 422 naming any host the view has not learnt
+    client.request("POST", "/mapping/flows", {"flows": [
+        {k: f[k] for k in ("src", "dst", "proto", "sport", "dport")} for f in flows]}, timeout=120)
+    procs = []
+    recvs = {}
+    try:
         for f in flows:
             if f["to"] not in recvs:
                 out = work / f"recv-{f['to']}.json"
                 recvs[f["to"]] = out
-                procs.append(lab.node(f["to"]).popen([sys.executable, str(work / "recv.py"), str(DATA_PORT),
-                                                     str(seconds + 3), str(out)]))
-        bg_out = work / "recv-bg.json"
-        procs.append(lab.node("bgz").popen([sys.executable, str(work / "recv.py"), str(BG_PORT), str(seconds + 3),
-                                            str(bg_out)]))
-        time.sleep(0.5)
+                procs.append(lab.node(f["to"]).popen([sys.executable, str(work.parent / "recv.py"), str(DATA_PORT),
+                                                     str(seconds + 2), str(out)]))
+        procs.append(lab.node("bgz").popen([sys.executable, str(work.parent / "recv.py"), str(BG_PORT),
+                                            str(seconds + 2), str(work / "recv-bg.json")]))
+        time.sleep(0.3)
         t_start = time.time()
         by_sender: dict[str, list[str]] = {}
         for f, start in zip(flows, sch["starts"], strict=True):
             by_sender.setdefault(f["from"], []).append(f"{f['sport']}@{start}")
         dst_of = {f["from"]: f["dst"] for f in flows}
         for name, plan in by_sender.items():
-            procs.append(lab.node(name).popen([sys.executable, str(work / "send.py"), dst_of[name], str(DATA_PORT),
-                                               str(seconds), ",".join(plan)], stderr=subprocess.DEVNULL))
-        bg_plan = ",".join(f"{41001 + i}@{sch['bg_start']}" for i in range(sch["bg_flows"]))
-        procs.append(lab.node("bg1").popen([sys.executable, str(work / "send.py"), "10.0.3.2", str(BG_PORT),
-                                            str(sch["bg_end"]), bg_plan], stderr=subprocess.DEVNULL))
-        deadline = t_start + seconds + 6
+            procs.append(lab.node(name).popen([sys.executable, str(work.parent / "send.py"), dst_of[name],
+                                               str(DATA_PORT), str(seconds), ",".join(plan)],
+                                              stderr=subprocess.DEVNULL))
+        starts = sch["base_starts"]
+        bg_plans = {"bg1": [f"{p}@{t}" for p, t in zip(bg_ports[:base], starts[:base], strict=True)]
+                    + [f"{p}@{sch['bg_start']}" for p in bg_ports[base:]],
+                    "bg2": [f"{p}@{t}" for p, t in zip(bg_ports[:base], starts[base:], strict=True)]}
+        for name, plan in bg_plans.items():
+            procs.append(lab.node(name).popen([sys.executable, str(work.parent / "send.py"), "10.0.3.2",
+                                               str(BG_PORT), str(sch["bg_end"]), ",".join(plan)],
+                                              stderr=subprocess.DEVNULL))
+        deadline = t_start + seconds + 5
         while time.time() < deadline and any(p.poll() is None for p in procs):
-            time.sleep(1.0)
+            time.sleep(0.2)
+    finally:
         for p in procs:  # stop by PID whatever is left
             if p.poll() is None:
                 p.terminate()
                 p.wait(5)
-        status = session.client.request("GET", "/mapping")
-        errors = session.controller_errors()
+    status = client.request("GET", "/mapping")
+    client.request("DELETE", "/mapping/flows", {"flows": [
+        {k: f[k] for k in ("src", "dst", "proto", "sport", "dport")} for f in flows]}, timeout=120)
+    errors = session.controller_errors()[errors_before:]
     per_flow: dict[str, float] = {}
     for to, path in recvs.items():
         if not path.exists():
@@ -286,24 +358,28 @@ def run_once(spec: LabSpec, work: Path, policy: str, seed: int, quick: bool, per
     if missing:  # a flow that never connected counts as 0 Mbit/s (it got nothing), not as absent
         per_flow.update({f"missing{i}": 0.0 for i in range(missing)})
     samples = [h for h in status.get("history", []) if h.get("decision") == "sample"]
-    t0 = min((s["wall"] for s in samples), default=t_start)
-    timeline = [{"t": round(s["wall"] - t0, 2), "weights": s["weights"], "counts": s["counts"], "mbps": s["mbps"],
-                 "rtt_ms": s["rtt_ms"]} for s in samples]
+    timeline = [{"t": round(s["wall"] - t_start, 2), "weights": s["weights"], "counts": s["counts"],
+                 "mbps": s["mbps"], "rtt_ms": s["rtt_ms"]} for s in samples]
     metrics = flow_metrics(list(per_flow.values()))
-    note(f"{policy} seed {seed}: AVGT {metrics['avgt_mbps']:.2f} Mbit/s, STD {metrics['std_mbps']:.2f}, "
-         f"MMR {metrics['mmr']:.2f}, Jain {metrics['jain']:.3f}; final weights {status.get('weights')}, "
-         f"counts {status.get('counts')}")
+    remaps = [h for h in status.get("history", []) if h.get("decision") == "remap"]
+    note(f"{policy} seed {seed}: AVGT {metrics['avgt_mbps']:.3f} Mbit/s, STD {metrics['std_mbps']:.3f}, "
+         f"MMR {metrics['mmr']:.3f}, Jain {metrics['jain']:.3f}; {len(remaps)} remap(s), final weights "
+         f"{status.get('weights')}, counts {status.get('counts')}")
     return {"policy": policy, "seed": seed, "schedule": sch, "metrics": metrics, "per_flow_mbps": per_flow,
             "final_weights": status.get("weights"), "final_counts": status.get("counts"),
-            "remaps": sum(1 for h in status.get("history", []) if h.get("decision") == "remap"),
+            "remaps": len(remaps), "first_remap_s": round(remaps[0]["t"] - samples[0]["t"] + samples[0]["wall"]
+                                                           - t_start, 2) if remaps and samples else None,
             "timeline": timeline, "controller_errors": errors}
 
 
-def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print, seeds: int = 5,
+def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print, seeds: int | None = None,
         policies: Sequence[str] = POLICIES) -> dict[str, Any]:
-    """Every policy × ``seeds`` runs (fresh network each); writes ``results.json`` and ``multihoming.png``."""
+    """Every policy × ``seeds`` runs on one network and one controller (the policy switched through
+    ``PUT /mapping/policy`` between runs); writes ``results.json`` and ``multihoming.png``."""
     from mininet_labs.netlock import net_lock
+    from mininet_labs.session import LabSession
 
+    seeds = (QUICK_SEEDS if quick else SEEDS) if seeds is None else seeds
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     unknown = [p for p in policies if p not in POLICIES]
@@ -312,7 +388,11 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     spec = multihoming_spec()
-    per_sender = 2 if quick else 4
+    per_sender = PER_SENDER
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "send.py").write_text(SENDER)
+    (work / "recv.py").write_text(RECEIVER)
     t0 = time.time()
 
     def note(text: str) -> None:
@@ -320,20 +400,30 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
 
     runs: dict[str, list[dict[str, Any]]] = {p: [] for p in policies}
     with net_lock():
-        for seed in range(seeds):
-            for policy in policies:
-                runs[policy].append(run_once(spec, out / "work" / f"{policy}-s{seed}", policy, seed, quick,
-                                             per_sender, note))
+        lock_wait, t0 = time.time() - t0, time.time()  # the lab's own duration starts here
+        note(f"network lock held (waited {lock_wait:.0f} s); starting the controller and the network")
+        with LabSession(spec, work, config_file=str(_config(work, INTERVAL_S))) as session:
+            _prepare(session)
+            note("network up, hosts learnt, two paths A -> Z found")
+            i = 0
+            for seed in range(seeds):
+                for policy in policies:
+                    runs[policy].append(run_once(session, work / f"{policy}-s{seed}", policy, seed, i, quick,
+                                                 per_sender, note))
+                    i += 1
     summary = summarise(runs)
     res = {"lab": "multihoming", "quick": quick, "seeds": seeds, "flows": per_sender * 4,
-           "path_mbps": PATH_MBPS, "summary": summary,
+           "path_mbps": PATH_MBPS, "interval_s": INTERVAL_S, "duration_s": round(time.time() - t0, 1),
+           "lock_wait_s": round(lock_wait, 1),
+           "summary": summary,
            "runs": {p: [{k: v for k, v in r.items() if k != "timeline"} for r in rs] for p, rs in runs.items()}}
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
-    (out / "timelines.json").write_text(json.dumps({p: rs[0]["timeline"] for p, rs in runs.items()}, indent=1))
+    (out / "timelines.json").write_text(json.dumps({p: [r["timeline"] for r in rs] for p, rs in runs.items()},
+                                                   indent=1))
     plot(summary, {p: rs[0]["timeline"] for p, rs in runs.items()}, out / "multihoming.png")
     for p in policies:
         s = summary[p]
-        note(f"{p}: AVGT {s['avgt_mbps']:.2f} Mbit/s, STD {s['std_mbps']:.2f}, MMR {s['mmr']:.3f}, "
+        note(f"{p}: AVGT {s['avgt_mbps']:.3f} Mbit/s, STD {s['std_mbps']:.3f}, MMR {s['mmr']:.3f}, "
              f"Jain {s['jain']:.3f} over {s['seeds']} seeds")
     progress(f"wrote {out / 'results.json'} and {out / 'multihoming.png'}")
     return res

@@ -10,7 +10,10 @@ The plain :class:`app.te.mapping.SiteMapper` decides; this app only feeds it and
 - every ``[te] mapping_interval`` seconds it reads the byte counters of the flows' forward egress
   rules at the far site (per path: Mbit/s) and the monitor's latest per-link latencies (per path: the
   sum over its links, if the monitor app is loaded), feeds the policy's estimator and executes the
-  remap plan :meth:`SiteMapper.step` returns.
+  remap plan :meth:`SiteMapper.step` returns;
+- ``PUT /mapping/policy`` (``{"policy": "static" | "throughput" | "rtt"}``) switches the policy at run
+  time, with no flows mapped: a fresh mapper (equal weights, empty estimators, history cleared), so
+  one controller can compare the policies one after the other (the multihoming lab does).
 
 One plan at a time (``_busy``; greenthreads are cooperative, so the check-and-set cannot be
 interleaved). Decisions go to the journal (``mapping_decision``) and to ``GET /mapping``.
@@ -18,6 +21,7 @@ interleaved). Decisions go to the journal (``mapping_decision``) and to ``GET /m
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import deque
 from typing import Any
@@ -39,12 +43,13 @@ from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.te.decisions import HostNotFound, host_port
 from app.te.mapping import (
     PLACE,
+    POLICIES,
     REMAP,
     MappedFlow,
     MappingDecision,
     MappingError,
+    RateWindow,
     SiteMapper,
-    path_rates,
     path_rtt_ms,
     samples_for,
     site_paths,
@@ -56,6 +61,8 @@ from monitor.sflow.records import FiveTuple
 LOG = logging.getLogger("mlte.controller.mapping")
 DEFAULTS = {"mapping": "static", "mapping_sites": [], "mapping_interval": 1.0}
 IDENT = 1  # cookie id of the (one) mapped site pair
+#: Seconds of counter reads one rate spans (OVS updates rule counters every ~0.5 s; see RateWindow).
+RATE_SPAN_S = 1.0
 
 
 def _api_error(status: int, message: str) -> Exception:
@@ -83,11 +90,11 @@ class MappingApp(app_manager.OSKenApp):
         self.mapper: SiteMapper | None = None
         self.history: deque[dict[str, Any]] = deque(maxlen=2000)
         self._busy = False
-        self._prev: dict[Any, int] = {}
-        self._t_prev: float | None = None
+        self._window = RateWindow(RATE_SPAN_S)
         self.routes.add("GET", "/mapping", lambda q, d: self.status())
         self.routes.add("POST", "/mapping/flows", self.r_add)
         self.routes.add("DELETE", "/mapping/flows", self.r_remove)
+        self.routes.add("PUT", "/mapping/policy", self.r_policy)
 
     def start(self):
         thread = super().start()
@@ -120,6 +127,11 @@ class MappingApp(app_manager.OSKenApp):
             LOG.info("mapping %s: %s", d.kind, d.reason)
         return rec
 
+    def settle_samples(self) -> int:
+        """Samples per path before a weight changes (at start and after a move): 3, or more when the
+        interval is short, so that no rate still spans the move (the rate window's span + 1 read)."""
+        return max(3, math.ceil(RATE_SPAN_S / self.interval - 1e-9) + 1)
+
     # ---- the site pair -------------------------------------------------------------------------------
     def _ensure_mapper(self) -> SiteMapper | None:
         if self.mapper is None and len(self.sites) == 2:
@@ -128,7 +140,7 @@ class MappingApp(app_manager.OSKenApp):
             except MappingError as exc:
                 LOG.debug("mapping not ready: %s", exc)
                 return None
-            self.mapper = SiteMapper(paths, self.policy, ident=IDENT)
+            self.mapper = SiteMapper(paths, self.policy, ident=IDENT, min_samples=self.settle_samples())
             JOURNAL.add("mapping_paths", policy=self.policy, paths=self.mapper.status()["paths"])
         return self.mapper
 
@@ -185,6 +197,27 @@ class MappingApp(app_manager.OSKenApp):
             out.append({"flow": str(five), "state": rec["state"]})
         return {"removed": out}
 
+    def r_policy(self, q: dict, body: dict) -> Any:
+        """``PUT /mapping/policy``: start again under another policy (refused while flows are mapped:
+        their split was made by the old one; remove them first)."""
+        policy = body.get("policy") if isinstance(body, dict) else None
+        if policy not in POLICIES:
+            raise _api_error(400, f"body must be {{\"policy\": one of {', '.join(POLICIES)}}}, got {policy!r}")
+        if self.mapper is not None and self.mapper.flows:
+            raise _api_error(409, f"{len(self.mapper.flows)} flow(s) still mapped; DELETE /mapping/flows first")
+        self._acquire()
+        try:
+            self.policy = policy
+            self.mapper = None
+            self._window = RateWindow(RATE_SPAN_S)
+            self.history.clear()
+            self._ensure_mapper()
+        finally:
+            self._busy = False
+        JOURNAL.add("mapping_policy", policy=policy)
+        LOG.info("mapping policy now %s", policy)
+        return self.status()
+
     # ---- measuring and remapping -----------------------------------------------------------------------
     def _run_loop(self) -> None:
         while self.is_active:
@@ -207,10 +240,8 @@ class MappingApp(app_manager.OSKenApp):
             key = (mapper.paths[0].z, st.table, st.priority, normalise_match(st.match))
             if key in counted:
                 counters[key] = (counted[key][0], st.bytes)
-        dt = now - self._t_prev if self._t_prev is not None else self.interval
-        self._t_prev = now
-        rates, self._prev = path_rates(self._prev, counters, max(dt, 1e-3))
-        return {i: rates.get(i, 0.0) for i in range(len(mapper.paths))}
+        rates = self._window.add(now, counters)
+        return {i: rates.get(i, 0.0) for i in range(len(mapper.paths))} if rates else {}
 
     def _rtts(self, mapper: SiteMapper) -> dict[int, float | None]:
         handler = self.routes.get(("GET", "/monitor/latency"))  # the monitor's published read endpoint

@@ -1,7 +1,10 @@
 """`mlte lab run multihoming --quick`: throughput-based mapping must not lose to the static split on AVGT.
 
 Needs root, OVS and Mininet; the CLI takes the machine-wide network lock itself, so this test must
-not hold it. Two seeds keep it near ten minutes (three policies × two fresh networks).
+not hold it. One network and one controller serve the three policies (``PUT /mapping/policy``),
+one seed of 25-s runs: about 90 s once the lock is held (docs/labs.md, "multihoming"). The AVGT
+assertion can fail: on the lab before its background matched the paper's (path 1 only) the
+throughput policy lost (1.315 vs 1.499 Mbit/s), as TCP's per-flow sharing predicts.
 """
 from __future__ import annotations
 
@@ -13,24 +16,27 @@ import pytest
 
 from tests.integration.test_lab_cli import ROOT, _bridges  # the same CLI run and bridge check
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_lab]  # ~10 min: `make test-labs`, not `make test`
+# long_lab (`make test-labs`, not `make test`): the run takes ~90 s now, but its outcome is not yet
+# stable enough for CI — of 4 measured quick runs, 3 passed the AVGT comparison and 2 the whole
+# test (docs/labs.md, "multihoming")
+pytestmark = [pytest.mark.integration, pytest.mark.long_lab]
 
 
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(600)  # the run takes ~90 s; the rest is room for waiting on the network lock
 def test_quick_multihoming_throughput_mapping_beats_static_on_avgt(tmp_path):
     before = _bridges()
     out = tmp_path / "mh"
     proc = subprocess.run([sys.executable, "-m", "app.cli.main", "lab", "run", "multihoming", "--quick",
-                           "--seeds", "2", "--out", str(out)], capture_output=True, text=True, timeout=1700, cwd=ROOT)
+                           "--out", str(out)], capture_output=True, text=True, timeout=560, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     res = json.loads((out / "results.json").read_text())
     s = res["summary"]
-    assert set(s) == {"static", "throughput", "rtt"} and all(s[p]["seeds"] == 2 for p in s)
+    assert set(s) == {"static", "throughput", "rtt"} and all(s[p]["seeds"] == res["seeds"] >= 1 for p in s)
     for p, runs in res["runs"].items():
         for r in runs:
             assert r["controller_errors"] == "", f"{p} seed {r['seed']}: {r['controller_errors']}"
             assert r["metrics"]["flows"] == res["flows"]
-    assert all(r["final_weights"] == [0.5, 0.5] for r in res["runs"]["static"])
+    assert all(r["final_weights"] == [0.5, 0.5] and r["remaps"] == 0 for r in res["runs"]["static"])
     # the loaded path 1 ends with fewer flows under the throughput policy, and AVGT is not lower
     assert all(r["final_counts"][0] < r["final_counts"][1] for r in res["runs"]["throughput"])
     assert s["throughput"]["avgt_mbps"] >= s["static"]["avgt_mbps"], s

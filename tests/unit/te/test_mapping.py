@@ -16,6 +16,7 @@ from app.te.mapping import (
     THROUGHPUT,
     MappedFlow,
     MappingError,
+    RateWindow,
     SiteMapper,
     flow_metrics,
     flow_rules,
@@ -164,6 +165,34 @@ def test_path_rates_from_rule_counters():
     assert rates == pytest.approx({0: 8.0})
     with pytest.raises(MappingError):
         path_rates({}, {}, 0)
+
+
+def test_rate_window_spans_whole_counter_updates():
+    """OVS copies datapath counters into its rules every 0.5 s: reads every 0.25 s see the bytes in
+    steps. Over a 1-s span the rate is the true 10 Mbit/s at every read; two consecutive reads would
+    alternate 0 and 20."""
+    w = RateWindow(1.0)
+    per_update = 625_000  # 10 Mbit/s for 0.5 s
+    got = []
+    for k in range(12):
+        t = 0.25 * k
+        updates = int(t / 0.5 + 1e-9)  # counter steps at t = 0.5, 1.0, ... (the revalidator)
+        got.append(w.add(t, {"r1": (1, updates * per_update)}))
+    assert got[0] == {}  # no earlier read
+    assert [g[1] for g in got[1:4]] == pytest.approx([0.0, 10.0, 20 / 3])  # the span is still short
+    assert all(g[1] == pytest.approx(10.0) for g in got[4:])
+    naive = [path_rates({"r1": a}, {"r1": (1, b)}, 0.25)[0][1]
+             for a, b in zip([int(0.25 * k / 0.5 + 1e-9) * per_update for k in range(11)],
+                             [int(0.25 * k / 0.5 + 1e-9) * per_update for k in range(1, 12)], strict=True)]
+    assert set(round(x) for x in naive) == {0, 20}
+    # a flow placed during the span counts from 0; one gone loses its bytes; time must move forward
+    w = RateWindow(1.0)
+    w.add(0.0, {"a": (0, 1_000_000)})
+    assert w.add(1.0, {"a": (0, 2_250_000), "b": (1, 500_000)}) == pytest.approx({0: 10.0, 1: 4.0})
+    with pytest.raises(MappingError, match="forward"):
+        w.add(1.0, {})
+    with pytest.raises(MappingError):
+        RateWindow(0)
 
 
 def test_path_rtt_adds_its_links():

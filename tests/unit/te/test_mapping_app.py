@@ -91,7 +91,8 @@ def test_flows_are_placed_through_the_api_and_remapped_from_their_counters(app):
     assert remaps and all(h["ok"] for h in remaps)
     assert status["weights"][1] > 0.5 and status["counts"][1] > status["counts"][0]
     samples = [h for h in status["history"] if h["decision"] == "sample"]
-    assert samples[0]["mbps"][1] > samples[0]["mbps"][0] > 0
+    assert samples[0]["mbps"] == [0.0, 0.0]  # the first read: no rate yet (RateWindow)
+    assert samples[1]["mbps"][1] > samples[1]["mbps"][0] > 0
     assert {r.key() for r in net.all_flows()} == {r.key() for r in a.mapper.rules()}
 
 
@@ -104,3 +105,32 @@ def test_bad_requests_get_one_line_errors(app):
         add({}, {"flows": [{"src": "10.9.9.9", "dst": "10.0.2.1", "proto": 6, "sport": 1, "dport": 2}]})
     with pytest.raises(ApiError, match="not A -> Z"):  # d1 -> s1 runs the other way
         add({}, {"flows": [{"src": "10.0.2.1", "dst": "10.0.1.1", "proto": 6, "sport": 1, "dport": 2}]})
+
+
+def test_policy_switches_at_run_time_only_with_no_flows_mapped(app):
+    a, net, routes = app
+    flows = flows_for(SPEC, per_sender=2)
+    put = routes[("PUT", "/mapping/policy")]
+    routes[("POST", "/mapping/flows")]({}, _body(flows))
+    a.mapper.weights = (0.3, 0.7)  # as if it had remapped
+    with pytest.raises(ApiError, match="4 flow\\(s\\) still mapped"):
+        put({}, {"policy": "rtt"})
+    with pytest.raises(ApiError, match="one of static, throughput, rtt"):
+        put({}, {"policy": "ecmp"})
+    assert a.policy == "throughput" and a.mapper.weights == (0.3, 0.7)  # refused: nothing changed
+    routes[("DELETE", "/mapping/flows")]({}, _body(flows))
+    assert net.all_flows() == []
+    res = put({}, {"policy": "rtt"})
+    assert res["policy"] == "rtt" == a.mapper.policy and res["weights"] == [0.5, 0.5]
+    assert res["counts"] == [0, 0] and res["history"] == []
+    res = routes[("POST", "/mapping/flows")]({}, _body(flows))  # the same flows again, from scratch
+    assert res["counts"] == [2, 2] and {r.key() for r in net.all_flows()} == {r.key() for r in a.mapper.rules()}
+
+
+def test_a_short_interval_waits_until_no_rate_spans_a_move(app):
+    a, _net, _routes = app
+    assert a.settle_samples() == 3  # 1-s interval: as before
+    a.interval = 0.25
+    assert a.settle_samples() == 5  # a 1-s rate window + the read after it
+    a.interval = 2.0
+    assert a.settle_samples() == 3

@@ -18,7 +18,12 @@ def test_the_topology_has_two_loaded_and_unloaded_paths():
     assert packet == {("A", 5, "P1", 1, 20.0), ("P1", 2, "Z", 5, 20.0), ("A", 6, "P2", 1, 20.0),
                       ("P2", 2, "Z", 6, 20.0)}
     hosts = {h.name: (h.switch, h.port) for h in spec.hosts}
-    assert hosts["bg1"] == ("P1", 3) and hosts["bgz"] == ("Z", 7)  # background crosses P1 -> Z only
+    # the background senders are paced by a path-rate access link like the mapped flows (A's
+    # uplinks); the receivers, bgz included, keep fast access links (no shared bottleneck at Z)
+    access = {x.a: x.mbps for x in spec.links_of_kind("access")}
+    assert access["bg1"] == access["bg2"] == 20.0 and access["bgz"] == access["d1"] == access["s1"] == 100.0
+    # background: bg1 crosses P1 -> Z only, bg2 P2 -> Z only
+    assert hosts["bg1"] == ("P1", 3) and hosts["bg2"] == ("P2", 3) and hosts["bgz"] == ("Z", 7)
     # probes go one way per link, from the end named first: A -> P -> Z, the data direction
     keys = sorted(k for _u, _v, k, d in spec_to_graph(spec).g.edges(keys=True, data=True) if d["kind"] == "packet")
     assert keys == ["packet:A:5-P1:1", "packet:A:6-P2:1", "packet:P1:2-Z:5", "packet:P2:2-Z:6"]
@@ -34,7 +39,19 @@ def test_flows_and_schedule_are_reproducible_per_seed():
     a, b = mh.schedule(3, quick=True, n_flows=8), mh.schedule(3, quick=True, n_flows=8)
     assert a == b and a != mh.schedule(4, quick=True, n_flows=8)
     assert 0 < a["bg_start"] < a["window"][0] < a["window"][1] < a["bg_end"] <= a["seconds"]
-    assert 6 <= a["bg_flows"] <= 10 and len(a["starts"]) == 8
+    assert len(a["starts"]) == 8 and a["base_flows"] == 8 and len(a["base_starts"]) == 16
+    # the paper: 64 + 64 background beside 64 mapped, 448 = 7 x 64 extra; here 2-3 x N (ovs-vswitchd is one core)
+    assert 2 * 8 <= a["extra_flows"] <= 3 * 8
+
+
+def test_each_run_has_its_own_source_ports():
+    ports = [mh.ports_for(i, 16, 128) for i in range(15)]
+    mapped = [p for m, _b in ports for p in m]
+    bg = [p for _m, b in ports for p in b]
+    assert len(set(mapped)) == 15 * 16 and len(set(bg)) == 15 * 128 and not set(mapped) & set(bg)
+    assert max(mapped + bg) < 32768  # not the kernel's ephemeral range
+    with pytest.raises(ValueError):
+        mh.ports_for(0, 201, 1)
 
 
 def test_flow_throughputs_count_only_whole_bins_inside_the_window():
@@ -83,5 +100,5 @@ def test_registered_with_seeds_and_usable_by_mn():
     pytest.importorskip("mininet")
     topo = mh.topos["multihoming"](senders=2)  # builds the node and link lists only: no OVS is touched
     assert sorted(topo.switches()) == ["A", "P1", "P2", "Z"]
-    assert sorted(topo.hosts()) == ["bg1", "bgz", "d1", "d2", "s1", "s2"]
-    assert len(topo.links()) == 6 + 4
+    assert sorted(topo.hosts()) == ["bg1", "bg2", "bgz", "d1", "d2", "s1", "s2"]
+    assert len(topo.links()) == 7 + 4
