@@ -33,6 +33,10 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
     Lab("elastic-offload", "mininet_labs.elastic_offload",
         "an elephant among 16 small transfers is detected and moved onto an elastic circuit, then released",
         "OSCARS-TE Fig. 10"),
+    Lab("placement-compare", "mininet_labs.placement_compare",
+        "the elastic-offload workload plus an interactive flow, once per [te] placement (otter, joint, cspf): "
+        "bytes, throughput, RTT, flows inside their tolerance",
+        "OTTER tolerance-weighted placement on OSCARS-TE Fig. 2"),
     Lab("xcon-downtime", "mininet_labs.xcon_downtime",
         "reconfigure node Y (router bypass and back) under a 1 kHz UDP probe: downtime CDF and break-down",
         "OSCARS-TE Fig. 7"),

@@ -1,0 +1,313 @@
+"""Lab ``placement-compare``: the elastic-offload workload once per TE placement policy, same seed.
+
+Why: ``[te] placement = otter | joint | cspf`` decide differently which flows leave a congested
+circuit and where they go; the lab measures what each decision gives the flows. Every policy gets
+its own controller (config ``[te] placement = <policy>``) on a fresh Fig. 2 testbed (circuit
+``initial`` lit, A:3 behind the bounded 10 Mbit/s queue that counts drops, monitor Ts = 1 s with
+``flowstats`` fine data — :func:`mininet_labs.monitor_lab.fig2_monitor_lab`), and the same workload
+with the same seed (:mod:`mininet_labs.traffic`, :mod:`mininet_labs.udp_probe`):
+
+* 16 small paced UDP transfers h2 → h4 (bulk class) for the whole run;
+* an interactive flow h1:5060 → h3:5060 (classed ``interactive`` by its port, as the TE loop does):
+  a 200-byte probe every 20 ms, echoed back, for the whole run — its RTT, jitter and loss;
+* after the warm-up, the window-based elephant h1:45000 → h3:5201 (bulk) that overflows the
+  static circuit's small buffer until the TE loop moves it.
+
+Measured over the elephant's lifetime (its start + 0.5 s to its end), per policy: bytes delivered
+per flow (allocated bytes), the elephant's and the small flows' Mbit/s, the interactive flow's RTT
+(p50/p95), jitter and loss, and each flow scored against its OTTER tolerance class
+(:mod:`mininet_labs.tolerance_score`): the fraction of flows inside their tolerance and the
+tolerance-weighted allocation (Σ bytes × value). Also the TE loop's decision (which flows moved,
+onto what, how long after the elephant's start). ``results.json`` has them under ``placement``;
+``placement_compare.png`` shows them side by side.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from mininet_labs import udp_probe
+from mininet_labs.elastic_offload import (
+    BIN_S,
+    ELEPHANT_PORT,
+    ELEPHANT_SPORT,
+    MONITOR,
+    SMALL_PORT,
+    _Clock,
+    _hold_signals,
+    _settle,
+    _wait_release,
+)
+from mininet_labs.tolerance_score import MeasuredFlow, probe_stats, summarise
+from mininet_labs.traffic import SCRIPT
+from pce.otter.graph_flows import ClassRules
+from pce.otter.graph_params import POLICIES
+
+SIP_PORT = 5060
+PROBE_INTERVAL_S, PROBE_SIZE = 0.02, 200
+SMALL_FLOWS, SMALL_MBPS = 16, 0.1
+TE = ("[te]\nenabled = true\nplacement = \"{policy}\"\nmin_gain_s = 0.3\nmin_hold_s = 5.0\npoll = 1.0\n"
+      "gone_intervals = 3\n")
+HOSTS = {"h1": "10.0.0.1", "h2": "10.0.0.2", "h3": "10.0.0.3", "h4": "10.0.0.4"}
+#: What the comparison reports per policy (medians over runs when there are several).
+KEYS = ("allocated_bytes", "weighted_bytes", "weighted_share", "inside_fraction", "elephant_mbps", "small_mbps",
+        "interactive_rtt_p50_ms", "interactive_rtt_p95_ms", "interactive_jitter_ms", "interactive_loss",
+        "elephant_loss", "small_loss", "offload_delay_s")
+
+
+class Phases:
+    """Seconds of one run: warm-up (small transfers and the interactive flow), the elephant, a tail."""
+
+    def __init__(self, quick: bool) -> None:
+        self.warmup, self.elephant, self.tail = (4.0, 10.0, 2.0) if quick else (6.0, 16.0, 3.0)
+
+    @property
+    def total(self) -> float:
+        return self.warmup + self.elephant + self.tail
+
+
+def policies_of(placement: str) -> tuple[str, ...]:
+    """``all`` → every policy; else the one named (ValueError with the choices otherwise)."""
+    if placement == "all":
+        return tuple(POLICIES)
+    if placement not in POLICIES:
+        raise ValueError(f"unknown placement {placement!r} (choose from {', '.join(POLICIES)}, all)")
+    return (placement,)
+
+
+def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print, runs: int = 1,
+        seed: int = 1, placement: str = "all") -> dict[str, Any]:
+    """Run the workload once (``runs`` times) per policy; write ``results.json`` and the plot."""
+    policies = policies_of(placement)
+    if runs < 1:
+        raise ValueError(f"--runs must be >= 1, got {runs}")
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    clock = _Clock(progress)
+    phases = Phases(quick)
+    res: dict[str, Any] = {"lab": "placement-compare", "quick": quick, "seed": seed, "runs": runs,
+                           "policies": list(policies), "phases_s": vars(phases), "small_flows": SMALL_FLOWS,
+                           "interactive": {"sport": SIP_PORT, "interval_s": PROBE_INTERVAL_S, "size": PROBE_SIZE},
+                           "placement": {}}
+    for policy in policies:
+        work = out / "work" / policy
+        with _session(work, policy, clock) as lab:
+            runs_out = []
+            for i in range(runs):
+                clock.note(f"{policy}: run {i + 1}/{runs} (seed {seed + i}): 16 small transfers h2 -> h4, "
+                           f"interactive h1:5060 -> h3, elephant h1 -> h3 after {phases.warmup:.0f} s")
+                runs_out.append(_one_run(lab, work, phases, seed + i, clock))
+                if i + 1 < runs:
+                    _settle(lab, clock)
+            errors = lab.controller_errors()
+        entry = {"runs": runs_out, "controller_errors": errors, **_medians(runs_out)}
+        res["placement"][policy] = entry
+        clock.note(_line(policy, entry))
+    res["otter_weighted_ratio"] = _ratios(res["placement"])
+    (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
+    _plot(res, out / "placement_compare.png")
+    progress(f"wrote {out / 'results.json'} and {out / 'placement_compare.png'}")
+    return res
+
+
+@contextlib.contextmanager
+def _session(work: Path, policy: str, clock: _Clock) -> Iterator[Any]:
+    """The Fig. 2 monitor lab with the TE loop on and ``[te] placement = policy``."""
+    from mininet_labs.monitor_lab import fig2_monitor_lab
+
+    work.mkdir(parents=True, exist_ok=True)
+    clock.note(f"{policy}: starting the controller ([te] placement = \"{policy}\") and the Fig. 2 testbed")
+    held: dict = {}
+    try:
+        with fig2_monitor_lab(work, MONITOR + TE.format(policy=policy), check_errors=False) as lab:
+            try:
+                clock.note(f"{policy}: testbed up, circuit 'initial' lit, A:3 behind a bounded 10 Mbit/s queue")
+                yield lab
+            finally:
+                held = _hold_signals()  # a second Ctrl-C / SIGTERM must not stop the clean-up half-way
+    finally:
+        import signal
+
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+
+
+def _one_run(lab: Any, work: Path, ph: Phases, seed: int, clock: _Clock) -> dict[str, Any]:
+    """One workload run under the session's policy; returns its measurements."""
+    node = {h: lab.lab.node(h) for h in HOSTS}
+    since = lab.client.events()[-1]["seq"]
+    t0 = time.time() + 1.0
+    t_el = t0 + ph.warmup
+    files = {k: work / f"{k}-s{seed}.json" for k in ("recv-el", "recv-small", "small", "elephant", "probe")}
+    procs: list[Any] = []
+
+    def start(host: str, cmd: list[str]) -> None:
+        procs.append(node[host].popen([sys.executable, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+
+    try:
+        span = str(ph.total + 1.5)
+        start("h3", [SCRIPT, "recv", str(ELEPHANT_PORT), "--out", str(files["recv-el"]), "--duration", span,
+                     "--t0", str(t0), "--bin", str(BIN_S)])
+        start("h4", [SCRIPT, "recv", str(SMALL_PORT), "--out", str(files["recv-small"]), "--duration", span,
+                     "--t0", str(t0), "--bin", str(BIN_S)])
+        start("h3", [udp_probe.SCRIPT, "echo", str(SIP_PORT), "--duration", span])
+        time.sleep(max(0.0, t0 - time.time()))
+        start("h2", [SCRIPT, "small", HOSTS["h4"], str(SMALL_PORT), "--duration", str(ph.total), "--seed", str(seed),
+                     "--concurrent", str(SMALL_FLOWS), "--mbps", str(SMALL_MBPS), "--report", str(files["small"])])
+        start("h1", [udp_probe.SCRIPT, "send", HOSTS["h3"], str(SIP_PORT), "--sport", str(SIP_PORT), "--interval",
+                     str(PROBE_INTERVAL_S), "--size", str(PROBE_SIZE), "--duration", str(ph.total),
+                     "--out", str(files["probe"])])
+        start("h1", [SCRIPT, "elephant", HOSTS["h3"], str(ELEPHANT_PORT), "--duration", str(ph.elephant), "--start",
+                     str(t_el), "--sport", str(ELEPHANT_SPORT), "--report", str(files["elephant"])])
+        deadline = time.time() + ph.total + 30
+        while any(p.poll() is None for p in procs):
+            if time.time() > deadline:
+                raise TimeoutError("the traffic generators did not finish")
+            time.sleep(0.2)
+        for p in procs:
+            _out, err = p.communicate(timeout=10)
+            if p.returncode:
+                raise RuntimeError(f"traffic generator failed: {err.decode(errors='replace')[-300:]}")
+        released = _wait_release(lab, since)
+    finally:
+        for p in procs:  # by PID: whatever is still running of this run
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+    return measure(lab.client.events(since), {k: json.loads(v.read_text()) for k, v in files.items()}, t0, ph,
+                   released)
+
+
+def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, released: bool) -> dict[str, Any]:
+    """A run's numbers from the journal and the generators' files (``recv-el``, ``recv-small``,
+    ``small``, ``elephant``, ``probe``); the window is the elephant's lifetime less its first 0.5 s."""
+    a, b = ph.warmup + 0.5, ph.warmup + ph.elephant
+    secs = b - a
+    offloads = [e for e in events if e["type"] == "te_decision" and e["decision"] == "offload"]
+    done = [e for e in events if e["type"] == "te_done" and e["decision"] == "offload" and e["ok"]]
+    moved = sorted({f for e in offloads for f in e["flows"]})
+    el_key = f"udp {HOSTS['h1']}:{ELEPHANT_SPORT} -> {HOSTS['h3']}:{ELEPHANT_PORT}"
+    rules = ClassRules()
+
+    def cls(src: str, dst: str, sport: int, dport: int) -> Any:
+        return rules.classes[rules.classify(match=(HOSTS[src], HOSTS[dst], 17, sport, dport))]
+
+    el_series, sm_series = data["recv-el"]["series"]["elephant"], data["recv-small"]["series"]["small"]
+    el_bytes = _bytes(el_series, a, b)
+    sm_bytes = _bytes(sm_series, a, b)
+    probe = probe_stats(data["probe"], t0 + a, t0 + b)
+    el_rep = data["elephant"]
+    el_loss = round(el_rep["packets_lost"] / el_rep["packets_sent"], 5) if el_rep["packets_sent"] else None
+    sm_sent = data["small"]["bytes_sent"]
+    sm_got = sum(sm_series.values())
+    sm_loss = round(max(0.0, 1 - sm_got / sm_sent), 5) if sm_sent else None
+    small_moved = [f for f in moved if f":{SMALL_PORT}" in f]
+    sip_moved = [f for f in moved if f":{SIP_PORT}" in f]
+    # the small flows share the interactive flow's path (A-B-C) unless a policy moved some of them
+    shared_rtt = probe.get("rtt_p95_ms") if not small_moved and not sip_moved else None
+    flows = [
+        MeasuredFlow("elephant h1:45000 -> h3:5201", cls("h1", "h3", ELEPHANT_SPORT, ELEPHANT_PORT), el_bytes, secs,
+                     loss=el_loss, notes=["loss: the sender's unacknowledged packets over its whole life",
+                                          "rtt: not measured on the elephant's own path"]),
+        MeasuredFlow(f"{SMALL_FLOWS} small transfers h2 -> h4:5202", cls("h2", "h4", 46000, SMALL_PORT), sm_bytes,
+                     secs, rtt_ms=shared_rtt, loss=sm_loss, count=SMALL_FLOWS,
+                     notes=["one measurement for all: aggregate bytes and loss over the run",
+                            "rtt: the interactive probe's p95 on the same path"]),
+        MeasuredFlow("interactive h1:5060 -> h3:5060", cls("h1", "h3", SIP_PORT, SIP_PORT), probe["bytes"], secs,
+                     rtt_ms=probe.get("rtt_p95_ms"), jitter_ms=probe.get("jitter_ms"), loss=probe["loss"],
+                     notes=["rtt: p95 of the echoed probes; jitter: mean |delta RTT|; loss: probes unanswered"]),
+    ]
+    summary = summarise(flows)
+    verified = round(done[0]["t"] - t0 - ph.warmup, 3) if done else None
+    return {"window_s": [a, b], "moved_flows": moved, "elephant_moved": el_key in moved,
+            "small_flows_moved": len(small_moved), "interactive_moved": bool(sip_moved),
+            "circuits": sorted({e.get("circuit") or "" for e in offloads} - {""}),
+            "decisions": [{"t_s": round(e["t"] - t0, 3), "decision": e["decision"], "reason": e["reason"],
+                           "policy": e.get("policy")} for e in events if e["type"] == "te_decision"],
+            "offload_delay_s": verified, "released": released,
+            "elephant_mbps": round(el_bytes * 8 / 1e6 / secs, 3), "small_mbps": round(sm_bytes * 8 / 1e6 / secs, 3),
+            "elephant_loss": el_loss, "small_loss": sm_loss,
+            "interactive": probe, "interactive_rtt_p50_ms": probe.get("rtt_p50_ms"),
+            "interactive_rtt_p95_ms": probe.get("rtt_p95_ms"), "interactive_jitter_ms": probe.get("jitter_ms"),
+            "interactive_loss": probe["loss"], **summary}
+
+
+def _bytes(series: dict[str, int], a: float, b: float) -> int:
+    """Bytes in the whole bins inside [a, b) (bins of BIN_S from the run's start)."""
+    first, last = int(a / BIN_S) + (a % BIN_S > 1e-9), int(b / BIN_S)
+    return sum(series.get(str(i), 0) for i in range(first, last))
+
+
+def _medians(runs: list[dict]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k in KEYS:
+        vals = [r[k] for r in runs if r.get(k) is not None]
+        out[k] = round(statistics.median(vals), 4) if vals else None
+    out["elephant_moved_all"] = all(r["elephant_moved"] for r in runs)
+    out["released_all"] = all(r["released"] for r in runs)
+    out["moved_flows"] = sorted({f for r in runs for f in r["moved_flows"]})
+    return out
+
+
+def _ratios(by_policy: dict[str, dict]) -> dict[str, float | None]:
+    """OTTER's tolerance-weighted allocation / each other policy's (medians); empty without OTTER."""
+    otter = by_policy.get("otter", {}).get("weighted_bytes")
+    return {p: (round(otter / e["weighted_bytes"], 4) if otter and e.get("weighted_bytes") else None)
+            for p, e in by_policy.items() if p != "otter" and otter is not None}
+
+
+def _line(policy: str, e: dict[str, Any]) -> str:
+    delay = "not offloaded" if e["offload_delay_s"] is None else f"offloaded {e['offload_delay_s']:.2f} s after start"
+    return (f"{policy}: elephant {e['elephant_mbps']} Mbit/s ({delay}), small flows {e['small_mbps']} Mbit/s, "
+            f"interactive RTT p95 {e['interactive_rtt_p95_ms']} ms, loss {e['interactive_loss']}; inside tolerance "
+            f"{e['inside_fraction']:.0%}; tolerance-weighted {e['weighted_bytes'] / 1e6:.3f} of "
+            f"{e['allocated_bytes'] / 1e6:.3f} MB; moved {e['moved_flows']}")
+
+
+def _plot(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pol = list(res["placement"])
+    e = [res["placement"][p] for p in pol]
+    fig, axes = plt.subplots(1, 4, figsize=(12, 3.4))
+    x = range(len(pol))
+    ax = axes[0]
+    ax.bar([i - 0.2 for i in x], [v["allocated_bytes"] / 1e6 for v in e], 0.4, label="allocated", color="tab:gray")
+    ax.bar([i + 0.2 for i in x], [v["weighted_bytes"] / 1e6 for v in e], 0.4, label="tolerance-weighted",
+           color="tab:green")
+    ax.set_title("bytes delivered (MB)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    ax.bar([i - 0.2 for i in x], [v["elephant_mbps"] for v in e], 0.4, label="elephant", color="tab:orange")
+    ax.bar([i + 0.2 for i in x], [v["small_mbps"] for v in e], 0.4, label="16 small (sum)", color="tab:blue")
+    ax.set_title("throughput (Mbit/s)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax = axes[2]
+    ax.bar([i - 0.2 for i in x], [v["interactive_rtt_p50_ms"] or 0 for v in e], 0.4, label="p50", color="tab:purple")
+    ax.bar([i + 0.2 for i in x], [v["interactive_rtt_p95_ms"] or 0 for v in e], 0.4, label="p95", color="tab:pink")
+    ax.axhline(20, color="k", ls=":", lw=1, label="tolerance (20 ms)")
+    ax.set_title("interactive flow RTT (ms)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax = axes[3]
+    ax.bar(list(x), [v["inside_fraction"] for v in e], 0.5, color="tab:cyan")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("flows inside their tolerance", fontsize=9)
+    for ax in axes:
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(pol)
+    runs = res["runs"]
+    fig.suptitle(f"placement policies on the Fig. 2 testbed, same workload (seed {res['seed']}"
+                 f"{f', median of {runs} runs' if runs > 1 else ''})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,103 @@
+"""Lab ``placement-compare`` without a network: measured flows scored against their OTTER classes,
+a run's numbers from the journal and the generators' files, and the CLI's ``--placement``."""
+from __future__ import annotations
+
+import pytest
+
+from mininet_labs.placement_compare import Phases, measure, policies_of
+from mininet_labs.tolerance_score import MeasuredFlow, probe_stats, score, summarise
+from pce.otter.graph_flows import BULK, INTERACTIVE
+
+
+def test_a_flow_inside_its_tolerance_counts_all_its_bytes() -> None:
+    f = MeasuredFlow("sip", INTERACTIVE, 10_000, 10.0, rtt_ms=12.0, jitter_ms=1.0, loss=0.0)
+    s = score(f)
+    assert s["inside"] and s["value"] == 1.0 and s["weighted_bytes"] == 10_000
+    assert s["values"] == {"rtt": 1.0, "jitter": 1.0, "loss": 1.0} and s["unmeasured"] == []
+
+
+def test_the_class_shapes_decide_the_value() -> None:
+    # interactive: RTT linear from 20 ms (30 ms -> 0.5), loss step at 1e-3 (2e-3 -> epsilon)
+    s = score(MeasuredFlow("sip", INTERACTIVE, 1000, 1.0, rtt_ms=30.0, jitter_ms=0.0, loss=2e-3))
+    assert not s["inside"]
+    assert s["values"]["rtt"] == pytest.approx(0.5) and s["values"]["loss"] == pytest.approx(1e-3)
+    assert s["value"] == pytest.approx((0.5 + 1 + 1e-3) / 3, abs=1e-4)
+    # bulk: loss rational from 1e-2 (4 % -> 0.25); jitter is not cared about, RTT not measured
+    s = score(MeasuredFlow("el", BULK, 4000, 1.0, jitter_ms=50.0, loss=0.04))
+    assert s["values"] == {"loss": 0.25} and s["unmeasured"] == ["rtt"] and s["weighted_bytes"] == 1000
+
+
+def test_summary_counts_flows_that_share_a_measurement() -> None:
+    out = summarise([MeasuredFlow("el", BULK, 4000, 1.0, loss=0.04),
+                     MeasuredFlow("small", BULK, 1000, 1.0, rtt_ms=5.0, loss=0.0, count=16)])
+    assert out["flows_total"] == 17 and out["flows_inside"] == 16 and out["inside_fraction"] == round(16 / 17, 4)
+    assert out["allocated_bytes"] == 5000 and out["weighted_bytes"] == 2000 and out["weighted_share"] == 0.4
+
+
+def test_probe_stats_in_a_window() -> None:
+    probe = {"size": 200, "sent": [[0, 10.0], [1, 10.1], [2, 10.2], [3, 10.3], [4, 11.5]],
+             "rtt_ms": {"0": 1.0, "1": 3.0, "3": 2.0, "4": 9.0}}
+    s = probe_stats(probe, 10.0, 11.0)
+    assert s["sent"] == 4 and s["answered"] == 3 and s["loss"] == 0.25 and s["bytes"] == 600
+    assert s["rtt_p50_ms"] == 2.0 and s["rtt_max_ms"] == 3.0 and s["jitter_ms"] == 1.5  # |3-1|, |2-3|
+
+
+def _data(t0: float, ph: Phases, *, el_per_bin: int, small_per_bin: int, lost_probes: int) -> dict:
+    bins = int(ph.total / 0.25)
+    el = {str(b): el_per_bin for b in range(int(ph.warmup / 0.25), int((ph.warmup + ph.elephant) / 0.25))}
+    sm = {str(b): small_per_bin for b in range(bins)}
+    sent = [[i, t0 + i * 0.02] for i in range(int(ph.total / 0.02))]
+    lost = {i for i in range(lost_probes)}
+    rtt = {str(i): 2.0 for i, _t in sent if i not in lost}
+    return {"recv-el": {"series": {"elephant": el}}, "recv-small": {"series": {"small": sm}},
+            "small": {"bytes_sent": small_per_bin * bins}, "elephant": {"packets_sent": 1000, "packets_lost": 5},
+            "probe": {"size": 200, "sent": sent, "rtt_ms": rtt}}
+
+
+def test_measure_reads_the_journal_and_the_files() -> None:
+    ph, t0 = Phases(quick=True), 1000.0
+    events = [
+        {"type": "te_decision", "decision": "offload", "t": t0 + 6.0, "reason": "otter placement: 1 flow",
+         "flows": ["udp 10.0.0.1:45000 -> 10.0.0.3:5201"], "circuit": "c0:A:4-C:2", "policy": "otter"},
+        {"type": "te_done", "decision": "offload", "ok": True, "t": t0 + 6.5},
+    ]
+    r = measure(events, _data(t0, ph, el_per_bin=250_000, small_per_bin=50_000, lost_probes=0), t0, ph, True)
+    assert r["elephant_moved"] and r["small_flows_moved"] == 0 and not r["interactive_moved"]
+    assert r["circuits"] == ["c0:A:4-C:2"] and r["offload_delay_s"] == 2.5 and r["released"]
+    assert r["elephant_mbps"] == 8.0 and r["small_mbps"] == 1.6  # 250 kB and 50 kB per 0.25 s
+    assert r["interactive_loss"] == 0.0 and r["interactive_rtt_p95_ms"] == 2.0
+    assert r["flows_total"] == 18 and r["inside_fraction"] == 1.0  # elephant loss 0.5 % < 1 %
+    assert r["allocated_bytes"] == 9.5 * (1_000_000 + 200_000) + r["flows"][2]["bytes"]
+    assert r["weighted_bytes"] == r["allocated_bytes"]
+
+
+def test_measure_scores_a_lossy_interactive_flow_and_no_offload() -> None:
+    ph, t0 = Phases(quick=True), 1000.0
+    data = _data(t0, ph, el_per_bin=100_000, small_per_bin=50_000, lost_probes=0)
+    data["probe"]["rtt_ms"] = {k: v for k, v in data["probe"]["rtt_ms"].items() if int(k) % 50}  # 2 % lost
+    r = measure([], data, t0, ph, False)
+    assert not r["elephant_moved"] and r["offload_delay_s"] is None and r["moved_flows"] == []
+    sip = r["flows"][2]
+    assert sip["class"] == "interactive" and not sip["inside"] and sip["values"]["loss"] == pytest.approx(1e-3)
+    assert r["flows_inside"] == 17 and r["weighted_bytes"] < r["allocated_bytes"]
+
+
+def test_placement_choices() -> None:
+    assert policies_of("all") == ("otter", "joint", "cspf") and policies_of("cspf") == ("cspf",)
+    with pytest.raises(ValueError, match="unknown placement 'ecmp'"):
+        policies_of("ecmp")
+
+
+def test_cli_refuses_placement_for_a_lab_that_does_not_take_it(capsys, monkeypatch) -> None:
+    import os
+    import shutil
+
+    from app.cli.main import main
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/" + name)
+    assert main(["lab", "run", "elastic-offload", "--placement", "otter"]) == 2
+    assert "lab elastic-offload does not take --placement" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["lab", "run", "placement-compare", "--placement", "ecmp"])
+    assert "invalid choice: 'ecmp'" in capsys.readouterr().err
