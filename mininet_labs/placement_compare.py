@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,7 @@ from mininet_labs.elastic_offload import (
     _settle,
     _wait_release,
 )
+from mininet_labs.placement_scenarios import SCENARIOS, Scenario, scenario_lab
 from mininet_labs.tolerance_score import MeasuredFlow, probe_stats, summarise
 from mininet_labs.traffic import SCRIPT
 from pce.otter.graph_flows import ClassRules
@@ -55,7 +57,6 @@ PROBE_INTERVAL_S, PROBE_SIZE = 0.02, 200
 SMALL_FLOWS, SMALL_MBPS = 16, 0.1
 TE = ("[te]\nenabled = true\nplacement = \"{policy}\"\nmin_gain_s = 0.3\nmin_hold_s = 5.0\npoll = 1.0\n"
       "gone_intervals = 3\n")
-HOSTS = {"h1": "10.0.0.1", "h2": "10.0.0.2", "h3": "10.0.0.3", "h4": "10.0.0.4"}
 #: What the comparison reports per policy (medians over runs when there are several).
 KEYS = ("allocated_bytes", "weighted_bytes", "weighted_share", "inside_fraction", "elephant_mbps", "small_mbps",
         "interactive_rtt_p50_ms", "interactive_rtt_p95_ms", "interactive_jitter_ms", "interactive_loss",
@@ -84,26 +85,36 @@ def policies_of(placement: str) -> tuple[str, ...]:
 
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print, runs: int = 1,
         seed: int = 1, placement: str = "all") -> dict[str, Any]:
-    """Run the workload once (``runs`` times) per policy; write ``results.json`` and the plot."""
+    """Run the workload once (``runs`` times) per policy on Fig. 2; write ``results.json`` and the plot."""
+    return compare(out, "fig2", quick=quick, progress=progress, runs=runs, seed=seed, placement=placement)
+
+
+def compare(out: Path, scenario: str, *, quick: bool = False, progress: Callable[[str], None] = print,
+            runs: int = 1, seed: int = 1, placement: str = "all") -> dict[str, Any]:
+    """The comparison on one of :data:`~mininet_labs.placement_scenarios.SCENARIOS`."""
     policies = policies_of(placement)
+    sc = SCENARIOS[scenario]()
     if runs < 1:
         raise ValueError(f"--runs must be >= 1, got {runs}")
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     clock = _Clock(progress)
     phases = Phases(quick)
-    res: dict[str, Any] = {"lab": "placement-compare", "quick": quick, "seed": seed, "runs": runs,
+    res: dict[str, Any] = {"lab": "placement-compare", "topology": sc.name, "title": sc.title, "quick": quick, "seed": seed, "runs": runs,
                            "policies": list(policies), "phases_s": vars(phases), "small_flows": SMALL_FLOWS,
                            "interactive": {"sport": SIP_PORT, "interval_s": PROBE_INTERVAL_S, "size": PROBE_SIZE},
+                           "flows": {"elephant": sc.flows.elephant, "small": sc.flows.small,
+                                     "interactive": sc.flows.interactive},
                            "placement": {}}
     for policy in policies:
         work = out / "work" / policy
-        with _session(work, policy, clock) as lab:
+        with _session(work, sc, policy, clock) as lab:
             runs_out = []
             for i in range(runs):
-                clock.note(f"{policy}: run {i + 1}/{runs} (seed {seed + i}): 16 small transfers h2 -> h4, "
-                           f"interactive h1:5060 -> h3, elephant h1 -> h3 after {phases.warmup:.0f} s")
-                runs_out.append(_one_run(lab, work, phases, seed + i, clock))
+                clock.note(f"{policy}: run {i + 1}/{runs} (seed {seed + i}): 16 small transfers per pair "
+                           f"{sc.flows.small}, interactive {sc.flows.interactive}, elephant {sc.flows.elephant} "
+                           f"after {phases.warmup:.0f} s")
+                runs_out.append(_one_run(lab, sc, work, phases, seed + i))
                 if i + 1 < runs:
                     _settle(lab, clock)
             errors = lab.controller_errors()
@@ -118,54 +129,59 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
 
 
 @contextlib.contextmanager
-def _session(work: Path, policy: str, clock: _Clock) -> Iterator[Any]:
-    """The Fig. 2 monitor lab with the TE loop on and ``[te] placement = policy``."""
-    from mininet_labs.monitor_lab import fig2_monitor_lab
-
+def _session(work: Path, sc: Scenario, policy: str, clock: _Clock) -> Iterator[Any]:
+    """The scenario's lab with the TE loop on and ``[te] placement = policy``."""
     work.mkdir(parents=True, exist_ok=True)
-    clock.note(f"{policy}: starting the controller ([te] placement = \"{policy}\") and the Fig. 2 testbed")
+    clock.note(f"{policy}: starting the controller ([te] placement = \"{policy}\") and {sc.name}")
     held: dict = {}
     try:
-        with fig2_monitor_lab(work, MONITOR + TE.format(policy=policy), check_errors=False) as lab:
+        with scenario_lab(work, sc, "[monitor]\n" + MONITOR + TE.format(policy=policy)) as lab:
             try:
-                clock.note(f"{policy}: testbed up, circuit 'initial' lit, A:3 behind a bounded 10 Mbit/s queue")
+                clock.note(f"{policy}: {sc.name} up, {', '.join(sc.circuits)} lit, {sc.hot[0]}:{sc.hot[1]} behind a "
+                           "bounded 10 Mbit/s queue")
                 yield lab
             finally:
                 held = _hold_signals()  # a second Ctrl-C / SIGTERM must not stop the clean-up half-way
     finally:
-        import signal
-
         for sig, handler in held.items():
             signal.signal(sig, handler)
 
 
-def _one_run(lab: Any, work: Path, ph: Phases, seed: int, clock: _Clock) -> dict[str, Any]:
+def _one_run(lab: Any, sc: Scenario, work: Path, ph: Phases, seed: int) -> dict[str, Any]:
     """One workload run under the session's policy; returns its measurements."""
-    node = {h: lab.lab.node(h) for h in HOSTS}
+    ips: dict[str, str] = lab.ips
+    fl = sc.flows
     since = lab.client.events()[-1]["seq"]
     t0 = time.time() + 1.0
     t_el = t0 + ph.warmup
-    files = {k: work / f"{k}-s{seed}.json" for k in ("recv-el", "recv-small", "small", "elephant", "probe")}
+    files = {k: work / f"{k}-s{seed}.json" for k in
+             ("recv-el", "elephant", *(f"{k}{i}" for i in range(len(fl.small)) for k in ("recv-small", "small")),
+              *(f"probe{i}" for i in range(len(fl.interactive))))}
     procs: list[Any] = []
 
     def start(host: str, cmd: list[str]) -> None:
-        procs.append(node[host].popen([sys.executable, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        procs.append(lab.lab.node(host).popen([sys.executable, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE))
 
     try:
         span = str(ph.total + 1.5)
-        start("h3", [SCRIPT, "recv", str(ELEPHANT_PORT), "--out", str(files["recv-el"]), "--duration", span,
-                     "--t0", str(t0), "--bin", str(BIN_S)])
-        start("h4", [SCRIPT, "recv", str(SMALL_PORT), "--out", str(files["recv-small"]), "--duration", span,
-                     "--t0", str(t0), "--bin", str(BIN_S)])
-        start("h3", [udp_probe.SCRIPT, "echo", str(SIP_PORT), "--duration", span])
+        recv = ["--duration", span, "--t0", str(t0), "--bin", str(BIN_S)]
+        start(fl.elephant[1], [SCRIPT, "recv", str(ELEPHANT_PORT), "--out", str(files["recv-el"]), *recv])
+        for i, (_src, dst) in enumerate(fl.small):
+            start(dst, [SCRIPT, "recv", str(SMALL_PORT + i), "--out", str(files[f"recv-small{i}"]), *recv])
+        for dst in sorted({d for _s, d in fl.interactive}):
+            start(dst, [udp_probe.SCRIPT, "echo", str(SIP_PORT), "--duration", span])
         time.sleep(max(0.0, t0 - time.time()))
-        start("h2", [SCRIPT, "small", HOSTS["h4"], str(SMALL_PORT), "--duration", str(ph.total), "--seed", str(seed),
-                     "--concurrent", str(SMALL_FLOWS), "--mbps", str(SMALL_MBPS), "--report", str(files["small"])])
-        start("h1", [udp_probe.SCRIPT, "send", HOSTS["h3"], str(SIP_PORT), "--sport", str(SIP_PORT), "--interval",
-                     str(PROBE_INTERVAL_S), "--size", str(PROBE_SIZE), "--duration", str(ph.total),
-                     "--out", str(files["probe"])])
-        start("h1", [SCRIPT, "elephant", HOSTS["h3"], str(ELEPHANT_PORT), "--duration", str(ph.elephant), "--start",
-                     str(t_el), "--sport", str(ELEPHANT_SPORT), "--report", str(files["elephant"])])
+        for i, (src, dst) in enumerate(fl.small):
+            start(src, [SCRIPT, "small", ips[dst], str(SMALL_PORT + i), "--duration", str(ph.total), "--seed",
+                        str(seed + 100 * i), "--concurrent", str(SMALL_FLOWS), "--mbps", str(SMALL_MBPS),
+                        "--report", str(files[f"small{i}"])])
+        for i, (src, dst) in enumerate(fl.interactive):
+            start(src, [udp_probe.SCRIPT, "send", ips[dst], str(SIP_PORT), "--sport", str(SIP_PORT), "--interval",
+                        str(PROBE_INTERVAL_S), "--size", str(PROBE_SIZE), "--duration", str(ph.total),
+                        "--out", str(files[f"probe{i}"])])
+        src, dst = fl.elephant
+        start(src, [SCRIPT, "elephant", ips[dst], str(ELEPHANT_PORT), "--duration", str(ph.elephant), "--start",
+                    str(t_el), "--sport", str(ELEPHANT_SPORT), "--report", str(files["elephant"])])
         deadline = time.time() + ph.total + 30
         while any(p.poll() is None for p in procs):
             if time.time() > deadline:
@@ -182,61 +198,81 @@ def _one_run(lab: Any, work: Path, ph: Phases, seed: int, clock: _Clock) -> dict
                 p.kill()
                 p.wait(timeout=10)
     return measure(lab.client.events(since), {k: json.loads(v.read_text()) for k, v in files.items()}, t0, ph,
-                   released)
+                   released, sc, ips)
 
 
-def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, released: bool) -> dict[str, Any]:
-    """A run's numbers from the journal and the generators' files (``recv-el``, ``recv-small``,
-    ``small``, ``elephant``, ``probe``); the window is the elephant's lifetime less its first 0.5 s."""
+def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, released: bool,
+            sc: Scenario | None = None, ips: dict[str, str] | None = None) -> dict[str, Any]:
+    """A run's numbers from the journal and the generators' files (``recv-el``, ``elephant``,
+    ``recv-small<i>``, ``small<i>``, ``probe<i>``); the window is the elephant's lifetime less its first 0.5 s."""
+    sc = sc or SCENARIOS["fig2"]()
+    spec = sc.spec()
+    ips = ips or {h.name: h.ip for h in spec.hosts}
+    sw = {h.name: h.switch for h in spec.hosts}
+    fl = sc.flows
     a, b = ph.warmup + 0.5, ph.warmup + ph.elephant
     secs = b - a
     offloads = [e for e in events if e["type"] == "te_decision" and e["decision"] == "offload"]
     done = [e for e in events if e["type"] == "te_done" and e["decision"] == "offload" and e["ok"]]
     moved = sorted({f for e in offloads for f in e["flows"]})
-    el_key = f"udp {HOSTS['h1']}:{ELEPHANT_SPORT} -> {HOSTS['h3']}:{ELEPHANT_PORT}"
+    el_src, el_dst = fl.elephant
+    el_key = f"udp {ips[el_src]}:{ELEPHANT_SPORT} -> {ips[el_dst]}:{ELEPHANT_PORT}"
     rules = ClassRules()
 
     def cls(src: str, dst: str, sport: int, dport: int) -> Any:
-        return rules.classes[rules.classify(match=(HOSTS[src], HOSTS[dst], 17, sport, dport))]
+        return rules.classes[rules.classify(match=(ips[src], ips[dst], 17, sport, dport))]
 
-    el_series, sm_series = data["recv-el"]["series"]["elephant"], data["recv-small"]["series"]["small"]
+    el_series = data["recv-el"]["series"]["elephant"]
     el_bytes = _bytes(el_series, a, b)
-    sm_bytes = _bytes(sm_series, a, b)
-    probe = probe_stats(data["probe"], t0 + a, t0 + b)
     el_rep = data["elephant"]
     el_loss = round(el_rep["packets_lost"] / el_rep["packets_sent"], 5) if el_rep["packets_sent"] else None
-    sm_sent = data["small"]["bytes_sent"]
-    sm_got = sum(sm_series.values())
-    sm_loss = round(max(0.0, 1 - sm_got / sm_sent), 5) if sm_sent else None
-    small_moved = [f for f in moved if f":{SMALL_PORT}" in f]
-    sip_moved = [f for f in moved if f":{SIP_PORT}" in f]
-    # the small flows share the interactive flow's path (A-B-C) unless a policy moved some of them
-    shared_rtt = probe.get("rtt_p95_ms") if not small_moved and not sip_moved else None
-    flows = [
-        MeasuredFlow("elephant h1:45000 -> h3:5201", cls("h1", "h3", ELEPHANT_SPORT, ELEPHANT_PORT), el_bytes, secs,
-                     loss=el_loss, notes=["loss: the sender's unacknowledged packets over its whole life",
-                                          "rtt: not measured on the elephant's own path"]),
-        MeasuredFlow(f"{SMALL_FLOWS} small transfers h2 -> h4:5202", cls("h2", "h4", 46000, SMALL_PORT), sm_bytes,
-                     secs, rtt_ms=shared_rtt, loss=sm_loss, count=SMALL_FLOWS,
-                     notes=["one measurement for all: aggregate bytes and loss over the run",
-                            "rtt: the interactive probe's p95 on the same path"]),
-        MeasuredFlow("interactive h1:5060 -> h3:5060", cls("h1", "h3", SIP_PORT, SIP_PORT), probe["bytes"], secs,
-                     rtt_ms=probe.get("rtt_p95_ms"), jitter_ms=probe.get("jitter_ms"), loss=probe["loss"],
-                     notes=["rtt: p95 of the echoed probes; jitter: mean |delta RTT|; loss: probes unanswered"]),
-    ]
+    flows = [MeasuredFlow(f"elephant {el_src}:{ELEPHANT_SPORT} -> {el_dst}:{ELEPHANT_PORT}",
+                          cls(el_src, el_dst, ELEPHANT_SPORT, ELEPHANT_PORT), el_bytes, secs, loss=el_loss,
+                          notes=["loss: the sender's unacknowledged packets over its whole life",
+                                 "rtt: not measured on the elephant's own path"])]
+    probes, probe_moved = [], []
+    for i, (src, _dst) in enumerate(fl.interactive):
+        p = probe_stats(data[f"probe{i}"], t0 + a, t0 + b)
+        probes.append(p)
+        probe_moved.append(any(f"{ips[src]}:{SIP_PORT} " in f for f in moved))
+    small_moved = 0
+    small_out = []
+    for i, (src, dst) in enumerate(fl.small):
+        series = data[f"recv-small{i}"]["series"]["small"]
+        sent, got = data[f"small{i}"]["bytes_sent"], sum(series.values())
+        loss = round(max(0.0, 1 - got / sent), 5) if sent else None
+        n_moved = sum(1 for f in moved if f.startswith(f"udp {ips[src]}:") and f.endswith(f":{SMALL_PORT + i}"))
+        small_moved += n_moved
+        # the small flows share the path of the probe between the same switches unless a policy moved either
+        same = [j for j, (ps, pd) in enumerate(fl.interactive) if (sw[ps], sw[pd]) == (sw[src], sw[dst])]
+        rtt = probes[same[0]].get("rtt_p95_ms") if same and not n_moved and not probe_moved[same[0]] else None
+        smb = _bytes(series, a, b)
+        small_out.append(round(smb * 8 / 1e6 / secs, 3))
+        flows.append(MeasuredFlow(f"{SMALL_FLOWS} small transfers {src} -> {dst}:{SMALL_PORT + i}",
+                                  cls(src, dst, 46000, SMALL_PORT + i), smb, secs, rtt_ms=rtt, loss=loss,
+                                  count=SMALL_FLOWS,
+                                  notes=["one measurement for all: aggregate bytes and loss over the run",
+                                         "rtt: the p95 of the interactive probe between the same switches"]))
+    for (src, dst), p in zip(fl.interactive, probes, strict=True):
+        flows.append(MeasuredFlow(f"interactive {src}:{SIP_PORT} -> {dst}:{SIP_PORT}",
+                                  cls(src, dst, SIP_PORT, SIP_PORT), p["bytes"], secs, rtt_ms=p.get("rtt_p95_ms"),
+                                  jitter_ms=p.get("jitter_ms"), loss=p["loss"],
+                                  notes=["rtt: p95 of the echoed probes; jitter: mean |delta RTT|; "
+                                         "loss: probes unanswered"]))
     summary = summarise(flows)
     verified = round(done[0]["t"] - t0 - ph.warmup, 3) if done else None
+    first = probes[0]
     return {"window_s": [a, b], "moved_flows": moved, "elephant_moved": el_key in moved,
-            "small_flows_moved": len(small_moved), "interactive_moved": bool(sip_moved),
+            "small_flows_moved": small_moved, "interactive_moved": any(probe_moved),
             "circuits": sorted({e.get("circuit") or "" for e in offloads} - {""}),
             "decisions": [{"t_s": round(e["t"] - t0, 3), "decision": e["decision"], "reason": e["reason"],
                            "policy": e.get("policy")} for e in events if e["type"] == "te_decision"],
             "offload_delay_s": verified, "released": released,
-            "elephant_mbps": round(el_bytes * 8 / 1e6 / secs, 3), "small_mbps": round(sm_bytes * 8 / 1e6 / secs, 3),
-            "elephant_loss": el_loss, "small_loss": sm_loss,
-            "interactive": probe, "interactive_rtt_p50_ms": probe.get("rtt_p50_ms"),
-            "interactive_rtt_p95_ms": probe.get("rtt_p95_ms"), "interactive_jitter_ms": probe.get("jitter_ms"),
-            "interactive_loss": probe["loss"], **summary}
+            "elephant_mbps": round(el_bytes * 8 / 1e6 / secs, 3), "small_mbps": small_out[0],
+            "small_mbps_by_pair": small_out, "elephant_loss": el_loss, "small_loss": flows[1].loss,
+            "interactive": first, "interactive_by_pair": probes, "interactive_rtt_p50_ms": first.get("rtt_p50_ms"),
+            "interactive_rtt_p95_ms": first.get("rtt_p95_ms"), "interactive_jitter_ms": first.get("jitter_ms"),
+            "interactive_loss": first["loss"], **summary}
 
 
 def _bytes(series: dict[str, int], a: float, b: float) -> int:
@@ -285,13 +321,13 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     ax.bar([i - 0.2 for i in x], [v["allocated_bytes"] / 1e6 for v in e], 0.4, label="allocated", color="tab:gray")
     ax.bar([i + 0.2 for i in x], [v["weighted_bytes"] / 1e6 for v in e], 0.4, label="tolerance-weighted",
            color="tab:green")
-    ax.set_title("bytes delivered (MB)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title("bytes delivered in the window (MB)", fontsize=9)
+    ax.legend(fontsize=7, loc="lower center")
     ax = axes[1]
     ax.bar([i - 0.2 for i in x], [v["elephant_mbps"] for v in e], 0.4, label="elephant", color="tab:orange")
     ax.bar([i + 0.2 for i in x], [v["small_mbps"] for v in e], 0.4, label="16 small (sum)", color="tab:blue")
     ax.set_title("throughput (Mbit/s)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center right")
     ax = axes[2]
     ax.bar([i - 0.2 for i in x], [v["interactive_rtt_p50_ms"] or 0 for v in e], 0.4, label="p50", color="tab:purple")
     ax.bar([i + 0.2 for i in x], [v["interactive_rtt_p95_ms"] or 0 for v in e], 0.4, label="p95", color="tab:pink")
@@ -306,7 +342,7 @@ def _plot(res: dict[str, Any], path: Path) -> None:
         ax.set_xticks(list(x))
         ax.set_xticklabels(pol)
     runs = res["runs"]
-    fig.suptitle(f"placement policies on the Fig. 2 testbed, same workload (seed {res['seed']}"
+    fig.suptitle(f"placement policies on {res['title']}, same workload (seed {res['seed']}"
                  f"{f', median of {runs} runs' if runs > 1 else ''})", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -49,9 +49,9 @@ def _data(t0: float, ph: Phases, *, el_per_bin: int, small_per_bin: int, lost_pr
     sent = [[i, t0 + i * 0.02] for i in range(int(ph.total / 0.02))]
     lost = {i for i in range(lost_probes)}
     rtt = {str(i): 2.0 for i, _t in sent if i not in lost}
-    return {"recv-el": {"series": {"elephant": el}}, "recv-small": {"series": {"small": sm}},
-            "small": {"bytes_sent": small_per_bin * bins}, "elephant": {"packets_sent": 1000, "packets_lost": 5},
-            "probe": {"size": 200, "sent": sent, "rtt_ms": rtt}}
+    return {"recv-el": {"series": {"elephant": el}}, "recv-small0": {"series": {"small": sm}},
+            "small0": {"bytes_sent": small_per_bin * bins}, "elephant": {"packets_sent": 1000, "packets_lost": 5},
+            "probe0": {"size": 200, "sent": sent, "rtt_ms": rtt}}
 
 
 def test_measure_reads_the_journal_and_the_files() -> None:
@@ -74,7 +74,7 @@ def test_measure_reads_the_journal_and_the_files() -> None:
 def test_measure_scores_a_lossy_interactive_flow_and_no_offload() -> None:
     ph, t0 = Phases(quick=True), 1000.0
     data = _data(t0, ph, el_per_bin=100_000, small_per_bin=50_000, lost_probes=0)
-    data["probe"]["rtt_ms"] = {k: v for k, v in data["probe"]["rtt_ms"].items() if int(k) % 50}  # 2 % lost
+    data["probe0"]["rtt_ms"] = {k: v for k, v in data["probe0"]["rtt_ms"].items() if int(k) % 50}  # 2 % lost
     r = measure([], data, t0, ph, False)
     assert not r["elephant_moved"] and r["offload_delay_s"] is None and r["moved_flows"] == []
     sip = r["flows"][2]
@@ -101,3 +101,37 @@ def test_cli_refuses_placement_for_a_lab_that_does_not_take_it(capsys, monkeypat
     with pytest.raises(SystemExit):
         main(["lab", "run", "placement-compare", "--placement", "ecmp"])
     assert "invalid choice: 'ecmp'" in capsys.readouterr().err
+
+
+def test_mesh6_is_valid_plain_data_with_the_circuits_it_lights() -> None:
+    from mininet_labs.mesh_spec import MESH6_CIRCUIT_LINKS, MESH6_CIRCUITS, mesh6
+    from mininet_labs.spec import spec_to_graph
+
+    spec = mesh6()
+    assert [s.name for s in spec.switches] == ["A", "B", "C", "D"] and [o.name for o in spec.ots] == ["X", "Y"]
+    assert all(link.mbps <= 20 for link in spec.links if link.kind != "access")
+    g = spec_to_graph(spec).g
+    adapt = {(a, b) for a, b, d in g.edges(data=True) if d.get("kind") == "adaptation"}
+    for name, hops in MESH6_CIRCUITS.items():  # each lit circuit joins the two packet ports its links name
+        (sw_a, pa, sw_b, pb), = MESH6_CIRCUIT_LINKS[name]
+        ends = {f"{hops[0][0]}:{hops[0][1]}", f"{hops[-1][0]}:{hops[-1][2]}"}
+        found = {o for s, o in ((x, y) if x in "ABCD" else (y, x) for x, y in adapt)
+                 if s in (sw_a, sw_b) and o in ends}
+        assert found == ends, (name, found)
+
+
+def test_measure_on_mesh6_scores_both_site_pairs() -> None:
+    from mininet_labs.placement_scenarios import SCENARIOS
+
+    sc = SCENARIOS["mesh6"]()
+    ph, t0 = Phases(quick=True), 1000.0
+    one = _data(t0, ph, el_per_bin=250_000, small_per_bin=50_000, lost_probes=0)
+    data = {**one, "recv-small1": one["recv-small0"], "small1": one["small0"], "probe1": one["probe0"]}
+    events = [{"type": "te_decision", "decision": "offload", "t": t0 + 6.0, "reason": "cspf placement",
+               "flows": ["udp 10.0.0.1:45000 -> 10.0.0.3:5201"], "circuit": None, "policy": "cspf"}]
+    r = measure(events, data, t0, ph, True, sc)
+    assert r["elephant_moved"] and r["circuits"] == [] and r["offload_delay_s"] is None
+    assert r["flows_total"] == 1 + 2 * 16 + 2 and len(r["interactive_by_pair"]) == 2
+    assert [f["flow"] for f in r["flows"]][1:] == ["16 small transfers h2 -> h4:5202", "16 small transfers h5 -> h6:5203",
+                                                   "interactive h1:5060 -> h3:5060", "interactive h5:5060 -> h6:5060"]
+    assert r["flows"][1]["rtt_ms"] == r["flows"][2]["rtt_ms"] == 2.0  # h2 -> h4 shares A -> C with h1 -> h3's probe
