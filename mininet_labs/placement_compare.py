@@ -13,7 +13,8 @@ with the same seed (:mod:`mininet_labs.traffic`, :mod:`mininet_labs.udp_probe`):
 * after the warm-up, the window-based elephant h1:45000 → h3:5201 (bulk) that overflows the
   static circuit's small buffer until the TE loop moves it.
 
-Measured over the elephant's lifetime (its start + 0.5 s to its end), per policy: bytes delivered
+Measured over a window of the elephant's life (:func:`window`: a fixed length from the monitor's
+detection of the elephant, so every policy is judged from the moment the loop knows of it), per policy: bytes delivered
 per flow (allocated bytes), the elephant's and the small flows' Mbit/s, the interactive flow's RTT
 (p50/p95), jitter and loss, and each flow scored against its OTTER tolerance class
 (:mod:`mininet_labs.tolerance_score`): the fraction of flows inside their tolerance and the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import signal
 import statistics
 import subprocess
@@ -68,6 +70,7 @@ class Phases:
 
     def __init__(self, quick: bool) -> None:
         self.warmup, self.elephant, self.tail = (4.0, 10.0, 2.0) if quick else (6.0, 16.0, 3.0)
+        self.window = self.elephant - 4.0  # measured from the detection (median 1.3 s, at most ~3.5 s)
 
     @property
     def total(self) -> float:
@@ -197,8 +200,9 @@ def _one_run(lab: Any, sc: Scenario, work: Path, ph: Phases, seed: int) -> dict[
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=10)
-    return measure(lab.client.events(since), {k: json.loads(v.read_text()) for k, v in files.items()}, t0, ph,
-                   released, sc, ips)
+    events = lab.client.events(since)
+    (work / f"events-s{seed}.json").write_text(json.dumps({"t0": t0, "released": released, "events": events}))
+    return measure(events, {k: json.loads(v.read_text()) for k, v in files.items()}, t0, ph, released, sc, ips)
 
 
 def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, released: bool,
@@ -210,7 +214,10 @@ def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, rel
     ips = ips or {h.name: h.ip for h in spec.hosts}
     sw = {h.name: h.switch for h in spec.hosts}
     fl = sc.flows
-    a, b = ph.warmup + 0.5, ph.warmup + ph.elephant
+    detected = next((round(e["t"] - t0, 3) for e in events if e["type"] == "monitor"
+                     and e.get("event") == "unconstrained_imbalance"
+                     and any(f.get("sport") == ELEPHANT_SPORT for f in e.get("flows", []))), None)
+    a, b = window(ph, detected)
     secs = b - a
     offloads = [e for e in events if e["type"] == "te_decision" and e["decision"] == "offload"]
     done = [e for e in events if e["type"] == "te_done" and e["decision"] == "offload" and e["ok"]]
@@ -262,7 +269,7 @@ def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, rel
     summary = summarise(flows)
     verified = round(done[0]["t"] - t0 - ph.warmup, 3) if done else None
     first = probes[0]
-    return {"window_s": [a, b], "moved_flows": moved, "elephant_moved": el_key in moved,
+    return {"window_s": [a, b], "detected_s": detected, "moved_flows": moved, "elephant_moved": el_key in moved,
             "small_flows_moved": small_moved, "interactive_moved": any(probe_moved),
             "circuits": sorted({e.get("circuit") or "" for e in offloads} - {""}),
             "decisions": [{"t_s": round(e["t"] - t0, 3), "decision": e["decision"], "reason": e["reason"],
@@ -275,9 +282,19 @@ def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, rel
             "interactive_loss": first["loss"], **summary}
 
 
+def window(ph: Phases, detected: float | None) -> tuple[float, float]:
+    """The measured window (seconds into the run): ``WINDOW_S`` from the monitor's detection of the
+    elephant — every policy is judged from the moment the loop knows of it, so the monitor's sampling
+    phase (the same for every policy) does not count — cut at the elephant's end; without a detection
+    its lifetime less the first 0.5 s. Both ends on the receivers' bin edges."""
+    end = ph.warmup + ph.elephant
+    a, b = (ph.warmup + 0.5, end) if detected is None else (detected, min(end, detected + ph.window))
+    return math.ceil(a / BIN_S - 1e-9) * BIN_S, math.floor(b / BIN_S + 1e-9) * BIN_S  # whole bins
+
+
 def _bytes(series: dict[str, int], a: float, b: float) -> int:
-    """Bytes in the whole bins inside [a, b) (bins of BIN_S from the run's start)."""
-    first, last = int(a / BIN_S) + (a % BIN_S > 1e-9), int(b / BIN_S)
+    """Bytes in the bins of [a, b) (bin edges; bins of BIN_S from the run's start)."""
+    first, last = round(a / BIN_S), round(b / BIN_S)
     return sum(series.get(str(i), 0) for i in range(first, last))
 
 

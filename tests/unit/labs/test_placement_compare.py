@@ -57,6 +57,7 @@ def _data(t0: float, ph: Phases, *, el_per_bin: int, small_per_bin: int, lost_pr
 def test_measure_reads_the_journal_and_the_files() -> None:
     ph, t0 = Phases(quick=True), 1000.0
     events = [
+        {"type": "monitor", "event": "unconstrained_imbalance", "t": t0 + 5.3, "flows": [{"sport": 45000}]},
         {"type": "te_decision", "decision": "offload", "t": t0 + 6.0, "reason": "otter placement: 1 flow",
          "flows": ["udp 10.0.0.1:45000 -> 10.0.0.3:5201"], "circuit": "c0:A:4-C:2", "policy": "otter"},
         {"type": "te_done", "decision": "offload", "ok": True, "t": t0 + 6.5},
@@ -66,8 +67,9 @@ def test_measure_reads_the_journal_and_the_files() -> None:
     assert r["circuits"] == ["c0:A:4-C:2"] and r["offload_delay_s"] == 2.5 and r["released"]
     assert r["elephant_mbps"] == 8.0 and r["small_mbps"] == 1.6  # 250 kB and 50 kB per 0.25 s
     assert r["interactive_loss"] == 0.0 and r["interactive_rtt_p95_ms"] == 2.0
+    assert r["detected_s"] == 5.3 and r["window_s"] == [5.5, 11.25]  # 6 s from the detection, whole 0.25-s bins
     assert r["flows_total"] == 18 and r["inside_fraction"] == 1.0  # elephant loss 0.5 % < 1 %
-    assert r["allocated_bytes"] == 9.5 * (1_000_000 + 200_000) + r["flows"][2]["bytes"]
+    assert r["allocated_bytes"] == 5.75 * (1_000_000 + 200_000) + r["flows"][2]["bytes"]
     assert r["weighted_bytes"] == r["allocated_bytes"]
 
 
