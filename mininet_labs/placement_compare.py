@@ -49,7 +49,7 @@ from mininet_labs.elastic_offload import (
     _wait_release,
 )
 from mininet_labs.placement_scenarios import SCENARIOS, Scenario, scenario_lab
-from mininet_labs.tolerance_score import MeasuredFlow, probe_stats, summarise
+from mininet_labs.tolerance_score import MeasuredFlow, probe_stats, sink_stats, summarise
 from mininet_labs.traffic import SCRIPT
 from pce.otter.graph_flows import ClassRules
 from pce.otter.graph_params import POLICIES
@@ -158,7 +158,7 @@ def _one_run(lab: Any, sc: Scenario, work: Path, ph: Phases, seed: int) -> dict[
     t0 = time.time() + 1.0
     t_el = t0 + ph.warmup
     files = {k: work / f"{k}-s{seed}.json" for k in
-             ("recv-el", "elephant", *(f"{k}{i}" for i in range(len(fl.small)) for k in ("recv-small", "small")),
+             ("sink-el", "elephant", *(f"{k}{i}" for i in range(len(fl.small)) for k in ("recv-small", "small")),
               *(f"probe{i}" for i in range(len(fl.interactive))))}
     procs: list[Any] = []
 
@@ -168,7 +168,7 @@ def _one_run(lab: Any, sc: Scenario, work: Path, ph: Phases, seed: int) -> dict[
     try:
         span = str(ph.total + 1.5)
         recv = ["--duration", span, "--t0", str(t0), "--bin", str(BIN_S)]
-        start(fl.elephant[1], [SCRIPT, "recv", str(ELEPHANT_PORT), "--out", str(files["recv-el"]), *recv])
+        start(fl.elephant[1], [udp_probe.SCRIPT, "sink", str(ELEPHANT_PORT), "--out", str(files["sink-el"]), *recv])
         for i, (_src, dst) in enumerate(fl.small):
             start(dst, [SCRIPT, "recv", str(SMALL_PORT + i), "--out", str(files[f"recv-small{i}"]), *recv])
         for dst in sorted({d for _s, d in fl.interactive}):
@@ -207,7 +207,7 @@ def _one_run(lab: Any, sc: Scenario, work: Path, ph: Phases, seed: int) -> dict[
 
 def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, released: bool,
             sc: Scenario | None = None, ips: dict[str, str] | None = None) -> dict[str, Any]:
-    """A run's numbers from the journal and the generators' files (``recv-el``, ``elephant``,
+    """A run's numbers from the journal and the generators' files (``sink-el``, ``elephant``,
     ``recv-small<i>``, ``small<i>``, ``probe<i>``); the window is the elephant's lifetime less its first 0.5 s."""
     sc = sc or SCENARIOS["fig2"]()
     spec = sc.spec()
@@ -229,13 +229,11 @@ def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, rel
     def cls(src: str, dst: str, sport: int, dport: int) -> Any:
         return rules.classes[rules.classify(match=(ips[src], ips[dst], 17, sport, dport))]
 
-    el_series = data["recv-el"]["series"]["elephant"]
-    el_bytes = _bytes(el_series, a, b)
-    el_rep = data["elephant"]
-    el_loss = round(el_rep["packets_lost"] / el_rep["packets_sent"], 5) if el_rep["packets_sent"] else None
+    el = sink_stats(data["sink-el"], a, b)
+    el_bytes, el_loss = el["bytes"], el["loss"]
     flows = [MeasuredFlow(f"elephant {el_src}:{ELEPHANT_SPORT} -> {el_dst}:{ELEPHANT_PORT}",
                           cls(el_src, el_dst, ELEPHANT_SPORT, ELEPHANT_PORT), el_bytes, secs, loss=el_loss,
-                          notes=["loss: the sender's unacknowledged packets over its whole life",
+                          notes=["loss: sequence numbers missing at the receiver in the window",
                                  "rtt: not measured on the elephant's own path"])]
     probes, probe_moved = [], []
     for i, (src, _dst) in enumerate(fl.interactive):

@@ -91,3 +91,15 @@ def probe_stats(probe: Mapping[str, Any], a: float, b: float) -> dict[str, Any]:
         diffs = [abs(y - x) for x, y in zip(got, got[1:], strict=False)]
         out["jitter_ms"] = round(statistics.fmean(diffs), 3) if diffs else 0.0
     return out
+
+
+def sink_stats(sink: Mapping[str, Any], a: float, b: float) -> dict[str, Any]:
+    """Bytes and loss of a sequence-numbered flow in [a, b) (seconds from the sink's t0, bin edges):
+    loss = 1 − packets received / (highest − lowest sequence number seen + 1)."""
+    width = float(sink["bin_s"])
+    got = [v for k, v in sink["bins"].items() if a - 1e-9 <= int(k) * width < b - 1e-9]
+    if not got:
+        return {"bytes": 0, "packets": 0, "loss": None}
+    span = max(v[2] for v in got) - min(v[1] for v in got) + 1
+    packets = sum(v[3] for v in got)
+    return {"bytes": sum(v[0] for v in got), "packets": packets, "loss": round(max(0.0, 1 - packets / span), 5)}

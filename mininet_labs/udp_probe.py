@@ -11,6 +11,10 @@ the project.
 ``send DST DPORT --sport P --interval S --size B --duration S --start WALL --out FILE``
     one packet every interval from source port ``P``; writes ``{"sent": [[seq, wall time]...],
     "rtt_ms": {seq: ms}, "size": B, "interval_s": S}`` (a seq without an RTT was lost).
+``sink PORT --duration S --t0 WALL --bin B --out FILE``
+    the receiver of :mod:`mininet_labs.traffic`'s elephant (acknowledges every packet, as its own
+    receiver does) that also keeps, per bin, the bytes and the lowest and highest sequence number and
+    the count of packets: the elephant's loss inside any window, not only over its whole life.
 """
 from __future__ import annotations
 
@@ -77,6 +81,32 @@ def _send(a: argparse.Namespace) -> int:
     return 0
 
 
+def _sink(a: argparse.Namespace) -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind(("0.0.0.0", a.port))
+    s.settimeout(0.2)
+    bins: dict[int, list[int]] = {}  # bin -> [bytes, lowest seq, highest seq, packets]
+    t_end = time.monotonic() + a.duration
+    while time.monotonic() < t_end:
+        try:
+            data, addr = s.recvfrom(65535)
+        except TimeoutError:
+            continue
+        if len(data) < 9:  # traffic.py's header: a 1-byte tag and an 8-byte sequence number
+            continue
+        seq = int.from_bytes(data[1:9], "big")
+        b = bins.setdefault(int((time.time() - a.t0) // a.bin), [0, seq, seq, 0])
+        b[0] += len(data)
+        b[1], b[2], b[3] = min(b[1], seq), max(b[2], seq), b[3] + 1
+        try:
+            s.sendto(b"A" + data[1:9], addr)
+        except OSError:
+            pass
+    Path(a.out).write_text(json.dumps({"t0": a.t0, "bin_s": a.bin, "bins": {str(k): v for k, v in sorted(bins.items())}}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="udp_probe.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -92,8 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--duration", type=float, required=True)
     s.add_argument("--start", type=float, default=0.0, help="wall-clock time to start at (0 = now)")
     s.add_argument("--out", required=True)
+    k = sub.add_parser("sink", help="receive and acknowledge the elephant; bytes and sequence numbers per bin")
+    k.add_argument("port", type=int)
+    k.add_argument("--duration", type=float, required=True)
+    k.add_argument("--t0", type=float, required=True, help="wall-clock time bins count from")
+    k.add_argument("--bin", type=float, default=0.25)
+    k.add_argument("--out", required=True)
     a = p.parse_args(argv)
-    return {"echo": _echo, "send": _send}[a.cmd](a)
+    return {"echo": _echo, "send": _send, "sink": _sink}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mininet_labs.placement_compare import Phases, measure, policies_of
-from mininet_labs.tolerance_score import MeasuredFlow, probe_stats, score, summarise
+from mininet_labs.tolerance_score import MeasuredFlow, probe_stats, score, sink_stats, summarise
 from pce.otter.graph_flows import BULK, INTERACTIVE
 
 
@@ -42,14 +42,24 @@ def test_probe_stats_in_a_window() -> None:
     assert s["rtt_p50_ms"] == 2.0 and s["rtt_max_ms"] == 3.0 and s["jitter_ms"] == 1.5  # |3-1|, |2-3|
 
 
+def test_sink_stats_count_missing_sequence_numbers_in_the_window() -> None:
+    sink = {"bin_s": 0.5, "bins": {"0": [3000, 0, 3, 3], "1": [2000, 4, 7, 2], "2": [5000, 8, 12, 5]}}
+    assert sink_stats(sink, 0.0, 1.0) == {"bytes": 5000, "packets": 5, "loss": round(1 - 5 / 8, 5)}
+    assert sink_stats(sink, 1.0, 1.5) == {"bytes": 5000, "packets": 5, "loss": 0.0}
+    assert sink_stats(sink, 2.0, 3.0)["loss"] is None
+
+
 def _data(t0: float, ph: Phases, *, el_per_bin: int, small_per_bin: int, lost_probes: int) -> dict:
     bins = int(ph.total / 0.25)
-    el = {str(b): el_per_bin for b in range(int(ph.warmup / 0.25), int((ph.warmup + ph.elephant) / 0.25))}
+    per = el_per_bin // 1000  # 1000-byte packets, numbered on; the even bins lose one
+    el = {str(b): [el_per_bin, b * per, b * per + per - 1, per]
+          for b in range(int(ph.warmup / 0.25), int((ph.warmup + ph.elephant) / 0.25))}
+    el = {k: v if int(k) % 2 else [v[0], v[1], v[2], v[3] - 1] for k, v in el.items()}
     sm = {str(b): small_per_bin for b in range(bins)}
     sent = [[i, t0 + i * 0.02] for i in range(int(ph.total / 0.02))]
     lost = {i for i in range(lost_probes)}
     rtt = {str(i): 2.0 for i, _t in sent if i not in lost}
-    return {"recv-el": {"series": {"elephant": el}}, "recv-small0": {"series": {"small": sm}},
+    return {"sink-el": {"bin_s": 0.25, "bins": el}, "recv-small0": {"series": {"small": sm}},
             "small0": {"bytes_sent": small_per_bin * bins}, "elephant": {"packets_sent": 1000, "packets_lost": 5},
             "probe0": {"size": 200, "sent": sent, "rtt_ms": rtt}}
 
@@ -68,7 +78,8 @@ def test_measure_reads_the_journal_and_the_files() -> None:
     assert r["elephant_mbps"] == 8.0 and r["small_mbps"] == 1.6  # 250 kB and 50 kB per 0.25 s
     assert r["interactive_loss"] == 0.0 and r["interactive_rtt_p95_ms"] == 2.0
     assert r["detected_s"] == 5.3 and r["window_s"] == [5.5, 11.25]  # 6 s from the detection, whole 0.25-s bins
-    assert r["flows_total"] == 18 and r["inside_fraction"] == 1.0  # elephant loss 0.5 % < 1 %
+    assert r["elephant_loss"] == 0.00209  # 12 of the 23 bins lost one of their 250 numbers
+    assert r["flows_total"] == 18 and r["inside_fraction"] == 1.0  # elephant loss < 1 %
     assert r["allocated_bytes"] == 5.75 * (1_000_000 + 200_000) + r["flows"][2]["bytes"]
     assert r["weighted_bytes"] == r["allocated_bytes"]
 
