@@ -275,7 +275,9 @@ def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, rel
             "offload_delay_s": verified, "released": released,
             "elephant_mbps": round(el_bytes * 8 / 1e6 / secs, 3), "small_mbps": small_out[0],
             "small_mbps_by_pair": small_out, "elephant_loss": el_loss, "small_loss": flows[1].loss,
-            "interactive": first, "interactive_by_pair": probes, "interactive_rtt_p50_ms": first.get("rtt_p50_ms"),
+            "interactive": first, "interactive_by_pair": probes,
+            "interactive_rtt_p95_by_pair": [p.get("rtt_p95_ms") for p in probes],
+            "interactive_inside_by_pair": [f["inside"] for f in summary["flows"][-len(probes):]], "interactive_rtt_p50_ms": first.get("rtt_p50_ms"),
             "interactive_rtt_p95_ms": first.get("rtt_p95_ms"), "interactive_jitter_ms": first.get("jitter_ms"),
             "interactive_loss": first["loss"], **summary}
 
@@ -301,6 +303,10 @@ def _medians(runs: list[dict]) -> dict[str, Any]:
     for k in KEYS:
         vals = [r[k] for r in runs if r.get(k) is not None]
         out[k] = round(statistics.median(vals), 4) if vals else None
+    for k in ("small_mbps_by_pair", "interactive_rtt_p95_by_pair"):
+        cols = list(zip(*(r[k] for r in runs), strict=True))
+        out[k] = [round(statistics.median(v for v in c if v is not None), 4) if any(v is not None for v in c)
+                  else None for c in cols]
     out["elephant_moved_all"] = all(r["elephant_moved"] for r in runs)
     out["released_all"] = all(r["released"] for r in runs)
     out["moved_flows"] = sorted({f for r in runs for f in r["moved_flows"]})
@@ -328,7 +334,7 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    pol = list(res["placement"])
+    pol = [p for p in res["policies"] if p in res["placement"]]  # the run's order (results.json sorts keys)
     e = [res["placement"][p] for p in pol]
     fig, axes = plt.subplots(1, 4, figsize=(12, 3.4))
     x = range(len(pol))
@@ -344,11 +350,14 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     ax.set_title("throughput (Mbit/s)", fontsize=9)
     ax.legend(fontsize=7, loc="center right")
     ax = axes[2]
-    ax.bar([i - 0.2 for i in x], [v["interactive_rtt_p50_ms"] or 0 for v in e], 0.4, label="p50", color="tab:purple")
-    ax.bar([i + 0.2 for i in x], [v["interactive_rtt_p95_ms"] or 0 for v in e], 0.4, label="p95", color="tab:pink")
+    pairs = res["flows"]["interactive"]
+    width = 0.8 / len(pairs)
+    for j, (src, dst) in enumerate(pairs):
+        ax.bar([i - 0.4 + width * (j + 0.5) for i in x], [v["interactive_rtt_p95_by_pair"][j] or 0 for v in e], width,
+               label=f"{src} -> {dst}", color=("tab:pink", "tab:purple", "tab:brown")[j % 3])
     ax.axhline(20, color="k", ls=":", lw=1, label="tolerance (20 ms)")
-    ax.set_title("interactive flow RTT (ms)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title("interactive flows: RTT p95 (ms)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
     ax = axes[3]
     ax.bar(list(x), [v["inside_fraction"] for v in e], 0.5, color="tab:cyan")
     ax.set_ylim(0, 1.05)
