@@ -356,6 +356,8 @@ def _plot(res: dict[str, Any], path: Path) -> None:
         ax.bar([i - 0.4 + width * (j + 0.5) for i in x], [v["interactive_rtt_p95_by_pair"][j] or 0 for v in e], width,
                label=f"{src} -> {dst}", color=("tab:pink", "tab:purple", "tab:brown")[j % 3])
     ax.axhline(20, color="k", ls=":", lw=1, label="tolerance (20 ms)")
+    top = max([25.0] + [r or 0 for v in e for r in v["interactive_rtt_p95_by_pair"]])
+    ax.set_ylim(0, top * 1.4)  # room for the legend
     ax.set_title("interactive flows: RTT p95 (ms)", fontsize=9)
     ax.legend(fontsize=7, loc="upper left")
     ax = axes[3]
