@@ -2,25 +2,26 @@
 
 Why: ``[te] placement = otter | joint | cspf`` decide differently which flows leave a congested
 circuit and where they go; the lab measures what each decision gives the flows. Every policy gets
-its own controller (config ``[te] placement = <policy>``) on a fresh Fig. 2 testbed (circuit
-``initial`` lit, A:3 behind the bounded 10 Mbit/s queue that counts drops, monitor Ts = 1 s with
-``flowstats`` fine data — :func:`mininet_labs.monitor_lab.fig2_monitor_lab`), and the same workload
-with the same seed (:mod:`mininet_labs.traffic`, :mod:`mininet_labs.udp_probe`):
+its own controller (config ``[te] placement = <policy>``) on a fresh network — the Fig. 2 testbed
+here, ``mesh6`` in lab ``placement-mesh6`` (:mod:`mininet_labs.placement_scenarios`: the circuits
+lit at the start, the hot port behind the bounded 10 Mbit/s queue that counts drops, monitor
+Ts = 1 s with ``flowstats`` fine data) — and the same workload with the same seed
+(:mod:`mininet_labs.traffic`, :mod:`mininet_labs.udp_probe`):
 
-* 16 small paced UDP transfers h2 → h4 (bulk class) for the whole run;
-* an interactive flow h1:5060 → h3:5060 (classed ``interactive`` by its port, as the TE loop does):
-  a 200-byte probe every 20 ms, echoed back, for the whole run — its RTT, jitter and loss;
-* after the warm-up, the window-based elephant h1:45000 → h3:5201 (bulk) that overflows the
-  static circuit's small buffer until the TE loop moves it.
+* 16 small paced UDP transfers per listed pair (h2 → h4 on Fig. 2; bulk class) for the whole run;
+* an interactive flow per listed pair (h1:5060 → h3:5060 on Fig. 2; classed ``interactive`` by its
+  port, as the TE loop does): a 200-byte probe every 20 ms, echoed back — its RTT, jitter and loss;
+* after the warm-up, the window-based elephant h1:45000 → h3:5201 (bulk) that overflows the hot
+  circuit's small buffer until the TE loop moves it.
 
 Measured over a window of the elephant's life (:func:`window`: a fixed length from the monitor's
-detection of the elephant, so every policy is judged from the moment the loop knows of it), per policy: bytes delivered
-per flow (allocated bytes), the elephant's and the small flows' Mbit/s, the interactive flow's RTT
-(p50/p95), jitter and loss, and each flow scored against its OTTER tolerance class
-(:mod:`mininet_labs.tolerance_score`): the fraction of flows inside their tolerance and the
-tolerance-weighted allocation (Σ bytes × value). Also the TE loop's decision (which flows moved,
-onto what, how long after the elephant's start). ``results.json`` has them under ``placement``;
-``placement_compare.png`` shows them side by side.
+detection of the elephant, so every policy is judged from the moment the loop knows of it), per
+policy: bytes delivered per flow (allocated bytes), the elephant's and the small flows' Mbit/s and
+loss, the interactive flows' RTT (p50/p95), jitter and loss, and each flow scored against its OTTER
+tolerance class (:mod:`mininet_labs.tolerance_score`): the fraction of flows inside their tolerance
+and the tolerance-weighted allocation (Σ bytes × value). Also the TE loop's decisions (which flows
+moved, onto what, how long after the elephant's start). ``results.json`` has them under
+``placement``; ``placement_compare.png`` shows them side by side.
 """
 from __future__ import annotations
 
@@ -103,8 +104,9 @@ def compare(out: Path, scenario: str, *, quick: bool = False, progress: Callable
     out.mkdir(parents=True, exist_ok=True)
     clock = _Clock(progress)
     phases = Phases(quick)
-    res: dict[str, Any] = {"lab": "placement-compare", "topology": sc.name, "title": sc.title, "quick": quick, "seed": seed, "runs": runs,
-                           "policies": list(policies), "phases_s": vars(phases), "small_flows": SMALL_FLOWS,
+    lab_name = "placement-compare" if sc.name == "fig2" else f"placement-{sc.name}"
+    res: dict[str, Any] = {"lab": lab_name, "topology": sc.name, "title": sc.title, "quick": quick, "seed": seed,
+                           "runs": runs, "policies": list(policies), "phases_s": vars(phases), "small_flows": SMALL_FLOWS,
                            "interactive": {"sport": SIP_PORT, "interval_s": PROBE_INTERVAL_S, "size": PROBE_SIZE},
                            "flows": {"elephant": sc.flows.elephant, "small": sc.flows.small,
                                      "interactive": sc.flows.interactive},
@@ -208,7 +210,7 @@ def _one_run(lab: Any, sc: Scenario, work: Path, ph: Phases, seed: int) -> dict[
 def measure(events: list[dict], data: dict[str, Any], t0: float, ph: Phases, released: bool,
             sc: Scenario | None = None, ips: dict[str, str] | None = None) -> dict[str, Any]:
     """A run's numbers from the journal and the generators' files (``sink-el``, ``elephant``,
-    ``recv-small<i>``, ``small<i>``, ``probe<i>``); the window is the elephant's lifetime less its first 0.5 s."""
+    ``recv-small<i>``, ``small<i>``, ``probe<i>``) over the window of :func:`window`."""
     sc = sc or SCENARIOS["fig2"]()
     spec = sc.spec()
     ips = ips or {h.name: h.ip for h in spec.hosts}
