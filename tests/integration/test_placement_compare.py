@@ -4,7 +4,7 @@ interactive flow from port 5060, an elephant) once per ``[te] placement``, measu
 Asserted on what was measured: every policy offloads the elephant (alone: the interactive flow and
 the small flows keep their path) and releases it; OTTER's tolerance-weighted allocation is at least
 each other policy's within ``NOISE``. On Fig. 2 the three policies make the same move (one dark
-circuit from A to C), so what differs is when the offload lands: over 5 runs per policy the same
+circuit from A to C), so what differs is when the offload lands: over 6 runs per policy the same
 policy's tolerance-weighted allocation varied by up to 7% (joint 7.05–7.58 MB) and OTTER's ratio to
 another policy within one comparison ranged 0.96–1.03 (docs/labs.md, ``placement-compare``)."""
 from __future__ import annotations
