@@ -33,6 +33,14 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
     Lab("elastic-offload", "mininet_labs.elastic_offload",
         "an elephant among 16 small transfers is detected and moved onto an elastic circuit, then released",
         "OSCARS-TE Fig. 10"),
+    Lab("placement-compare", "mininet_labs.placement_compare",
+        "the elastic-offload workload plus an interactive flow, once per [te] placement (otter, joint, cspf): "
+        "bytes, throughput, RTT, flows inside their tolerance",
+        "OTTER tolerance-weighted placement on OSCARS-TE Fig. 2"),
+    Lab("placement-mesh6", "mininet_labs.placement_mesh",
+        "placement-compare on mesh6 (4 packet switches, 2 OTS): a lit detour over another pair's circuit "
+        "or a dark circuit to light",
+        "OTTER tolerance-weighted placement, two-site mesh"),
     Lab("xcon-downtime", "mininet_labs.xcon_downtime",
         "reconfigure node Y (router bypass and back) under a 1 kHz UDP probe: downtime CDF and break-down",
         "OSCARS-TE Fig. 7"),

@@ -72,6 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                           "default theirs)")
     p.add_argument("--te", choices=["on", "off"], help="with `run` (elastic-offload): `off` runs only the "
                                                         "baseline with the TE loop off")
+    p.add_argument("--placement", choices=["otter", "joint", "cspf", "all"],
+                   help="with `run` (placement-compare): the [te] placement policy to run, or all of them one after "
+                        "the other with the same seed (default all)")
     p.add_argument("--demo", action="store_true", help="with `run` (elastic-offload): `make demo` — also the web "
                                                        "service, every event of the loop live, one short run")
     p.add_argument("--discover", action="store_true",
@@ -132,11 +135,12 @@ def _run_lab(args: argparse.Namespace) -> int:
 
 
 def _lab_options(args: argparse.Namespace, name: str, runner) -> dict:
-    """The extra options given (``--runs``, ``--seeds``, ``--seed``, ``--te``, ``--demo``), if the lab takes them."""
+    """The extra options given (``--runs``, ``--seeds``, ``--seed``, ``--te``, ``--demo``, ``--placement``), if the
+    lab takes them."""
     import inspect
 
     given = {"runs": args.runs, "seeds": args.seeds, "seed": args.seed, "te": None if args.te is None else args.te == "on",
-             "demo": args.demo or None}
+             "demo": args.demo or None, "placement": args.placement}
     given = {k: v for k, v in given.items() if v is not None}
     takes = inspect.signature(runner).parameters
     refused = [k for k in given if k not in takes]
