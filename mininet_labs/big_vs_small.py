@@ -128,7 +128,7 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
     default keeps the lab under 10 minutes). ``quick``: C in {4, 32}, the kernel's default cc, no added
     delay, 8 s each."""
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
-    from mininet_labs.netlock import net_lock
+    from mininet_labs.labclock import LabClock
     from mininet_labs.session import LabSession
     from mininet_labs.workdir import fig2_dirs
 
@@ -146,15 +146,13 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
                          f"a duration > {WARMUP_S:g} s and 0 < small_kb min <= max")
     dirs = fig2_dirs(out)
     script = Path(tcp_workload.__file__).resolve()
-    t0 = time.time()
-
-    def note(text: str) -> None:
-        progress(f"[{time.time() - t0:6.1f}s] {text}")
+    clock = LabClock(progress)
+    note = clock.note
 
     res: dict[str, Any] = {"lab": "big-vs-small", "quick": quick, "ccs_offered": offered, "ccs": ccs, "cs": cs,
                            "duration_s": duration, "warmup_s": WARMUP_S, "capacity_mbps": CAPACITY_MBPS,
                            "small_kb": list(small_kb), "seed": seed, "paper": PAPER_NOTE, "runs": []}
-    with net_lock(), LabSession(dirs.spec, dirs.work, delay=dirs.delay, static_file=str(dirs.static)) as session:
+    with clock.locked(), LabSession(dirs.spec, dirs.work, delay=dirs.delay, static_file=str(dirs.static)) as session:
         session.client.circuit(FIG2_CIRCUITS["initial"])
         session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
         h1, h3 = session.lab.node("h1"), session.lab.node("h3")
@@ -177,6 +175,7 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
     res["share_falls"] = share_falls(res["runs"])
     plot(res, dirs.out / "big_vs_small.png")
     slim = {**res, "runs": [{k: v for k, v in r.items() if k not in ("series", "bin_s")} for r in res["runs"]]}
+    slim["lab_seconds"] = clock.durations()
     (dirs.out / "results.json").write_text(json.dumps(slim, indent=2, sort_keys=True))
     progress(f"wrote {dirs.out / 'results.json'} and {dirs.out / 'big_vs_small.png'}")
     return slim

@@ -294,7 +294,7 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
         seconds: float | None = None) -> dict[str, Any]:
     """One seeded schedule on one network: 80 s of probing ``quick``, 420 s by default."""
     from mininet_labs.delay import Netns, measure_rtt, path_record
-    from mininet_labs.netlock import net_lock
+    from mininet_labs.labclock import LabClock
     from mininet_labs.session import LabSession
     from mininet_labs.workdir import finish
 
@@ -304,17 +304,15 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     script = str(Path(__file__).resolve().parent / "tcp_workload.py")
-    t_lab = time.time()
-
-    def note(text: str) -> None:
-        progress(f"[{time.time() - t_lab:6.1f}s] {text}")
+    clock = LabClock(progress)
+    note = clock.note
 
     spec = path_change_spec()
     res: dict[str, Any] = {"lab": "path-change", "quick": quick, "seed": seed, "seconds": seconds,
                            "probe_interval_s": PROBE_INTERVAL_S, "tolerance_s": TOLERANCE_S, "baseline_k": BASELINE_K,
                            "wire_rate_mbps": WIRE_RATE_MBPS, "wire_limit_frames": WIRE_LIMIT,
                            "schedule": sch, "paper": PAPER_NOTE}
-    with net_lock(), LabSession(spec, work) as session:
+    with clock.locked(), LabSession(spec, work) as session:
         lab = session.lab
         assert lab is not None
         wires = [add_wire(lab, p.wire, "A", p.port, "Z", p.port, delay_ms=p.delay_ms, rate_mbps=WIRE_RATE_MBPS,
@@ -369,6 +367,7 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
     res.update(analyse(series, truth))
     res["paths_during_run_rtt_ms"] = path_rtts(series, moves, sch["start_path"])
     plot(res, series, out / "path_change.png")
+    res["lab_seconds"] = clock.durations()
     (out / "series.json").write_text(json.dumps([[round(t, 4), r] for t, r in series]))
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
     for name in ("detector", "baseline", "baseline_1s_minima"):
