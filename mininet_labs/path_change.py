@@ -24,7 +24,8 @@ positives), plus the monitor's default (20 one-second minima) for reference. A d
 move if it comes within ``TOLERANCE_S`` = 6 s after it (4-s window + the 1-s interval the move falls
 in + 1 s for the last interval to close), each move and detection matched at most once.
 
-``results.json``: ``moves`` (the ground truth), ``congestion``, ``paths`` (the *measured* RTT and
+``results.json``: ``moves`` (the ground truth), ``failed_moves`` (plans that failed their
+verification and rolled back: the flow stayed, so they are no path change), ``congestion``, ``paths`` (the *measured* RTT and
 one-way delay of each path), ``detector`` / ``baseline`` / ``baseline_1s_minima`` (``precision``,
 ``recall``, ``detections``), ``probes`` (sent, answered). Plot: ``path_change.png``.
 
@@ -267,13 +268,28 @@ def _move(session: Any, old: int | None, new: int, verify: bool = True) -> tuple
     return swap_time(rec, t_req), rec
 
 
-def _drive(session: Any, h3: Any, sch: dict[str, Any], t0: float, cur: int, script: str,
-           procs: list[subprocess.Popen], note: Callable[[str], None]) -> list[dict[str, Any]]:
+def pin_neighbours(lab: Any, spec: LabSpec) -> None:
+    """Permanent ARP entries between the lab's hosts. The probe then rides only the two steered IPv4
+    rules: without them Linux re-validates a neighbour every ~30 s with ARP, which the controller's
+    own L2 forwarding carries, and a failed re-validation silences the probe (a 420-s run once
+    failed a move's verification with 0 packets on both new rules)."""
+    for h in spec.hosts:
+        node = lab.node(h.name)
+        for other in spec.hosts:
+            if other.name != h.name:
+                node.cmd(f"ip neigh replace {other.ip} lladdr {other.mac} dev {node.defaultIntf().name} nud permanent")
+
+
+def _drive(session: Any, h1: Any, h3: Any, sch: dict[str, Any], t0: float, cur: int, script: str,
+           procs: list[subprocess.Popen], note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Play the schedule: start each congestion episode's cross traffic and make each move on time;
-    returns the moves as made (``t``: when the ingress swap finished, s after ``t0``)."""
+    returns the moves as made (``t``: when the ingress swap finished, s after ``t0``) and the moves
+    that failed (rolled back, so the flow stayed where it was: not a path change), with h1's
+    neighbour table and the controller's links at that moment."""
     events = sorted([(m["t"], "move", m) for m in sch["moves"]] +
                     [(c["start"], "cong", c) for c in sch["congestion"]], key=lambda e: e[0])
-    moves = []
+    moves: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
     for at, kind, ev in events:
         time.sleep(max(0.0, t0 + at - time.time()))
         if kind == "cong":
@@ -282,12 +298,20 @@ def _drive(session: Any, h3: Any, sch: dict[str, Any], t0: float, cur: int, scri
                                   stderr=subprocess.DEVNULL))
             continue
         new_port = PATHS[ev["path"]].port
-        t_swap, rec = _move(session, cur, new_port)
+        try:
+            t_swap, rec = _move(session, cur, new_port)
+        except RuntimeError as exc:
+            failed.append({"planned_t": ev["t"], "t": round(time.time() - t0, 3), "path": ev["path"], "error": str(exc),
+                           "h1_neighbours": h1.cmd("ip neigh show").strip(),
+                           "links": sorted(f"{x['src']['node']}:{x['src']['port']}-{x['dst']['node']}:{x['dst']['port']}"
+                                           for x in session.client.links())})
+            note(f"move to {PATHS[ev['path']].name} at t={time.time() - t0:.2f} s FAILED (rolled back): {exc}")
+            continue
         cur = new_port
         moves.append({"planned_t": ev["t"], "t": round(t_swap - t0, 3), "path": ev["path"],
                       "plan_ms": round(1000 * ((rec.get("finished_at") or t_swap) - (rec.get("started_at") or t_swap)), 1)})
         note(f"move {len(moves)} to {PATHS[ev['path']].name} at t={t_swap - t0:.2f} s")
-    return moves
+    return moves, failed
 
 
 def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[str], None] = print,
@@ -321,6 +345,7 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
         h1, h2, h3 = lab.node("h1"), lab.node("h2"), lab.node("h3")
         for h, ip in ((h1, H2), (h2, H1), (h3, H2)):
             h.cmd(f"ping -c2 -W1 {ip} >/dev/null 2>&1")
+        pin_neighbours(lab, spec)
         note(f"sites A and Z up, {len(PATHS)} wires seen by LLDP "
              f"({', '.join(f'{p.name}: A:{p.port}-Z:{p.port} +{p.delay_ms:g} ms' for p in PATHS)})")
         src = Netns(pid=h1.pid)
@@ -352,7 +377,7 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
             t0 = time.time()
             note(f"probing {seconds:g} s: {len(sch['moves'])} moves, {len(sch['congestion'])} congestion episodes "
                  f"(seed {seed})")
-            moves = _drive(session, h3, sch, t0, cur, script, procs, note)
+            moves, failed = _drive(session, h1, h3, sch, t0, cur, script, procs, note)
             ping_out, _ = finish([ping], seconds + 15)[0]
         finally:
             finish(procs, 2.0)  # senders are done by now; the receiver is stopped by PID
@@ -362,6 +387,7 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
     series = [(t - t0, rtt) for t, rtt in parse_ping(ping_out)]
     truth = [m["t"] for m in moves]
     res["moves"] = moves
+    res["failed_moves"] = failed
     res["congestion"] = sch["congestion"]
     res["probes"] = {"sent": n_probes, "answered": len(series)}
     res.update(analyse(series, truth))

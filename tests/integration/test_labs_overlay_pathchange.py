@@ -18,6 +18,7 @@ def test_path_change_detector_beats_the_rolling_minimum(tmp_path):
     res = run(tmp_path, quick=True, progress=lambda _line: None)
     assert res["controller_errors"] == "", res["controller_errors"]
     assert len(res["moves"]) >= 3 and res["probes"]["answered"] >= 0.9 * res["probes"]["sent"]
+    assert res["failed_moves"] == [], res["failed_moves"]  # every move verified on the new rules' counters
     rtts = [p["measured_rtt_ms"] for p in res["paths"]]
     # measured, not configured: the slower path adds about 2 x (6 - 2) ms of RTT
     assert rtts[1] - rtts[0] == pytest.approx(2 * (PATHS[1].delay_ms - PATHS[0].delay_ms), abs=1.5), rtts
