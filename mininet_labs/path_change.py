@@ -298,6 +298,9 @@ def _drive(session: Any, h1: Any, h3: Any, sch: dict[str, Any], t0: float, cur: 
                                   stderr=subprocess.DEVNULL))
             continue
         new_port = PATHS[ev["path"]].port
+        if new_port == cur:  # an earlier move failed and the flow is already there: no change to make
+            note(f"move to {PATHS[ev['path']].name} at t={time.time() - t0:.2f} s skipped: the flow is already there")
+            continue
         try:
             t_swap, rec = _move(session, cur, new_port)
         except RuntimeError as exc:
