@@ -282,22 +282,22 @@ def _configure(wires: dict[str, Any], case: dict[str, tuple[float, float]], seed
         wires[name].start_wire(delay_ms=delay, loss=loss, seed=seed * 100 + i + 1)
 
 
-def _ping_all(lab: Any, pairs: dict[str, tuple[str, str]], count: int, interval: float,
-              save: Path | None = None) -> dict[str, str]:
-    """Run one ping per (host, peer) pair at once; their outputs by key (written to ``save``-KEY.txt)."""
+def _ping_all(lab: Any, pairs: dict[str, tuple[str, str]], count: int, interval: float, save: Path) -> dict[str, str]:
+    """Run one ping per (host, peer) pair at once; their outputs by key. Each writes ``save``-KEY.txt,
+    not a pipe: one read after another, a later ping's full pipe (64 KB) would stall it."""
     from mininet_labs.workdir import finish
 
-    procs = {k: lab.node(a).popen(["ping", "-n", "-c", str(count), "-i", f"{interval:g}",
-                                   "-W", "2", IPS[b]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for k, (a, b) in pairs.items()}
-    outs = {k: o for k, (o, _) in zip(procs, finish(list(procs.values()), count * interval + 30), strict=True)}
-    if save is not None:
-        for k, o in outs.items():
-            Path(f"{save}-{k}.txt").write_text(o)
-    return outs
+    files = {k: Path(f"{save}-{k}.txt") for k in pairs}
+    procs = []
+    for k, (a, b) in pairs.items():
+        with open(files[k], "w") as log:
+            procs.append(lab.node(a).popen(["ping", "-n", "-c", str(count), "-i", f"{interval:g}", "-W", "2", IPS[b]],
+                                           stdout=log, stderr=subprocess.STDOUT))
+    finish(procs, count * interval + 30)
+    return {k: f.read_text() for k, f in files.items()}
 
 
-def _measure_paths(lab: Any, count: int, interval: float, save: Path | None = None) -> dict[str, Any]:
+def _measure_paths(lab: Any, count: int, interval: float, save: Path) -> dict[str, Any]:
     """Ping the direct path and every relay leg at once; the relay paths combine their legs."""
     pairs = {"direct": ("src", "dst")}
     for r in RELAYS:
@@ -351,7 +351,7 @@ def _run_cases(res: dict[str, Any], names: Sequence[str], work: Path, script: st
         session.wait_links(wire_links(), timeout=40)
         # first packets: ARP and the controller's path set-up, off the measured pings (all at once)
         _ping_all(lab, {f"{a}-{b}": (a, b) for a, b in (("src", "dst"), ("src", "r1"), ("src", "r2"),
-                                                         ("r1", "dst"), ("r2", "dst"))}, 2, 0.2)
+                                                         ("r1", "dst"), ("r2", "dst"))}, 2, 0.2, work / "ping-warmup")
         note(f"4 sites up, {len(WIRES)} wires seen by LLDP; congestion control {cc}")
         for name in names:
             _configure(wires, CASES[name], seed)

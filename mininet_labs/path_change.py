@@ -268,24 +268,12 @@ def _move(session: Any, old: int | None, new: int, verify: bool = True) -> tuple
     return swap_time(rec, t_req), rec
 
 
-def pin_neighbours(lab: Any, spec: LabSpec) -> None:
-    """Permanent ARP entries between the lab's hosts. The probe then rides only the two steered IPv4
-    rules: without them Linux re-validates a neighbour every ~30 s with ARP, which the controller's
-    own L2 forwarding carries, and a failed re-validation silences the probe (a 420-s run once
-    failed a move's verification with 0 packets on both new rules)."""
-    for h in spec.hosts:
-        node = lab.node(h.name)
-        for other in spec.hosts:
-            if other.name != h.name:
-                node.cmd(f"ip neigh replace {other.ip} lladdr {other.mac} dev {node.defaultIntf().name} nud permanent")
-
-
-def _drive(session: Any, h1: Any, h3: Any, sch: dict[str, Any], t0: float, cur: int, script: str,
+def _drive(session: Any, h3: Any, sch: dict[str, Any], t0: float, cur: int, script: str,
            procs: list[subprocess.Popen], note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Play the schedule: start each congestion episode's cross traffic and make each move on time;
     returns the moves as made (``t``: when the ingress swap finished, s after ``t0``) and the moves
-    that failed (rolled back, so the flow stayed where it was: not a path change), with h1's
-    neighbour table and the controller's links at that moment."""
+    that failed (rolled back, so the flow stayed where it was: not a path change), with the
+    controller's links at that moment."""
     events = sorted([(m["t"], "move", m) for m in sch["moves"]] +
                     [(c["start"], "cong", c) for c in sch["congestion"]], key=lambda e: e[0])
     moves: list[dict[str, Any]] = []
@@ -305,7 +293,6 @@ def _drive(session: Any, h1: Any, h3: Any, sch: dict[str, Any], t0: float, cur: 
             t_swap, rec = _move(session, cur, new_port)
         except RuntimeError as exc:
             failed.append({"planned_t": ev["t"], "t": round(time.time() - t0, 3), "path": ev["path"], "error": str(exc),
-                           "h1_neighbours": h1.cmd("ip neigh show").strip(),
                            "links": sorted(f"{x['src']['node']}:{x['src']['port']}-{x['dst']['node']}:{x['dst']['port']}"
                                            for x in session.client.links())})
             note(f"move to {PATHS[ev['path']].name} at t={time.time() - t0:.2f} s FAILED (rolled back): {exc}")
@@ -348,7 +335,6 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
         h1, h2, h3 = lab.node("h1"), lab.node("h2"), lab.node("h3")
         for h, ip in ((h1, H2), (h2, H1), (h3, H2)):
             h.cmd(f"ping -c2 -W1 {ip} >/dev/null 2>&1")
-        pin_neighbours(lab, spec)
         note(f"sites A and Z up, {len(PATHS)} wires seen by LLDP "
              f"({', '.join(f'{p.name}: A:{p.port}-Z:{p.port} +{p.delay_ms:g} ms' for p in PATHS)})")
         src = Netns(pid=h1.pid)
@@ -375,13 +361,18 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
                                   stderr=subprocess.DEVNULL))
             time.sleep(0.3)
             n_probes = int(seconds / PROBE_INTERVAL_S)
-            ping = h1.popen(["ping", "-D", "-n", "-i", f"{PROBE_INTERVAL_S:g}", "-W", "1", "-c", str(n_probes), H2],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            # into a file, not a pipe: nobody reads a pipe while the schedule plays, and a full one
+            # (64 KB, ~175 s of ping -D lines) stops ping until the end (no probes, no move verified)
+            probe_log = work / "probe-ping.txt"
+            with open(probe_log, "w") as log:
+                ping = h1.popen(["ping", "-D", "-n", "-i", f"{PROBE_INTERVAL_S:g}", "-W", "1", "-c", str(n_probes), H2],
+                                stdout=log, stderr=subprocess.STDOUT)
             t0 = time.time()
             note(f"probing {seconds:g} s: {len(sch['moves'])} moves, {len(sch['congestion'])} congestion episodes "
                  f"(seed {seed})")
-            moves, failed = _drive(session, h1, h3, sch, t0, cur, script, procs, note)
-            ping_out, _ = finish([ping], seconds + 15)[0]
+            moves, failed = _drive(session, h3, sch, t0, cur, script, procs, note)
+            finish([ping], seconds + 15)
+            ping_out = probe_log.read_text()
         finally:
             finish(procs, 2.0)  # senders are done by now; the receiver is stopped by PID
         res["controller_errors"] = session.controller_errors()

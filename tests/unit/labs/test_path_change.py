@@ -144,25 +144,3 @@ def test_cli_seed_is_a_non_negative_integer() -> None:
         with pytest.raises(argparse.ArgumentTypeError):
             non_negative_int(bad)
 
-
-def test_every_host_gets_a_permanent_neighbour_entry_for_every_other_host() -> None:
-    class Node:
-        def __init__(self, name):
-            self.name, self.cmds = name, []
-
-        def defaultIntf(self):  # noqa: N802 - Mininet's name
-            return type("Intf", (), {"name": f"{self.name}-eth0"})()
-
-        def cmd(self, text):
-            self.cmds.append(text)
-            return ""
-
-    nodes = {}
-    lab = type("Lab", (), {"node": lambda self, n: nodes.setdefault(n, Node(n))})()
-    spec = pc.path_change_spec()
-    pc.pin_neighbours(lab, spec)
-    by_name = {h.name: h for h in spec.hosts}
-    for h in spec.hosts:
-        want = {f"ip neigh replace {o.ip} lladdr {o.mac} dev {h.name}-eth0 nud permanent"
-                for o in spec.hosts if o.name != h.name}
-        assert set(nodes[h.name].cmds) == want and len(want) == len(by_name) - 1
