@@ -143,4 +143,3 @@ def test_cli_seed_is_a_non_negative_integer() -> None:
     for bad in ("-1", "x"):
         with pytest.raises(argparse.ArgumentTypeError):
             non_negative_int(bad)
-
