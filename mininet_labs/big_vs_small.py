@@ -46,6 +46,11 @@ WARMUP_S = 2.0  # the first seconds (slow start, the first transfers) are left o
 # needs 14-110 s, so no small transfer finished within a run and "C active transfers" meant C flows
 # that never end. 1/32 of the paper's sizes: 13-105 ms alone on the circuit, seconds at C = 32.
 SMALL_KB = (16, 128)
+#: ``paper_sizes``: the paper's U(512 KB, 4 MB), run long enough for transfers to end on 10 Mbit/s
+#: (at C = 32 one gets ~0.3 Mbit/s: 14-110 s), for the kernel's default cc only, so the lab stays
+#: within 10 minutes
+PAPER_SMALL_KB = (512, 4096)
+PAPER_SIZES_DURATION_S = 100.0
 PAPER_NOTE = ("OSCARS-TE Figs. 4-5: on a 10 Gbit/s path the long flow's throughput falls as the number of "
               "concurrent small transfers grows, for every TCP variant")
 
@@ -122,23 +127,30 @@ def _one_run(h1: Any, h3: Any, work: Path, script: Path, c: int, cc: str, durati
 
 def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs: Sequence[str] | None = None,
         delays_ms: Sequence[float] | None = None, duration: float | None = None, seed: int = 0,
-        small_kb: tuple[int, int] = SMALL_KB, progress: Callable[[str], None] = print) -> dict[str, Any]:
+        small_kb: tuple[int, int] | None = None, paper_sizes: bool = False,
+        progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Every (delay, cc, C) on one testbed: by default C in {4, 8, 16, 32}, every congestion control the
     kernel offers, 0 and 20 ms added one way, 15 s each (the paper ran 30 s: ``duration=30``; the
     default keeps the lab under 10 minutes). ``quick``: C in {4, 32}, the kernel's default cc, no added
-    delay, 8 s each."""
+    delay, 8 s each. ``paper_sizes``: the paper's U(512 KB, 4 MB) transfers, C in {4, 8, 16, 32}, the
+    kernel's default cc, no added delay, 100 s each (not a ``quick`` size)."""
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
-    from mininet_labs.netlock import net_lock
+    from mininet_labs.labclock import LabClock
     from mininet_labs.session import LabSession
     from mininet_labs.workdir import fig2_dirs
 
     offered = available_ccs()
     default_cc = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip() if Path(
         "/proc/sys/net/ipv4/tcp_congestion_control").exists() else "reno"
+    if paper_sizes and quick:
+        raise ValueError(f"paper_sizes runs {PAPER_SIZES_DURATION_S:g}-s transfers of the paper's sizes: "
+                         "not a quick size (drop --quick)")
+    one_cc = quick or paper_sizes
     cs = list(cs or ((4, 32) if quick else (4, 8, 16, 32)))
-    ccs = list(ccs or ([default_cc] if quick else offered))
-    delays_ms = list(delays_ms if delays_ms is not None else ((0.0,) if quick else (0.0, 20.0)))
-    duration = duration or (8.0 if quick else 15.0)
+    ccs = list(ccs or ([default_cc] if one_cc else offered))
+    delays_ms = list(delays_ms if delays_ms is not None else ((0.0,) if one_cc else (0.0, 20.0)))
+    duration = duration or (8.0 if quick else PAPER_SIZES_DURATION_S if paper_sizes else 15.0)
+    small_kb = small_kb or (PAPER_SMALL_KB if paper_sizes else SMALL_KB)
     bad = [cc for cc in ccs if cc not in offered]
     if bad or any(c < 0 for c in cs) or duration <= WARMUP_S or any(not 0 <= d <= 1000 for d in delays_ms) \
             or not 0 < small_kb[0] <= small_kb[1]:
@@ -146,15 +158,13 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
                          f"a duration > {WARMUP_S:g} s and 0 < small_kb min <= max")
     dirs = fig2_dirs(out)
     script = Path(tcp_workload.__file__).resolve()
-    t0 = time.time()
-
-    def note(text: str) -> None:
-        progress(f"[{time.time() - t0:6.1f}s] {text}")
+    clock = LabClock(progress)
+    note = clock.note
 
     res: dict[str, Any] = {"lab": "big-vs-small", "quick": quick, "ccs_offered": offered, "ccs": ccs, "cs": cs,
                            "duration_s": duration, "warmup_s": WARMUP_S, "capacity_mbps": CAPACITY_MBPS,
-                           "small_kb": list(small_kb), "seed": seed, "paper": PAPER_NOTE, "runs": []}
-    with net_lock(), LabSession(dirs.spec, dirs.work, delay=dirs.delay, static_file=str(dirs.static)) as session:
+                           "small_kb": list(small_kb), "paper_sizes": paper_sizes, "seed": seed, "paper": PAPER_NOTE, "runs": []}
+    with clock.locked(), LabSession(dirs.spec, dirs.work, delay=dirs.delay, static_file=str(dirs.static)) as session:
         session.client.circuit(FIG2_CIRCUITS["initial"])
         session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
         h1, h3 = session.lab.node("h1"), session.lab.node("h3")
@@ -177,6 +187,7 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
     res["share_falls"] = share_falls(res["runs"])
     plot(res, dirs.out / "big_vs_small.png")
     slim = {**res, "runs": [{k: v for k, v in r.items() if k not in ("series", "bin_s")} for r in res["runs"]]}
+    slim["lab_seconds"] = clock.durations()
     (dirs.out / "results.json").write_text(json.dumps(slim, indent=2, sort_keys=True))
     progress(f"wrote {dirs.out / 'results.json'} and {dirs.out / 'big_vs_small.png'}")
     return slim

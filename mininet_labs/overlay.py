@@ -10,7 +10,7 @@ ceiling). The controller forwards on shortest paths, so src → dst takes the di
 overlay is what the paper's is: an application relay (src → r → dst) the routing knows nothing about.
 
 Per case (the wire settings below): ping measures RTT and loss of the direct path and of each relay
-leg (1000 pings at 5 ms, in parallel); a relay path's RTT is the sum of its legs' and its loss
+leg (1000 pings at 10 ms, 500 with ``quick``, in parallel); a relay path's RTT is the sum of its legs' and its loss
 1 - (1 - l1)(1 - l2). The rule (the paper's C4.5 result, Section IV: an overlay path "decreases both
 the RTT and the loss rate, by at least 10.5% and 12.1%") picks the relay; among relays that pass,
 the one with the smallest RTT·sqrt(loss) (the Mathis model's denominator) wins, and when none passes
@@ -62,6 +62,9 @@ DATA_PORT = 5401
 WIRE_RATE_MBPS = 50.0
 WIRE_LIMIT = 400  # frames per direction: ~100 ms of queue at 50 Mbit/s
 MSS_BYTES = 1448
+#: ping's interval: with replies outstanding (RTT > interval) iputils ping sleeps >= 10 ms between
+#: probes anyway (1000 pings at 5 ms took 8.5-10 s here), so 10 ms is what a path can be probed at
+PING_INTERVAL_S = 0.01
 PAPER_NOTE = ("CRONets (Cai et al., ICDCS 2016): 6,600 Internet paths; the split overlay improved throughput for "
               "78% of them, median x1.67, mean x3.27; an overlay path likely helps when it cuts RTT by >= 10.5% "
               "and loss by >= 12.1% (C4.5)")
@@ -279,18 +282,27 @@ def _configure(wires: dict[str, Any], case: dict[str, tuple[float, float]], seed
         wires[name].start_wire(delay_ms=delay, loss=loss, seed=seed * 100 + i + 1)
 
 
-def _measure_paths(lab: Any, count: int, interval: float) -> dict[str, Any]:
-    """Ping the direct path and every relay leg at once; the relay paths combine their legs."""
+def _ping_all(lab: Any, pairs: dict[str, tuple[str, str]], count: int, interval: float, save: Path) -> dict[str, str]:
+    """Run one ping per (host, peer) pair at once; their outputs by key. Each writes ``save``-KEY.txt,
+    not a pipe: one read after another, a later ping's full pipe (64 KB) would stall it."""
     from mininet_labs.workdir import finish
 
+    files = {k: Path(f"{save}-{k}.txt") for k in pairs}
+    procs = []
+    for k, (a, b) in pairs.items():
+        with open(files[k], "w") as log:
+            procs.append(lab.node(a).popen(["ping", "-n", "-c", str(count), "-i", f"{interval:g}", "-W", "2", IPS[b]],
+                                           stdout=log, stderr=subprocess.STDOUT))
+    finish(procs, count * interval + 30)
+    return {k: f.read_text() for k, f in files.items()}
+
+
+def _measure_paths(lab: Any, count: int, interval: float, save: Path) -> dict[str, Any]:
+    """Ping the direct path and every relay leg at once; the relay paths combine their legs."""
     pairs = {"direct": ("src", "dst")}
     for r in RELAYS:
         pairs[f"{r}.leg1"], pairs[f"{r}.leg2"] = ("src", r), (r, "dst")
-    procs = {k: lab.node(a).popen(["ping", "-n", "-c", str(count), "-i", f"{interval:g}",
-                                   "-W", "2", IPS[b]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for k, (a, b) in pairs.items()}
-    outs = finish(list(procs.values()), count * interval + 30)
-    got = {k: parse_ping_summary(o) for k, (o, _) in zip(procs, outs, strict=True)}
+    got = {k: parse_ping_summary(o) for k, o in _ping_all(lab, pairs, count, interval, save).items()}
     for k, g in got.items():
         if g["rtt_ms"] is None:
             raise RuntimeError(f"no ping came back on {k} ({pairs[k][0]} -> {pairs[k][1]})")
@@ -323,39 +335,13 @@ def _transfer(lab: Any, work: Path, script: str, via: str | None, seconds: float
     return throughput_from(json.loads(got_file.read_text()), 2.0, seconds)
 
 
-def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[str], None] = print,
-        cases: Sequence[str] | None = None, cc: str = "cubic") -> dict[str, Any]:
-    """Every case on one network: ``quick`` one 10-s transfer per path, else three of 20 s each.
-
-    ``cc`` is the senders' congestion control (src and the relay's proxy). Cubic by default, the
-    loss-based TCP of the paper's servers: BBR (this kernel's default) ignores random loss, and
-    then the rule's loss cut means nothing (measured: x1.0 on lossy_direct, docs/labs.md)."""
-    from mininet_labs.big_vs_small import available_ccs
-    from mininet_labs.netlock import net_lock
+def _run_cases(res: dict[str, Any], names: Sequence[str], work: Path, script: str, seed: int, cc: str, reps: int,
+               seconds: float, pings: int, note: Callable[[str], None]) -> None:
+    """Build the network and run every case on it, appending to ``res["cases"]`` (hold the lock)."""
     from mininet_labs.path_change import add_wire
     from mininet_labs.session import LabSession
 
-    names = list(cases or CASES)
-    unknown = [c for c in names if c not in CASES]
-    if unknown:
-        raise ValueError(f"unknown overlay cases {unknown} (known: {', '.join(CASES)})")
-    if cc not in available_ccs():
-        raise ValueError(f"congestion control {cc!r} is not offered by this kernel ({', '.join(available_ccs())})")
-    seconds, reps = (10.0, 1) if quick else (20.0, 3)
-    out = Path(out).resolve()
-    work = out / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "proxy.py").write_text(PROXY)
-    script = str(Path(__file__).resolve().parent / "tcp_workload.py")
-    t_lab = time.time()
-
-    def note(text: str) -> None:
-        progress(f"[{time.time() - t_lab:6.1f}s] {text}")
-
-    res: dict[str, Any] = {"lab": "overlay", "quick": quick, "seed": seed, "transfer_s": seconds, "repetitions": reps,
-                           "congestion_control": cc, "rule": {"rtt_cut": RTT_CUT, "loss_cut": LOSS_CUT},
-                           "wire_rate_mbps": WIRE_RATE_MBPS, "paper": PAPER_NOTE, "cases": []}
-    with net_lock(), LabSession(overlay_spec(), work) as session:
+    with LabSession(overlay_spec(), work) as session:
         lab = session.lab
         assert lab is not None
         first = CASES[names[0]]
@@ -363,13 +349,14 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
                                 rate_mbps=WIRE_RATE_MBPS, limit=WIRE_LIMIT)
                  for name, (a, ap, b, bp) in WIRES.items()}
         session.wait_links(wire_links(), timeout=40)
-        for a, b in (("src", "dst"), ("src", "r1"), ("src", "r2"), ("r1", "dst"), ("r2", "dst")):
-            lab.node(a).cmd(f"ping -c2 -W2 {IPS[b]} >/dev/null 2>&1")
+        # first packets: ARP and the controller's path set-up, off the measured pings (all at once)
+        _ping_all(lab, {f"{a}-{b}": (a, b) for a, b in (("src", "dst"), ("src", "r1"), ("src", "r2"),
+                                                         ("r1", "dst"), ("r2", "dst"))}, 2, 0.2, work / "ping-warmup")
         note(f"4 sites up, {len(WIRES)} wires seen by LLDP; congestion control {cc}")
         for name in names:
             _configure(wires, CASES[name], seed)
             time.sleep(1.0)
-            paths = _measure_paths(lab, 1000, 0.005)
+            paths = _measure_paths(lab, pings, PING_INTERVAL_S, work / f"ping-{name}")
             decision = choose(paths["direct"], {r: paths[r] for r in RELAYS})
             note(f"{name}: direct RTT {paths['direct']['rtt_ms']:.1f} ms loss {paths['direct']['loss']:.2%}; " +
                  "; ".join(f"{r} RTT {paths[r]['rtt_ms']:.1f} ms loss {paths[r]['loss']:.2%} "
@@ -393,9 +380,43 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
         res["controller_errors"] = session.controller_errors()
         for w in wires.values():
             w.stop_wire()
+
+
+def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[str], None] = print,
+        cases: Sequence[str] | None = None, cc: str = "cubic") -> dict[str, Any]:
+    """Every case on one network: ``quick`` 500 pings and one 10-s transfer per path, else 1000 pings
+    and three transfers of 20 s each.
+
+    ``cc`` is the senders' congestion control (src and the relay's proxy). Cubic by default, the
+    loss-based TCP of the paper's servers: BBR (this kernel's default) ignores random loss, and
+    then the rule's loss cut means nothing (measured: x1.0 on lossy_direct, docs/labs.md)."""
+    from mininet_labs.big_vs_small import available_ccs
+    from mininet_labs.labclock import LabClock
+
+    names = list(cases or CASES)
+    unknown = [c for c in names if c not in CASES]
+    if unknown:
+        raise ValueError(f"unknown overlay cases {unknown} (known: {', '.join(CASES)})")
+    if cc not in available_ccs():
+        raise ValueError(f"congestion control {cc!r} is not offered by this kernel ({', '.join(available_ccs())})")
+    seconds, reps, pings = (10.0, 1, 500) if quick else (20.0, 3, 1000)
+    out = Path(out).resolve()
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "proxy.py").write_text(PROXY)
+    script = str(Path(__file__).resolve().parent / "tcp_workload.py")
+    clock = LabClock(progress)
+
+    res: dict[str, Any] = {"lab": "overlay", "quick": quick, "seed": seed, "transfer_s": seconds, "repetitions": reps,
+                           "pings_per_path": pings, "ping_interval_s": PING_INTERVAL_S,
+                           "congestion_control": cc, "rule": {"rtt_cut": RTT_CUT, "loss_cut": LOSS_CUT},
+                           "wire_rate_mbps": WIRE_RATE_MBPS, "paper": PAPER_NOTE, "cases": []}
+    with clock.locked():
+        _run_cases(res, names, work, script, seed, cc, reps, seconds, pings, clock.note)
     top = res["cases"][0]
     res.update({k: top[k] for k in ("improvement_factor", "rtt_ratio", "relay_used", "relay", "candidate", "paths")})
     plot(res, out / "overlay.png")
+    res["lab_seconds"] = clock.durations()
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
     progress(f"wrote {out / 'results.json'} and {out / 'overlay.png'}")
     return res

@@ -24,7 +24,8 @@ positives), plus the monitor's default (20 one-second minima) for reference. A d
 move if it comes within ``TOLERANCE_S`` = 6 s after it (4-s window + the 1-s interval the move falls
 in + 1 s for the last interval to close), each move and detection matched at most once.
 
-``results.json``: ``moves`` (the ground truth), ``congestion``, ``paths`` (the *measured* RTT and
+``results.json``: ``moves`` (the ground truth), ``failed_moves`` (plans that failed their
+verification and rolled back: the flow stayed, so they are no path change), ``congestion``, ``paths`` (the *measured* RTT and
 one-way delay of each path), ``detector`` / ``baseline`` / ``baseline_1s_minima`` (``precision``,
 ``recall``, ``detections``), ``probes`` (sent, answered). Plot: ``path_change.png``.
 
@@ -268,12 +269,15 @@ def _move(session: Any, old: int | None, new: int, verify: bool = True) -> tuple
 
 
 def _drive(session: Any, h3: Any, sch: dict[str, Any], t0: float, cur: int, script: str,
-           procs: list[subprocess.Popen], note: Callable[[str], None]) -> list[dict[str, Any]]:
+           procs: list[subprocess.Popen], note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Play the schedule: start each congestion episode's cross traffic and make each move on time;
-    returns the moves as made (``t``: when the ingress swap finished, s after ``t0``)."""
+    returns the moves as made (``t``: when the ingress swap finished, s after ``t0``) and the moves
+    that failed (rolled back, so the flow stayed where it was: not a path change), with the
+    controller's links at that moment."""
     events = sorted([(m["t"], "move", m) for m in sch["moves"]] +
                     [(c["start"], "cong", c) for c in sch["congestion"]], key=lambda e: e[0])
-    moves = []
+    moves: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
     for at, kind, ev in events:
         time.sleep(max(0.0, t0 + at - time.time()))
         if kind == "cong":
@@ -282,19 +286,29 @@ def _drive(session: Any, h3: Any, sch: dict[str, Any], t0: float, cur: int, scri
                                   stderr=subprocess.DEVNULL))
             continue
         new_port = PATHS[ev["path"]].port
-        t_swap, rec = _move(session, cur, new_port)
+        if new_port == cur:  # an earlier move failed and the flow is already there: no change to make
+            note(f"move to {PATHS[ev['path']].name} at t={time.time() - t0:.2f} s skipped: the flow is already there")
+            continue
+        try:
+            t_swap, rec = _move(session, cur, new_port)
+        except RuntimeError as exc:
+            failed.append({"planned_t": ev["t"], "t": round(time.time() - t0, 3), "path": ev["path"], "error": str(exc),
+                           "links": sorted(f"{x['src']['node']}:{x['src']['port']}-{x['dst']['node']}:{x['dst']['port']}"
+                                           for x in session.client.links())})
+            note(f"move to {PATHS[ev['path']].name} at t={time.time() - t0:.2f} s FAILED (rolled back): {exc}")
+            continue
         cur = new_port
         moves.append({"planned_t": ev["t"], "t": round(t_swap - t0, 3), "path": ev["path"],
                       "plan_ms": round(1000 * ((rec.get("finished_at") or t_swap) - (rec.get("started_at") or t_swap)), 1)})
         note(f"move {len(moves)} to {PATHS[ev['path']].name} at t={t_swap - t0:.2f} s")
-    return moves
+    return moves, failed
 
 
 def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[str], None] = print,
         seconds: float | None = None) -> dict[str, Any]:
     """One seeded schedule on one network: 80 s of probing ``quick``, 420 s by default."""
     from mininet_labs.delay import Netns, measure_rtt, path_record
-    from mininet_labs.netlock import net_lock
+    from mininet_labs.labclock import LabClock
     from mininet_labs.session import LabSession
     from mininet_labs.workdir import finish
 
@@ -304,17 +318,15 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     script = str(Path(__file__).resolve().parent / "tcp_workload.py")
-    t_lab = time.time()
-
-    def note(text: str) -> None:
-        progress(f"[{time.time() - t_lab:6.1f}s] {text}")
+    clock = LabClock(progress)
+    note = clock.note
 
     spec = path_change_spec()
     res: dict[str, Any] = {"lab": "path-change", "quick": quick, "seed": seed, "seconds": seconds,
                            "probe_interval_s": PROBE_INTERVAL_S, "tolerance_s": TOLERANCE_S, "baseline_k": BASELINE_K,
                            "wire_rate_mbps": WIRE_RATE_MBPS, "wire_limit_frames": WIRE_LIMIT,
                            "schedule": sch, "paper": PAPER_NOTE}
-    with net_lock(), LabSession(spec, work) as session:
+    with clock.locked(), LabSession(spec, work) as session:
         lab = session.lab
         assert lab is not None
         wires = [add_wire(lab, p.wire, "A", p.port, "Z", p.port, delay_ms=p.delay_ms, rate_mbps=WIRE_RATE_MBPS,
@@ -349,13 +361,18 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
                                   stderr=subprocess.DEVNULL))
             time.sleep(0.3)
             n_probes = int(seconds / PROBE_INTERVAL_S)
-            ping = h1.popen(["ping", "-D", "-n", "-i", f"{PROBE_INTERVAL_S:g}", "-W", "1", "-c", str(n_probes), H2],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            # into a file, not a pipe: nobody reads a pipe while the schedule plays, and a full one
+            # (64 KB, ~175 s of ping -D lines) stops ping until the end (no probes, no move verified)
+            probe_log = work / "probe-ping.txt"
+            with open(probe_log, "w") as log:
+                ping = h1.popen(["ping", "-D", "-n", "-i", f"{PROBE_INTERVAL_S:g}", "-W", "1", "-c", str(n_probes), H2],
+                                stdout=log, stderr=subprocess.STDOUT)
             t0 = time.time()
             note(f"probing {seconds:g} s: {len(sch['moves'])} moves, {len(sch['congestion'])} congestion episodes "
                  f"(seed {seed})")
-            moves = _drive(session, h3, sch, t0, cur, script, procs, note)
-            ping_out, _ = finish([ping], seconds + 15)[0]
+            moves, failed = _drive(session, h3, sch, t0, cur, script, procs, note)
+            finish([ping], seconds + 15)
+            ping_out = probe_log.read_text()
         finally:
             finish(procs, 2.0)  # senders are done by now; the receiver is stopped by PID
         res["controller_errors"] = session.controller_errors()
@@ -364,11 +381,13 @@ def run(out: Path, *, quick: bool = False, seed: int = 1, progress: Callable[[st
     series = [(t - t0, rtt) for t, rtt in parse_ping(ping_out)]
     truth = [m["t"] for m in moves]
     res["moves"] = moves
+    res["failed_moves"] = failed
     res["congestion"] = sch["congestion"]
     res["probes"] = {"sent": n_probes, "answered": len(series)}
     res.update(analyse(series, truth))
     res["paths_during_run_rtt_ms"] = path_rtts(series, moves, sch["start_path"])
     plot(res, series, out / "path_change.png")
+    res["lab_seconds"] = clock.durations()
     (out / "series.json").write_text(json.dumps([[round(t, 4), r] for t, r in series]))
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
     for name in ("detector", "baseline", "baseline_1s_minima"):

@@ -120,22 +120,20 @@ def move_once(session: Any, work: Path, mode: str, plan: Any, seconds: float, le
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Both modes in one run on one testbed; writes ``results.json`` and ``planned_vs_oneshot.png``."""
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
-    from mininet_labs.netlock import net_lock
+    from mininet_labs.labclock import LabClock
     from mininet_labs.session import LabSession
     from mininet_labs.workdir import fig2_dirs
 
     dirs = fig2_dirs(out, {"send.py": SENDER, "recv.py": RECEIVER})
     out, work, spec, static, delay = dirs.out, dirs.work, dirs.spec, dirs.static, dirs.delay
     seconds, lead = (3.0, 1.0) if quick else (6.0, 2.0)
-    t0 = time.time()
-
-    def note(text: str) -> None:
-        progress(f"[{time.time() - t0:6.1f}s] {text}")
+    clock = LabClock(progress)
+    note = clock.note
 
     ordered, one_shot, release = plans()
     res: dict[str, Any] = {"lab": "planned-vs-oneshot", "quick": quick, "probe_interval_ms": 1.0,
                            "provisioning_delay_s": list(delay)}
-    with net_lock(), LabSession(spec, work, delay=delay, static_file=str(static)) as session:
+    with clock.locked(), LabSession(spec, work, delay=delay, static_file=str(static)) as session:
         session.client.circuit(FIG2_CIRCUITS["initial"])
         session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
         for h, ip in (("h1", "10.0.0.3"), ("h3", "10.0.0.1")):
@@ -164,6 +162,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     _plot(res, out / "planned_vs_oneshot.png")
     slim = {k: ({kk: vv for kk, vv in v.items() if kk != "received_at"} if isinstance(v, dict) else v)
             for k, v in res.items()}
+    slim["lab_seconds"] = clock.durations()
     (out / "results.json").write_text(json.dumps(slim, indent=2, sort_keys=True))
     progress(f"wrote {out / 'results.json'} and {out / 'planned_vs_oneshot.png'}")
     return slim

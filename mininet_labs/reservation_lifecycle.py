@@ -68,7 +68,7 @@ def _udp_mbps(session: Any, seconds: float, mbps: float) -> tuple[float, float]:
 
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the lab; write ``out/results.json`` and ``out/lifecycle.png``; return the results."""
-    from mininet_labs.netlock import net_lock
+    from mininet_labs.labclock import LabClock
     from mininet_labs.session import LabSession, free_port
     from mininet_labs.workdir import fig2_dirs
 
@@ -80,14 +80,14 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     lead, window = (4.0, 25.0) if quick else (6.0, 40.0)
     res: dict[str, Any] = {"lab": "reservation-lifecycle", "quick": quick, "reserved_mbps": RESERVED_MBPS}
     marks: list[tuple[float, str]] = []
-    t0 = time.time()
+    clock = LabClock(progress)
 
     def note(text: str) -> None:
-        marks.append((time.time() - t0, text))
-        progress(f"[{time.time() - t0:6.1f}s] {text}")
+        marks.append((time.time() - clock.t0, text))
+        clock.note(text)
 
-    with net_lock(), LabSession(spec, out / "work", delay=delay, static_file=str(static),
-                                controller_args=("--db-url", f"sqlite:///{db}")) as session:
+    with clock.locked(), LabSession(spec, out / "work", delay=delay, static_file=str(static),
+                                    controller_args=("--db-url", f"sqlite:///{db}")) as session:
         note("controller and Fig. 2 testbed up")
         for h, ip in (("h1", "10.0.0.3"), ("h3", "10.0.0.1")):  # hosts announce themselves (ARP)
             session.lab.node(h).cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
@@ -157,6 +157,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
                 web.kill()
             web_log.close()
     res["timeline"] = [{"t": round(t, 3), "what": w} for t, w in marks]
+    res["lab_seconds"] = clock.durations()
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
     _plot(res, out / "lifecycle.png")
     progress(f"wrote {out / 'results.json'} and {out / 'lifecycle.png'}")

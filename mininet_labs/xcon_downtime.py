@@ -155,7 +155,7 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
         progress: Callable[[str], None] = print) -> dict[str, Any]:
     """``reps`` bypass + restore pairs (default 30, 15 with ``quick``) under one running probe."""
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
-    from mininet_labs.netlock import net_lock
+    from mininet_labs.labclock import LabClock
     from mininet_labs.session import LabSession
     from mininet_labs.workdir import fig2_dirs, finish
 
@@ -166,15 +166,13 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
     out, work, spec, static, delay = dirs.out, dirs.work, dirs.spec, dirs.static, dirs.delay
     settle = 0.7  # after a change: the downtime plus a margin, so two changes never share a loss run
     seconds = 2.0 + reps * 2 * (settle + 0.35)
-    t0 = time.time()
-
-    def note(text: str) -> None:
-        progress(f"[{time.time() - t0:6.1f}s] {text}")
+    clock = LabClock(progress)
+    note = clock.note
 
     res: dict[str, Any] = {"lab": "xcon-downtime", "quick": quick, "reps": reps, "probe_interval_ms": 1.0,
                            "provisioning_delay_s": list(delay), "paper": PAPER}
     changes: list[dict[str, Any]] = []
-    with net_lock(), LabSession(spec, work, delay=delay, static_file=str(static)) as session:
+    with clock.locked(), LabSession(spec, work, delay=delay, static_file=str(static)) as session:
         client = session.client
         client.circuit(FIG2_CIRCUITS["initial"])
         session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
@@ -219,6 +217,7 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
          f"controller overhead {res['controller_overhead_ms_mean']} ms on average (XCON confirmed -> LLDP link "
          f"{res['lit_to_link_ms_mean']} ms, link -> traffic {res['link_to_traffic_ms_mean']} ms)")
     plot(res, out / "xcon_downtime.png")
+    res["lab_seconds"] = clock.durations()
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
     progress(f"wrote {out / 'results.json'} and {out / 'xcon_downtime.png'}")
     return res

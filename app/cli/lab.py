@@ -77,6 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the other with the same seed (default all)")
     p.add_argument("--demo", action="store_true", help="with `run` (elastic-offload): `make demo` — also the web "
                                                        "service, every event of the loop live, one short run")
+    p.add_argument("--paper-sizes", action="store_true", help="with `run` (big-vs-small): the paper's U(512 KB, "
+                                                              "4 MB) small transfers, 100-s runs (about 8 min)")
     p.add_argument("--discover", action="store_true",
                    help="discover the topology, print it, write JSON + PNG, then clean up and exit")
     p.add_argument("--out", default="lab-out", help="output directory (default %(default)s)")
@@ -135,17 +137,19 @@ def _run_lab(args: argparse.Namespace) -> int:
 
 
 def _lab_options(args: argparse.Namespace, name: str, runner) -> dict:
-    """The extra options given (``--runs``, ``--seeds``, ``--seed``, ``--te``, ``--demo``, ``--placement``), if the
-    lab takes them."""
+    """The extra options given (``--runs``, ``--seeds``, ``--seed``, ``--te``, ``--demo``, ``--placement``,
+    ``--paper-sizes``), if the lab takes them."""
     import inspect
 
     given = {"runs": args.runs, "seeds": args.seeds, "seed": args.seed, "te": None if args.te is None else args.te == "on",
-             "demo": args.demo or None, "placement": args.placement}
+             "demo": args.demo or None, "placement": args.placement, "paper_sizes": args.paper_sizes or None}
     given = {k: v for k, v in given.items() if v is not None}
     takes = inspect.signature(runner).parameters
     refused = [k for k in given if k not in takes]
     if refused:
-        raise LabError(f"lab {name} does not take {', '.join('--' + k for k in refused)}")
+        raise LabError(f"lab {name} does not take {', '.join('--' + k.replace('_', '-') for k in refused)}")
+    if given.get("paper_sizes") and args.quick:
+        raise LabError("--paper-sizes runs the paper's transfer sizes for 100 s per C: not a --quick size")
     if given.get("demo") and given.get("te") is False:
         raise LabError("--demo shows the TE loop at work: it cannot run with --te off")
     return given

@@ -18,6 +18,7 @@ def test_path_change_detector_beats_the_rolling_minimum(tmp_path):
     res = run(tmp_path, quick=True, progress=lambda _line: None)
     assert res["controller_errors"] == "", res["controller_errors"]
     assert len(res["moves"]) >= 3 and res["probes"]["answered"] >= 0.9 * res["probes"]["sent"]
+    assert res["failed_moves"] == [], res["failed_moves"]  # every move verified on the new rules' counters
     rtts = [p["measured_rtt_ms"] for p in res["paths"]]
     # measured, not configured: the slower path adds about 2 x (6 - 2) ms of RTT
     assert rtts[1] - rtts[0] == pytest.approx(2 * (PATHS[1].delay_ms - PATHS[0].delay_ms), abs=1.5), rtts
@@ -30,7 +31,7 @@ def test_path_change_detector_beats_the_rolling_minimum(tmp_path):
 
 @pytest.mark.timeout(1500)
 def test_overlay_relay_helps_where_the_rule_says_and_only_there(tmp_path):
-    from mininet_labs.overlay import run
+    from mininet_labs.overlay import CASES, run
 
     res = run(tmp_path, quick=True, progress=lambda _line: None)
     assert res["controller_errors"] == "", res["controller_errors"]
@@ -40,5 +41,10 @@ def test_overlay_relay_helps_where_the_rule_says_and_only_there(tmp_path):
     assert helps["rtt_ratio"] < 1 - 0.105 and helps["rule"]["r1"]["loss_cut"] >= 0.121
     assert good["name"] == "good_direct" and not good["relay_used"], good["rule"]
     assert good["improvement_factor"] < 1.0, good["throughput_mbps"]  # the rule was right to keep direct
+    assert helps["rule_right"] and good["rule_right"]
+    # the wires delay for real: measured direct RTT = 2 x the configured one-way delay (+ ~1 ms of switches)
+    for case in (helps, good):
+        want = 2 * CASES[case["name"]]["wd"][0]
+        assert want <= case["paths"]["direct"]["rtt_ms"] <= want + 5.0, case["paths"]["direct"]
     assert res["improvement_factor"] == helps["improvement_factor"] and res["relay_used"] is True
     assert (tmp_path / "overlay.png").stat().st_size > 0

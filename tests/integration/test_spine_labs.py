@@ -34,6 +34,7 @@ def test_reservation_lifecycle_lights_carries_and_releases(tmp_path):
     assert (tmp_path / "lifecycle.png").stat().st_size > 0
 
 
+@pytest.mark.timeout(1500)  # includes waiting for the network lock
 def test_planned_move_loses_nothing_and_one_shot_loses_packets(tmp_path):
     from mininet_labs.planned_vs_oneshot import run
 

@@ -53,3 +53,23 @@ def test_small_transfers_fit_the_circuit() -> None:
     of a quick run (the paper's 512 KB-4 MB, sized for 10 Gbit/s, never ended here)."""
     fair_kbytes_s = bvs.CAPACITY_MBPS * 1e6 / 8 / 1024 / 33
     assert bvs.SMALL_KB[1] / fair_kbytes_s < 8.0 - bvs.WARMUP_S
+
+
+def test_paper_sizes_is_not_a_quick_size(tmp_path: Path, capsys, monkeypatch) -> None:
+    """`--paper-sizes` (the paper's U(512 KB, 4 MB), 100-s runs) is refused with --quick, by run() and
+    by the CLI (one line, exit 2, before any network), and by labs that do not take it."""
+    import os
+    import shutil
+
+    from app.cli.main import main
+
+    with pytest.raises(ValueError, match="not a quick size"):
+        bvs.run(tmp_path, quick=True, paper_sizes=True)
+    assert not (tmp_path / "work").exists()
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/" + name)
+    assert main(["lab", "run", "big-vs-small", "--paper-sizes", "--quick", "--out", str(tmp_path)]) == 2
+    assert "not a --quick size" in capsys.readouterr().err
+    assert main(["lab", "run", "overlay", "--paper-sizes", "--out", str(tmp_path)]) == 2
+    assert "lab overlay does not take --paper-sizes" in capsys.readouterr().err
+    assert bvs.PAPER_SMALL_KB == (512, 4096) and bvs.SMALL_KB[1] * 32 == bvs.PAPER_SMALL_KB[1]

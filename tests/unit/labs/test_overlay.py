@@ -134,3 +134,27 @@ def test_topology_registry_and_mn_topo() -> None:
     assert len(topo.links()) == 4 + 2 * len(ov.WIRES)
     with pytest.raises(ValueError, match="unknown case"):
         ov.topos["overlay"](case="nope")
+
+
+def test_paths_are_pinged_at_once_into_files_and_combined(tmp_path) -> None:
+    """_measure_paths with local pings (every lab address mapped to 127.0.0.1): one file per ping,
+    relay paths from their two legs."""
+    import shutil
+    import subprocess
+
+    if shutil.which("ping") is None:
+        pytest.skip("no ping here")
+
+    class Node:
+        def popen(self, args, **kw):
+            return subprocess.Popen(["127.0.0.1" if a in ov.IPS.values() else a for a in args], **kw)
+
+    lab = type("Lab", (), {"node": lambda self, _name: Node()})()
+    paths = ov._measure_paths(lab, 20, 0.01, tmp_path / "ping-case")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "ping-case-direct.txt", "ping-case-r1.leg1.txt", "ping-case-r1.leg2.txt",
+        "ping-case-r2.leg1.txt", "ping-case-r2.leg2.txt"]
+    assert paths["direct"]["sent"] == 20 and paths["direct"]["loss"] == 0.0
+    for r in ov.RELAYS:
+        legs = paths[r]["legs"]
+        assert paths[r]["rtt_ms"] == pytest.approx(legs[0]["rtt_ms"] + legs[1]["rtt_ms"], abs=1e-3)
