@@ -116,6 +116,7 @@ class TeApp(app_manager.OSKenApp):
         return PlacementDecider(
             PlacementPolicy(str(cfg["placement"]), period_s=float(cfg["placement_period"])), self.decider.damper,
             monitored=lambda: self.view.fine_flows, reservations=reservations,
+            link_loads=lambda: self.view.link_loads,
             forwarding=lambda: {self.view.name_of(d): r for d, r in self.view.forwarding_rules.items()},
             stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]),
             **self._gain_settings(cfg))

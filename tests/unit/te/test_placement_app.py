@@ -48,6 +48,7 @@ class _View:
         self.fine_flows = {ELEPHANT: FlowCount(50_000_000, 6.0, now), SIP: FlowCount(20_000, 0.2, now),
                            **{m: FlowCount(60_000, 0.5, now) for m in MICE}}
         self.forwarding_rules = FORWARDING
+        self.link_loads: dict[str, float] = {}
         self.reserved: dict[str, frozenset] = {}
 
     def graph(self):
