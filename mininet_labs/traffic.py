@@ -3,7 +3,8 @@
 Spawning one iperf3 per flow saturates both cores of the lab machine and ``iperf3 -n`` misreports
 short transfers (docs/environment notes), so every flow of a host lives in one Python process.
 Run it on a Mininet host as a file (``host.popen([sys.executable, SCRIPT, ...])``): it imports
-nothing from the project, so it needs no ``PYTHONPATH`` inside the host's namespace.
+nothing from the project, so it needs no ``PYTHONPATH`` inside the host's namespace (``udp_probe.py``
+imports it as its sibling file).
 
 Sub-commands (times are wall-clock seconds so they line up with the controller's journal):
 
@@ -30,6 +31,7 @@ import select
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 SCRIPT = str(Path(__file__).resolve())
@@ -167,20 +169,39 @@ def _drain_acks(s: socket.socket, acked: set[int], timeout: float) -> None:
             acked.add(int.from_bytes(data[1:HEADER], "big"))
 
 
+def datagrams(port: int, duration: float, rcvbuf: int | None = None
+              ) -> Iterator[tuple[socket.socket, bytes, tuple[str, int]]]:
+    """Every datagram that reaches UDP ``port`` within ``duration`` seconds, as (socket, data, sender):
+    the receive loop of every lab receiver here and in ``udp_probe.py`` (which imports this file)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.bind(("0.0.0.0", port))
+    s.settimeout(0.2)
+    t_end = time.monotonic() + duration
+    with s:
+        while time.monotonic() < t_end:
+            try:
+                data, addr = s.recvfrom(65535)
+            except TimeoutError:
+                continue
+            yield s, data, addr
+
+
+def add_bin_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of a receiver that counts per time bin (``recv`` here, ``sink`` in udp_probe)."""
+    p.add_argument("port", type=int)
+    p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--t0", type=float, required=True, help="wall-clock time bins count from")
+    p.add_argument("--bin", type=float, default=0.25)
+    p.add_argument("--out", required=True)
+
+
 def _recv(a: argparse.Namespace) -> int:
     """Bytes per bin of elephant and small packets; every elephant packet is acknowledged."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    s.bind(("0.0.0.0", a.port))
-    s.settimeout(0.2)
     series: dict[str, dict[int, int]] = {"elephant": {}, "small": {}, "other": {}}
     flows: dict[str, set[int]] = {"elephant": set(), "small": set(), "other": set()}
-    t_end = time.monotonic() + a.duration
-    while time.monotonic() < t_end:
-        try:
-            data, addr = s.recvfrom(65535)
-        except TimeoutError:
-            continue
+    for s, data, addr in datagrams(a.port, a.duration, 4 << 20):
         kind = {ELEPHANT: "elephant", SMALL: "small"}.get(data[:1], "other")
         b = int((time.time() - a.t0) // a.bin)
         series[kind][b] = series[kind].get(b, 0) + len(data)
@@ -230,12 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     el.add_argument("--init-window", type=int, default=4)
     el.add_argument("--max-window", type=int, default=58,
                     help="window cap in packets (default: 10 Mbit/s x one 50-ms round, as a tuned host sets it)")
-    rv = sub.add_parser("recv", help="count what arrives, per bin")
-    rv.add_argument("port", type=int)
-    rv.add_argument("--duration", type=float, required=True)
-    rv.add_argument("--t0", type=float, required=True, help="wall-clock time bins count from")
-    rv.add_argument("--bin", type=float, default=0.25)
-    rv.add_argument("--out", required=True)
+    add_bin_arguments(sub.add_parser("recv", help="count what arrives, per bin"))
     a = p.parse_args(argv)
     return {"small": _small, "elephant": _elephant, "recv": _recv}[a.cmd](a)
 

@@ -4,7 +4,7 @@ Why: a placement policy's worth for an interactive flow is its latency, jitter a
 lab's interactive flow must carry its own measurement. The sender stamps each packet with a sequence
 number and its send time; the echo server returns it unchanged; the sender records each RTT. Run it
 on a Mininet host as a file (``host.popen([sys.executable, SCRIPT, ...])``): it imports nothing from
-the project.
+the project but its sibling file ``traffic.py`` (stdlib only; the file's directory is on ``sys.path``).
 
 ``echo PORT --duration S``
     returns every datagram to its sender.
@@ -26,20 +26,17 @@ import sys
 import time
 from pathlib import Path
 
+try:  # imported as part of the package
+    from mininet_labs import traffic
+except ImportError:  # run as a file on a Mininet host: its directory (sys.path[0]) holds traffic.py
+    import traffic  # type: ignore[no-redef]
+
 SCRIPT = str(Path(__file__).resolve())
 HEADER = 16  # 8-byte sequence number + 8-byte send time (ns, monotonic)
 
 
 def _echo(a: argparse.Namespace) -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("0.0.0.0", a.port))
-    s.settimeout(0.2)
-    t_end = time.monotonic() + a.duration
-    while time.monotonic() < t_end:
-        try:
-            data, addr = s.recvfrom(65535)
-        except TimeoutError:
-            continue
+    for s, data, addr in traffic.datagrams(a.port, a.duration):
         try:
             s.sendto(data, addr)
         except OSError:
@@ -82,17 +79,8 @@ def _send(a: argparse.Namespace) -> int:
 
 
 def _sink(a: argparse.Namespace) -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    s.bind(("0.0.0.0", a.port))
-    s.settimeout(0.2)
     bins: dict[int, list[int]] = {}  # bin -> [bytes, lowest seq, highest seq, packets]
-    t_end = time.monotonic() + a.duration
-    while time.monotonic() < t_end:
-        try:
-            data, addr = s.recvfrom(65535)
-        except TimeoutError:
-            continue
+    for s, data, addr in traffic.datagrams(a.port, a.duration, 4 << 20):
         if len(data) < 9:  # traffic.py's header: a 1-byte tag and an 8-byte sequence number
             continue
         seq = int.from_bytes(data[1:9], "big")
@@ -122,12 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--duration", type=float, required=True)
     s.add_argument("--start", type=float, default=0.0, help="wall-clock time to start at (0 = now)")
     s.add_argument("--out", required=True)
-    k = sub.add_parser("sink", help="receive and acknowledge the elephant; bytes and sequence numbers per bin")
-    k.add_argument("port", type=int)
-    k.add_argument("--duration", type=float, required=True)
-    k.add_argument("--t0", type=float, required=True, help="wall-clock time bins count from")
-    k.add_argument("--bin", type=float, default=0.25)
-    k.add_argument("--out", required=True)
+    traffic.add_bin_arguments(sub.add_parser("sink", help="receive and acknowledge the elephant; bytes and "
+                                                          "sequence numbers per bin"))
     a = p.parse_args(argv)
     return {"echo": _echo, "send": _send, "sink": _sink}[a.cmd](a)
 
