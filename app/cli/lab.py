@@ -170,6 +170,11 @@ def _run(args: argparse.Namespace) -> int:
         raise LabError("mlte lab needs root (Mininet and OVS); run it with sudo")
     if shutil.which("ovs-vsctl") is None:
         raise LabError("Open vSwitch is not installed (run `make bootstrap`)")
+    from mininet_labs.ovs import OvsUnavailable, ensure_ovs
+    try:
+        ensure_ovs(log=lambda m: print(m, flush=True))
+    except OvsUnavailable as exc:
+        raise LabError(str(exc)) from None
     if args.name == "run":
         return _run_lab(args)
     from mininet_labs.netlock import net_lock  # the machine-wide lock every network builder holds

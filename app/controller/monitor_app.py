@@ -341,6 +341,7 @@ class MonitorApp(app_manager.OSKenApp):
         now = time.monotonic()
         res = self.core.tick(now)
         self.last = {"t": time.time(), "circuits": res.circuits}
+        self.view.link_loads = {cid: float(v["mbps"]) for cid, v in res.circuits.items()}  # the TE placement's
         for cid, vals in res.circuits.items():
             if vals["drops"] or vals["util"] > float(self.cfg["growth_threshold"]):
                 JOURNAL.add("monitor_load", circuit=cid, **{k: round(v, 4) for k, v in vals.items()})

@@ -51,6 +51,8 @@ class NetworkView:
         # 5-tuple -> FlowCount: per-flow bytes and rates of the monitor's fine data (flowstats backend; the
         # TE loop's offload gain reads them)
         self.fine_flows: dict[Any, Any] = {}
+        # packet edge key -> Mbit/s, the monitor's moving average of port counters (every link, each Ts)
+        self.link_loads: dict[str, float] = {}
         self.unknown_xcons: dict[int, dict[int, int]] = {}  # sent, barrier timed out: maybe applied
         self.scan_attached: dict[tuple[int, int], PortRef | None] = {}  # (OTS dpid, port) -> packet port
         self.static_graph: MultiLayerGraph | None = None

@@ -78,8 +78,8 @@ class TeApp(app_manager.OSKenApp):
         self.decider = OffloadDecider(
             Damper(min_hold_s=float(cfg["min_hold_s"]), max_moves=int(cfg["max_moves"]),
                    interval_s=float(cfg["move_interval_s"])),
-            overhead_s=float(cfg["overhead_s"]), min_gain_s=float(cfg["min_gain_s"]),
-            stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]))
+            stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]),
+            **self._gain_settings(cfg))
         if cfg["placement"] != "joint":
             self.decider = self._placement(cfg)
         self.growth = GrowthDecider(
@@ -116,8 +116,16 @@ class TeApp(app_manager.OSKenApp):
         return PlacementDecider(
             PlacementPolicy(str(cfg["placement"]), period_s=float(cfg["placement_period"])), self.decider.damper,
             monitored=lambda: self.view.fine_flows, reservations=reservations,
+            link_loads=lambda: self.view.link_loads,
             forwarding=lambda: {self.view.name_of(d): r for d, r in self.view.forwarding_rules.items()},
-            stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]))
+            stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]),
+            **self._gain_settings(cfg))
+
+    @staticmethod
+    def _gain_settings(cfg: dict[str, Any]) -> dict[str, float]:
+        """The offload gain's settings, the same for every ``[te] placement`` (a policy judged with
+        another bar than the joint decider's would be compared on the bar, not on its placements)."""
+        return {"overhead_s": float(cfg["overhead_s"]), "min_gain_s": float(cfg["min_gain_s"])}
 
     def start(self):
         thread = super().start()

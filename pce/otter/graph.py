@@ -45,7 +45,7 @@ import itertools
 import math
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -491,8 +491,11 @@ def _flowset(flows: Sequence[GraphFlow], rules: ClassRules, src_idx: np.ndarray)
 
 
 def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
-                   k: int = DEFAULT_K) -> GraphInstance:
-    """Candidate paths and the OTTER arrays for ``flows`` (src ≠ dst) over lit links + ``circuits``."""
+                   k: int = DEFAULT_K, background: Mapping[str, float] | None = None) -> GraphInstance:
+    """Candidate paths and the OTTER arrays for ``flows`` (src ≠ dst) over lit links + ``circuits``.
+
+    ``background``: hop id → Mbit/s already on that lit link from traffic that is not among
+    ``flows`` (measured, not placed): the LP and the rounding get only the rest of its capacity."""
     g = getattr(graph, "g", graph)
     switches = sorted(n for n, d in g.nodes(data=True) if d.get("kind") == "packet")
     sw_index = {s: i for i, s in enumerate(switches)}
@@ -526,7 +529,7 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
         path_links[i, : len(p.hops)] = [hop_index[h.id] for h in p.hops]
     network = Network(
         n_sources=S, n_dests=S, dest_is_edge=np.zeros(S, bool), dest_cap=np.full((S, 3), np.inf),
-        link_cap=np.array([h.capacity for h in hops], float),
+        link_cap=np.array([max(h.capacity - (background or {}).get(h.id, 0.0), 0.0) for h in hops], float),
         path_src=np.array([sw_index[p.switches[0]] for p in path_rows], np.int64),
         path_dst=np.array([sw_index[p.switches[-1]] for p in path_rows], np.int64),
         path_links=path_links, path_metrics=np.array([finder.metrics(p) for p in path_rows], float).reshape(P, 4),
@@ -783,8 +786,9 @@ def _joint_circuits(graph: Any, flows: Sequence[GraphFlow], circuits: Sequence[C
 def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = None, *, k: int = DEFAULT_K,
              lighting: str = "priced", circuit_price: float = CIRCUIT_PRICE, pin_gain: float = DEFAULT_PIN_GAIN,
              circuits: Sequence[Circuit] | None = None, per_pair: int = DEFAULT_PER_PAIR, solver: str = "highs",
-             time_limit: float | None = 30.0) -> GraphPlacement:
-    """OTTER placement of ``flows`` on ``graph`` (see the module docstring for each step)."""
+             time_limit: float | None = 30.0, background: Mapping[str, float] | None = None) -> GraphPlacement:
+    """OTTER placement of ``flows`` on ``graph`` (see the module docstring for each step;
+    ``background`` as in :func:`build_instance`)."""
     if lighting not in LIGHTING:
         raise InvalidInputError(f"unknown lighting {lighting!r} (choose from {', '.join(LIGHTING)})")
     if not 0 <= circuit_price < 1:
@@ -807,7 +811,7 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
         circuits = [c for c in circuits if c.id in lit]
         stats["joint_seconds"] = time.perf_counter() - t
     t1 = time.perf_counter()
-    inst = build_instance(graph, remote, rules, circuits, k)
+    inst = build_instance(graph, remote, rules, circuits, k, background)
     stats["paths"] = inst.network.n_paths
     stats["paths_seconds"] = time.perf_counter() - t1
     N = len(remote)
@@ -880,7 +884,8 @@ def _placements(inst: GraphInstance, slot: np.ndarray, alloc: np.ndarray, pinned
 
 
 def place_cspf(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = None, *, k: int = DEFAULT_K,
-               circuits: Sequence[Circuit] | None = None, per_pair: int = DEFAULT_PER_PAIR) -> GraphPlacement:
+               circuits: Sequence[Circuit] | None = None, per_pair: int = DEFAULT_PER_PAIR,
+               background: Mapping[str, float] | None = None) -> GraphPlacement:
     """Baseline without tolerances: largest flows first, each on its lowest-latency path with room —
     lit links before new circuits, a circuit only if its ports are still free — else partially on
     the path with most room. Held flows (``hold``, on a candidate path) go first, onto their path."""
@@ -890,7 +895,7 @@ def place_cspf(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None 
     pairs = {tuple(sorted((f.src, f.dst))) for f in remote}
     if circuits is None:
         circuits = cached_candidate_circuits(graph, per_pair, pairs) if pairs else []
-    inst = build_instance(graph, remote, rules, circuits, k)
+    inst = build_instance(graph, remote, rules, circuits, k, background)
     residual = inst.network.link_cap.astype(float).copy()
     used_ports: set[str] = set()
     lit: set[str] = set()
@@ -934,6 +939,6 @@ def place(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = Non
     if policy == "joint":
         return place_lp(graph, flows, rules, lighting="joint", **opts)
     if policy == "cspf":
-        keep = {k: v for k, v in opts.items() if k in ("k", "circuits", "per_pair")}
+        keep = {k: v for k, v in opts.items() if k in ("k", "circuits", "per_pair", "background")}
         return place_cspf(graph, flows, rules, **keep)
     raise InvalidInputError(f"unknown placement policy {policy!r} (choose from {', '.join(POLICIES)})")

@@ -1,15 +1,18 @@
 """Lab ``placement-mesh6 --quick``: the placement comparison where the policies can part (an elephant
-from A to C has a lit detour A-B-D-C and dark circuits; docs/labs.md, ``placement-mesh6``).
+from A to C has a lit detour A-B-D-C over the B-D circuit, which carries another site's transfers
+and an interactive flow, and dark circuits; docs/labs.md, ``placement-mesh6``).
 
-Asserted on what was measured: OTTER moves the elephant (in the runs so far: onto the lit detour)
-and releases what it set up, and its tolerance-weighted allocation is at least each other policy's
-within the same ``NOISE`` as on Fig. 2 (over 3 runs: otter 7.11–8.41 MB, cspf 7.65–8.48, joint
-2.93–3.07). A long lab run (three fresh six-datapath networks): ``make test-labs``."""
+Asserted on what was measured: OTTER moves the elephant alone onto a circuit of its own (not the
+detour: it sees B-D's load as background and the elephant's appetite beyond its held-down rate),
+the B->D interactive flow stays inside its 20-ms RTT tolerance, everything is released, and OTTER's
+tolerance-weighted allocation is at least each other policy's within ``NOISE`` (over 3 runs:
+otter 8.66-8.80 MB, cspf 7.98-8.80, joint 2.85-3.13)."""
 from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_lab, pytest.mark.timeout(2400)]
+# In `make test`: ~2.5 min of lab time (three fresh six-datapath networks, one run per policy)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
 ELEPHANT = "udp 10.0.0.1:45000 -> 10.0.0.3:5201"
 NOISE = 0.10
@@ -25,7 +28,10 @@ def results(tmp_path_factory):
 def test_otter_moves_the_elephant_and_leads_on_tolerance_weighted_allocation(results):
     by = results["placement"]
     run = by["otter"]["runs"][0]
-    assert ELEPHANT in run["moved_flows"] and run["released"], run["decisions"]
+    assert run["moved_flows"] == [ELEPHANT] and run["released"], run["decisions"]
+    assert run["circuits"], ("OTTER took a lit path, not a new circuit", run["decisions"])
+    rtt_bd = run["interactive_rtt_p95_by_pair"][1]
+    assert rtt_bd is not None and rtt_bd < 20.0, ("the B->D interactive flow left its tolerance", rtt_bd)
     assert all(r["controller_errors"] == "" for r in by.values()), {p: r["controller_errors"] for p, r in by.items()}
     lines = [f"{p}: weighted {r['weighted_bytes'] / 1e6:.3f} / allocated {r['allocated_bytes'] / 1e6:.3f} MB, "
              f"inside {r['inside_fraction']:.2f}, moved {r['moved_flows']}, interactive RTT p95 by pair "

@@ -48,6 +48,7 @@ class _View:
         self.fine_flows = {ELEPHANT: FlowCount(50_000_000, 6.0, now), SIP: FlowCount(20_000, 0.2, now),
                            **{m: FlowCount(60_000, 0.5, now) for m in MICE}}
         self.forwarding_rules = FORWARDING
+        self.link_loads: dict[str, float] = {}
         self.reserved: dict[str, frozenset] = {}
 
     def graph(self):
@@ -177,6 +178,25 @@ def test_joint_is_the_offload_decider_as_before(monkeypatch, net):
     (off,) = [d for d in JOURNAL.since(since, "te_decision") if d["decision"] == "offload"]
     assert off["flows"] == [str(ELEPHANT)] and "policy" not in off and "gain" in off
     assert "B" not in switches(net, "h1", pkt(ELEPHANT)) and "B" in switches(net, "h1", pkt(SIP))
+
+
+@pytest.mark.parametrize("placement", ["joint", "otter", "cspf"])
+def test_every_policy_judges_moves_with_the_configured_gain_settings(monkeypatch, net, placement):
+    """``[te] min_gain_s`` / ``overhead_s`` reach every decider: the placement deciders once used the
+    defaults (1 s) while the joint decider used the lab's 0.3 s, so OTTER's first move came seconds
+    later than joint's on the same flow (the placement-compare lab's 0.80x)."""
+    a = make_app(monkeypatch, net, {"placement": placement, "min_gain_s": 0.3, "overhead_s": 0.05})
+    assert (a.decider.min_gain_s, a.decider.overhead_s) == (0.3, 0.05)
+    # the same flow, the same numbers: 0.45 MB sent at 3 Mbit/s, a 10 Mbit/s circuit with 0.185 s setup —
+    # a gain of ~0.6 s: it pays with 0.3 s, it would not with the default 1 s
+    a.view.fine_flows[ELEPHANT] = FlowCount(450_000, 3.0, time.monotonic())
+    ev = EventMonitor(Event(10.0, "packet:A:3-B:1", UNCONSTRAINED_IMBALANCE, (ELEPHANT,),
+                            {"elephant_mbps": [3.0], "util": 0.5, "drops": 40, "threshold_mbps": 1.0}))
+    since = JOURNAL.since()[-1]["seq"] if JOURNAL.since() else 0
+    with_traffic(net, lambda: a._monitor(ev))
+    offs = [d for d in JOURNAL.since(since, "te_decision") if d["decision"] == "offload"]
+    assert [d["flows"] for d in offs] == [[str(ELEPHANT)]], JOURNAL.since(since, "te_decision")
+    assert 0.3 <= offs[0]["gain"][str(ELEPHANT)]["gain_s"] < 1.0, offs[0]["gain"]
 
 
 def test_a_bad_placement_is_refused_by_the_config() -> None:
