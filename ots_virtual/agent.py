@@ -517,11 +517,7 @@ class OtsAgent:
     def _ovs_port_changed(self, port_no: int) -> None:
         self._report_port(port_no)
 
-    def _set_light(self, ports: set[int], barrier: bool = False) -> None:
-        """Light or darken ``ports`` on the bridge, then report them. With ``barrier``, the reports wait
-        until OVS applied every port's light: a controller reacting to the first "up" (an LLDP burst)
-        otherwise probed while the batch's other ports were still dark, lost its frames, and discovery
-        waited for a later burst (most restores; 30+ ms when the cores were busy)."""
+    def _set_light(self, ports: set[int]) -> None:
         for p in sorted(ports):
             with self._state_lock:
                 lit = self._lit(p)
@@ -530,9 +526,6 @@ class OtsAgent:
                     self.ovs.set_light(p, lit)
                 except OvsError as exc:
                     LOG.warning("port %d light: %s", p, exc)
-        if barrier and self.ovs.connected.is_set():
-            self._ovs_try(self.ovs.barrier)
-        for p in sorted(ports):
             self._report_port(p)
 
     # --- provisioning -------------------------------------------------------------------------
@@ -631,7 +624,9 @@ class OtsAgent:
                 for i, x in setup.items():
                     self._applied[i] = (x, now)
                 self._dark -= affected
-            self._set_light(affected, barrier=True)  # every port lit in OVS before any is reported up
+            self._set_light(affected)
+            if self.ovs.connected.is_set():
+                self._ovs_try(self.ovs.barrier)
         for x, since, session in removed:
             if x.send_flow_removed:
                 pk, by = counters.get(x.in_port, (0, 0))
