@@ -10,7 +10,10 @@ The paper's point: the big flow is starved by the small ones as C grows — the 
 a circuit of its own.
 
 ``results.json``: ``runs`` (``c``, ``cc``, ``delay_ms`` (measured, see below), ``long_flow_mbps``,
-``small_flows_mbps``, ``utilization``, ``small_done``, ``rtt_ms``), ``ccs`` (what the kernel offered),
+``small_flows_mbps``, ``utilization``, ``small_started``, ``small_done``, ``small_completion``,
+``rtt_ms`` idle, ``rtt_loaded_ms`` during the run), ``link_deletes`` (the controller's LLDP link
+deletions: the lab's controller keeps links ``LINK_TIMEOUT_S`` without a sighting, as LLDP shares the
+congested circuit), ``ccs`` (what the kernel offered),
 ``share_falls`` (the long flow's share at the largest C is below the one at the smallest C, for each
 congestion control and delay), ``delays`` (per setting: configured and measured). ``delay_ms`` is the
 one-way delay the element added as *measured* by ping (half the RTT increase; 0 without the
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -42,15 +46,24 @@ PORT = 5101
 CAPACITY_MBPS = 10.0
 WARMUP_S = 2.0  # the first seconds (slow start, the first transfers) are left out of the means
 # Small transfer sizes (KB). The paper's U(512 KB, 4 MB) ran on a 10 Gbit/s circuit (a few ms per
-# transfer at line rate); on our 10 Mbit/s circuit a transfer that size gets ~0.3 Mbit/s at C = 32 and
-# needs 14-110 s, so no small transfer finished within a run and "C active transfers" meant C flows
-# that never end. 1/32 of the paper's sizes: 13-105 ms alone on the circuit, seconds at C = 32.
+# transfer at line rate). On our 10 Mbit/s circuit, measured (docs/labs.md, big-vs-small): in the
+# default 15-s runs 3-5 of the first 6-8 transfers end at C = 4, 1 of 17 at C = 16 and 0 of 32 at C = 32
+# (median completion 8-14 s; 31 s at C = 32 in 100-s runs), so from C = 16 on "C active transfers"
+# would be C flows that never end: the long flow against C+1 bulk flows, not against turnover.
+# 1/32 of the paper's sizes: 13-105 ms alone on the circuit, ~1-2 s at C = 32, every slot turns over.
 SMALL_KB = (16, 128)
 #: ``paper_sizes``: the paper's U(512 KB, 4 MB), run long enough for transfers to end on 10 Mbit/s
-#: (at C = 32 one gets ~0.3 Mbit/s: 14-110 s), for the kernel's default cc only, so the lab stays
-#: within 10 minutes
+#: (100 s: 26 of 55 ended at C = 32, median 31 s), for the kernel's default cc only, so the lab
+#: stays within 10 minutes (7 min measured)
 PAPER_SMALL_KB = (512, 4096)
 PAPER_SIZES_DURATION_S = 100.0
+#: LLDP shares the congested circuit: at C = 32 it loses 17-42 % of its frames (the loaded ping's loss)
+#: and five in a row happened in 1 of 3 quick runs, so the default 5-s ``link_timeout`` expired the links
+#: and forwarding deleted its rules (re-added 3 ms later when the next frame arrived; when that one is
+#: lost too, every flow stalls for the next LLDP round, ~1 s). This lab measures TCP, not failure
+#: detection: its controller keeps links for 30 s without a sighting (ports going down still delete
+#: them at once). ``link_deletes`` in results.json shows any that still happen.
+LINK_TIMEOUT_S = 30.0
 PAPER_NOTE = ("OSCARS-TE Figs. 4-5: on a 10 Gbit/s path the long flow's throughput falls as the number of "
               "concurrent small transfers grows, for every TCP variant")
 
@@ -71,14 +84,28 @@ def mean_after(series: Sequence[float], bin_s: float, warmup_s: float, seconds: 
     return round(statistics.fmean(part), 3) if part else 0.0
 
 
+def completion_stats(done: Sequence[dict[str, float]]) -> dict[str, float | None]:
+    """Completion times (s, accept to last byte) and sizes (MB) of the small transfers that ended: whether
+    "C active transfers" really turned over within a run is what the transfer sizes decide."""
+    secs = sorted(d["end"] - d["start"] for d in done)
+    if not secs:
+        return {"p50_s": None, "p90_s": None, "max_s": None, "mean_mb": None}
+    return {"p50_s": round(statistics.median(secs), 2), "p90_s": round(secs[min(len(secs) - 1, int(0.9 * len(secs)))], 2),
+            "max_s": round(secs[-1], 2), "mean_mb": round(statistics.fmean(d["bytes"] for d in done) / 2**20, 2)}
+
+
 def summarise_run(got: dict[str, Any], c: int, cc: str, delay_ms: float | None, duration: float,
-                  rtt_ms: float | None = None) -> dict[str, Any]:
+                  rtt_ms: float | None = None, sent: dict[str, int] | None = None) -> dict[str, Any]:
+    """One run's means after the warm-up, and how many small transfers started (``sent``: the sender's
+    counters) and completed, with their completion times."""
     long_mbps = mean_after(got["mbps"]["long"], got["bin_s"], WARMUP_S, duration)
     small_mbps = mean_after(got["mbps"]["small"], got["bin_s"], WARMUP_S, duration)
     return {"c": c, "cc": cc, "delay_ms": delay_ms, "rtt_ms": rtt_ms, "long_flow_mbps": long_mbps, "small_flows_mbps": small_mbps,
             "long_share": round(long_mbps / (long_mbps + small_mbps), 4) if long_mbps + small_mbps else None,
             "utilization": round((long_mbps + small_mbps) / CAPACITY_MBPS, 3),
-            "small_done": len(got["small_done"]), "series": got["mbps"], "bin_s": got["bin_s"]}
+            "small_done": len(got["small_done"]), "small_started": (sent or {}).get("small_started"),
+            "sender_errors": (sent or {}).get("errors"), "small_completion": completion_stats(got["small_done"]),
+            "series": got["mbps"], "bin_s": got["bin_s"]}
 
 
 def share_falls(runs: list[dict[str, Any]]) -> dict[str, bool]:
@@ -95,6 +122,7 @@ def share_falls(runs: list[dict[str, Any]]) -> dict[str, bool]:
 def _added_delay(h1: Any, h3: Any, delay_ms: float) -> Iterator[dict[str, Any]]:
     """``delay_ms`` one way added on h3's link for the block (nothing for 0); yields what was measured."""
     from mininet_labs.delay import Netns, measure_rtt, path_record, splice
+    from mininet_labs.delay.measure import warm_up
 
     src = Netns(pid=h1.pid)
     base = measure_rtt(src, "10.0.0.3", count=20)
@@ -102,8 +130,14 @@ def _added_delay(h1: Any, h3: Any, delay_ms: float) -> Iterator[dict[str, Any]]:
         yield {"configured_ms": 0.0, "delay_ms": 0.0, "rtt_ms": (base["rtt_ms"] or {}).get("p50")}
         return
     with splice(Netns(pid=h3.pid), h3.defaultIntf().name, delay_ms=delay_ms) as link:
+        # the path answers again only once the spliced element forwards and h3 is reachable through it
+        # (one default run measured 20 of 20 pings lost right after the splice, and ran its 12 delayed
+        # runs with delay_ms None): ping until it answers, then measure; never run on an unmeasured delay
+        warm_up(src, "10.0.0.3")
         rtt = measure_rtt(src, "10.0.0.3", count=20)
         rec = path_record(link.describe(), rtt, base)
+        if rec["measured_one_way_ms"] is None:
+            raise RuntimeError(f"added delay {delay_ms:g} ms: nothing came back through the element ({rtt})")
         yield {"configured_ms": delay_ms, "delay_ms": rec["measured_one_way_ms"],
                "rtt_ms": (rtt["rtt_ms"] or {}).get("p50"), "element": rec}
 
@@ -119,10 +153,29 @@ def _one_run(h1: Any, h3: Any, work: Path, script: Path, c: int, cc: str, durati
     send = h1.popen([sys.executable, str(script), "send", "10.0.0.3", str(PORT), str(duration), str(c),
                      "--cc", cc, "--seed", str(seed), "--min-kb", str(small_kb[0]), "--max-kb", str(small_kb[1])],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    (_, s_err), (_, r_err) = finish([send, recv], duration + 30)
+    # the RTT under load (the circuit's queue, not the idle path): a ping every 0.5 s after the warm-up
+    time.sleep(WARMUP_S)
+    ping = h1.popen(["ping", "-n", "-i", "0.5", "-W", "3", "-w", f"{max(duration - WARMUP_S, 1):.0f}", "10.0.0.3"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    (s_out, s_err), (_, r_err), (p_out, _) = finish([send, recv, ping], duration + 30)
     if send.returncode != 0 or not got_file.exists():
         raise RuntimeError(f"workload {cc} C={c} failed: {(s_err or r_err).strip()}")
-    return summarise_run(json.loads(got_file.read_text()), c, cc, path["delay_ms"], duration, path["rtt_ms"])
+    sent = json.loads(s_out.strip().splitlines()[-1]) if s_out.strip() else None
+    r = summarise_run(json.loads(got_file.read_text()), c, cc, path["delay_ms"], duration, path["rtt_ms"], sent)
+    r["rtt_loaded_ms"] = loaded_rtt(p_out)
+    return r
+
+
+def loaded_rtt(ping_out: str) -> dict[str, float | None]:
+    """Median and 90th percentile RTT (ms) and the loss of a ping's output: the queueing delay every
+    transfer's slow start and loss recovery pay on the busy circuit."""
+    rtts = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", ping_out))
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", ping_out)
+    loss = round(1 - int(m.group(2)) / int(m.group(1)), 3) if m and int(m.group(1)) else None
+    if not rtts:
+        return {"p50": None, "p90": None, "loss": loss}
+    return {"p50": round(statistics.median(rtts), 1), "p90": round(rtts[min(len(rtts) - 1, int(0.9 * len(rtts)))], 1),
+            "loss": loss}
 
 
 def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs: Sequence[str] | None = None,
@@ -163,8 +216,12 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
 
     res: dict[str, Any] = {"lab": "big-vs-small", "quick": quick, "ccs_offered": offered, "ccs": ccs, "cs": cs,
                            "duration_s": duration, "warmup_s": WARMUP_S, "capacity_mbps": CAPACITY_MBPS,
-                           "small_kb": list(small_kb), "paper_sizes": paper_sizes, "seed": seed, "paper": PAPER_NOTE, "runs": []}
-    with clock.locked(), LabSession(dirs.spec, dirs.work, delay=dirs.delay, static_file=str(dirs.static)) as session:
+                           "small_kb": list(small_kb), "paper_sizes": paper_sizes, "seed": seed, "paper": PAPER_NOTE,
+                           "link_timeout_s": LINK_TIMEOUT_S, "runs": []}
+    conf = dirs.work / "mlte.toml"
+    conf.write_text(f"[controller]\nlink_timeout = {LINK_TIMEOUT_S}\n")
+    with clock.locked(), LabSession(dirs.spec, dirs.work, delay=dirs.delay, static_file=str(dirs.static),
+                                    config_file=str(conf)) as session:
         session.client.circuit(FIG2_CIRCUITS["initial"])
         session.wait_links(directed(FIG2_CIRCUIT_LINKS["initial"]), timeout=30)
         h1, h3 = session.lab.node("h1"), session.lab.node("h3")
@@ -181,9 +238,13 @@ def run(out: Path, *, quick: bool = False, cs: Sequence[int] | None = None, ccs:
                         r = _one_run(h1, h3, dirs.work, script, c, cc, duration, seed, path, small_kb)
                         res["runs"].append(r)
                         note(f"{cc:>6} C={c:<3} +{delay:g} ms: long flow {r['long_flow_mbps']:5.2f} Mbit/s, "
-                             f"small transfers {r['small_flows_mbps']:5.2f} Mbit/s ({r['small_done']} done), "
+                             f"small transfers {r['small_flows_mbps']:5.2f} Mbit/s ({r['small_done']} of {r['small_started']} done, "
+                             f"median {r['small_completion']['p50_s']} s), loaded RTT {r['rtt_loaded_ms']['p50']} ms, "
                              f"utilization {r['utilization']:.0%}")
         res["controller_errors"] = session.controller_errors()
+        events = session.client.events()  # the journal dies with the controller: a stall is explained by it
+        (dirs.work / "events.json").write_text(json.dumps(events))
+        res["link_deletes"] = [e for e in events if e.get("type") == "link_delete"]
     res["share_falls"] = share_falls(res["runs"])
     plot(res, dirs.out / "big_vs_small.png")
     slim = {**res, "runs": [{k: v for k, v in r.items() if k not in ("series", "bin_s")} for r in res["runs"]]}

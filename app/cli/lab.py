@@ -78,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--demo", action="store_true", help="with `run` (elastic-offload): `make demo` — also the web "
                                                        "service, every event of the loop live, one short run")
     p.add_argument("--paper-sizes", action="store_true", help="with `run` (big-vs-small): the paper's U(512 KB, "
-                                                              "4 MB) small transfers, 100-s runs (about 8 min)")
+                                                              "4 MB) small transfers, 100-s runs (about 7 min)")
     p.add_argument("--discover", action="store_true",
                    help="discover the topology, print it, write JSON + PNG, then clean up and exit")
     p.add_argument("--out", default="lab-out", help="output directory (default %(default)s)")

@@ -143,6 +143,7 @@ class Forwarding(app_manager.OSKenApp):
         self._replan()
 
     def _replan(self) -> None:
+        t0 = time.monotonic()
         links = self.view.usable_links()  # never over a circuit a plan or a reservation holds
         self._graph = link_graph(self._packet_dpids(), links)
         link_ports = self.view.links.ports_in_links()
@@ -159,6 +160,8 @@ class Forwarding(app_manager.OSKenApp):
         for dpid, mac, port in install:
             self._flow(dpid, mac, port)
         self.installed = after
+        if install or delete:  # how long the hub was busy planning: the downtime break-down reads it
+            JOURNAL.add("replan", ms=round((time.monotonic() - t0) * 1000, 2), install=len(install), delete=len(delete))
 
     def _flow(self, dpid: int, mac: str, port: int | None) -> None:
         self.adopted.get(dpid, {}).pop(mac, None)  # ours from now on (or gone)

@@ -105,11 +105,15 @@ class LldpDiscovery(app_manager.OSKenApp):
         for link in self.table.expire(time.time(), self.timeout):
             self._deleted(link, "expired")
 
-    def _probe_all(self) -> None:
+    def _probe_all(self) -> int:
+        """Send an LLDP frame out of every up packet port; return how many were sent."""
+        n = 0
         for sw in self.view.of_kind(PACKET):
             for port in sw.ports.values():
                 if port.up:
                     self._send(sw.dpid, port.port_no, port.hw_addr)
+                    n += 1
+        return n
 
     def _schedule_burst(self) -> None:
         """Probe every up packet port once, soon: the port-up reports of one XCON batch (both ends, and
@@ -123,7 +127,7 @@ class LldpDiscovery(app_manager.OSKenApp):
         try:
             hub.sleep(0)  # let the PORT_STATUS messages already queued be handled first
             self._burst_pending = False
-            self._probe_all()
+            JOURNAL.add("lldp_burst", frames=self._probe_all())  # when the probes left: the downtime break-down
         except Exception:  # noqa: BLE001 - a lost burst only delays discovery to the next round
             self._burst_pending = False
             ERROR_LOG.exception("LLDP burst failed")
