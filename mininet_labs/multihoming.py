@@ -3,8 +3,8 @@
 Sites A (senders s1..sK) and Z (receivers d1..dK) are joined by two paths of OVS switches,
 A:5–P1–Z:5 and A:6–P2–Z:6, each link shaped to ``path_mbps`` (HTB, a bounded queue; there is no
 netem here, so the paths differ only by load and queueing). Background as in the paper: greedy TCP
-flows from bg1 on P1 and bg2 on P2 to bgz on Z, as many on each path as there are mapped flows,
-and from ``bg_start`` to ``bg_end`` s extra ones on path 1 only. The mapped greedy TCP flows s_i →
+flows from bg1a/bg1b on P1 and bg2a/bg2b on P2 to bgz on Z, as many on each path as there are
+mapped flows, and from ``bg_start`` to ``bg_end`` s extra ones on path 1 only. The mapped greedy TCP flows s_i →
 d_i are registered with the controller's mapping app (``POST /mapping/flows``) and start at random
 offsets. One network and one controller serve every policy and seed: between runs the flows are
 removed and the policy switched (``PUT /mapping/policy``). Per-flow throughput over the loaded
@@ -68,6 +68,12 @@ QUICK_SEEDS, SEEDS = 1, 5
 PER_SENDER = 2
 #: The mapping app's measurement interval in the lab (``[te] mapping_interval``).
 INTERVAL_S = 0.25
+#: Background senders per path, each on its own access link (path switch ports 3..). Not one: with
+#: all 8 of path 2's background flows on one host (bg2) they sometimes backed off together for a
+#: whole run (0.14-0.21 Mbit/s in all in some runs, 5.7 in others), and the mapped flows' AVGT
+#: under the same split then ranged 0.29-2.15 Mbit/s for the same seed (docs/labs.md).
+BG_PER_PATH = 2
+BG_SENDERS = tuple(f"bg{p}{chr(ord('a') + j)}" for p in (1, 2) for j in range(BG_PER_PATH))
 UPLINKS = ((5, "P1", 5), (6, "P2", 6))  # (A port, path switch, Z port); path switch ports 1 (A side), 2 (Z side)
 
 # Light traffic tools (iperf3 per flow saturates the two cores; see docs/environment.md).
@@ -120,24 +126,50 @@ json.dump({"t0": t0, "bin_s": binsz, "flows": {n: sorted(b.items()) for n, b in 
 
 # ---------------------------------------------------------------------- the topology (plain data)
 def multihoming_spec(senders: int = 4, path_mbps: float = PATH_MBPS, access_mbps: float = 100.0) -> LabSpec:
-    """Sites A and Z with ``senders`` host pairs, two 2-hop paths via P1 and P2, background hosts on P1/Z."""
+    """Sites A and Z with ``senders`` host pairs, two 2-hop paths via P1 and P2, background senders on P1/P2."""
     if not 1 <= senders <= 4:
         raise ValueError(f"senders must be 1..4 (A and Z use ports 1-4 for hosts), got {senders}")
     switches = (SwitchSpec("A", 0x4D01), SwitchSpec("P1", 0x4D02), SwitchSpec("P2", 0x4D03), SwitchSpec("Z", 0x4D04))
     hosts = [HostSpec(f"s{i}", "A", i, f"10.0.1.{i}", f"00:00:00:00:01:{i:02x}") for i in range(1, senders + 1)]
     hosts += [HostSpec(f"d{i}", "Z", i, f"10.0.2.{i}", f"00:00:00:00:02:{i:02x}") for i in range(1, senders + 1)]
-    hosts += [HostSpec("bg1", "P1", 3, "10.0.3.1", "00:00:00:00:03:01"),
-              HostSpec("bgz", "Z", 7, "10.0.3.2", "00:00:00:00:03:02"),
-              HostSpec("bg2", "P2", 3, "10.0.3.3", "00:00:00:00:03:03")]
+    hosts.append(HostSpec("bgz", "Z", 7, "10.0.3.2", "00:00:00:00:03:02"))
+    bg_ips = iter(i for i in range(1, 255) if i != 2)  # bgz keeps 10.0.3.2
+    for path, switch in ((1, "P1"), (2, "P2")):
+        for j, name in enumerate(bg_senders(path)):
+            n = next(bg_ips)
+            hosts.append(HostSpec(name, switch, 3 + j, f"10.0.3.{n}", f"00:00:00:00:03:{n:02x}"))
     # the background hosts send through a path-rate access link, as the mapped flows reach the path
     # switches through A's shaped uplinks: measured with 100-Mbit/s access, bg2's 8 flows arrived in
     # bursts at P2's 25-packet queue and got 1.3 Mbit/s beside the 4 mapped flows' 8.7 on the same path
-    links = [LinkSpec(h.name, 0, h.switch, h.port, "access", path_mbps if h.name in ("bg1", "bg2") else access_mbps)
+    links = [LinkSpec(h.name, 0, h.switch, h.port, "access", path_mbps if h.name in BG_SENDERS else access_mbps)
              for h in hosts]
     for a_port, mid, z_port in UPLINKS:
         links.append(LinkSpec("A", a_port, mid, 1, "packet", path_mbps))
         links.append(LinkSpec(mid, 2, "Z", z_port, "packet", path_mbps))
     return LabSpec("multihoming", switches, (), tuple(hosts), tuple(links))
+
+
+def bg_senders(path: int) -> tuple[str, ...]:
+    """The background senders behind path ``path`` (1 or 2): bg1a, bg1b, ... on P1."""
+    return tuple(n for n in BG_SENDERS if n.startswith(f"bg{path}"))
+
+
+def background_plans(sch: dict[str, Any], bg_ports: Sequence[int]) -> dict[str, list[str]]:
+    """Each background sender's ``port@start`` list: path 1's base and extra flows and path 2's base
+    flows dealt round-robin over that path's senders (``bg_ports``: base ports, then the extra ones)."""
+    base, starts = sch["base_flows"], sch["base_starts"]
+    if len(bg_ports) != base + sch["extra_flows"] or len(starts) != 2 * base:
+        raise ValueError(f"{len(bg_ports)} background ports / {len(starts)} starts for {base} base and "
+                         f"{sch['extra_flows']} extra flows")
+    per_path = {1: [f"{p}@{t}" for p, t in zip(bg_ports[:base], starts[:base], strict=True)]
+                + [f"{p}@{sch['bg_start']}" for p in bg_ports[base:]],
+                2: [f"{p}@{t}" for p, t in zip(bg_ports[:base], starts[base:], strict=True)]}
+    plans: dict[str, list[str]] = {}
+    for path, items in per_path.items():
+        names = bg_senders(path)
+        for i, item in enumerate(items):
+            plans.setdefault(names[i % len(names)], []).append(item)
+    return plans
 
 
 def flows_for(spec: LabSpec, per_sender: int) -> list[dict[str, Any]]:
@@ -326,11 +358,7 @@ def run_once(session: Any, work: Path, policy: str, seed: int, run_index: int, q
             procs.append(lab.node(name).popen([sys.executable, str(work.parent / "send.py"), dst_of[name],
                                                str(DATA_PORT), str(seconds), ",".join(plan)],
                                               stderr=subprocess.DEVNULL))
-        starts = sch["base_starts"]
-        bg_plans = {"bg1": [f"{p}@{t}" for p, t in zip(bg_ports[:base], starts[:base], strict=True)]
-                    + [f"{p}@{sch['bg_start']}" for p in bg_ports[base:]],
-                    "bg2": [f"{p}@{t}" for p, t in zip(bg_ports[:base], starts[base:], strict=True)]}
-        for name, plan in bg_plans.items():
+        for name, plan in background_plans(sch, bg_ports).items():
             procs.append(lab.node(name).popen([sys.executable, str(work.parent / "send.py"), "10.0.3.2",
                                                str(BG_PORT), str(sch["bg_end"]), ",".join(plan)],
                                               stderr=subprocess.DEVNULL))

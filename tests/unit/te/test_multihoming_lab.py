@@ -21,14 +21,35 @@ def test_the_topology_has_two_loaded_and_unloaded_paths():
     # the background senders are paced by a path-rate access link like the mapped flows (A's
     # uplinks); the receivers, bgz included, keep fast access links (no shared bottleneck at Z)
     access = {x.a: x.mbps for x in spec.links_of_kind("access")}
-    assert access["bg1"] == access["bg2"] == 20.0 and access["bgz"] == access["d1"] == access["s1"] == 100.0
-    # background: bg1 crosses P1 -> Z only, bg2 P2 -> Z only
-    assert hosts["bg1"] == ("P1", 3) and hosts["bg2"] == ("P2", 3) and hosts["bgz"] == ("Z", 7)
+    assert all(access[n] == 20.0 for n in ("bg1a", "bg1b", "bg2a", "bg2b"))
+    assert access["bgz"] == access["d1"] == access["s1"] == 100.0
+    # background: two senders per path on their own access links; bg1* cross P1 -> Z only, bg2* P2 -> Z
+    assert hosts["bg1a"] == ("P1", 3) and hosts["bg1b"] == ("P1", 4) and hosts["bgz"] == ("Z", 7)
+    assert hosts["bg2a"] == ("P2", 3) and hosts["bg2b"] == ("P2", 4)
+    assert len({h.ip for h in spec.hosts}) == len(spec.hosts) == 13
     # probes go one way per link, from the end named first: A -> P -> Z, the data direction
     keys = sorted(k for _u, _v, k, d in spec_to_graph(spec).g.edges(keys=True, data=True) if d["kind"] == "packet")
     assert keys == ["packet:A:5-P1:1", "packet:A:6-P2:1", "packet:P1:2-Z:5", "packet:P2:2-Z:6"]
     with pytest.raises(ValueError, match="senders must be 1..4"):
         mh.multihoming_spec(senders=5)
+
+
+def test_background_is_dealt_over_each_paths_senders():
+    sch = mh.schedule(3, quick=True, n_flows=8)
+    n_bg = sch["base_flows"] + sch["extra_flows"]
+    _, bg_ports = mh.ports_for(0, 8, n_bg)
+    plans = mh.background_plans(sch, bg_ports)
+    assert set(plans) == {"bg1a", "bg1b", "bg2a", "bg2b"}
+    ports = {name: [int(x.split("@")[0]) for x in plan] for name, plan in plans.items()}
+    # path 1: its 8 base flows and every extra one, half on each sender; path 2: 8 base flows, 4 + 4
+    assert sorted(ports["bg1a"] + ports["bg1b"]) == list(bg_ports)
+    assert abs(len(ports["bg1a"]) - len(ports["bg1b"])) <= 1
+    assert sorted(ports["bg2a"] + ports["bg2b"]) == list(bg_ports[:8]) and len(ports["bg2a"]) == 4
+    # the extra flows start when the load starts, the base ones in the first second
+    extra = [float(x.split("@")[1]) for n in ("bg1a", "bg1b") for x in plans[n] if int(x.split("@")[0]) >= bg_ports[8]]
+    assert len(extra) == sch["extra_flows"] and set(extra) == {sch["bg_start"]}
+    with pytest.raises(ValueError, match="background ports"):
+        mh.background_plans(sch, bg_ports[:-1])
 
 
 def test_flows_and_schedule_are_reproducible_per_seed():
@@ -100,5 +121,5 @@ def test_registered_with_seeds_and_usable_by_mn():
     pytest.importorskip("mininet")
     topo = mh.topos["multihoming"](senders=2)  # builds the node and link lists only: no OVS is touched
     assert sorted(topo.switches()) == ["A", "P1", "P2", "Z"]
-    assert sorted(topo.hosts()) == ["bg1", "bg2", "bgz", "d1", "d2", "s1", "s2"]
-    assert len(topo.links()) == 7 + 4
+    assert sorted(topo.hosts()) == ["bg1a", "bg1b", "bg2a", "bg2b", "bgz", "d1", "d2", "s1", "s2"]
+    assert len(topo.links()) == 9 + 4
