@@ -15,14 +15,14 @@ def test_the_topology_has_two_loaded_and_unloaded_paths():
     spec = mh.multihoming_spec(senders=4, path_mbps=20.0)
     assert [s.name for s in spec.switches] == ["A", "P1", "P2", "Z"]
     packet = {(x.a, x.a_port, x.b, x.b_port, x.mbps) for x in spec.links_of_kind("packet")}
-    assert packet == {("A", 5, "P1", 1, 20.0), ("P1", 2, "Z", 5, 20.0), ("A", 6, "P2", 1, 20.0),
+    # one bottleneck per path, P -> Z; A's uplinks are fast like the hosts' access links
+    assert packet == {("A", 5, "P1", 1, 100.0), ("P1", 2, "Z", 5, 20.0), ("A", 6, "P2", 1, 100.0),
                       ("P2", 2, "Z", 6, 20.0)}
     hosts = {h.name: (h.switch, h.port) for h in spec.hosts}
-    # the background senders are paced by a path-rate access link like the mapped flows (A's
-    # uplinks); the receivers, bgz included, keep fast access links (no shared bottleneck at Z)
+    # every host, the background senders and bgz included, has a fast access link: the only
+    # shaped bottleneck is P -> Z, shared by the mapped and the background flows
     access = {x.a: x.mbps for x in spec.links_of_kind("access")}
-    assert all(access[n] == 20.0 for n in ("bg1a", "bg1b", "bg2a", "bg2b"))
-    assert access["bgz"] == access["d1"] == access["s1"] == 100.0
+    assert set(access.values()) == {100.0} and {"bg1a", "bg1b", "bg2a", "bg2b", "bgz"} <= set(access)
     # background: two senders per path on their own access links; bg1* cross P1 -> Z only, bg2* P2 -> Z
     assert hosts["bg1a"] == ("P1", 3) and hosts["bg1b"] == ("P1", 4) and hosts["bgz"] == ("Z", 7)
     assert hosts["bg2a"] == ("P2", 3) and hosts["bg2b"] == ("P2", 4)
@@ -61,8 +61,8 @@ def test_flows_and_schedule_are_reproducible_per_seed():
     assert a == b and a != mh.schedule(4, quick=True, n_flows=8)
     assert 0 < a["bg_start"] < a["window"][0] < a["window"][1] < a["bg_end"] <= a["seconds"]
     assert len(a["starts"]) == 8 and a["base_flows"] == 8 and len(a["base_starts"]) == 16
-    # the paper: 64 + 64 background beside 64 mapped, 448 = 7 x 64 extra; here 2-3 x N (ovs-vswitchd is one core)
-    assert 2 * 8 <= a["extra_flows"] <= 3 * 8
+    # the paper: 64 + 64 background beside 64 mapped, 448 = 7 x 64 extra; here 5-7 x N
+    assert 5 * 8 <= a["extra_flows"] <= 7 * 8
 
 
 def test_each_run_has_its_own_source_ports():
