@@ -35,8 +35,10 @@ class CycleSmoother:
     running mean stands in for the cycle average.
     """
 
-    def __init__(self, gain: float = 0.2, band: float = 0.05) -> None:
-        self.gain, self.band = gain, band
+    def __init__(self, gain: float = 0.2, band: float = 0.05, max_cycle: int | None = None) -> None:
+        if max_cycle is not None and max_cycle < 2:
+            raise ValueError(f"max_cycle must be >= 2 samples, got {max_cycle}")
+        self.gain, self.band, self.max_cycle = gain, band, max_cycle
         self.srtt: float | None = None
         self._recent: deque[float] = deque(maxlen=16)
         self.current: float | None = None  # stage-1 reference the 5% thresholds compare against
@@ -58,17 +60,22 @@ class CycleSmoother:
             self.current = s1
         elif s1 > self.current * (1 + self.band):
             if self.direction == -1 and self._cycle:  # the trough is behind us: one cycle complete
-                self.cycle_avg = sum(self._cycle) / len(self._cycle)
-                self.min_cycle_avg = min(self.min_cycle_avg, self.cycle_avg)
-                self.cycles += 1
-                self._cycle = []
+                self._close()
             self.direction, self.current = 1, s1
         elif s1 < self.current * (1 - self.band):
             self.direction, self.current = -1, s1
         self._cycle.append(s1)
+        if self.max_cycle is not None and len(self._cycle) >= self.max_cycle:
+            self._close()  # a long fall (or rise) must not leave the average of a cycle long past
         if self.cycle_avg is None:
             self.min_cycle_avg = min(self.min_cycle_avg, sum(self._cycle) / len(self._cycle))
         return self.value()  # type: ignore[return-value]
+
+    def _close(self) -> None:
+        self.cycle_avg = sum(self._cycle) / len(self._cycle)
+        self.min_cycle_avg = min(self.min_cycle_avg, self.cycle_avg)
+        self.cycles += 1
+        self._cycle = []
 
     def value(self) -> float | None:
         if self.cycle_avg is not None:

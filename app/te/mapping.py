@@ -58,6 +58,11 @@ STATIC, THROUGHPUT, RTT = "static", "throughput", "rtt"
 POLICIES = (STATIC, THROUGHPUT, RTT)
 PLACE, REMAP, REMOVE, KEEP = "place", "remap", "remove", "keep"
 _L4 = (6, 17)  # TCP, UDP: flows with ports, so one 5-tuple is one flow
+#: The throughput policy closes a path's cycle after this many samples even without a trough. A
+#: cycle closes on a trough -> rise; on the multihoming lab (0.25-s samples) path 1's rate fell for
+#: 7 s after the extra load started, no cycle closed, and the weights stayed at the pre-load
+#: cycle's average (0.5/0.5 while the paths gave ~0.2 and ~0.8 Mbit/s per flow; docs/labs.md).
+MAX_CYCLE_SAMPLES = 8
 
 
 class MappingError(ValueError):
@@ -288,7 +293,8 @@ class SiteMapper:
     """
 
     def __init__(self, paths: Sequence[SitePath], policy: str = STATIC, *, ident: int = 1, max_step: float = 0.1,
-                 floor: float = 0.1, min_samples: int = 3, drain: bool = True) -> None:
+                 floor: float = 0.1, min_samples: int = 3, drain: bool = True,
+                 max_cycle: int | None = MAX_CYCLE_SAMPLES) -> None:
         if policy not in POLICIES:
             raise MappingError(f"mapping policy {policy!r} is not one of {', '.join(POLICIES)}")
         if len(paths) < 2:
@@ -304,11 +310,12 @@ class SiteMapper:
         self.max_step, self.floor = max_step, floor
         self.min_samples = min_samples
         self.drain = drain
+        self.max_cycle = max_cycle if policy == THROUGHPUT else None
         n = len(paths)
         self.weights: tuple[float, ...] = tuple([1.0 / n] * n)
         self.remapper = FlowRemapper(n)
         self.flows: dict[FiveTuple, MappedFlow] = {}
-        self._est = [_Est() for _ in paths]
+        self._est = [_Est(CycleSmoother(max_cycle=self.max_cycle)) for _ in paths]
         self._skip = 0  # samples still to drop after a move (the one spanning it)
 
     # ---- state -------------------------------------------------------------------------------------
@@ -445,7 +452,7 @@ class SiteMapper:
         for e in self._est:
             e.samples = 0
             if self.policy == THROUGHPUT:
-                e.smoother = CycleSmoother()
+                e.smoother = CycleSmoother(max_cycle=self.max_cycle)
 
     def status(self) -> dict[str, Any]:
         return {"policy": self.policy, "weights": [round(w, 4) for w in self.weights], "counts": self.counts(),

@@ -69,3 +69,18 @@ def test_remapping_moves_youngest_first():
     assert {m.flow for m in moves} == {"f4"} and r.counts() == [5, 5]
     with pytest.raises(ValueError):
         r.remap([1.0], now=0)
+
+
+def test_a_long_fall_closes_the_cycle_when_bounded():
+    # rate steady at 4, then falling for 20 samples with no trough: the unbounded smoother keeps
+    # the steady cycle's average, a bounded one follows the fall
+    steady = [4.0, 4.4, 3.8, 4.3, 3.9, 4.4, 3.8]
+    fall = [max(1.0, 4.0 - 0.15 * i) for i in range(32)]
+    free, bounded = CycleSmoother(), CycleSmoother(max_cycle=8)
+    for x in steady + fall:
+        free.add(x)
+        bounded.add(x)
+    assert free.cycles == 0 and free.value() > 3.0  # the running mean of everything since the start
+    assert bounded.cycles >= 3 and bounded.value() < 2.5
+    with pytest.raises(ValueError, match="max_cycle"):
+        CycleSmoother(max_cycle=1)
