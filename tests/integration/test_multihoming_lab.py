@@ -16,9 +16,9 @@ import pytest
 
 from tests.integration.test_lab_cli import ROOT, _bridges  # the same CLI run and bridge check
 
-# long_lab (`make test-labs`, not `make test`): the run takes ~90 s now, but its outcome is not yet
-# stable enough for CI — of 4 measured quick runs, 3 passed the AVGT comparison and 2 the whole
-# test (docs/labs.md, "multihoming")
+# long_lab (`make test-labs`, not `make test`): the run takes ~90 s, but its outcome is not stable
+# enough for CI — with the background now steady, 4 of 8 quick runs passed (every failure on the
+# AVGT comparison; docs/labs.md, "multihoming", "Steadier background")
 pytestmark = [pytest.mark.integration, pytest.mark.long_lab]
 
 
