@@ -13,23 +13,25 @@ from mininet_labs.spec import spec_to_graph
 
 def test_the_topology_has_two_loaded_and_unloaded_paths():
     spec = mh.multihoming_spec(senders=4, path_mbps=20.0)
-    assert [s.name for s in spec.switches] == ["A", "P1", "P2", "Z"]
+    assert [s.name for s in spec.switches] == ["A", "P1", "P2", "Z", "Q1", "Q2"]
     packet = {(x.a, x.a_port, x.b, x.b_port, x.mbps) for x in spec.links_of_kind("packet")}
-    # one bottleneck per path, P -> Z; A's uplinks are fast like the hosts' access links
-    assert packet == {("A", 5, "P1", 1, 100.0), ("P1", 2, "Z", 5, 20.0), ("A", 6, "P2", 1, 100.0),
-                      ("P2", 2, "Z", 6, 20.0)}
+    # one bottleneck per path, Q -> Z, one hop after P where the background joins (so every packet
+    # reaches the bottleneck's queue through one port); A's uplinks and P -> Q are fast
+    assert packet == {("A", 5, "P1", 1, 100.0), ("P1", 2, "Q1", 1, 100.0), ("Q1", 2, "Z", 5, 20.0),
+                      ("A", 6, "P2", 1, 100.0), ("P2", 2, "Q2", 1, 100.0), ("Q2", 2, "Z", 6, 20.0)}
     hosts = {h.name: (h.switch, h.port) for h in spec.hosts}
     # every host, the background senders and bgz included, has a fast access link: the only
-    # shaped bottleneck is P -> Z, shared by the mapped and the background flows
+    # shaped bottleneck is Q -> Z, shared by the mapped and the background flows
     access = {x.a: x.mbps for x in spec.links_of_kind("access")}
     assert set(access.values()) == {100.0} and {"bg1a", "bg1b", "bg2a", "bg2b", "bgz"} <= set(access)
-    # background: two senders per path on their own access links; bg1* cross P1 -> Z only, bg2* P2 -> Z
+    # background: two senders per path on their own access links; bg1* cross P1 -> Q1 -> Z only, bg2* path 2
     assert hosts["bg1a"] == ("P1", 3) and hosts["bg1b"] == ("P1", 4) and hosts["bgz"] == ("Z", 7)
     assert hosts["bg2a"] == ("P2", 3) and hosts["bg2b"] == ("P2", 4)
     assert len({h.ip for h in spec.hosts}) == len(spec.hosts) == 13
-    # probes go one way per link, from the end named first: A -> P -> Z, the data direction
+    # probes go one way per link, from the end named first: A -> P -> Q -> Z, the data direction
     keys = sorted(k for _u, _v, k, d in spec_to_graph(spec).g.edges(keys=True, data=True) if d["kind"] == "packet")
-    assert keys == ["packet:A:5-P1:1", "packet:A:6-P2:1", "packet:P1:2-Z:5", "packet:P2:2-Z:6"]
+    assert keys == ["packet:A:5-P1:1", "packet:A:6-P2:1", "packet:P1:2-Q1:1", "packet:P2:2-Q2:1",
+                    "packet:Q1:2-Z:5", "packet:Q2:2-Z:6"]
     with pytest.raises(ValueError, match="senders must be 1..4"):
         mh.multihoming_spec(senders=5)
 
@@ -45,9 +47,13 @@ def test_background_is_dealt_over_each_paths_senders():
     assert sorted(ports["bg1a"] + ports["bg1b"]) == list(bg_ports)
     assert abs(len(ports["bg1a"]) - len(ports["bg1b"])) <= 1
     assert sorted(ports["bg2a"] + ports["bg2b"]) == list(bg_ports[:8]) and len(ports["bg2a"]) == 4
-    # the extra flows start when the load starts, the base ones in the first second
+    # the extra flows start at random times over the first extra_spread s of the load (the paper:
+    # 448 flows at random times over 10 s), not at one instant
     extra = [float(x.split("@")[1]) for n in ("bg1a", "bg1b") for x in plans[n] if int(x.split("@")[0]) >= bg_ports[8]]
-    assert len(extra) == sch["extra_flows"] and set(extra) == {sch["bg_start"]}
+    assert len(extra) == sch["extra_flows"] and sorted(extra) == sch["extra_starts"]
+    spread = mh.QUICK["extra_spread"]
+    assert all(sch["bg_start"] <= t <= sch["bg_start"] + spread for t in extra) and len(set(extra)) > len(extra) // 2
+    assert max(extra) - min(extra) > spread / 2
     with pytest.raises(ValueError, match="background ports"):
         mh.background_plans(sch, bg_ports[:-1])
 
@@ -61,8 +67,10 @@ def test_flows_and_schedule_are_reproducible_per_seed():
     assert a == b and a != mh.schedule(4, quick=True, n_flows=8)
     assert 0 < a["bg_start"] < a["window"][0] < a["window"][1] < a["bg_end"] <= a["seconds"]
     assert len(a["starts"]) == 8 and a["base_flows"] == 8 and len(a["base_starts"]) == 16
-    # the paper: 64 + 64 background beside 64 mapped, 448 = 7 x 64 extra; here 5-7 x N
-    assert 5 * 8 <= a["extra_flows"] <= 7 * 8
+    # the paper: 64 + 64 background beside 64 mapped, 448 = 7 x 64 extra; here 7 x N
+    assert a["extra_flows"] == 7 * 8 and len(a["extra_starts"]) == 7 * 8
+    # --quick is the default size's first seed
+    assert mh.schedule(0, quick=True, n_flows=8) == mh.schedule(0, quick=False, n_flows=8)
 
 
 def test_each_run_has_its_own_source_ports():
@@ -120,6 +128,18 @@ def test_registered_with_seeds_and_usable_by_mn():
         mh.run("/nonexistent", policies=("ecmp",))
     pytest.importorskip("mininet")
     topo = mh.topos["multihoming"](senders=2)  # builds the node and link lists only: no OVS is touched
-    assert sorted(topo.switches()) == ["A", "P1", "P2", "Z"]
+    assert sorted(topo.switches()) == ["A", "P1", "P2", "Q1", "Q2", "Z"]
     assert sorted(topo.hosts()) == ["bg1a", "bg1b", "bg2a", "bg2b", "bgz", "d1", "d2", "s1", "s2"]
-    assert len(topo.links()) == 9 + 4
+    assert len(topo.links()) == 9 + 6
+
+
+def test_per_path_diagnostics():
+    spec = mh.multihoming_spec()
+    ip = {h.name: h.ip for h in spec.hosts}
+    # bgz's receiver keys connections by the sender's ip:port; only background senders count
+    per_conn = {f"{ip['bg1a']}:20001": 1.0, f"{ip['bg1b']}:20002": 0.5, f"{ip['bg2a']}:20003": 2.0,
+                f"{ip['bg2b']}:20004": 3.25, f"{ip['s1']}:10001": 9.0}
+    assert mh.background_by_path(spec, per_conn) == [1.5, 5.25]
+    timeline = [{"t": t, "mbps": [t, 10 - t]} for t in (1.0, 2.0, 3.0, 4.0, 9.0)]
+    assert mh.window_means(timeline, (2.0, 4.0)) == [3.0, 7.0]
+    assert mh.window_means(timeline, (5.0, 8.0)) is None
