@@ -13,25 +13,23 @@ from mininet_labs.spec import spec_to_graph
 
 def test_the_topology_has_two_loaded_and_unloaded_paths():
     spec = mh.multihoming_spec(senders=4, path_mbps=20.0)
-    assert [s.name for s in spec.switches] == ["A", "P1", "P2", "Z", "Q1", "Q2"]
+    assert [s.name for s in spec.switches] == ["A", "P1", "P2", "Z"]
     packet = {(x.a, x.a_port, x.b, x.b_port, x.mbps) for x in spec.links_of_kind("packet")}
-    # one bottleneck per path, Q -> Z, one hop after P where the background joins (so every packet
-    # reaches the bottleneck's queue through one port); A's uplinks and P -> Q are fast
-    assert packet == {("A", 5, "P1", 1, 100.0), ("P1", 2, "Q1", 1, 100.0), ("Q1", 2, "Z", 5, 20.0),
-                      ("A", 6, "P2", 1, 100.0), ("P2", 2, "Q2", 1, 100.0), ("Q2", 2, "Z", 6, 20.0)}
+    # one bottleneck per path, P -> Z; A's uplinks are fast like the hosts' access links
+    assert packet == {("A", 5, "P1", 1, 100.0), ("P1", 2, "Z", 5, 20.0), ("A", 6, "P2", 1, 100.0),
+                      ("P2", 2, "Z", 6, 20.0)}
     hosts = {h.name: (h.switch, h.port) for h in spec.hosts}
     # every host, the background senders and bgz included, has a fast access link: the only
-    # shaped bottleneck is Q -> Z, shared by the mapped and the background flows
+    # shaped bottleneck is P -> Z, shared by the mapped and the background flows
     access = {x.a: x.mbps for x in spec.links_of_kind("access")}
     assert set(access.values()) == {100.0} and {"bg1a", "bg1b", "bg2a", "bg2b", "bgz"} <= set(access)
-    # background: two senders per path on their own access links; bg1* cross P1 -> Q1 -> Z only, bg2* path 2
+    # background: two senders per path on their own access links; bg1* cross P1 -> Z only, bg2* P2 -> Z
     assert hosts["bg1a"] == ("P1", 3) and hosts["bg1b"] == ("P1", 4) and hosts["bgz"] == ("Z", 7)
     assert hosts["bg2a"] == ("P2", 3) and hosts["bg2b"] == ("P2", 4)
     assert len({h.ip for h in spec.hosts}) == len(spec.hosts) == 13
-    # probes go one way per link, from the end named first: A -> P -> Q -> Z, the data direction
+    # probes go one way per link, from the end named first: A -> P -> Z, the data direction
     keys = sorted(k for _u, _v, k, d in spec_to_graph(spec).g.edges(keys=True, data=True) if d["kind"] == "packet")
-    assert keys == ["packet:A:5-P1:1", "packet:A:6-P2:1", "packet:P1:2-Q1:1", "packet:P2:2-Q2:1",
-                    "packet:Q1:2-Z:5", "packet:Q2:2-Z:6"]
+    assert keys == ["packet:A:5-P1:1", "packet:A:6-P2:1", "packet:P1:2-Z:5", "packet:P2:2-Z:6"]
     with pytest.raises(ValueError, match="senders must be 1..4"):
         mh.multihoming_spec(senders=5)
 
@@ -128,9 +126,9 @@ def test_registered_with_seeds_and_usable_by_mn():
         mh.run("/nonexistent", policies=("ecmp",))
     pytest.importorskip("mininet")
     topo = mh.topos["multihoming"](senders=2)  # builds the node and link lists only: no OVS is touched
-    assert sorted(topo.switches()) == ["A", "P1", "P2", "Q1", "Q2", "Z"]
+    assert sorted(topo.switches()) == ["A", "P1", "P2", "Z"]
     assert sorted(topo.hosts()) == ["bg1a", "bg1b", "bg2a", "bg2b", "bgz", "d1", "d2", "s1", "s2"]
-    assert len(topo.links()) == 9 + 6
+    assert len(topo.links()) == 9 + 4
 
 
 def test_per_path_diagnostics():
