@@ -160,7 +160,7 @@ def multihoming_spec(senders: int = 4, path_mbps: float = PATH_MBPS, access_mbps
     # mapped flows' 7.4 in one run, 7.4 beside 7 mapped flows' 2.6 in the next; docs/labs.md).
     # Not a relay Q between P and Z either (every packet then reaches the bottleneck through one
     # port): measured twice, the mapped flows still got ~2x the background's per-flow share on
-    # both paths, and the network took 12 s instead of 4 to come up (docs/labs.md)
+    # both paths (docs/labs.md)
     links = [LinkSpec(h.name, 0, h.switch, h.port, "access", access_mbps) for h in hosts]
     for a_port, mid, z_port in UPLINKS:
         links.append(LinkSpec("A", a_port, mid, 1, "packet", access_mbps))
