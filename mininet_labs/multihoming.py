@@ -235,9 +235,11 @@ def background_by_path(spec: LabSpec, per_conn: dict[str, float]) -> list[float]
     return [round(x, 3) for x in out]
 
 
-def window_means(timeline: Sequence[dict[str, Any]], window: tuple[float, float]) -> list[float] | None:
-    """The mean of the controller's per-path Mbit/s samples whose time falls in ``window``."""
-    inside = [s["mbps"] for s in timeline if window[0] <= s["t"] <= window[1] and s.get("mbps")]
+def window_means(timeline: Sequence[dict[str, Any]], window: tuple[float, float],
+                 key: str = "mbps") -> list[float] | None:
+    """The mean of the controller's per-path samples of ``key`` (Mbit/s, or flows with ``counts``)
+    whose time falls in ``window``."""
+    inside = [s[key] for s in timeline if window[0] <= s["t"] <= window[1] and s.get(key)]
     if not inside:
         return None
     return [round(statistics.fmean(x), 3) for x in zip(*inside, strict=True)]
@@ -448,7 +450,10 @@ def run_once(session: Any, work: Path, policy: str, seed: int, run_index: int, q
             "timeline": timeline, "controller_errors": errors,
             # what each path carried over the window: the mapped flows (the controller's counters,
             # mean of its samples) and the background (bgz's receiver), Mbit/s per path
-            "mapped_path_mbps": window_means(timeline, sch["window"]), "bg_path_mbps": bg_mbps}
+            "mapped_path_mbps": window_means(timeline, sch["window"]), "bg_path_mbps": bg_mbps,
+            # flows per path over the window: the split while path 1 is loaded (final_counts is read
+            # after the extra load has stopped, when the policy may be moving flows back)
+            "window_counts": window_means(timeline, sch["window"], "counts")}
 
 
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print, seeds: int | None = None,

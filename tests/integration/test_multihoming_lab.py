@@ -39,8 +39,10 @@ def test_quick_multihoming_throughput_mapping_beats_static_on_avgt(tmp_path):
     assert all(r["final_weights"] == [0.5, 0.5] and r["remaps"] == 0 for r in res["runs"]["static"])
     # the lab's own time (from the lock) is within --quick's 2 minutes
     assert res["lab_seconds"]["network"] <= 120, res["lab_seconds"]
-    # the loaded path 1 ends with fewer flows under the throughput policy, and AVGT is not lower
-    assert all(r["final_counts"][0] < r["final_counts"][1] for r in res["runs"]["throughput"])
+    # while path 1 is loaded (the measured window) the throughput policy keeps fewer flows on it, and
+    # AVGT is not lower. Not the final split: it is read after the extra load has stopped (up to 1.5 s
+    # before the end), and measured once the policy had already moved flows back to 4/4 by then
+    assert all(r["window_counts"][0] < r["window_counts"][1] for r in res["runs"]["throughput"])
     assert s["throughput"]["avgt_mbps"] >= s["static"]["avgt_mbps"], s
     png = (out / "multihoming.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"

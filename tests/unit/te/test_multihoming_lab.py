@@ -141,3 +141,5 @@ def test_per_path_diagnostics():
     timeline = [{"t": t, "mbps": [t, 10 - t]} for t in (1.0, 2.0, 3.0, 4.0, 9.0)]
     assert mh.window_means(timeline, (2.0, 4.0)) == [3.0, 7.0]
     assert mh.window_means(timeline, (5.0, 8.0)) is None
+    counts = [{"t": 1.0, "counts": [4, 4]}, {"t": 2.0, "counts": [2, 6]}, {"t": 3.0, "counts": [1, 7]}]
+    assert mh.window_means(counts, (1.5, 3.0), "counts") == [1.5, 6.5]
