@@ -16,9 +16,11 @@ import pytest
 
 from tests.integration.test_lab_cli import ROOT, _bridges  # the same CLI run and bridge check
 
-# long_lab (`make test-labs`, not `make test`): the run takes ~90 s, but its outcome is not stable
-# enough for CI — with the background now steady, 4 of 8 quick runs passed (every failure on the
-# AVGT comparison; docs/labs.md, "multihoming", "Steadier background")
+# long_lab (`make test-labs`, not `make test`): the run takes ~108 s, but its outcome is not stable
+# enough for CI — on the paper's load schedule (7 x N extra flows) throughput beat static in 5 of 5
+# default-size seeds (+24 % AVGT) and in 7 of 9 quick runs, but 2 of the last 3 runs of this test
+# failed (docs/labs.md, "multihoming": in some networks the mapped flows' share of path 2 does not
+# grow with their number)
 pytestmark = [pytest.mark.integration, pytest.mark.long_lab]
 
 
