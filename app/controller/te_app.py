@@ -51,7 +51,7 @@ from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.te.damping import Damper
-from app.te.decisions import OFFLOAD, RELEASE, SKIP, Decision, Offload, OffloadDecider
+from app.te.decisions import OFFLOAD, RELEASE, SKIP, Decision, Offload, OffloadDecider, link_capacity
 from app.te.elastic import rate_mbps
 from app.te.growth import GROW, SHRINK, Growth, GrowthDecider, GrowthDecision
 from app.te.placement import PlacementDecider, PlacementPolicy
@@ -60,7 +60,6 @@ from app.update.model import normalise_match
 from monitor.events import BALANCED_GROWTH, ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
 from monitor.sflow.records import FiveTuple
 from pce.otter.graph import hop_id
-from topology.errors import TopologyError
 
 LOG = logging.getLogger("mlte.controller.te")
 class TeApp(app_manager.OSKenApp):
@@ -162,10 +161,7 @@ class TeApp(app_manager.OSKenApp):
 
     def _loads(self, e: Event, graph: Any) -> dict[str, float]:
         """The congested circuit's load, for the residual graph the decision plans on."""
-        try:
-            cap = float(graph.edge(e.circuit).get("capacity") or 0.0)
-        except TopologyError:  # gone from the graph meanwhile
-            cap = 0.0
+        cap = link_capacity(graph, e.circuit)
         return {e.circuit: float(e.detail.get("util", 0.0)) * cap} if cap else {}
 
     def _start(self, d: Decision, e: Event) -> None:

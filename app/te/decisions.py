@@ -29,6 +29,7 @@ from app.update.model import FlowRule, Port, XconSpec
 from app.update.plan import Plan
 from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
 from monitor.sflow.records import FiveTuple
+from topology.errors import TopologyError
 
 OFFLOAD, RELEASE, SKIP = "offload", "release", "skip"
 ETH_IPV4 = 0x0800
@@ -96,6 +97,14 @@ def five_tuple_match(f: FiveTuple, in_port: int, reverse: bool = False) -> tuple
         s_name, d_name = L4[f.proto]
         m += [(s_name, sport), (d_name, dport)]
     return tuple(m)
+
+
+def link_capacity(graph: Any, edge_key: str) -> float:
+    """Mbit/s of the graph's link ``edge_key`` (0 when it is gone from the graph or has none)."""
+    try:
+        return float(graph.edge(edge_key).get("capacity") or 0.0)
+    except TopologyError:  # gone from the graph meanwhile
+        return 0.0
 
 
 def residual_graph(graph: Any, loads_mbps: dict[str, float], avoid: Iterable[str] = ()) -> Any:

@@ -42,6 +42,7 @@ from app.te.decisions import (
     OffloadDecider,
     five_tuple_match,
     host_port,
+    link_capacity,
 )
 from app.te.gain import offload_gain
 from app.update import planner
@@ -51,7 +52,6 @@ from monitor.events import UNCONSTRAINED_IMBALANCE, Event, FlowLike
 from monitor.sflow.records import FiveTuple
 from pce.otter.graph import POLICIES, CandidatePath, FlowPlacement, GraphPlacement, hop_id, place
 from pce.otter.graph_flows import ClassRules, GraphFlow, resolve_endpoint
-from topology.errors import TopologyError
 
 DEFAULT_PERIOD_S = 30.0
 
@@ -126,8 +126,7 @@ class PlacementPolicy:
         known = [f if f.path is not None or f.id not in self.paths else _with_path(f, self.paths[f.id])
                  for f in flows]
         self.last_run = now
-        extra = {"background": dict(background)} if background else {}
-        return place(graph, known, self.rules, self.name, **self.options, **extra)
+        return place(graph, known, self.rules, self.name, background=background, **self.options)
 
     def done(self, placement: GraphPlacement) -> None:
         """The plan of ``placement`` was executed: its paths are the flows' current ones."""
@@ -206,15 +205,20 @@ def placement_plan(placement: GraphPlacement, ident: int, *, installed: Mapping[
                              verify_timeout_s=verify_timeout_s, plan_id=f"placement{ident}")
 
 
-def edge_hop(graph: Any, key: str) -> str | None:
-    """The hop id of the packet edge ``key`` of the graph (e.g. the congested circuit of an event)."""
-    g = getattr(graph, "g", graph)
-    for u, v, k, d in g.edges(keys=True, data=True):
-        if k == key and d.get("kind") == "packet":
+def edge_hops(graph: Any) -> dict[str, str]:
+    """Edge key → hop id of every packet edge of the graph."""
+    out = {}
+    for u, v, k, d in getattr(graph, "g", graph).edges(keys=True, data=True):
+        if d.get("kind") == "packet":
             ports = d.get("ports", {})
             a, b = sorted((u, v))
-            return hop_id(a, int(ports.get(a, 0)), b, int(ports.get(b, 0)))
-    return None
+            out[k] = hop_id(a, int(ports.get(a, 0)), b, int(ports.get(b, 0)))
+    return out
+
+
+def edge_hop(graph: Any, key: str) -> str | None:
+    """The hop id of the packet edge ``key`` of the graph (e.g. the congested circuit of an event)."""
+    return edge_hops(graph).get(key)
 
 
 def forwarding_path(graph: Any, out_ports: Mapping[str, int], src: str, dst: str) -> tuple[str, ...] | None:
@@ -253,23 +257,16 @@ def unmonitored_load(graph: Any, link_loads: Mapping[str, float], flows: Iterabl
     for f in flows:
         for hop in f.path or ():
             known[_ends_of(hop)] = known.get(_ends_of(hop), 0.0) + float(rates.get(f.id, f.bw))
+    hops = edge_hops(graph)
     out: dict[str, float] = {}
     for key, mbps in link_loads.items():
-        hop = edge_hop(graph, key)
+        hop = hops.get(key)
         if hop is None:
             continue
         extra = float(mbps) - known.get(hop, 0.0)
         if extra > floor_mbps:
             out[hop] = extra
     return out
-
-
-def _capacity(graph: Any, edge_key: str) -> float:
-    """Mbit/s of the graph's link ``edge_key`` (0 when it is gone or has no capacity)."""
-    try:
-        return float(graph.edge(edge_key).get("capacity") or 0.0)
-    except TopologyError:  # gone from the graph meanwhile: ask for nothing extra
-        return 0.0
 
 
 def _ends_of(hop: str) -> str:
@@ -334,7 +331,7 @@ class PlacementDecider(OffloadDecider):
         self.threshold_mbps = float(ev.detail.get("threshold_mbps", self.threshold_mbps))
         named = dict(zip(ev.flows, ev.detail.get("elephant_mbps") or [], strict=False))
         return self.run(graph, now, named, edge_hop(graph, ev.circuit), ev.circuit, kw.get("flow_bytes"),
-                        wants_mbps=_capacity(graph, ev.circuit))
+                        wants_mbps=link_capacity(graph, ev.circuit))
 
     def tick(self, graph: Any, now: float) -> list[Decision]:
         """PER: the periodic re-solve (nothing when it is not due or nothing is monitored). Of its
@@ -349,21 +346,20 @@ class PlacementDecider(OffloadDecider):
         return None if got is None else float(got)
 
     def judge_move(self, p: FlowPlacement, load: Mapping[str, float], sent: float | None,
-                   current_mbps: float | None = None) -> dict[str, Any]:
+                   current_mbps: float) -> dict[str, Any]:
         """The offload gain of moving ``p``'s flow onto its new path (the rule of :mod:`app.te.gain`):
         it sends at its measured rate where it is; moved it can reach its own share plus the room the
         placement leaves on the new path's bottleneck; the switch-over is the slowest new circuit's
         setup plus the controller's ``overhead_s``. No byte count: it pays (the monitor named it).
-        ``current_mbps``: its measured rate, when the placement was given a larger demand for it."""
+        ``current_mbps``: its measured rate (the placement may have been given a larger demand)."""
         assert p.path is not None
         if sent is None:
             return {"pays": True, "reason": "no byte count: the placement's move is taken"}
         room = min((h.capacity - load.get(_ends_of(h.id), 0.0) for h in p.path.hops), default=0.0)
         new = max(room + p.allocated, 1e-3)
         switch = max((c.setup_time for c in p.path.circuits), default=0.0) + self.overhead_s
-        current = p.flow.bw if current_mbps is None else current_mbps
-        g = offload_gain(sent, max(current, 1e-3), new, switch, alpha=self.alpha, min_gain_s=self.min_gain_s)
-        return {**g.as_dict(), "current_mbps": round(current, 3), "new_mbps": round(new, 3),
+        g = offload_gain(sent, max(current_mbps, 1e-3), new, switch, alpha=self.alpha, min_gain_s=self.min_gain_s)
+        return {**g.as_dict(), "current_mbps": round(current_mbps, 3), "new_mbps": round(new, 3),
                 "switch_s": round(switch, 3)}
 
     # ---- one placement -------------------------------------------------------------------------

@@ -505,6 +505,7 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
                 raise InvalidInputError(f"flow {f.id}: {end!r} is not a packet switch of the graph")
         if f.cls not in rules.classes:
             raise InvalidInputError(f"flow {f.id}: unknown class {f.cls!r}")
+    bg = background or {}
     existing = existing_hops(graph)
     chops = circuit_hops(circuits, (h.id for h in existing))
     hops = existing + chops
@@ -529,7 +530,7 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
         path_links[i, : len(p.hops)] = [hop_index[h.id] for h in p.hops]
     network = Network(
         n_sources=S, n_dests=S, dest_is_edge=np.zeros(S, bool), dest_cap=np.full((S, 3), np.inf),
-        link_cap=np.array([max(h.capacity - (background or {}).get(h.id, 0.0), 0.0) for h in hops], float),
+        link_cap=np.array([max(h.capacity - bg.get(h.id, 0.0), 0.0) for h in hops], float),
         path_src=np.array([sw_index[p.switches[0]] for p in path_rows], np.int64),
         path_dst=np.array([sw_index[p.switches[-1]] for p in path_rows], np.int64),
         path_links=path_links, path_metrics=np.array([finder.metrics(p) for p in path_rows], float).reshape(P, 4),
