@@ -115,12 +115,19 @@ def _small(a: argparse.Namespace) -> int:
     return 0
 
 
+def sender(sport: int, start: float) -> socket.socket:
+    """A non-blocking UDP socket on source port ``sport``, returned at wall-clock time ``start`` (at once
+    if it is past): the sending side of the elephant here and of ``udp_probe.py``'s probe."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("", sport))
+    s.setblocking(False)
+    time.sleep(max(0.0, start - time.time()))
+    return s
+
+
 def _elephant(a: argparse.Namespace) -> int:
     """Window-based bulk transfer with per-packet acknowledgements (see the module docstring)."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("", a.sport))
-    s.setblocking(False)
-    time.sleep(max(0.0, a.start - time.time()))
+    s = sender(a.sport, a.start)
     pad = b"e" * (a.size - HEADER)
     window, seq, acked = float(a.init_window), 0, set()
     slow_start, reduced, rounds, sent, lost_total = True, False, [], 0, 0

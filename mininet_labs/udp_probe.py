@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import select
-import socket
 import sys
 import time
 from pathlib import Path
@@ -45,10 +44,7 @@ def _echo(a: argparse.Namespace) -> int:
 
 
 def _send(a: argparse.Namespace) -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("", a.sport))
-    s.setblocking(False)
-    time.sleep(max(0.0, a.start - time.time()))
+    s = traffic.sender(a.sport, a.start)
     pad = b"p" * max(0, a.size - HEADER)
     sent: list[list[float]] = []
     rtt: dict[int, float] = {}
