@@ -16,8 +16,13 @@ demo: bootstrap
 test: bootstrap
 	$(PYTEST) tests -m "not long_lab"
 
+# every lab's --quick CI check alone (they are in `make test` too), plus any marked long_lab
+LAB_TESTS = tests/integration/test_lab_cli.py tests/integration/test_labs_issue13.py \
+	tests/integration/test_labs_overlay_pathchange.py tests/integration/test_spine_labs.py \
+	tests/integration/test_elastic_offload.py tests/integration/test_multihoming_lab.py \
+	tests/integration/test_placement_compare.py tests/integration/test_placement_mesh.py
 test-labs: bootstrap
-	$(PYTEST) tests -m long_lab
+	$(PYTEST) $(LAB_TESTS) -m "integration or long_lab"
 
 test-unit: bootstrap
 	$(PYTEST) tests/unit

@@ -143,3 +143,24 @@ def test_per_path_diagnostics():
     assert mh.window_means(timeline, (5.0, 8.0)) is None
     counts = [{"t": 1.0, "counts": [4, 4]}, {"t": 2.0, "counts": [2, 6]}, {"t": 3.0, "counts": [1, 7]}]
     assert mh.window_means(counts, (1.5, 3.0), "counts") == [1.5, 6.5]
+
+
+def test_every_sender_mixes_the_congestion_controls():
+    """Mapped and background flows alike take the paper's loss-based mixture, not the kernel's
+    default (BBR here): each plan item is ``port@start@cc`` and every sender host gets both."""
+    sch = mh.schedule(0, quick=True, n_flows=8)
+    _, bg_ports = mh.ports_for(0, 8, sch["base_flows"] + sch["extra_flows"])
+    for name, plan in mh.background_plans(sch, bg_ports).items():
+        ccs = [x.split("@")[2] for x in plan]
+        assert set(ccs) == set(mh.CC_MIX), name
+        assert abs(ccs.count("cubic") - ccs.count("reno")) <= 1, name
+    assert mh.plan_item(40001, 0.25, 0) == "40001@0.25@cubic" and mh.plan_item(40002, 0.5, 1).endswith("@reno")
+
+
+def test_a_kernel_without_the_mix_is_refused_before_the_network(tmp_path, monkeypatch):
+    import mininet_labs.big_vs_small as bvs
+
+    monkeypatch.setattr(bvs, "available_ccs", lambda: ["bbr", "reno"])
+    with pytest.raises(ValueError, match="does not offer TCP cubic"):
+        mh.run(tmp_path / "out", quick=True)
+    assert not (tmp_path / "out" / "results.json").exists()
