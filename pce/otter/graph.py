@@ -134,18 +134,22 @@ class CandidatePath:
                 "capacity_mbps": bw}
 
 
-def existing_hops(graph: Any) -> list[Hop]:
-    """Lit packet links with capacity (``latency``, optional ``jitter_ms``/``loss_pct`` attributes)."""
-    g = getattr(graph, "g", graph)
-    out = []
+def lit_links(g: Any) -> Iterable[tuple[str, int, str, int, dict[str, Any]]]:
+    """Each lit packet link with capacity of the networkx graph ``g``: its ends (sorted), their
+    ports and its attribute dict."""
     for u, v, d in g.edges(data=True):
         if d.get("kind") != "packet" or not (d.get("capacity") or 0) > 0:
             continue
         ports = d.get("ports", {})
         a, b = sorted((u, v))
-        pa, pb = int(ports.get(a, 0)), int(ports.get(b, 0))
-        out.append(Hop(hop_id(a, pa, b, pb), a, pa, b, pb, float(d["capacity"]), float(d.get("latency") or 0.0),
-                       float(d.get("jitter_ms") or 0.0), float(d.get("loss_pct") or 0.0)))
+        yield a, int(ports.get(a, 0)), b, int(ports.get(b, 0)), d
+
+
+def existing_hops(graph: Any) -> list[Hop]:
+    """Lit packet links with capacity (``latency``, optional ``jitter_ms``/``loss_pct`` attributes)."""
+    out = [Hop(hop_id(a, pa, b, pb), a, pa, b, pb, float(d["capacity"]), float(d.get("latency") or 0.0),
+               float(d.get("jitter_ms") or 0.0), float(d.get("loss_pct") or 0.0))
+           for a, pa, b, pb, d in lit_links(getattr(graph, "g", graph))]
     return sorted(out, key=lambda h: h.id)
 
 
@@ -767,9 +771,23 @@ def _priced_circuits(inst: GraphInstance, base: np.ndarray, circuits: Sequence[C
     return chosen, None
 
 
+def residual_graph(graph: Any, background: Mapping[str, float] | None) -> Any:
+    """``graph`` with each lit packet link's capacity less its ``background`` (hop id → Mbit/s), as
+    :func:`build_instance` gives the LP; a copy, so the live graph keeps its capacities."""
+    if not background:
+        return graph
+    g = getattr(graph, "g", graph).copy()
+    for a, pa, b, pb, d in list(lit_links(g)):
+        used = background.get(hop_id(a, pa, b, pb), 0.0)
+        if used:
+            d["capacity"] = max(float(d["capacity"]) - used, 0.0)
+    return g
+
+
 def _joint_circuits(graph: Any, flows: Sequence[GraphFlow], circuits: Sequence[Circuit], solver: str,
-                    time_limit: float | None) -> list[str]:
-    """The joint MIP's lit set for per-pair totals of the flows that may wait for a circuit."""
+                    time_limit: float | None, background: Mapping[str, float] | None = None) -> list[str]:
+    """The joint MIP's lit set for per-pair totals of the flows that may wait for a circuit, on what
+    the ``background`` leaves of the lit links (without it the MIP saw a loaded detour as free)."""
     totals: dict[tuple[str, str], float] = defaultdict(float)
     deadlines: dict[tuple[str, str], float] = {}
     for f in flows:
@@ -780,7 +798,8 @@ def _joint_circuits(graph: Any, flows: Sequence[GraphFlow], circuits: Sequence[C
     demands = [Demand(f"{a}~{b}", a, b, bw, deadlines.get((a, b))) for (a, b), bw in sorted(totals.items())]
     if not demands:
         return []
-    plan = plan_circuits(graph, demands, circuits=list(circuits), solver=solver, time_limit=time_limit)
+    plan = plan_circuits(residual_graph(graph, background), demands, circuits=list(circuits), solver=solver,
+                         time_limit=time_limit)
     return [c.id for c in plan.lit]
 
 
@@ -808,7 +827,7 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
     stats["circuits_seconds"] = time.perf_counter() - t0
     if lighting == "joint" and circuits:
         t = time.perf_counter()
-        lit = set(_joint_circuits(graph, remote, circuits, solver, time_limit))
+        lit = set(_joint_circuits(graph, remote, circuits, solver, time_limit, background))
         circuits = [c for c in circuits if c.id in lit]
         stats["joint_seconds"] = time.perf_counter() - t
     t1 = time.perf_counter()

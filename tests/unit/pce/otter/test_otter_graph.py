@@ -42,6 +42,20 @@ def test_no_circuit_when_lit_capacity_suffices() -> None:
     assert res.circuits == [] and all(p.path.key == ("A:2-B:2",) for p in res.flows)
 
 
+@pytest.mark.parametrize("policy", ["otter", "joint"])
+def test_background_on_the_lit_link_makes_every_lighting_policy_light_the_circuit(policy: str) -> None:
+    """7 Mbit/s fit the lit 10-Mbit/s link, but 6 of its 10 carry traffic the placement has no flows
+    for: the priced lighting and the joint MIP alike light the circuit (the joint MIP used to decide
+    on raw capacities), and the live graph keeps its capacity."""
+    flows = [GraphFlow("a", "A", "B", 3.0, "bulk"), GraphFlow("b", "A", "B", 4.0, "interactive")]
+    g = short_plus_circuit()
+    assert place(g, flows, ClassRules(), policy).circuits == []
+    res = place(g, flows, ClassRules(), policy, background={"A:2-B:2": 6.0})
+    assert [c.xcons for c in res.circuits] == [(("X:1", "X:2"), ("Y:2", "Y:1"))]
+    assert sum(p.allocated for p in res.flows) == pytest.approx(7.0)
+    assert [h.capacity for h in existing_hops(g)] == [10.0]
+
+
 def test_deadline_shorter_than_setup_time_excludes_the_circuit() -> None:
     flows = [GraphFlow("now", "A", "B", 8.0, "bulk", deadline=0.05), GraphFlow("ssh", "A", "B", 4.0, "interactive")]
     by = place(short_plus_circuit(), flows, ClassRules(), "otter").by_id()
