@@ -5,8 +5,9 @@ A:5–P1–Z:5 and A:6–P2–Z:6; each P -> Z link is shaped to ``path_mbps`` (
 there is no netem here, so the paths differ only by load and queueing), the links into it are fast.
 Background as in the paper: greedy TCP flows from bg1a/bg1b on P1 and bg2a/bg2b on P2 to bgz on
 Z, as many on each path as there are mapped flows, and from ``bg_start`` to ``bg_end`` s extra ones
-on path 1 only. The mapped greedy TCP flows s_i → d_i are registered with the controller's mapping app (``POST /mapping/flows``) and start at random
-offsets. One network and one controller serve every policy and seed: between runs the flows are
+on path 1 only. Every flow is Cubic or Reno (``CC_MIX``), as the paper's. The mapped greedy TCP
+flows s_i → d_i are registered with the controller's mapping app (``POST /mapping/flows``) and
+start at random offsets. One network and one controller serve every policy and seed: between runs the flows are
 removed and the policy switched (``PUT /mapping/policy``). Per-flow throughput over the loaded
 window gives the paper's AVGT, STD and MMR (min/max ratio) plus Jain's index.
 
@@ -152,12 +153,6 @@ def multihoming_spec(senders: int = 4, path_mbps: float = PATH_MBPS, access_mbps
         for j, name in enumerate(bg_senders(path)):
             n = next(bg_ips)
             hosts.append(HostSpec(name, switch, 3 + j, f"10.0.3.{n}", f"00:00:00:00:03:{n:02x}"))
-    # One bottleneck per path, P -> Z, shared by the mapped and the background flows; every link
-    # into it (A's uplink, the background senders' access) is fast. Not path-rate links into it: then
-    # each aggregate (the mapped flows behind A's uplink, the background behind its access links)
-    # kept its own upstream queue full and arrived as a steady path-rate stream, and which one got
-    # most of P -> Z flipped from run to run (measured: path 2's background 1.8 Mbit/s beside 4
-    # mapped flows' 7.4 in one run, 7.4 beside 7 mapped flows' 2.6 in the next; docs/labs.md)
     # One bottleneck per path, P -> Z, shared by the mapped and the background flows; every link
     # into it (A's uplink, the background senders' access) is fast. Not path-rate links into it: then
     # each aggregate (the mapped flows behind A's uplink, the background behind its access links)
