@@ -7,9 +7,9 @@ Background as in the paper: greedy TCP flows from bg1a/bg1b on P1 and bg2a/bg2b 
 Z, as many on each path as there are mapped flows, and from ``bg_start`` to ``bg_end`` s extra ones
 on path 1 only. Every flow is Cubic or Reno (``CC_MIX``), as the paper's. The mapped greedy TCP
 flows s_i → d_i are registered with the controller's mapping app (``POST /mapping/flows``) and
-start at random offsets. One network and one controller serve every policy and seed: between runs the flows are
-removed and the policy switched (``PUT /mapping/policy``). Per-flow throughput over the loaded
-window gives the paper's AVGT, STD and MMR (min/max ratio) plus Jain's index.
+start at random offsets. One network and one controller serve every policy and seed: between
+runs the flows are removed and the policy switched (``PUT /mapping/policy``). Per-flow throughput
+over the loaded window gives the paper's AVGT, STD and MMR (min/max ratio) plus Jain's index.
 
 Writes ``results.json`` and ``multihoming.png``. Also a ``mn`` custom file (the topology only)::
 
@@ -83,12 +83,12 @@ INTERVAL_S = 0.25
 #: under the same split then ranged 0.29-2.15 Mbit/s for the same seed (docs/labs.md).
 BG_PER_PATH = 2
 BG_SENDERS = tuple(f"bg{p}{chr(ord('a') + j)}" for p in (1, 2) for j in range(BG_PER_PATH))
-UPLINKS = ((5, "P1", 5), (6, "P2", 6))
+UPLINKS = ((5, "P1", 5), (6, "P2", 6))  # (A port, path switch, Z port); path switch ports 1 (A side), 2 (Z side)
 #: Each TCP flow's congestion control, dealt in turn over every path's flows (mapped and background
 #: alike): the paper's flows are "a mixture of TCP Linux Cubic, Sack and NewReno" (Linux's ``reno``
 #: is NewReno with SACK). Not the kernel's default here, BBR: it does not back off on loss, so with
 #: 12-68 flows behind a 25-packet queue who got what did not follow the flow counts (docs/labs.md).
-CC_MIX = ("cubic", "reno")  # (A port, path switch, Z port); path switch ports 1 (A side), 2 (Z side)
+CC_MIX = ("cubic", "reno")
 
 # Light traffic tools (iperf3 per flow saturates the two cores; see docs/environment.md).
 SENDER = r'''
