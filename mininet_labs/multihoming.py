@@ -288,8 +288,9 @@ def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     return out
 
 
-def plot(summary: dict[str, Any], timelines: dict[str, list[dict[str, Any]]], path: Path) -> Path:
-    """Bars of the four metrics per policy (mean ± sd over seeds) and path 1's weight over time."""
+def plot(summary: dict[str, Any], timelines: dict[str, list[dict[str, Any]]], path: Path, seed: int = 0) -> Path:
+    """Bars of the four metrics per policy (mean ± sd over seeds) and path 1's weight over time
+    (``timelines``: each policy's run of seed ``seed``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -308,7 +309,7 @@ def plot(summary: dict[str, Any], timelines: dict[str, list[dict[str, Any]]], pa
         pts = [(s["t"], s["weights"][0]) for s in timelines.get(p, []) if s.get("weights")]
         if pts:
             ax.plot([t for t, _ in pts], [w for _, w in pts], label=p, lw=1)
-    ax.set_title("weight of path 1 (loaded), seed 0", fontsize=9)
+    ax.set_title(f"weight of path 1 (loaded), seed {seed}", fontsize=9)
     ax.set_xlabel("s", fontsize=8)
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
@@ -464,15 +465,16 @@ def run_once(session: Any, work: Path, policy: str, seed: int, run_index: int, q
 
 
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print, seeds: int | None = None,
-        policies: Sequence[str] = POLICIES) -> dict[str, Any]:
-    """Every policy × ``seeds`` runs on one network and one controller (the policy switched through
-    ``PUT /mapping/policy`` between runs); writes ``results.json`` and ``multihoming.png``."""
+        policies: Sequence[str] = POLICIES, seed: int = 0) -> dict[str, Any]:
+    """Every policy × ``seeds`` runs (seeds ``seed``, ``seed`` + 1, ...) on one network and one
+    controller (the policy switched through ``PUT /mapping/policy`` between runs); writes
+    ``results.json`` and ``multihoming.png``."""
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession
 
     seeds = (QUICK_SEEDS if quick else SEEDS) if seeds is None else seeds
-    if seeds < 1:
-        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    if seeds < 1 or seed < 0:
+        raise ValueError(f"seeds must be >= 1 and the first seed >= 0, got {seeds} from {seed}")
     unknown = [p for p in policies if p not in POLICIES]
     if unknown:
         raise ValueError(f"unknown mapping policies {unknown} (known: {', '.join(POLICIES)})")
@@ -503,14 +505,14 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             _prepare(session)
             note("network up, hosts learnt, two paths A -> Z found")
             i = 0
-            for seed in range(seeds):
+            for s in range(seed, seed + seeds):
                 for policy in policies:
-                    runs[policy].append(run_once(session, work / f"{policy}-s{seed}", policy, seed, i, quick,
+                    runs[policy].append(run_once(session, work / f"{policy}-s{s}", policy, s, i, quick,
                                                  per_sender, note))
                     i += 1
     network_s = time.time() - t0  # the lock is released here
     summary = summarise(runs)
-    res = {"lab": "multihoming", "quick": quick, "seeds": seeds, "flows": per_sender * 4,
+    res = {"lab": "multihoming", "quick": quick, "seeds": seeds, "first_seed": seed, "flows": per_sender * 4,
            "path_mbps": PATH_MBPS, "cc_mix": list(CC_MIX), "interval_s": INTERVAL_S, "duration_s": round(time.time() - t0, 1),
            "lock_wait_s": round(lock_wait, 1),
            # as the other labs keep it (mininet_labs/labclock.py): the lab's own time is `network`
@@ -521,7 +523,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
     (out / "timelines.json").write_text(json.dumps({p: [r["timeline"] for r in rs] for p, rs in runs.items()},
                                                    indent=1))
-    plot(summary, {p: rs[0]["timeline"] for p, rs in runs.items()}, out / "multihoming.png")
+    plot(summary, {p: rs[0]["timeline"] for p, rs in runs.items()}, out / "multihoming.png", seed)
     for p in policies:
         s = summary[p]
         note(f"{p}: AVGT {s['avgt_mbps']:.3f} Mbit/s, STD {s['std_mbps']:.3f}, MMR {s['mmr']:.3f}, "

@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                        "(labs that take seeds, e.g. multihoming; default theirs)")
     p.add_argument("--seed", type=non_negative_int, help="with `run`: the random seed of labs that take one "
                                                           "(elastic-offload, big-vs-small, path-change, overlay; "
-                                                          "default theirs)")
+                                                          "multihoming: the first of its --seeds; default theirs)")
     p.add_argument("--te", choices=["on", "off"], help="with `run` (elastic-offload): `off` runs only the "
                                                         "baseline with the TE loop off")
     p.add_argument("--placement", choices=["otter", "joint", "cspf", "all"],

@@ -164,3 +164,17 @@ def test_a_kernel_without_the_mix_is_refused_before_the_network(tmp_path, monkey
     with pytest.raises(ValueError, match="does not offer TCP cubic"):
         mh.run(tmp_path / "out", quick=True)
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_the_cli_passes_seed_and_seeds_and_the_lab_refuses_a_negative_first_seed(tmp_path):
+    """`mlte lab run multihoming --seed 3 --seeds 2` runs seeds 3 and 4 (the issue's `[--seed N]`)."""
+    import argparse
+
+    from app.cli.lab import _lab_options
+
+    args = argparse.Namespace(runs=None, seeds=2, seed=3, te=None, demo=False, placement=None, paper_sizes=False,
+                              quick=False)
+    assert _lab_options(args, "multihoming", mh.run) == {"seeds": 2, "seed": 3}
+    with pytest.raises(ValueError, match="first seed >= 0"):
+        mh.run(tmp_path / "out", seed=-1)
+    assert not (tmp_path / "out").exists()
