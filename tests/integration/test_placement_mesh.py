@@ -5,17 +5,19 @@ and an interactive flow, and dark circuits; docs/labs.md, ``placement-mesh6``).
 Asserted on what was measured: OTTER moves the elephant alone onto a circuit of its own (not the
 detour: it sees B-D's load as background and the elephant's appetite beyond its held-down rate),
 the B->D interactive flow stays inside its 20-ms RTT tolerance, everything is released, and OTTER's
-tolerance-weighted allocation is at least each other policy's within ``NOISE`` (over 3 runs:
-otter 8.66-8.80 MB, cspf 7.98-8.80, joint 2.85-3.13)."""
+tolerance-weighted allocation is at least each other policy's (over 3 runs: otter 8.66-8.80 MB,
+cspf 7.98-8.80, joint 2.85-3.13), within the noise of the comparison (tests/lib/placement_checks.py:
+cspf makes the same move, so only its timing differs)."""
 from __future__ import annotations
 
 import pytest
+
+from tests.lib.placement_checks import assert_otter_leads, same_moves
 
 # In `make test`: ~2.5 min of lab time (three fresh six-datapath networks, one run per policy)
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
 ELEPHANT = "udp 10.0.0.1:45000 -> 10.0.0.3:5201"
-NOISE = 0.10
 
 
 @pytest.fixture(scope="module")
@@ -37,5 +39,6 @@ def test_otter_moves_the_elephant_and_leads_on_tolerance_weighted_allocation(res
              f"inside {r['inside_fraction']:.2f}, moved {r['moved_flows']}, interactive RTT p95 by pair "
              f"{r['interactive_rtt_p95_by_pair']} ms" for p, r in by.items()]
     print("\n".join(lines))
-    for policy in ("joint", "cspf"):
-        assert by["otter"]["weighted_bytes"] >= (1 - NOISE) * by[policy]["weighted_bytes"], lines
+    assert_otter_leads(by, lines)
+    # where the policies part, OTTER is far ahead: joint keeps the elephant on the congested circuit
+    assert not same_moves(by["otter"], by["joint"]) and by["otter"]["weighted_bytes"] >= 2 * by["joint"]["weighted_bytes"], lines
