@@ -50,7 +50,15 @@ from app.update.model import FlowRule, IngressChange, Port, XconSpec
 from app.update.plan import Plan
 from monitor.events import UNCONSTRAINED_IMBALANCE, Event, FlowLike
 from monitor.sflow.records import FiveTuple
-from pce.otter.graph import POLICIES, CandidatePath, FlowPlacement, GraphPlacement, hop_id, place
+from pce.otter.graph import (
+    POLICIES,
+    CandidatePath,
+    FlowPlacement,
+    GraphPlacement,
+    hop_id,
+    packet_edges,
+    place,
+)
 from pce.otter.graph_flows import ClassRules, GraphFlow, resolve_endpoint
 
 DEFAULT_PERIOD_S = 30.0
@@ -207,13 +215,7 @@ def placement_plan(placement: GraphPlacement, ident: int, *, installed: Mapping[
 
 def edge_hops(graph: Any) -> dict[str, str]:
     """Edge key → hop id of every packet edge of the graph."""
-    out = {}
-    for u, v, k, d in getattr(graph, "g", graph).edges(keys=True, data=True):
-        if d.get("kind") == "packet":
-            ports = d.get("ports", {})
-            a, b = sorted((u, v))
-            out[k] = hop_id(a, int(ports.get(a, 0)), b, int(ports.get(b, 0)))
-    return out
+    return {k: hop_id(a, pa, b, pb) for k, a, pa, b, pb, _d in packet_edges(getattr(graph, "g", graph))}
 
 
 def edge_hop(graph: Any, key: str) -> str | None:

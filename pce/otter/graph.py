@@ -134,15 +134,22 @@ class CandidatePath:
                 "capacity_mbps": bw}
 
 
+def packet_edges(g: Any) -> Iterable[tuple[Any, str, int, str, int, dict[str, Any]]]:
+    """Each packet edge of the networkx multigraph ``g``: its key, its ends (sorted) with their
+    ports (``hop_id`` of them names the hop), and its attribute dict."""
+    for u, v, k, d in g.edges(keys=True, data=True):
+        if d.get("kind") == "packet":
+            ports = d.get("ports", {})
+            a, b = sorted((u, v))
+            yield k, a, int(ports.get(a, 0)), b, int(ports.get(b, 0)), d
+
+
 def lit_links(g: Any) -> Iterable[tuple[str, int, str, int, dict[str, Any]]]:
     """Each lit packet link with capacity of the networkx graph ``g``: its ends (sorted), their
     ports and its attribute dict."""
-    for u, v, d in g.edges(data=True):
-        if d.get("kind") != "packet" or not (d.get("capacity") or 0) > 0:
-            continue
-        ports = d.get("ports", {})
-        a, b = sorted((u, v))
-        yield a, int(ports.get(a, 0)), b, int(ports.get(b, 0)), d
+    for _k, a, pa, b, pb, d in packet_edges(g):
+        if (d.get("capacity") or 0) > 0:
+            yield a, pa, b, pb, d
 
 
 def existing_hops(graph: Any) -> list[Hop]:
@@ -771,9 +778,11 @@ def _priced_circuits(inst: GraphInstance, base: np.ndarray, circuits: Sequence[C
     return chosen, None
 
 
-def residual_graph(graph: Any, background: Mapping[str, float] | None) -> Any:
+def background_residual(graph: Any, background: Mapping[str, float] | None) -> Any:
     """``graph`` with each lit packet link's capacity less its ``background`` (hop id → Mbit/s), as
-    :func:`build_instance` gives the LP; a copy, so the live graph keeps its capacities."""
+    :func:`build_instance` gives the LP; a copy, so the live graph keeps its capacities. (The TE
+    loop's ``app.te.decisions.residual_graph`` is keyed by edge and floors at 1e-3 for the CSPF;
+    the joint MIP takes a link's 0 as 0.)"""
     if not background:
         return graph
     g = getattr(graph, "g", graph).copy()
@@ -798,7 +807,7 @@ def _joint_circuits(graph: Any, flows: Sequence[GraphFlow], circuits: Sequence[C
     demands = [Demand(f"{a}~{b}", a, b, bw, deadlines.get((a, b))) for (a, b), bw in sorted(totals.items())]
     if not demands:
         return []
-    plan = plan_circuits(residual_graph(graph, background), demands, circuits=list(circuits), solver=solver,
+    plan = plan_circuits(background_residual(graph, background), demands, circuits=list(circuits), solver=solver,
                          time_limit=time_limit)
     return [c.id for c in plan.lit]
 
