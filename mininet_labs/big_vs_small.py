@@ -84,13 +84,18 @@ def mean_after(series: Sequence[float], bin_s: float, warmup_s: float, seconds: 
     return round(statistics.fmean(part), 3) if part else 0.0
 
 
+def p90(xs: Sequence[float]) -> float:
+    """The 90th percentile (nearest rank) of sorted, non-empty ``xs``."""
+    return xs[min(len(xs) - 1, int(0.9 * len(xs)))]
+
+
 def completion_stats(done: Sequence[dict[str, float]]) -> dict[str, float | None]:
     """Completion times (s, accept to last byte) and sizes (MB) of the small transfers that ended: whether
     "C active transfers" really turned over within a run is what the transfer sizes decide."""
     secs = sorted(d["end"] - d["start"] for d in done)
     if not secs:
         return {"p50_s": None, "p90_s": None, "max_s": None, "mean_mb": None}
-    return {"p50_s": round(statistics.median(secs), 2), "p90_s": round(secs[min(len(secs) - 1, int(0.9 * len(secs)))], 2),
+    return {"p50_s": round(statistics.median(secs), 2), "p90_s": round(p90(secs), 2),
             "max_s": round(secs[-1], 2), "mean_mb": round(statistics.fmean(d["bytes"] for d in done) / 2**20, 2)}
 
 
@@ -174,7 +179,7 @@ def loaded_rtt(ping_out: str) -> dict[str, float | None]:
     loss = round(1 - int(m.group(2)) / int(m.group(1)), 3) if m and int(m.group(1)) else None
     if not rtts:
         return {"p50": None, "p90": None, "loss": loss}
-    return {"p50": round(statistics.median(rtts), 1), "p90": round(rtts[min(len(rtts) - 1, int(0.9 * len(rtts)))], 1),
+    return {"p50": round(statistics.median(rtts), 1), "p90": round(p90(rtts), 1),
             "loss": loss}
 
 
