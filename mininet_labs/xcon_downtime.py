@@ -41,6 +41,7 @@ topos = fig2_topos("xcon-downtime")  # `sudo mn --custom mininet_labs/xcon_downt
 from mininet_labs.planned_vs_oneshot import PROBE_PORT, RECEIVER, SENDER  # noqa: E402
 
 PERIOD_S = 0.001
+LINK_WAIT_S = 10.0  # a change's packet links must show in the controller before the next change starts
 BYPASS_DOWN = [("Y", 1, 2), ("Y", 3, 4)]
 BYPASS_UP = [("Y", 1, 4)]
 PAPER = {"min_ms": 150.0, "mean_ms": 217.0}
@@ -88,6 +89,20 @@ def downtimes(changes: list[float], sent: int, arrivals: dict[int, float], windo
         out.append({"at": t, "lost": length, "downtime_ms": round(length * PERIOD_S * 1000, 3),
                     "dark_from": arrivals.get(first - 1), "dark_to": arrivals.get(first + length)})
     return out
+
+
+def wait_for_links(session: Any, want: set[tuple[str, int, str, int]], t: float,
+                   note: Callable[[str], None]) -> float | None:
+    """Wait until the controller shows the change's packet links; ms after the change was requested, or
+    None (noted) when they did not show within ``LINK_WAIT_S``. Why: the next change must not start while
+    this one is still dark, or the two share one loss run and neither downtime is measured (a CI run's
+    bypass whose link LLDP missed was still dark when its restore began: 1,118 ms and 0 ms)."""
+    try:
+        session.wait_links(want, timeout=LINK_WAIT_S)
+    except TimeoutError:
+        note(f"the change's links did not show within {LINK_WAIT_S:g} s: going on")
+        return None
+    return round((time.time() - t) * 1000, 1)
 
 
 def provisioning_delays(agent_log: Path) -> list[tuple[float, float]]:
@@ -164,7 +179,7 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
         raise ValueError(f"reps must be >= 1, got {reps}")
     dirs = fig2_dirs(out, {"send.py": SENDER, "recv.py": RECEIVER})
     out, work, spec, static, delay = dirs.out, dirs.work, dirs.spec, dirs.static, dirs.delay
-    settle = 0.7  # after a change: the downtime plus a margin, so two changes never share a loss run
+    settle = 0.7  # after a change's links show: traffic through again, so two changes never share a loss run
     seconds = 2.0 + reps * 2 * (settle + 0.35)
     clock = LabClock(progress)
     note = clock.note
@@ -189,11 +204,14 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
         try:
             time.sleep(1.0)
             for i in range(reps):
-                for kind, down, up in (("bypass", BYPASS_DOWN, BYPASS_UP), ("restore", BYPASS_UP, BYPASS_DOWN)):
+                for kind, down, up, links in (("bypass", BYPASS_DOWN, BYPASS_UP, "bypass"),
+                                              ("restore", BYPASS_UP, BYPASS_DOWN, "initial")):
                     t = time.time()
                     client.remove_circuit(down)
                     client.circuit(up, parallel=True)  # Y's XCONs behind one barrier: one batch, one delay
-                    changes.append({"kind": kind, "at": t, "api_ms": round((time.time() - t) * 1000, 1)})
+                    change = {"kind": kind, "at": t, "api_ms": round((time.time() - t) * 1000, 1)}
+                    changes.append(change)
+                    change["links_ms"] = wait_for_links(session, directed(FIG2_CIRCUIT_LINKS[links]), t, note)
                     time.sleep(settle)
                 note(f"repetition {i + 1}/{reps}: bypass {changes[-2]['api_ms']:.0f} ms, "
                      f"restore {changes[-1]['api_ms']:.0f} ms in the API")

@@ -80,6 +80,7 @@ class FlowCount:
     bytes: int
     mbps: float
     t: float  # monotonic time of the stats reply
+    seconds: float = 0.0  # how long its count rule had counted at that reply (the rule's duration)
 
 
 @dataclass
@@ -258,7 +259,7 @@ class FlowCounting:
                     continue
                 old = out.get(key)
                 if old is None or c.last_bytes > old.bytes:
-                    out[key] = FlowCount(c.last_bytes, c.rate * 8 / 1e6, c.updated)
+                    out[key] = FlowCount(c.last_bytes, c.rate * 8 / 1e6, c.updated, c.last_duration or 0.0)
         return out
 
     def rules(self, switch: str) -> dict[str, int]:

@@ -53,6 +53,7 @@ from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.te.damping import Damper
 from app.te.decisions import OFFLOAD, RELEASE, SKIP, Decision, Offload, OffloadDecider, link_capacity
 from app.te.elastic import rate_mbps
+from app.te.gain import judged_rate
 from app.te.growth import GROW, SHRINK, Growth, GrowthDecider, GrowthDecision
 from app.te.placement import PlacementDecider, PlacementPolicy
 from app.update.executor import execute
@@ -185,9 +186,9 @@ class TeApp(app_manager.OSKenApp):
                 guard.ERROR_LOG.exception("TE: judging the waiting elephants again failed")
 
     def _retry_waiting(self) -> None:
-        """A waiting elephant with a newer byte count is judged again (at the higher of its named and
-        current rate: a falling rate may be a flow ending, and must not make moving it look better);
-        one below the elephant threshold (or no longer counted) ended before a move paid."""
+        """A waiting elephant with a newer byte count is judged again, at the highest rate it has shown
+        (:func:`app.te.gain.judged_rate`: a falling rate may be a flow ending, and must not make moving
+        it look better); one below the elephant threshold (or no longer counted) ended before a move paid."""
         for f, (e, named, seen) in list(self.waiting.items()):
             count = self.view.fine_flows.get(f)
             if count is None or count.mbps < float(e.detail.get("threshold_mbps", 0.0)):
@@ -196,10 +197,11 @@ class TeApp(app_manager.OSKenApp):
                 continue
             if count.t <= seen:
                 continue
-            self.waiting[f] = (e, named, count.t)
+            rate = judged_rate(named, count.mbps, count.bytes, count.seconds)
+            self.waiting[f] = (e, max(named, count.mbps), count.t)
             now = time.monotonic()
             ev = Event(now, e.circuit, UNCONSTRAINED_IMBALANCE, (f,),
-                       {**e.detail, "elephant_mbps": [round(max(named, count.mbps), 3)]})
+                       {**e.detail, "elephant_mbps": [round(rate, 3)]})
             graph, _ = self.view.graph()
             for d in self.decider.on_event(ev, graph, now, flow_bytes=self._flow_bytes, loads_mbps=self._loads(e, graph)):
                 if d.kind == SKIP and d.detail.get("gain"):

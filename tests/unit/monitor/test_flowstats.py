@@ -150,4 +150,5 @@ def test_flow_counts_give_the_bytes_counted_so_far_max_over_switches():
     counts = fc.flow_counts(11.0)
     assert set(counts) == {UDP} and counts[UDP].bytes == 550_000 and counts[UDP].t == 11.0
     assert counts[UDP].mbps == pytest.approx(550_000 * 8 / 1e6 / 1.1)
+    assert counts[UDP].seconds == 1.1  # how long the rule counted: the TE loop's average rate
     assert fc.flow_counts(20.0) == {}  # stale: no longer reported
