@@ -53,7 +53,7 @@ from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.te.damping import Damper
 from app.te.decisions import OFFLOAD, RELEASE, SKIP, Decision, Offload, OffloadDecider, link_capacity
 from app.te.elastic import rate_mbps
-from app.te.gain import judged_rate
+from app.te.gain import judged_rate, slowing
 from app.te.growth import GROW, SHRINK, Growth, GrowthDecider, GrowthDecision
 from app.te.placement import PlacementDecider, PlacementPolicy
 from app.update.executor import execute
@@ -188,7 +188,8 @@ class TeApp(app_manager.OSKenApp):
     def _retry_waiting(self) -> None:
         """A waiting elephant with a newer byte count is judged again, at the highest rate it has shown
         (:func:`app.te.gain.judged_rate`: a falling rate may be a flow ending, and must not make moving
-        it look better); one below the elephant threshold (or no longer counted) ended before a move paid."""
+        it look better), but not on a count that shows it slowing (:func:`app.te.gain.slowing`: it may be
+        ending); one below the elephant threshold (or no longer counted) ended before a move paid."""
         for f, (e, named, seen) in list(self.waiting.items()):
             count = self.view.fine_flows.get(f)
             if count is None or count.mbps < float(e.detail.get("threshold_mbps", 0.0)):
@@ -197,8 +198,10 @@ class TeApp(app_manager.OSKenApp):
                 continue
             if count.t <= seen:
                 continue
-            rate = judged_rate(named, count.mbps, count.bytes, count.seconds)
             self.waiting[f] = (e, max(named, count.mbps), count.t)
+            if slowing(count.mbps, count.bytes, count.seconds):
+                continue  # maybe ending inside this count's interval: the next count tells
+            rate = judged_rate(named, count.mbps, count.bytes, count.seconds)
             now = time.monotonic()
             ev = Event(now, e.circuit, UNCONSTRAINED_IMBALANCE, (f,),
                        {**e.detail, "elephant_mbps": [round(rate, 3)]})

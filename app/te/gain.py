@@ -64,6 +64,21 @@ def judged_rate(named_mbps: float, count_mbps: float, sent_bytes: float, counted
     return max(r for r in rates if math.isfinite(r))
 
 
+SLOWING = 0.75  # a count below this fraction of the flow's average since counted shows it slowing
+
+
+def slowing(count_mbps: float, sent_bytes: float, counted_s: float, *, factor: float = SLOWING,
+            min_counted_s: float = 1.0) -> bool:
+    """Whether a count shows a flow slowing: its interval's rate below ``factor`` times its average since
+    it was first counted. Such a count may be the flow ending inside the interval; no move is decided on
+    it (the next count tells: below the elephant rate, it ended). Why: judged at that average, a 2.2-s
+    burst whose count was idle for half its interval still looked worth moving (the average is diluted
+    by the idle rest too)."""
+    if counted_s < min_counted_s or sent_bytes <= 0:
+        return False
+    return count_mbps < factor * (sent_bytes * 8 / 1e6 / counted_s)
+
+
 def offload_gain(sent_bytes: float, current_mbps: float, new_mbps: float, switch_s: float, *,
                  alpha: float = DEFAULT_ALPHA, min_gain_s: float = DEFAULT_MIN_GAIN_S,
                  min_speedup: float = DEFAULT_MIN_SPEEDUP) -> GainEstimate:
