@@ -16,13 +16,10 @@ demo: bootstrap
 test: bootstrap
 	$(PYTEST) tests -m "not long_lab"
 
-# every lab's --quick CI check alone (they are in `make test` too), plus any marked long_lab
-LAB_TESTS = tests/integration/test_lab_cli.py tests/integration/test_labs_issue13.py \
-	tests/integration/test_labs_overlay_pathchange.py tests/integration/test_spine_labs.py \
-	tests/integration/test_elastic_offload.py tests/integration/test_multihoming_lab.py \
-	tests/integration/test_placement_compare.py tests/integration/test_placement_mesh.py
+# every lab's --quick CI check alone (they are in `make test` too), plus any marked long_lab: the tests
+# marked `lab` (tests/unit/labs/test_lab_markers.py checks every lab of `mlte lab list` has one)
 test-labs: bootstrap
-	$(PYTEST) $(LAB_TESTS) -m "integration or long_lab"
+	$(PYTEST) tests/integration -m "lab or long_lab"
 
 test-unit: bootstrap
 	$(PYTEST) tests/unit

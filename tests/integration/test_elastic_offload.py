@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.lab("elastic-offload")]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from mininet_labs.spec import fig2_testbed, spec_to_graph
 from topology.compare import graph_diff, without_hosts
 from topology.graph import MultiLayerGraph
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.lab()]  # `mlte lab` itself: `make test-labs` runs it
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,6 +10,7 @@ pytestmark = pytest.mark.integration
 # each lab waits for the machine-wide network lock first: the timeouts include that wait
 
 
+@pytest.mark.lab("xcon-downtime")
 @pytest.mark.timeout(1500)
 def test_xcon_downtime_is_the_provisioning_delay_plus_a_little(tmp_path):
     from mininet_labs.xcon_downtime import run
@@ -32,6 +33,7 @@ def test_xcon_downtime_is_the_provisioning_delay_plus_a_little(tmp_path):
     assert (tmp_path / "xcon_downtime.png").stat().st_size > 10_000
 
 
+@pytest.mark.lab("big-vs-small")
 @pytest.mark.timeout(1500)
 def test_the_long_flows_share_falls_as_small_transfers_grow(tmp_path):
     from mininet_labs.big_vs_small import run

@@ -11,6 +11,7 @@ import pytest
 pytestmark = [pytest.mark.integration]
 
 
+@pytest.mark.lab("path-change")
 @pytest.mark.timeout(1500)
 def test_path_change_detector_beats_the_rolling_minimum(tmp_path):
     from mininet_labs.path_change import PATHS, run
@@ -29,6 +30,7 @@ def test_path_change_detector_beats_the_rolling_minimum(tmp_path):
     assert (tmp_path / "path_change.png").stat().st_size > 0
 
 
+@pytest.mark.lab("overlay")
 @pytest.mark.timeout(1500)
 def test_overlay_relay_helps_where_the_rule_says_and_only_there(tmp_path):
     from mininet_labs.overlay import CASES, run

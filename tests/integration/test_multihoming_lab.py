@@ -17,7 +17,7 @@ import pytest
 
 from tests.integration.test_lab_cli import ROOT, _bridges  # the same CLI run and bridge check
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.lab("multihoming")]
 
 
 @pytest.mark.timeout(600)  # the run takes ~108 s; the rest is room for waiting on the network lock

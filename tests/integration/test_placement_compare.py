@@ -20,7 +20,7 @@ from tests.lib.placement_checks import assert_otter_leads
 # OTTER at 0.80 x joint: the placement deciders judged the offload gain with the default 1-s bar
 # instead of the lab's [te] min_gain_s = 0.3, so OTTER's move came a count or two later; fixed in
 # te_app (tests/unit/te/test_placement_app.py), after which it passed 2 of 2 runs.
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]  # the lab lock may be held for minutes
+pytestmark = [pytest.mark.integration, pytest.mark.lab("placement-compare"), pytest.mark.timeout(1500)]  # the lab lock may be held for minutes
 
 ELEPHANT = "udp 10.0.0.1:45000 -> 10.0.0.3:5201"
 

@@ -15,7 +15,7 @@ import pytest
 from tests.lib.placement_checks import assert_otter_leads, same_moves
 
 # In `make test`: ~2.5 min of lab time (three fresh six-datapath networks, one run per policy)
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.integration, pytest.mark.lab("placement-mesh6"), pytest.mark.timeout(2400)]
 
 ELEPHANT = "udp 10.0.0.1:45000 -> 10.0.0.3:5201"
 

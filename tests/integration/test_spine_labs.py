@@ -9,6 +9,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.lab("reservation-lifecycle")
 def test_reservation_lifecycle_lights_carries_and_releases(tmp_path):
     from mininet_labs.reservation_lifecycle import run
 
@@ -34,6 +35,7 @@ def test_reservation_lifecycle_lights_carries_and_releases(tmp_path):
     assert (tmp_path / "lifecycle.png").stat().st_size > 0
 
 
+@pytest.mark.lab("planned-vs-oneshot")
 @pytest.mark.timeout(1500)  # includes waiting for the network lock
 def test_planned_move_loses_nothing_and_one_shot_loses_packets(tmp_path):
     from mininet_labs.planned_vs_oneshot import run
