@@ -90,3 +90,27 @@ def test_the_journal_splits_the_time_after_the_xcon_was_confirmed() -> None:
     assert changes[0]["lit_to_link_ms"] == 20.0 and changes[0]["link_to_traffic_ms"] == 20.0
     assert changes[1]["lit_to_link_ms"] is None and changes[1]["link_to_traffic_ms"] is None  # no link seen
 
+
+
+def test_the_next_change_waits_for_this_ones_links_and_a_missing_link_is_noted() -> None:
+    """A CI run's bypass whose link LLDP missed was still dark when its restore began (1,118 ms and
+    0 ms): the lab now waits for a change's links before the next one, and says when they never came."""
+    want = {("A", 3, "C", 1), ("C", 1, "A", 3)}
+    calls: list[tuple[set, float]] = []
+    notes: list[str] = []
+
+    class Session:
+        def __init__(self, ok: bool) -> None:
+            self.ok = ok
+
+        def wait_links(self, expected, timeout):
+            calls.append((expected, timeout))
+            if not self.ok:
+                raise TimeoutError("timed out")
+
+    import time
+
+    ms = xd.wait_for_links(Session(True), want, time.time() - 0.25, notes.append)
+    assert calls == [(want, xd.LINK_WAIT_S)] and ms is not None and 250.0 <= ms < 1000.0 and notes == []
+    assert xd.wait_for_links(Session(False), want, time.time(), notes.append) is None
+    assert notes == [f"the change's links did not show within {xd.LINK_WAIT_S:g} s: going on"]
