@@ -93,7 +93,8 @@ class TeApp(app_manager.OSKenApp):
         self.sb = LiveSouthbound(self.southbound, self.view)
         self.thresholds: dict[int, float] = {}  # offload id -> Mbit/s below which its elephants are gone
         self.counters: dict[int, tuple[float, int, int]] = {}  # offload id -> (t, bytes, polls below)
-        # elephants the offload gain turned down -> (their event, named Mbit/s, time of the count judged)
+        # elephants the offload gain turned down -> (their event, the highest Mbit/s they have shown (named or
+        # counted since), time of the count judged)
         self.waiting: dict[FiveTuple, tuple[Event, float, float]] = {}
         routes = kwargs.get(ROUTES)
         if routes is not None:

@@ -50,6 +50,14 @@ def predicted_remaining(sent_bytes: float, alpha: float = DEFAULT_ALPHA) -> floa
     return sent_bytes / (alpha - 1)
 
 
+def counted_average(sent_bytes: float, counted_s: float, min_counted_s: float = 1.0) -> float | None:
+    """A flow's average Mbit/s since its count rule went in, or None while that spans less than
+    ``min_counted_s`` (or nothing was counted): the reference of :func:`judged_rate` and :func:`slowing`."""
+    if counted_s < min_counted_s or sent_bytes <= 0:
+        return None
+    return sent_bytes * 8 / 1e6 / counted_s
+
+
 def judged_rate(named_mbps: float, count_mbps: float, sent_bytes: float, counted_s: float, *,
                 min_counted_s: float = 1.0) -> float:
     """The current rate a waiting elephant is judged again at: the highest of the rate it was named at,
@@ -58,9 +66,8 @@ def judged_rate(named_mbps: float, count_mbps: float, sent_bytes: float, counted
     of a bursty flow's bursts, and a count whose interval straddles the flow's end is diluted by the idle
     rest. A rate read low makes staying look slow and a move look better than it is: a CI run moved a
     2.2-s burst at 6 Mbit/s judged at 4.1, its named rate and its last count's both low."""
-    rates = [named_mbps, count_mbps]
-    if counted_s >= min_counted_s and sent_bytes > 0:
-        rates.append(sent_bytes * 8 / 1e6 / counted_s)
+    average = counted_average(sent_bytes, counted_s, min_counted_s)
+    rates = [named_mbps, count_mbps] + ([average] if average is not None else [])
     return max(r for r in rates if math.isfinite(r))
 
 
@@ -74,9 +81,8 @@ def slowing(count_mbps: float, sent_bytes: float, counted_s: float, *, factor: f
     it (the next count tells: below the elephant rate, it ended). Why: judged at that average, a 2.2-s
     burst whose count was idle for half its interval still looked worth moving (the average is diluted
     by the idle rest too)."""
-    if counted_s < min_counted_s or sent_bytes <= 0:
-        return False
-    return count_mbps < factor * (sent_bytes * 8 / 1e6 / counted_s)
+    average = counted_average(sent_bytes, counted_s, min_counted_s)
+    return average is not None and count_mbps < factor * average
 
 
 def offload_gain(sent_bytes: float, current_mbps: float, new_mbps: float, switch_s: float, *,
