@@ -155,7 +155,7 @@ class OtsAgent:
         self.ovs.start()
         if self._claim:
             try:
-                claim_bridge(self.bridge, self.ovs.port)
+                claim_bridge(self.bridge, self.ovs.port, wait_s=self._ovs_wait)
             except BaseException:  # e.g. no such bridge: do not leave the listener and its thread behind
                 self.ovs.stop()
                 raise

@@ -11,6 +11,7 @@ import logging
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -42,15 +43,32 @@ def vsctl(*args: str) -> str:
     return res.stdout.strip()
 
 
-def claim_bridge(bridge: str, port: int) -> None:
-    """Point ``bridge`` at the agent's listener on 127.0.0.1:``port`` (secure fail mode, OF1.0 enabled)."""
+#: how long an agent waits for its bridge to appear: Mininet's batch start-up creates every bridge in
+#: one ovs-vsctl call after the switches' start(), and the testbed starts each OTS agent in start()
+BRIDGE_WAIT_S = 10.0
+
+
+def _bridge_exists(bridge: str) -> bool:
     try:
         subprocess.run(["ovs-vsctl", "--timeout=10", "br-exists", bridge], check=True, timeout=15,
                        capture_output=True)
     except subprocess.CalledProcessError:
-        raise OvsError(f"OVS bridge {bridge!r} does not exist") from None
+        return False
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise OvsError(f"ovs-vsctl br-exists {bridge}: {exc}") from None
+    return True
+
+
+def claim_bridge(bridge: str, port: int, wait_s: float = BRIDGE_WAIT_S,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+    """Point ``bridge`` at the agent's listener on 127.0.0.1:``port`` (secure fail mode, OF1.0 enabled);
+    waits up to ``wait_s`` for a bridge that is still being created."""
+    tries = round(wait_s / 0.1)
+    while not _bridge_exists(bridge):
+        if tries <= 0:
+            raise OvsError(f"OVS bridge {bridge!r} does not exist (waited {wait_s:g} s)")
+        sleep(0.1)
+        tries -= 1
     protocols = vsctl("get", "bridge", bridge, "protocols").strip("[]").replace('"', "")
     protos = [p.strip() for p in protocols.split(",") if p.strip()]
     extra: list[str] = []
