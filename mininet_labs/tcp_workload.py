@@ -102,8 +102,15 @@ def send(host: str, port: int, seconds: float, concurrent: int, cc: str | None =
     """Run the long flow and keep ``concurrent`` small transfers in flight for ``seconds``."""
     rng = random.Random(seed)
     deadline = time.time() + seconds
-    stats = {"long_sent": 0, "small_started": 0, "small_finished": 0, "errors": 0}
+    stats: dict = {"long_sent": 0, "small_started": 0, "small_finished": 0, "errors": 0}
+    failed: dict[str, int] = {}  # "<flow>.<call>: <error>" -> count: which call failed, when one does
     lock = threading.Lock()
+
+    def error(where: str, exc: OSError) -> None:
+        key = f"{where}: {type(exc).__name__}"
+        with lock:
+            stats["errors"] += 1
+            failed[key] = failed.get(key, 0) + 1
     payload = b"\0" * CHUNK
 
     first = _connect(host, port)  # fails here, loudly, if nobody listens
@@ -119,30 +126,33 @@ def send(host: str, port: int, seconds: float, concurrent: int, cc: str | None =
                     continue
                 with lock:
                     stats["long_sent"] += n
-        except OSError:
-            with lock:
-                stats["errors"] += 1
+        except OSError as exc:
+            error("long.send", exc)
         finally:
             s.close()
 
     def transfer(size: int) -> None:
+        call = "connect"
         try:
             s = socket.create_connection((host, port + 1), timeout=10)
             _cc(s, cc)
             s.settimeout(max(0.5, deadline - time.time() + 5))
+            call = "header"
             s.sendall(size.to_bytes(HEADER, "big"))
             left = size
+            call = "send"
             while left > 0 and time.time() < deadline:
                 left -= s.send(payload[:min(left, CHUNK)])
+            call = "shutdown"
             s.shutdown(socket.SHUT_WR)
+            call = "recv"
             s.recv(1)  # the receiver closes once it has read everything
             s.close()
             if left <= 0:
                 with lock:
                     stats["small_finished"] += 1
-        except OSError:
-            with lock:
-                stats["errors"] += 1
+        except OSError as exc:
+            error(f"small.{call}", exc)
 
     threads = [threading.Thread(target=long_flow, daemon=True)]
     threads[0].start()
@@ -158,6 +168,8 @@ def send(host: str, port: int, seconds: float, concurrent: int, cc: str | None =
         time.sleep(0.005)
     for t in threads + active:
         t.join(timeout=2)
+    if failed:
+        stats["failed_calls"] = dict(failed)
     return stats
 
 
