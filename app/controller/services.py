@@ -135,7 +135,34 @@ class Scheduler:
             return False
         return True
 
+    def later(self, delay: float, event: Any) -> None:
+        """Post ``event`` once, ``delay`` seconds from now (unless stopped meanwhile): follow-ups of a
+        handler's own work (a second look, a repeated probe), still handled in the owner's queue."""
+
+        def fire() -> None:
+            self._sleep(delay)
+            if self.active:
+                self._post(event)
+
+        self._spawn(fire)
+
     # ---- the one failure policy -------------------------------------------------------------------
+    def protect(self, name: str, fn: Callable[[], Any]) -> Any:
+        """The failure policy of service ``name`` for work that belongs to it but runs from another
+        handler (e.g. a poll finished by its last reply): logged, counted, swallowed."""
+        st = self._states[name]
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - one failure policy for every service (module doc)
+            self._failed(st, exc)
+            return None
+
+    def _failed(self, st: _State, exc: Exception) -> None:
+        st.stats.failures += 1
+        st.stats.last_error = repr(exc)
+        guard.failures.append(f"{self.owner}.{st.service.name}: {exc!r}")
+        guard.ERROR_LOG.exception("%s: service %s failed", self.owner, st.service.name)
+
     def run(self, name: str, fn: Callable[[], Any]) -> Any:
         """Run one period's work (from the owner's handler): the exception, if any, is logged with its
         traceback, counted, and swallowed, so the service runs again next period."""
@@ -144,10 +171,7 @@ class Scheduler:
         try:
             return fn()
         except Exception as exc:  # noqa: BLE001 - one failure policy for every service (module doc)
-            st.stats.failures += 1
-            st.stats.last_error = repr(exc)
-            guard.failures.append(f"{self.owner}.{name}: {exc!r}")
-            guard.ERROR_LOG.exception("%s: service %s failed", self.owner, name)
+            self._failed(st, exc)
             return None
         finally:
             took = self._clock() - start

@@ -125,3 +125,33 @@ def test_a_deadline_fires_once_after_the_latest_push():
     d.stop()
     spawned.pop()()
     assert len(posted) == 1  # stopped: nothing posted
+
+
+def test_later_posts_once_after_its_delay_unless_stopped():
+    posted: list = []
+    sch, spawned, clock = scheduler([Service("s", lambda: Ev("s"), 1.0)], posted)
+    sch.start()
+    spawned.clear()
+    sch.later(0.3, Ev("follow-up"))
+    sch.later(0.1, Ev("gone"))
+    f, args = spawned[0]
+    f(*args)
+    assert [e.tag for e in posted] == ["follow-up"] and clock.t == pytest.approx(0.3)
+    sch.stop()
+    f, args = spawned[1]
+    f(*args)
+    assert len(posted) == 1
+
+
+def test_protect_applies_the_failure_policy_without_ending_the_period():
+    posted: list = []
+    sch, _, _ = scheduler([Service("poll", lambda: Ev("p"), 1.0)], posted)
+    sch.start()
+    before = len(guard.failures)
+    sch.tick("poll")
+    sch.protect("poll", lambda: 1 / 0)
+    st = sch.status()["app.poll"]
+    assert st["failures"] == 1 and st["runs"] == 0 and not sch.tick("poll")  # still pending
+    assert sch.protect("poll", lambda: 7) == 7
+    del guard.failures[before:]
+    sch.stop()
