@@ -8,12 +8,16 @@ import pytest
 
 from app.controller.control_api import ControlApi
 from app.controller.links import LinkTable
+from app.controller.live_southbound import LiveSouthbound
 from app.controller.model import OTS, PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.ots_driver import BarrierTimeout, DriverError, XconResult, delete_ports, record_unknown
+from app.controller.plan_runner import CONTEXT as RUNNER
+from app.controller.plan_runner import PlanRunner
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OpenFlowSouthbound
+from app.update.executor import threaded
 
 
 class FakeInventory:
@@ -84,7 +88,9 @@ def api():
     view.links.seen(PacketLink(PortRef(0xA1, 3), PortRef(0xA1, 4)), 5.0)
     southbound = OpenFlowSouthbound()
     southbound.xcon_driver = FakeDriver(view)
-    return ControlApi(**{VIEW: view, SOUTHBOUND: southbound})
+    # plans and circuits run through a runner with threads for parallel steps (no eventlet hub here)
+    runner = PlanRunner(LiveSouthbound(southbound, view), view, run_parallel=threaded)
+    return ControlApi(**{VIEW: view, SOUTHBOUND: southbound, RUNNER: runner})
 
 
 def call(api, method, path, body=None):
