@@ -67,7 +67,7 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Al
 class ControlApi(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
-    _EVENTS = RUNNER_EVENTS
+    _EVENTS = [*RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

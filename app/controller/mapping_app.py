@@ -72,7 +72,7 @@ def _api_error(status: int, message: str) -> Exception:
 class MappingApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
-    _EVENTS = RUNNER_EVENTS
+    _EVENTS = [*RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

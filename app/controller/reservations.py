@@ -7,8 +7,9 @@ controller follows the shared database (:class:`app.db.provisioning.Provisioning
   ``pce`` over the live graph) becomes a :class:`~app.controller.reservation_plans.ReservationCircuit`,
   the update planner orders it (XCONs → circuit up and LLDP link seen → transit rules → ingress rules
   → data-plane verification by probe frames crossing the path), the plan runner
-  (:class:`app.controller.plan_runner.PlanRunner`, injected) runs it and rolls it back on any failure. ACTIVE with what was installed, or FAILED with the step and the reason —
-  nothing left behind.
+  (:class:`app.controller.plan_runner.PlanRunner`, injected) runs it and rolls it back on any
+  failure. ACTIVE with what was installed, or FAILED with the step and the reason — nothing left
+  behind.
 - *release*: a reservation that ended (FINISHED, CANCELLED, FAILED) with something still installed
   is taken down in reverse order (ingress rules first, then the rest, then the XCONs).
 - *elastic* (``mode: elastic``): the ingress rules pass a meter set to one unit before the plan runs;
@@ -60,6 +61,8 @@ class PlanRunning(Protocol):
             releases: bool = False, context: Mapping[str, Any] | None = None) -> PlanRecord: ...
 
     def reserve(self, owner: str, ports: Iterable[Port]) -> bool: ...
+
+
 #: what the plans table keeps of each step (the executor's ``detail`` stays in the journal)
 STEP_FIELDS = ("id", "kind", "target", "deps", "started_at", "finished_at", "ok", "error")
 
