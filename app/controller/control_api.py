@@ -1,8 +1,10 @@
 """The local control API: JSON over HTTP on 127.0.0.1 (docs/controller.md), served on the hub.
 
 Labs and tests drive the controller through this API (:mod:`app.controller.client` is the Python
-client). It is a thin adapter: reads come from the shared :class:`NetworkView`, changes go through
-the southbound (XCONs through the OTS driver registered there); no other app is looked up by name.
+client). It is a thin adapter: reads come from the shared :class:`NetworkView`, single changes go
+through the southbound (XCONs through the OTS driver registered there), plans and circuits through
+the shared :class:`~app.controller.plan_runner.PlanRunner`; no other app is looked up by name.
+Constructing it changes nothing: the state file and the static file are read in :meth:`ControlApi.start`.
 Requests run in their own greenthreads: under the eventlet hub everything shares one OS thread, so
 a handler never sees another one half-way.
 """
@@ -20,23 +22,24 @@ from os_ken.base import app_manager
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, events, guard, state_file
+from app.controller import db_writer, guard, state_file
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
-from app.controller.circuits import CircuitOutcome, setup_circuit
+from app.controller.circuits import CircuitOutcome, run_circuit
 from app.controller.driver_errors import DriverError
 from app.controller.journal import JOURNAL
-from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.model import OTS, PACKET, PortRef, host_label, split_names
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import DEFAULT_SOURCES, SOURCES, NetworkView, UnknownSource
-from app.controller.plan_log import PLANS, journal_event
+from app.controller.plan_log import PLANS
+from app.controller.plan_runner import API_OWNER
+from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.runtime import SETTINGS
 from app.controller.scanner import run_scan
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
-from app.update.executor import execute
-from app.update.plan import REMOVE, CircuitUpStep, Plan, XconStep
+from app.update.model import ModelError
+from app.update.plan import Plan, PlanError
 
 LOG = logging.getLogger("mlte.controller.api")
 __all__ = ["DEFAULT_SOURCES", "SOURCES", "ApiError", "ControlApi"]
@@ -63,8 +66,8 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Al
 
 class ControlApi(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
-    _EVENTS = [events.EventReservedPorts]
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
+    _EVENTS = [*RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -72,9 +75,7 @@ class ControlApi(app_manager.OSKenApp):
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.extra_routes: ApiRoutes = kwargs.get(ROUTES) if kwargs.get(ROUTES) is not None else ApiRoutes()
-        # what the optical scan learnt before a restart ([controller] state_file)
-        self.view.scan_attached.update(
-            state_file.load_attached(SETTINGS.controller.get("state_file", ""), SETTINGS.names))
+        self.runner = shared_runner(kwargs, self, self.view, self.southbound)
         self._scan_lock = hub.BoundedSemaphore(1)
         self.started = time.time()
         self.routes: dict[tuple[str, str], Callable[[dict, dict], Any]] = {
@@ -97,9 +98,6 @@ class ControlApi(app_manager.OSKenApp):
             ("POST", "/plan"): self.r_plan_run,
             ("GET", "/plans"): self.r_plans,
         }
-        path = SETTINGS.controller.get("static_file") or ""
-        if path:
-            self._load_static(path)
 
     @property
     def driver(self):
@@ -108,8 +106,18 @@ class ControlApi(app_manager.OSKenApp):
             raise DriverError("the OTS driver is not loaded", 409)
         return self.southbound.xcon_driver
 
+    def restore(self) -> None:
+        """What the controller knew before a restart: the optical scan's attachments (``[controller]
+        state_file``) and the vendor file (``static_file``), into the view."""
+        self.view.scan_attached.update(
+            state_file.load_attached(SETTINGS.controller.get("state_file", ""), SETTINGS.names))
+        path = SETTINGS.controller.get("static_file") or ""
+        if path:
+            self._load_static(path)
+
     def start(self):
         thread = super().start()
+        self.restore()
         host, port = SETTINGS.controller["api_host"], int(SETTINGS.controller["api_port"])
         self._server = hub.WSGIServer((host, port), self.wsgi)
         self._server_thread = hub.spawn(self._server.serve_forever)
@@ -259,7 +267,10 @@ class ControlApi(app_manager.OSKenApp):
                 raise ApiError(400, "each XCON needs 'ots', 'in_port', 'out_port'")
             self._int(hop, "in_port"), self._int(hop, "out_port")
             driver.resolve(hop["ots"])
-        out = setup_circuit(driver, hops, bool(d.get("parallel")), green_parallel)
+        try:
+            out = run_circuit(self.runner, driver, hops, bool(d.get("parallel")))
+        except (PlanError, ModelError) as exc:  # a hop listed twice, or joining a port to itself
+            raise ApiError(400, str(exc)) from None
         return circuit_status(out), out.body
 
     def r_circuit_delete(self, q: dict, d: dict):
@@ -319,35 +330,10 @@ class ControlApi(app_manager.OSKenApp):
             plan = Plan.from_json(raw)
         except (KeyError, TypeError, ValueError) as exc:
             raise ApiError(400, f"bad plan: {exc}") from None
-
-        self._reserve_for(plan)
-        record = execute(plan, LiveSouthbound(self.southbound, self.view), run_parallel=green_parallel,
-                         sleep=hub.sleep, poll_s=0.02, on_event=journal_event).to_json()
-        self._release_for(plan, record)
-        PLANS.add(record, source="api")
+        # the ports of the circuits it opens are kept from default forwarding until a plan removes the
+        # XCONs they hang on (or given back at once if it does not finish)
+        record = self.runner.run(plan, f"{API_OWNER}{plan.id}", "api").to_json()
         return (200 if record["state"] == "done" else 422), record
-
-    def _reserve_for(self, plan) -> None:
-        """The packet ports of every circuit the plan brings up are kept from default forwarding."""
-        ports = [p for s in plan.steps if isinstance(s, CircuitUpStep) for p in s.ports]
-        if ports and self.view.reserve(f"plan:{plan.id}", ports):
-            self.send_event_to_observers(events.EventReservedPorts())
-
-    def _release_for(self, plan, record: dict) -> None:
-        """Give the ports back when the plan failed, or when it removed the XCONs they hang on."""
-        changed = False
-        if record["state"] != "done":
-            changed = self.view.unreserve(f"plan:{plan.id}")
-        gone = {(x.xcon.ots, port) for x in plan.steps if isinstance(x, XconStep) and x.op == REMOVE
-                for port in (x.xcon.in_port, x.xcon.out_port)} if record["state"] == "done" else set()
-        if gone:
-            g, _ = self.view.graph()
-            freed = {a for ots, port in gone if f"{ots}:{port}" in g.g and (a := g.adaptation_at(f"{ots}:{port}"))}
-            for owner, ports in self.view.reservations_of("plan:").items():
-                if set(ports) & freed:
-                    changed |= self.view.unreserve(owner)
-        if changed:
-            self.send_event_to_observers(events.EventReservedPorts())
 
     def r_plans(self, q: dict, d: dict) -> list:
         try:

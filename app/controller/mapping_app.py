@@ -33,10 +33,9 @@ from app.controller import guard, rule_plan
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.journal import JOURNAL
-from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.plan_log import PLANS, journal_event
+from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
@@ -54,7 +53,6 @@ from app.te.mapping import (
     samples_for,
     site_paths,
 )
-from app.update.executor import execute
 from app.update.model import normalise_match
 from monitor.sflow.records import FiveTuple
 
@@ -73,7 +71,8 @@ def _api_error(status: int, message: str) -> Exception:
 
 class MappingApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
+    _EVENTS = [*RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -86,7 +85,7 @@ class MappingApp(app_manager.OSKenApp):
         self.policy = str(cfg["mapping"])
         self.sites = [str(s) for s in cfg["mapping_sites"]]
         self.interval = float(cfg["mapping_interval"])
-        self.sb = LiveSouthbound(self.southbound, self.view)
+        self.runner = shared_runner(kwargs, self, self.view, self.southbound)
         self.mapper: SiteMapper | None = None
         self.history: deque[dict[str, Any]] = deque(maxlen=2000)
         self._busy = False
@@ -114,10 +113,8 @@ class MappingApp(app_manager.OSKenApp):
         assert self.mapper is not None
         rec: dict[str, Any] = {"state": "done"}
         if d.plan is not None:
-            record = execute(d.plan, self.sb, run_parallel=green_parallel, sleep=hub.sleep, poll_s=0.02,
-                             on_event=journal_event)
-            rec = record.to_json()
-            PLANS.add(rec, source="mapping", decision=d.kind)
+            rec = self.runner.run(d.plan, f"mapping:{IDENT}", "mapping", ports=(),
+                                  context={"decision": d.kind}).to_json()
         ok = rec["state"] == "done"
         self.mapper.done(d, ok, flow)
         entry = {**d.as_dict(), "ok": ok, "error": rec.get("error", "")}

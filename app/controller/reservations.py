@@ -6,9 +6,10 @@ controller follows the shared database (:class:`app.db.provisioning.Provisioning
 - *provision*: the stored path (or, when one of its optical ports is no longer free, a new path from
   ``pce`` over the live graph) becomes a :class:`~app.controller.reservation_plans.ReservationCircuit`,
   the update planner orders it (XCONs → circuit up and LLDP link seen → transit rules → ingress rules
-  → data-plane verification by probe frames crossing the path), the executor runs it and rolls it
-  back on any failure. ACTIVE with what was installed, or FAILED with the step and the reason —
-  nothing left behind.
+  → data-plane verification by probe frames crossing the path), the plan runner
+  (:class:`app.controller.plan_runner.PlanRunner`, injected) runs it and rolls it back on any
+  failure. ACTIVE with what was installed, or FAILED with the step and the reason — nothing left
+  behind.
 - *release*: a reservation that ended (FINISHED, CANCELLED, FAILED) with something still installed
   is taken down in reverse order (ingress rules first, then the rest, then the XCONs).
 - *elastic* (``mode: elastic``): the ingress rules pass a meter set to one unit before the plan runs;
@@ -16,28 +17,52 @@ controller follows the shared database (:class:`app.db.provisioning.Provisioning
   :class:`app.te.elastic.ElasticState` whether to grow or shrink by a unit (never beyond the grant),
   re-sets the meters and records the provisioned bandwidth (``set_provisioned``).
 
-Every plan is recorded (``plans`` table) with per-step times. The app (``reservations_app``) only
-wires this to the hub: ``run_db`` runs a store call off the hub, ``run_parallel`` runs plan steps as
-greenthreads.
+Every plan is recorded (``plans`` table) with per-step times. The runner keeps the circuit's packet
+ports reserved (owner ``reservation:ID``) from before the provisioning plan until the release plan,
+and writes the plan log and journal. The app (``reservations_app``) only wires this to the hub:
+``run_db`` runs a store call off the hub, ``run_parallel`` sets meters as greenthreads.
 """
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from app.controller import rule_plan
 from app.controller.reservation_plans import ReservationCircuit, ReservationPathError, check_vlan, circuit_for
 from app.te.elastic import HOLD, ElasticDecision, ElasticState, kbps, rate_mbps
-from app.update import planner
-from app.update.executor import PlanRecord, execute
-from app.update.model import FlowRule, XconSpec
+from app.update import model, planner
+from app.update.executor import PlanRecord
+from app.update.model import FlowRule, Port, XconSpec
+from app.update.plan import Plan
 from app.update.southbound import Southbound
 from topology.graph import MultiLayerGraph
 
 Runner = Callable[[list[Callable[[], Any]]], list[Any]]
+OWNER = "reservation:"  # + the reservation id: who holds the circuit's packet ports
+
+
+class Meters(Southbound, Protocol):
+    """The southbound calls the manager makes itself: meters and byte counters of elastic reservations."""
+
+    def set_meter(self, switch: str, meter_id: int, kbps: float) -> model.Outcome: ...
+
+    def remove_meter(self, switch: str, meter_id: int) -> model.Outcome: ...
+
+    def flow_bytes(self, r: FlowRule) -> int | None: ...
+
+
+class PlanRunning(Protocol):
+    """What the manager needs of :class:`app.controller.plan_runner.PlanRunner`."""
+
+    def run(self, plan: Plan, owner: str, kind: str, *, ports: Sequence[Port] | None = None,
+            releases: bool = False, context: Mapping[str, Any] | None = None) -> PlanRecord: ...
+
+    def reserve(self, owner: str, ports: Iterable[Port]) -> bool: ...
+
+
 #: what the plans table keeps of each step (the executor's ``detail`` stays in the journal)
 STEP_FIELDS = ("id", "kind", "target", "deps", "started_at", "finished_at", "ok", "error")
 
@@ -90,11 +115,10 @@ def circuit_records(c: ReservationCircuit) -> list[dict[str, Any]]:
 
 
 class ReservationManager:
-    """Provision and release reservations through the update planner and executor."""
+    """Provision and release reservations through the update planner and the plan runner."""
 
-    def __init__(self, store: Any, southbound: Southbound, graph: Callable[[], MultiLayerGraph], *,
+    def __init__(self, store: Any, southbound: Meters, graph: Callable[[], MultiLayerGraph], runner: PlanRunning, *,
                  run_parallel: Runner, run_db: Callable[..., Any] | None = None,
-                 sleep: Callable[[float], Any] = time.sleep, poll_s: float = 0.005,
                  busy_ports: Callable[[str], set[int]] | None = None,
                  on_event: Callable[[str, dict[str, Any]], None] | None = None,
                  probes: Callable[[ReservationCircuit], Callable[[], None]] | None = None,
@@ -104,6 +128,7 @@ class ReservationManager:
         self.store = store
         self.southbound = southbound
         self.graph = graph
+        self.runner = runner
         self.run_parallel = run_parallel
         # a store call by method name (the app runs it in the DB writer thread)
         self.run_db = run_db or (lambda name, *a: getattr(self.store, name)(*a))
@@ -111,8 +136,6 @@ class ReservationManager:
         self.on_event = on_event or (lambda _kind, _data: None)
         self.probes = probes
         self.clock = clock
-        self.sleep = sleep
-        self.poll_s = poll_s
         self.verify = verify
         self.timing = {"stable_ms": stable_ms, "circuit_timeout_s": circuit_timeout_s,
                        "verify_timeout_s": verify_timeout_s}
@@ -163,18 +186,17 @@ class ReservationManager:
             if refused:
                 self._remove_meters(c)
                 return self._failed(order.id, f"elastic: {refused}", {})
-        # default forwarding must never put other traffic on the circuit, not even while it comes up
-        self.on_event("reserve", {"reservation_id": order.id, "ports": [list(p) for p in c.packet_ports]})
         plan = planner.provision(c.xcons, c.packet_ports, list(c.segments), list(c.transit), list(c.ingress),
                                  verify=self.verify, stable_ms=self.timing["stable_ms"],
                                  circuit_timeout_s=self.timing["circuit_timeout_s"],
                                  verify_timeout_s=self.timing["verify_timeout_s"],
                                  plan_id=f"res{order.id}-provision-{int(self.clock() * 1000)}")
-        record = self._run(plan, order.id, c)
+        # default forwarding must never put other traffic on the circuit, not even while it comes up: its
+        # ports are reserved before the plan runs (and given back if it fails)
+        record = self._run(plan, order.id, c, opens=True)
         if record.state != "done":
             failed = next((s for s in record.steps if s.ok is False), None)
             where = f"step {failed.id} ({failed.target}): {failed.error}" if failed is not None else record.error
-            self.on_event("unreserve", {"reservation_id": order.id})
             if state is not None:
                 self._remove_meters(c)
             return self._failed(order.id, f"provisioning failed at {where}; rolled back", record.to_json())
@@ -192,18 +214,18 @@ class ReservationManager:
         self.on_event("reservation_active", out.to_json() | {"circuit": c.to_json()})
         return out
 
-    def _run(self, plan: Any, res_id: int, c: ReservationCircuit, probe: bool = True) -> PlanRecord:
-        """Execute and record a plan (probe frames cross the new path while it runs, for verification)."""
-        stop = self.probes(c) if self.probes is not None and probe else None
+    def _run(self, plan: Plan, res_id: int, c: ReservationCircuit, opens: bool) -> PlanRecord:
+        """Run and record a plan that lights ``c`` (``opens``: its ports are reserved from before the
+        plan, probe frames cross the new path while it runs, for verification) or takes it down (its
+        ports are given back once it is done)."""
+        stop = self.probes(c) if self.probes is not None and opens else None
         try:
-            record = execute(plan, self.southbound, run_parallel=self.run_parallel, clock=self.clock,
-                             sleep=self.sleep, poll_s=self.poll_s,
-                             on_event=lambda e: self.on_event("plan", {**e, "reservation_id": res_id}))
+            record = self.runner.run(plan, f"{OWNER}{res_id}", "reservations", ports=c.packet_ports if opens else (),
+                                     releases=not opens, context={"reservation_id": res_id})
         finally:
             if stop is not None:
                 stop()
         data = record.to_json()
-        self.on_event("plan_record", {**data, "reservation_id": res_id})
         self.run_db("record_plan", {"kind": data["kind"], "mode": data["mode"], "reservation_id": res_id,
                                     "state": data["state"], "error": data.get("error") or None,
                                     "started_at": data["started_at"], "finished_at": data["finished_at"],
@@ -227,7 +249,7 @@ class ReservationManager:
     def release_circuit(self, res_id: int, c: ReservationCircuit, mark: bool = False) -> Outcome:
         plan = planner.release(c.xcons, list(c.transit), list(c.ingress), drain=False,
                                plan_id=f"res{res_id}-release-{int(self.clock() * 1000)}")
-        record = self._run(plan, res_id, c, probe=False)
+        record = self._run(plan, res_id, c, opens=False)
         data = record.to_json()
         ok = record.state == "done"
         if ok:
@@ -237,7 +259,6 @@ class ReservationManager:
             self.elastic.pop(res_id, None)
             for key in [k for k in self._bytes if k[0] == res_id]:
                 del self._bytes[key]
-            self.on_event("unreserve", {"reservation_id": res_id})
             if mark:
                 self.run_db("mark_released", res_id, self.clock())
         out = Outcome(res_id, "release", ok, "RELEASED" if ok else "RELEASE_FAILED", record.error or "", data)
@@ -247,7 +268,7 @@ class ReservationManager:
     def adopt(self, inst: Any) -> None:
         """After a restart: what the store lists as installed for an ACTIVE reservation is ours again."""
         c = self.active[inst.reservation_id] = installed_circuit(inst)
-        self.on_event("reserve", {"reservation_id": c.ident, "ports": [list(p) for p in c.packet_ports]})
+        self.runner.reserve(f"{OWNER}{c.ident}", c.packet_ports)
 
 
     # ---- elastic reservations ------------------------------------------------------------------------

@@ -7,8 +7,9 @@ and hands each to :class:`app.controller.reservations.ReservationManager` in its
 At start it first re-adopts what the store lists as installed for ACTIVE reservations, so a
 restarted controller neither re-lights nor forgets them.
 
-While a reservation is lit its circuit's packet ports are in ``NetworkView.reserved_ports``: the
-forwarding app keeps other traffic off them. Events: ``reservation`` and ``plan`` in the journal
+Plans run through the shared plan runner (:mod:`app.controller.plan_runner`). While a reservation
+is lit its circuit's packet ports are in ``NetworkView.reserved_ports`` (the runner reserves them):
+the forwarding app keeps other traffic off them. Events: ``reservation`` and ``plan`` in the journal
 (``GET /events``) and :class:`app.controller.events.EventReservation` / ``EventPlan`` on the bus.
 ``GET /reservations`` and ``GET /plans`` on the control API show what it did (plans:
 :data:`app.controller.plan_log.PLANS`). Each pass of the loop also polls the lit *elastic*
@@ -32,7 +33,7 @@ from app.controller.journal import JOURNAL
 from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.plan_log import PLANS, journal_event
+from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.reservation_plans import ReservationCircuit
 from app.controller.reservations import ReservationManager
 from app.controller.runtime import SETTINGS
@@ -59,8 +60,8 @@ def probe_frame() -> bytes:
 
 class ReservationsApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
-    _EVENTS = [events.EventReservation, events.EventPlan, events.EventReservedPorts]
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
+    _EVENTS = [events.EventReservation, *RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -81,7 +82,8 @@ class ReservationsApp(app_manager.OSKenApp):
             self.writer.open(STORE, lambda: ProvisioningStore(url))
         self.manager = ReservationManager(
             None, LiveSouthbound(self.southbound, self.view), lambda: self.view.graph()[0],
-            run_parallel=green_parallel, run_db=self._db, sleep=hub.sleep, poll_s=0.02, busy_ports=self._busy_ports, on_event=self._event,
+            shared_runner(kwargs, self, self.view, self.southbound),
+            run_parallel=green_parallel, run_db=self._db, busy_ports=self._busy_ports, on_event=self._event,
             probes=self._probes, stable_ms=float(ctl.get("circuit_stable_ms", 50.0)),
             circuit_timeout_s=float(ctl.get("circuit_timeout", 10.0)),
             verify_timeout_s=float(ctl.get("verify_timeout", 3.0)),
@@ -112,20 +114,6 @@ class ReservationsApp(app_manager.OSKenApp):
         return self.view.busy_ots_ports(sw.dpid) if sw is not None else set()
 
     def _event(self, kind: str, data: dict[str, Any]) -> None:
-        if kind in ("reserve", "unreserve"):
-            owner = f"reservation:{data['reservation_id']}"
-            changed = (self.view.reserve(owner, [tuple(p) for p in data["ports"]]) if kind == "reserve"
-                       else self.view.unreserve(owner))
-            if changed:
-                self.send_event_to_observers(events.EventReservedPorts())
-            return
-        if kind == "plan_record":
-            PLANS.add(data, source="reservations")
-            return
-        if kind == "plan":
-            journal_event(data)
-            self.send_event_to_observers(events.EventPlan(dict(data)))
-            return
         JOURNAL.add("reservation", event=kind, **{k: v for k, v in data.items() if k != "circuit"})
         self.outcomes.append({"t": time.time(), "event": kind, **data})
         self.send_event_to_observers(events.EventReservation(kind, dict(data)))

@@ -21,8 +21,9 @@ moved; a long one pays once it has sent enough (:meth:`TeApp._retry_waiting`).
 (same interface): an imbalance, and every ``placement_period`` seconds, places every monitored flow
 at once; what moves runs, is reserved and is released exactly as an offload (:meth:`TeApp._placement`).
 
-The circuit's packet ports are reserved for the offload (default forwarding keeps off them) from
-before the plan runs until it is released. Every decision, taken or skipped, goes to the journal
+Plans run through the shared :class:`~app.controller.plan_runner.PlanRunner`, which reserves the
+circuit's packet ports for the offload (default forwarding keeps off them) from before the plan runs
+until it is released. Every decision, taken or skipped, goes to the journal
 (``te_decision``, with its reason) and the bus (:class:`app.controller.events.EventDecision`).
 """
 from __future__ import annotations
@@ -42,11 +43,10 @@ from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.guard import loud
 from app.controller.journal import JOURNAL
-from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.monitor_app import EventMonitor
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.plan_log import PLANS, journal_event
+from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
@@ -56,7 +56,6 @@ from app.te.elastic import rate_mbps
 from app.te.gain import judged_rate, slowing
 from app.te.growth import GROW, SHRINK, Growth, GrowthDecider, GrowthDecision
 from app.te.placement import PlacementDecider, PlacementPolicy
-from app.update.executor import execute
 from app.update.model import normalise_match
 from monitor.events import BALANCED_GROWTH, ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
 from monitor.sflow.records import FiveTuple
@@ -65,8 +64,8 @@ from pce.otter.graph import hop_id
 LOG = logging.getLogger("mlte.controller.te")
 class TeApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
-    _EVENTS = [events.EventDecision, events.EventReservedPorts]
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
+    _EVENTS = [events.EventDecision, *RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -90,7 +89,7 @@ class TeApp(app_manager.OSKenApp):
             bits=int(cfg["split_bits"]), stable_ms=float(cfg["stable_ms"]))
         self.link_bytes: dict[tuple[str, str], tuple[float, int]] = {}  # (link, switch) -> last reading
         self._said: dict[str, str] = {}  # link -> kind of the last calm-poll decision journalled (no repeats)
-        self.sb = LiveSouthbound(self.southbound, self.view)
+        self.runner = shared_runner(kwargs, self, self.view, self.southbound)
         self.thresholds: dict[int, float] = {}  # offload id -> Mbit/s below which its elephants are gone
         self.counters: dict[int, tuple[float, int, int]] = {}  # offload id -> (t, bytes, polls below)
         # elephants the offload gain turned down -> (their event, the highest Mbit/s they have shown (named or
@@ -234,20 +233,14 @@ class TeApp(app_manager.OSKenApp):
             decider = self.decider
         assert d.plan is not None
         try:
-            if d.kind == opens and self.view.reserve(owner, ends):
-                self.send_event_to_observers(events.EventReservedPorts())
-            record = execute(d.plan, self.sb, run_parallel=green_parallel, sleep=hub.sleep, poll_s=0.02,
-                             on_event=journal_event)
-            rec = record.to_json()
-            PLANS.add(rec, source="te", decision=d.kind, offload=ident)
+            rec = self.runner.run(d.plan, owner, "te", ports=ends if d.kind == opens else (),
+                                  releases=d.kind == closes, context={"decision": d.kind, "offload": ident}).to_json()
             ok = rec["state"] == "done"
             decider.done(d, ok, time.monotonic())
             JOURNAL.add("te_done", decision=d.kind, offload=ident, ok=ok, plan=rec["id"], state=rec["state"],
                         error=rec.get("error", ""), seconds=round(rec["finished_at"] - rec["started_at"], 4))
-            if (d.kind == opens and not ok) or (d.kind == closes and ok):
+            if (d.kind == opens and not ok) or (d.kind == closes and ok):  # the runner gave the ports back
                 self.counters.pop(ident, None)
-                if self.view.unreserve(owner):
-                    self.send_event_to_observers(events.EventReservedPorts())
         except Exception as exc:
             guard.failures.append(f"te: {exc!r}")
             guard.ERROR_LOG.exception("TE plan %s failed", d.plan.id)

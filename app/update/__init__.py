@@ -15,11 +15,11 @@ from app.update.plan import (
     VerifyStep,
     XconStep,
 )
-from app.update.planner import move, one_shot, provision, release
+from app.update.planner import cross_connect, move, one_shot, provision, release
 from app.update.southbound import Southbound
 
 __all__ = [
     "CircuitUpStep", "DrainStep", "FlowRule", "FlowStep", "IngressChange", "ModelError", "Outcome", "Plan",
     "PlanError", "PlanRecord", "Southbound", "Step", "StepRecord", "VerifyStep", "XconSpec", "XconStep",
-    "execute", "move", "one_shot", "provision", "release", "sequential", "threaded",
+    "cross_connect", "execute", "move", "one_shot", "provision", "release", "sequential", "threaded",
 ]

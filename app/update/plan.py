@@ -380,14 +380,16 @@ class Plan:
     def undo(self, step_ids: Iterable[str]) -> Plan:
         """The roll-back plan of ``step_ids``: the inverse of each change, in reverse dependency order
         (the inverse of ``s`` waits for the inverse of every undone step that depended on ``s``).
-        Waiting steps are not repeated: a roll-back removes or restores rules, it adds no circuit."""
+        Waiting steps are not repeated: a roll-back removes or restores rules, it adds no circuit.
+        XCONs do not wait for each other's inverse (each is its own cross-connect): one that cannot be
+        removed must not keep the others of a hop-by-hop chain in place."""
         chosen = [s for s in self.order() if s.id in set(step_ids) and s.writes]
         anc = {s.id: self.ancestors(s.id) for s in chosen}
         inverses: list[Step] = []
         for s in chosen:
             inv = s.inverse()
             assert inv is not None
-            after = {t.id for t in chosen if s.id in anc[t.id]}
+            after = {t.id for t in chosen if s.id in anc[t.id] and not (s.tag == t.tag == XconStep.tag)}
             # only the nearest: u is implied when it waits for another t in ``after`` (inv(u) precedes inv(t))
             nearest = {u for u in after if not any(t in anc[u] for t in after if t != u)}
             inverses.append(inv.with_deps(_undo_id(t) for t in nearest))

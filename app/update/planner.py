@@ -166,6 +166,19 @@ def provision(circuit_xcons: Sequence[XconSpec], circuit_ports: Sequence[Port], 
     return Plan(tuple(steps), "provision", **kw)
 
 
+def cross_connect(xcons: Sequence[XconSpec], *, parallel: bool = False, plan_id: str | None = None) -> Plan:
+    """XCONs alone (``POST /circuit``): one after the other, each applied before the next, or all at
+    once (``parallel``: one provisioning delay). No circuit-up wait (the caller names no packet
+    ports); any failure rolls back every XCON that went in, or may have (its barrier never answered)."""
+    _unique(xcons, "XCON")
+    steps: list[Step] = []
+    for x in xcons:
+        deps = frozenset() if parallel or not steps else frozenset({steps[-1].id})
+        steps.append(XconStep(id=_xcon_id("+", x), deps=deps, op=ADD, xcon=x))
+    kw = {} if plan_id is None else {"id": plan_id}
+    return Plan(tuple(steps), "circuit", **kw)
+
+
 def release(circuit_xcons: Sequence[XconSpec], transit_rules: Sequence[FlowRule], ingress_rules: Sequence[FlowRule],
             *, drain: bool = True, quiet_ms: float = DEFAULT_QUIET_MS,
             drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, plan_id: str | None = None) -> Plan:

@@ -1,14 +1,24 @@
-"""All-or-nothing circuits (app/controller/circuits.py) over a fake driver: unknown hops are rolled back."""
+"""All-or-nothing circuits (app/controller/circuits.py) over a fake driver: a plan through the plan runner;
+unknown hops are rolled back."""
 from __future__ import annotations
 
-from app.controller.circuits import CircuitOutcome, setup_circuit
+from app.controller.circuits import CircuitOutcome, run_circuit
 from app.controller.control_api import circuit_status
 from app.controller.driver_errors import BarrierTimeout, DriverError
+from app.controller.network_view import NetworkView
 from app.controller.ots_driver import XconResult, delete_ports
+from app.controller.plan_log import PlanLog
+from app.controller.plan_runner import PlanRunner
+from app.update.executor import sequential
 
 
 def http(out: CircuitOutcome) -> tuple[int, dict]:
     return circuit_status(out), out.body
+
+
+def setup_circuit(driver, hops, parallel: bool = False, run_all=sequential) -> CircuitOutcome:
+    """``POST /circuit``'s work: the hops as a plan, run by a runner whose parallel steps go to ``run_all``."""
+    return run_circuit(PlanRunner(None, NetworkView(), run_parallel=run_all, log=PlanLog()), driver, hops, parallel)
 
 
 HOPS = [{"ots": "X", "in_port": 1, "out_port": 2}, {"ots": "Y", "in_port": 1, "out_port": 2},
@@ -66,11 +76,10 @@ def test_refusal_rolls_back_in_parallel_mode_too():
 
     def run_all(thunks):  # a stand-in for greenthreads: all hops are attempted
         ran.append(len(thunks))
-        for t in thunks:
-            t()
+        return [t() for t in thunks]
 
     status, body = http(setup_circuit(d, HOPS, parallel=True, run_all=run_all))
-    assert ran == [3] and status == 504  # a timeout outranks a refusal: the caller must know the state is unclear
+    assert ran[0] == 3 and status == 504  # a timeout outranks a refusal: the caller must know the state is unclear
     assert body["rolled_back"] == 2 and {c[1] for c in d.calls if c[0] == "remove"} == {"X", "Y"}
 
 

@@ -8,12 +8,16 @@ import pytest
 
 from app.controller.control_api import ControlApi
 from app.controller.links import LinkTable
+from app.controller.live_southbound import LiveSouthbound
 from app.controller.model import OTS, PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.ots_driver import BarrierTimeout, DriverError, XconResult, delete_ports, record_unknown
+from app.controller.plan_runner import CONTEXT as RUNNER
+from app.controller.plan_runner import PlanRunner
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OpenFlowSouthbound
+from app.update.executor import threaded
 
 
 class FakeInventory:
@@ -84,7 +88,9 @@ def api():
     view.links.seen(PacketLink(PortRef(0xA1, 3), PortRef(0xA1, 4)), 5.0)
     southbound = OpenFlowSouthbound()
     southbound.xcon_driver = FakeDriver(view)
-    return ControlApi(**{VIEW: view, SOUTHBOUND: southbound})
+    # plans and circuits run through a runner with threads for parallel steps (no eventlet hub here)
+    runner = PlanRunner(LiveSouthbound(southbound, view), view, run_parallel=threaded)
+    return ControlApi(**{VIEW: view, SOUTHBOUND: southbound, RUNNER: runner})
 
 
 def call(api, method, path, body=None):
@@ -257,3 +263,37 @@ def test_reserved_ports_keep_default_forwarding_off_a_circuit():
     assert view.usable_links() == [] and view.reserved_ports == {("A", 3), ("C", 2)}
     assert view.reserve("plan:p1", [("C", 2), ("A", 3)]) is False  # the same set: nothing to re-plan
     assert view.unreserve("plan:p1") is True and view.usable_links() == [link]
+
+
+def test_circuit_is_a_plan_run_by_the_runner(api):
+    """POST /circuit builds a plan and runs it through the plan runner: the plan log has it, roll-back
+    included (the executor's, not a second engine)."""
+    status, _ = call(api, "POST", "/circuit", {"xcons": [{"ots": "X", "in_port": 1, "out_port": 2}]})
+    (rec,) = api.runner.log.items(1)
+    assert status == 200 and rec["source"] == "circuit" and rec["kind"] == "circuit" and rec["state"] == "done"
+    assert [s["kind"] for s in rec["steps"]] == ["xcon_add"] and rec["steps"][0]["target"] == "X:1<->2"
+    call(api, "DELETE", "/xcon", {"ots": "X", "in_port": 1})
+    status, body = call(api, "POST", "/circuit", {"xcons": [{"ots": "X", "in_port": 1, "out_port": 2},
+                                                            {"ots": "X", "in_port": 3, "out_port": 9}]})
+    (rec,) = api.runner.log.items(1)
+    assert status == 422 and rec["state"] == "rolled_back" and rec["failed_step"] == "xcon+X:3-9"
+    assert [s["target"] for s in rec["rollback"]] == ["X:1<->2"] and body["rolled_back"] == 1
+    # a hop listed twice is a bad request, refused before anything is sent
+    hop = {"ots": "X", "in_port": 1, "out_port": 2}
+    assert call(api, "POST", "/circuit", {"xcons": [hop, hop]})[0] == 400
+
+
+def test_constructing_the_api_reads_no_file(tmp_path, monkeypatch):
+    """The state file (what the optical scan learnt) is restored by start(), not by the constructor."""
+    from app.controller import state_file
+    from app.controller.runtime import SETTINGS
+
+    path = tmp_path / "state.json"
+    state_file.save_attached(str(path), {(0xF01, 1): PortRef(0xA1, 3)}, {0xF01: "X", 0xA1: "A"}.__getitem__)
+    monkeypatch.setitem(SETTINGS.controller, "state_file", str(path))
+    monkeypatch.setattr(SETTINGS, "names", {0xF01: "X", 0xA1: "A"})
+    view = NetworkView()
+    a = ControlApi(**{VIEW: view, SOUTHBOUND: OpenFlowSouthbound(), RUNNER: PlanRunner(None, view)})
+    assert view.scan_attached == {}
+    a.restore()
+    assert view.scan_attached == {(0xF01, 1): PortRef(0xA1, 3)}

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from app.controller import reservations as rv
+from app.controller.network_view import NetworkView
+from app.controller.plan_runner import PlanRunner
 from app.controller.reservation_plans import ReservationPathError, circuit_for
 from app.update.executor import threaded
 from app.update.model import XconSpec
@@ -124,8 +126,11 @@ def probes(net: FakeNetwork):
 
 
 def manager(net, store, **kw):
+    """The manager over the fake network, its plans through a runner; ``events``: the manager's and the
+    runner's news (``reserved_ports``, ``plan``) in order."""
     events: list[tuple[str, dict]] = []
-    m = rv.ReservationManager(store, net, lambda: spec_to_graph(fig2_testbed()), run_parallel=threaded,
+    runner = PlanRunner(net, NetworkView(), notify=lambda k, d: events.append((k, d)), run_parallel=threaded)
+    m = rv.ReservationManager(store, net, lambda: spec_to_graph(fig2_testbed()), runner, run_parallel=threaded,
                               on_event=lambda k, d: events.append((k, d)), probes=probes(net), **TIMING, **kw)
     return m, events
 
@@ -225,16 +230,18 @@ def test_the_circuit_ports_are_reserved_before_the_plan_and_given_back_after(net
     m, events = manager(net, store)
     m.provision(stored_path(Order(12)))
     kinds = [k for k, _ in events]
-    assert kinds.index("reserve") < kinds.index("plan")  # before any step ran
-    assert dict(events)["reserve"]["ports"] == [["A", 3], ["C", 1]]
+    assert kinds.index("reserved_ports") < kinds.index("plan")  # before any step ran
+    assert m.runner.ports.reservations_of("") == {"reservation:12": frozenset({("A", 3), ("C", 1)})}
+    assert all(d["reservation_id"] == 12 for k, d in events if k == "plan")
     n = len(events)
     m.release(store.installed[12])
     after = [k for k, _ in events[n:]]
-    assert after.index("unreserve") < after.index("reservation_released")
+    assert after.index("reserved_ports") < after.index("reservation_released")
+    assert m.runner.ports.reserved_ports == set()
     net.refuse_xcon("Z")
     events.clear()
     m.provision(stored_path(Order(13)))
-    assert [k for k, _ in events if k in ("reserve", "unreserve")] == ["reserve", "unreserve"]
+    assert [k for k, _ in events].count("reserved_ports") == 2 and m.runner.ports.reserved_ports == set()
 
 
 def test_a_stored_path_that_no_longer_walks_is_recomputed(net):

@@ -6,6 +6,7 @@ import pytest
 from app.controller import rule_plan
 from app.controller.api_routes import ApiRoutes
 from app.controller.control_api import ApiError
+from app.controller.plan_runner import PlanRunner
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import FlowStat
 from mininet_labs.multihoming import flows_for, multihoming_spec
@@ -49,17 +50,15 @@ class _Counters:
 
 @pytest.fixture
 def app(monkeypatch):
-    from app.controller import mapping_app
     from app.controller.mapping_app import MappingApp
-    from app.update.executor import sequential
 
-    monkeypatch.setattr(mapping_app, "green_parallel", sequential)  # no eventlet hub in unit tests
     monkeypatch.setattr(SETTINGS, "te", {"mapping": "throughput", "mapping_sites": ["A", "Z"],
                                           "mapping_interval": 1.0}, raising=False)
     net = FakeNetwork.from_spec(SPEC)
     routes = ApiRoutes()
-    a = MappingApp(mlte_network_view=_View(), mlte_api_routes=routes)
-    a.sb = net
+    view = _View()
+    # plans run over the fake network, steps one after another (no eventlet hub in unit tests)
+    a = MappingApp(mlte_network_view=view, mlte_api_routes=routes, mlte_plan_runner=PlanRunner(net, view))
     a.southbound = _Counters(net)
     a.mapper = None
     yield a, net, routes

@@ -15,6 +15,7 @@ import pytest
 from app.config import merge_config
 from app.controller.journal import JOURNAL
 from app.controller.monitor_app import EventMonitor
+from app.controller.plan_runner import PlanRunner
 from app.controller.runtime import SETTINGS
 from app.errors import ConfigError
 from app.te.decisions import OffloadDecider, five_tuple_match
@@ -67,6 +68,9 @@ class _View:
     def unreserve(self, owner) -> bool:
         return self.reserved.pop(owner, None) is not None
 
+    def reservations_of(self, prefix) -> dict[str, frozenset]:
+        return {o: p for o, p in self.reserved.items() if o.startswith(prefix)}
+
 
 @pytest.fixture
 def net():
@@ -80,14 +84,12 @@ def net():
 
 def make_app(monkeypatch, net, te: dict):
     from app.controller import te_app
-    from app.update.executor import sequential
 
-    monkeypatch.setattr(te_app, "green_parallel", sequential)  # no eventlet hub in unit tests
     monkeypatch.setattr(te_app, "hub", SimpleNamespace(spawn=lambda f, *a: f(*a), sleep=time.sleep))
     monkeypatch.setattr(SETTINGS, "te", {"stable_ms": 5.0, "verify_timeout": 2.0, **te}, raising=False)
-    a = te_app.TeApp(mlte_network_view=_View())
-    a.sb = net
-    return a
+    view = _View()
+    # plans run over the fake network, steps one after another (no eventlet hub in unit tests)
+    return te_app.TeApp(mlte_network_view=view, mlte_plan_runner=PlanRunner(net, view))
 
 
 def pkt(f: FiveTuple, reverse: bool = False) -> dict:

@@ -119,9 +119,20 @@ def test_undo_of_a_partial_set_keeps_only_what_ran():
 
 
 def test_undo_keeps_only_the_nearest_dependencies():
-    steps = [x("X", 1, 2), x("Y", 1, 2, {"xX"}), x("Z", 1, 2, {"xY"})]
-    back = Plan(tuple(steps), "custom").undo({"xX", "xY", "xZ"})
-    assert back.step("undo:xX").deps == {"undo:xY"} and back.step("undo:xY").deps == {"undo:xZ"}
+    steps = [FlowStep(id="pA", op=ADD, rule=r("A", 2)), FlowStep(id="pB", deps={"pA"}, op=ADD, rule=r("B", 2)),
+             FlowStep(id="pC", deps={"pB"}, op=ADD, rule=r("C", 2))]
+    back = Plan(tuple(steps), "custom").undo({"pA", "pB", "pC"})
+    assert back.step("undo:pA").deps == {"undo:pB"} and back.step("undo:pB").deps == {"undo:pC"}
+
+
+def test_undo_of_a_hop_by_hop_xcon_chain_removes_each_xcon_on_its_own():
+    """XCONs set up one after the other (``POST /circuit``) come down independently: one that cannot be
+    removed must not keep the others lit; a rule on the chain still goes before the XCONs under it."""
+    steps = [x("X", 1, 2), x("Y", 1, 2, {"xX"}), FlowStep(id="pC", deps={"xY"}, op=ADD, rule=r("C", 2)),
+             x("Z", 1, 2, {"pC"})]
+    back = Plan(tuple(steps), "custom").undo({"xX", "xY", "pC", "xZ"})
+    assert back.step("undo:xZ").deps == frozenset() and back.step("undo:pC").deps == {"undo:xZ"}
+    assert back.step("undo:xY").deps == {"undo:pC"} and back.step("undo:xX").deps == {"undo:pC"}
 
 
 def test_plan_json_round_trip():

@@ -188,3 +188,14 @@ def test_one_shot_keeps_the_messages_and_drops_the_order():
     assert verify.deps == {s.id for s in writes}
     assert not of(planner.one_shot(p, verify=False), VerifyStep)
     assert len(o.layers()) == 2
+
+
+def test_cross_connect_is_hop_by_hop_or_all_at_once():
+    hops = [XconSpec("X", 1, 2), XconSpec("Y", 1, 4), XconSpec("Z", 1, 2)]
+    chain = planner.cross_connect(hops)
+    assert chain.kind == "circuit" and [s.deps for s in chain.steps] == [
+        frozenset(), {"xcon+X:1-2"}, {"xcon+Y:1-4"}]
+    assert [s.id for s in chain.undo({"xcon+X:1-2", "xcon+Y:1-4"}).steps] == ["undo:xcon+Y:1-4", "undo:xcon+X:1-2"]
+    assert all(not s.deps for s in planner.cross_connect(hops, parallel=True).steps)
+    with pytest.raises(PlanError, match="listed twice"):
+        planner.cross_connect([hops[0], hops[0]])

@@ -1,0 +1,157 @@
+"""The one place the controller runs update plans (plain code: no os-ken).
+
+``POST /plan``, ``POST /circuit``, the TE and mapping apps and the reservations all hand their plans
+to one :class:`PlanRunner`, the only caller of :func:`app.update.executor.execute`. Around each run
+it does what every caller used to repeat: keeps the packet ports of the circuit the plan opens away
+from default forwarding (reserved for the caller's ``owner`` before the first step, given back when
+the plan did not finish, or when a plan that ``releases`` the owner's circuit did), writes the plan
+log (:data:`app.controller.plan_log.PLANS`) and the ``plan`` journal entries, and tells the apps
+(``notify``: ``reserved_ports`` when the reserved set changed, ``plan`` for each executor event).
+
+The southbound, the port book (the network view), time and the parallel-step runner come in, so unit
+tests run it over ``tests/lib/fake_network.py``; the os-ken apps share one instance as the context
+:data:`CONTEXT`, wired to the hub by :func:`app.controller.plan_runner_live.shared_runner`.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from app.controller.plan_log import PLANS, PlanLog, journal_event
+from app.update.executor import DEFAULT_POLL_S, DONE, PlanRecord, RunParallel, execute, sequential
+from app.update.model import Port
+from app.update.plan import REMOVE, CircuitUpStep, Plan, XconStep
+from app.update.southbound import Southbound
+from topology.graph import MultiLayerGraph
+
+CONTEXT = "mlte_plan_runner"
+RESERVED_PORTS, PLAN = "reserved_ports", "plan"  # what ``notify`` is told
+API_OWNER = "plan:"  # owners of POST /plan circuits: given back when a plan removes their XCONs
+
+Notify = Callable[[str, dict[str, Any]], None]
+
+
+class PortBook(Protocol):
+    """The packet ports kept from default forwarding (:class:`app.controller.network_view.NetworkView`)."""
+
+    def reserve(self, owner: str, ports: Iterable[Port]) -> bool: ...
+
+    def unreserve(self, owner: str) -> bool: ...
+
+    def reservations_of(self, prefix: str) -> Mapping[str, Iterable[Port]]: ...
+
+    def graph(self) -> tuple[MultiLayerGraph, list[str]]: ...
+
+
+def opened_ports(plan: Plan) -> tuple[Port, ...]:
+    """The packet ports of every circuit ``plan`` brings up (its circuit-up steps)."""
+    return tuple(p for s in plan.steps if isinstance(s, CircuitUpStep) for p in s.ports)
+
+
+class PlanRunner:
+    """Runs plans for the apps: ports reserved and released, plan log, journal, events.
+
+    Built bare (an os-ken context is created with no arguments) and :meth:`bind`-ed by the first app
+    that uses it, or built whole (tests)."""
+
+    def __init__(self, southbound: Southbound | None = None, ports: PortBook | None = None, *,
+                 notify: Notify | None = None, run_parallel: RunParallel = sequential,
+                 sleep: Callable[[float], Any] = time.sleep, clock: Callable[[], float] = time.time,
+                 poll_s: float = DEFAULT_POLL_S, log: PlanLog = PLANS) -> None:
+        self.southbound = southbound
+        self.ports = ports
+        self.notify: Notify = notify or (lambda _kind, _data: None)
+        self.run_parallel = run_parallel
+        self.sleep = sleep
+        self.clock = clock
+        self.poll_s = poll_s
+        self.log = log
+
+    @property
+    def bound(self) -> bool:
+        return self.southbound is not None and self.ports is not None
+
+    def bind(self, southbound: Southbound, ports: PortBook, notify: Notify, *, run_parallel: RunParallel,
+             sleep: Callable[[float], Any], poll_s: float) -> None:
+        """Wire a bare runner (the shared context) to the network; once: every app shares the same."""
+        if self.bound:
+            return
+        self.southbound, self.ports, self.notify = southbound, ports, notify
+        self.run_parallel, self.sleep, self.poll_s = run_parallel, sleep, poll_s
+
+    def _book(self) -> PortBook:
+        if self.ports is None:
+            raise RuntimeError("the plan runner is not bound to the network view")
+        return self.ports
+
+    # ---- ports ---------------------------------------------------------------------------------------
+    def reserve(self, owner: str, ports: Iterable[Port]) -> bool:
+        """Keep default forwarding off ``ports`` for ``owner`` (also outside a plan: a reservation
+        re-adopted after a restart); True if the reserved set changed (the apps were told)."""
+        changed = self._book().reserve(owner, ports)
+        if changed:
+            self.notify(RESERVED_PORTS, {})
+        return changed
+
+    def release(self, owner: str) -> bool:
+        """Give ``owner``'s ports back to default forwarding; True if the reserved set changed."""
+        changed = self._book().unreserve(owner)
+        if changed:
+            self.notify(RESERVED_PORTS, {})
+        return changed
+
+    # ---- plans ---------------------------------------------------------------------------------------
+    def run(self, plan: Plan, owner: str, kind: str, *, ports: Sequence[Port] | None = None,
+            releases: bool = False, context: Mapping[str, Any] | None = None,
+            southbound: Southbound | None = None) -> PlanRecord:
+        """Run ``plan`` for ``owner`` (who holds its ports) on behalf of ``kind`` (the plan log's
+        ``source``: api, circuit, te, mapping, reservations); block until done or rolled back.
+
+        ``ports`` (default: those of the circuits the plan opens) are reserved for ``owner`` before
+        the first step and given back if the plan does not finish; ``releases``: the plan takes
+        ``owner``'s circuit down, so its ports are given back once it is done. A done plan that
+        removed XCONs also frees the ``POST /plan`` circuits that hung on them. ``context`` goes into
+        the plan log, the journal entries and the events (e.g. ``reservation_id``); ``southbound``
+        replaces the runner's for this plan (``POST /circuit``: the OTS driver in per-OTS batches)."""
+        sb = southbound or self.southbound
+        if sb is None:
+            raise RuntimeError("the plan runner has no southbound")
+        extra = dict(context or {})
+        held = tuple(opened_ports(plan) if ports is None else ports)
+        if held:
+            self.reserve(owner, held)
+
+        def on_event(event: dict[str, Any]) -> None:
+            journal_event(event, **extra)
+            self.notify(PLAN, {**event, **extra})
+
+        record = execute(plan, sb, run_parallel=self.run_parallel, clock=self.clock, sleep=self.sleep,
+                         poll_s=self.poll_s, on_event=on_event)
+        done = record.state == DONE
+        if (held and not done) or (releases and done):
+            self.release(owner)
+        if done:
+            self._free_api_circuits(plan)
+        self.log.add({**record.to_json(), **extra}, source=kind)
+        return record
+
+    def _free_api_circuits(self, plan: Plan) -> None:
+        """Give back the ports of ``POST /plan`` circuits whose XCONs ``plan`` removed (nothing else
+        releases them: a plan sent through the API has no owner that lives on)."""
+        gone = {(s.xcon.ots, port) for s in plan.steps if isinstance(s, XconStep) and s.op == REMOVE
+                for port in (s.xcon.in_port, s.xcon.out_port)}
+        if not gone:
+            return
+        book = self._book()
+        held = book.reservations_of(API_OWNER)
+        if not held:
+            return
+        g, _ = book.graph()
+        freed = {a for ots, port in gone if f"{ots}:{port}" in g.g and (a := g.adaptation_at(f"{ots}:{port}"))}
+        changed = False
+        for owner, ports in held.items():
+            if set(ports) & freed:
+                changed |= book.unreserve(owner)
+        if changed:
+            self.notify(RESERVED_PORTS, {})
