@@ -34,6 +34,7 @@ import time
 from typing import Any
 
 from os_ken.base import app_manager
+from os_ken.controller import event as osken_event
 from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
@@ -48,6 +49,7 @@ from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.runtime import SETTINGS
+from app.controller.services import Scheduler, Service
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.te.damping import Damper
@@ -62,6 +64,21 @@ from monitor.sflow.records import FiveTuple
 from pce.otter.graph import hop_id
 
 LOG = logging.getLogger("mlte.controller.te")
+RETRY_S = 0.1  # how often the waiting elephants are looked at for a newer count
+
+
+class EventTePoll(osken_event.EventBase):
+    """Period of ``[te] poll``: the offloads' and grown links' own counters, the periodic re-solve."""
+
+
+class EventTeRetry(osken_event.EventBase):
+    """Period of :data:`RETRY_S`: elephants the gain turned down, judged again on a newer count."""
+
+
+def services(cfg: dict[str, Any]) -> list[Service]:
+    """The TE app's periodic work (:mod:`app.controller.services`)."""
+    return [Service("poll", EventTePoll, float(cfg["poll"])), Service("retry", EventTeRetry, RETRY_S)]
+
 class TeApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
@@ -98,6 +115,8 @@ class TeApp(app_manager.OSKenApp):
         routes = kwargs.get(ROUTES)
         if routes is not None:
             routes[("GET", "/te")] = lambda q, d: self.status()
+        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev), services(cfg),
+                                  spawn=hub.spawn, sleep=hub.sleep)
 
     def _placement(self, cfg: dict[str, Any]) -> PlacementDecider:
         """``otter``/``cspf``: the placement decider over the monitor's fine data, default forwarding
@@ -133,9 +152,12 @@ class TeApp(app_manager.OSKenApp):
         # first elephant (it was a third of that offload's delay)
         import pce.circuits  # noqa: F401
 
-        self._poller = hub.spawn(self._poll_loop)
-        self._retrier = hub.spawn(self._retry_loop)
+        self.services.start()
         return thread
+
+    def stop(self):
+        self.services.stop()
+        super().stop()
 
     # ---- monitor events ----------------------------------------------------------------------------
     @set_ev_cls(EventMonitor)
@@ -176,14 +198,9 @@ class TeApp(app_manager.OSKenApp):
         return float(count.bytes) if count is not None else None
 
     # ---- flows the gain turned down: judged again on each new count --------------------------------
-    def _retry_loop(self) -> None:
-        while self.is_active:
-            hub.sleep(0.1)
-            try:
-                self._retry_waiting()
-            except Exception:  # keep going; loud in the error log and GET /health
-                guard.failures.append("te: retry failed")
-                guard.ERROR_LOG.exception("TE: judging the waiting elephants again failed")
+    @set_ev_cls(EventTeRetry)
+    def _retry(self, ev: EventTeRetry) -> None:
+        self.services.run("retry", self._retry_waiting)
 
     def _retry_waiting(self) -> None:
         """A waiting elephant with a newer byte count is judged again, at the highest rate it has shown
@@ -246,23 +263,21 @@ class TeApp(app_manager.OSKenApp):
             guard.ERROR_LOG.exception("TE plan %s failed", d.plan.id)
 
     # ---- elephant gone: the offload's own counters ---------------------------------------------------
-    def _poll_loop(self) -> None:
-        while self.is_active:
-            hub.sleep(float(self.cfg["poll"]))
-            try:
-                for off in list(self.decider.offloads.values()):
-                    self._check_gone(off)
-                for g in list(self.growth.growths.values()):
-                    self._check_calm(g)
-                if isinstance(self.decider, PlacementDecider):  # PER: the periodic re-solve
-                    now = time.monotonic()
-                    for d in self.decider.tick(self.view.graph()[0], now):
-                        self._note(d)
-                        self._start(d, Event(now, "", UNCONSTRAINED_IMBALANCE, d.flows,
-                                             {"threshold_mbps": self.decider.threshold_mbps}))
-            except Exception:  # keep polling; loud in the error log and GET /health
-                guard.failures.append("te: poll failed")
-                guard.ERROR_LOG.exception("TE: polling the offloads failed")
+    @set_ev_cls(EventTePoll)
+    def _poll(self, ev: EventTePoll) -> None:
+        self.services.run("poll", self._poll_once)
+
+    def _poll_once(self) -> None:
+        for off in list(self.decider.offloads.values()):
+            self._check_gone(off)
+        for g in list(self.growth.growths.values()):
+            self._check_calm(g)
+        if isinstance(self.decider, PlacementDecider):  # PER: the periodic re-solve
+            now = time.monotonic()
+            for d in self.decider.tick(self.view.graph()[0], now):
+                self._note(d)
+                self._start(d, Event(now, "", UNCONSTRAINED_IMBALANCE, d.flows,
+                                     {"threshold_mbps": self.decider.threshold_mbps}))
 
     def _check_gone(self, off: Offload) -> None:
         fwd = [r for r in off.ingress if r.switch == off.ingress[0].switch]
