@@ -29,7 +29,7 @@ from typing import Any
 from os_ken.base import app_manager
 from os_ken.lib import hub
 
-from app.controller import guard, rule_plan
+from app.controller import guard
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.journal import JOURNAL
@@ -57,6 +57,7 @@ from app.te.mapping import (
 from app.update.executor import execute
 from app.update.model import normalise_match
 from monitor.sflow.records import FiveTuple
+from topology import rule_plan
 
 LOG = logging.getLogger("mlte.controller.mapping")
 DEFAULTS = {"mapping": "static", "mapping_sites": [], "mapping_interval": 1.0}

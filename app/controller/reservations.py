@@ -28,13 +28,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.controller import rule_plan
 from app.controller.reservation_plans import ReservationCircuit, ReservationPathError, check_vlan, circuit_for
 from app.te.elastic import HOLD, ElasticDecision, ElasticState, kbps, rate_mbps
 from app.update import planner
 from app.update.executor import PlanRecord, execute
 from app.update.model import FlowRule, XconSpec
 from app.update.southbound import Southbound
+from topology import rule_plan
 from topology.graph import MultiLayerGraph
 
 Runner = Callable[[list[Callable[[], Any]]], list[Any]]

@@ -76,9 +76,8 @@ class ReservationsApp(app_manager.OSKenApp):
         if SETTINGS.db_url:
             from app.db.provisioning import ProvisioningStore
 
-            url = SETTINGS.db_url
-            self.writer = db_writer.shared(int(ctl.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
-            self.writer.open(STORE, lambda: ProvisioningStore(url))
+            self.writer = db_writer.shared()
+            self.writer.open(STORE, ProvisioningStore)
         self.manager = ReservationManager(
             None, LiveSouthbound(self.southbound, self.view), lambda: self.view.graph()[0],
             run_parallel=green_parallel, run_db=self._db, sleep=hub.sleep, poll_s=0.02, busy_ports=self._busy_ports, on_event=self._event,

@@ -37,7 +37,7 @@ from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
 from app.config import DEFAULTS as CONFIG_DEFAULTS
-from app.controller import events, guard, rule_plan
+from app.controller import events, guard
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.guard import loud
@@ -61,6 +61,7 @@ from app.update.model import normalise_match
 from monitor.events import BALANCED_GROWTH, ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
 from monitor.sflow.records import FiveTuple
 from pce.otter.graph import hop_id
+from topology import rule_plan
 
 LOG = logging.getLogger("mlte.controller.te")
 class TeApp(app_manager.OSKenApp):

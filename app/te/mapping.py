@@ -40,7 +40,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.controller import rule_plan
 from app.te.decisions import five_tuple_match
 from app.update import planner
 from app.update.model import FlowRule, IngressChange
@@ -53,6 +52,7 @@ from monitor.load_estimators import (
     throughput_weights,
 )
 from monitor.sflow.records import FiveTuple
+from topology import rule_plan
 
 STATIC, THROUGHPUT, RTT = "static", "throughput", "rtt"
 POLICIES = (STATIC, THROUGHPUT, RTT)
