@@ -56,8 +56,8 @@ from app.te.mapping import (
 )
 from app.update.executor import execute
 from app.update.model import normalise_match
-from monitor.sflow.records import FiveTuple
 from topology import rule_plan
+from topology.flow import FiveTuple
 
 LOG = logging.getLogger("mlte.controller.mapping")
 DEFAULTS = {"mapping": "static", "mapping_sites": [], "mapping_interval": 1.0}

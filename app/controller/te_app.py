@@ -59,9 +59,9 @@ from app.te.placement import PlacementDecider, PlacementPolicy
 from app.update.executor import execute
 from app.update.model import normalise_match
 from monitor.events import BALANCED_GROWTH, ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
-from monitor.sflow.records import FiveTuple
 from pce.otter.graph import hop_id
 from topology import rule_plan
+from topology.flow import FiveTuple
 
 LOG = logging.getLogger("mlte.controller.te")
 class TeApp(app_manager.OSKenApp):

@@ -27,9 +27,9 @@ from app.update import planner
 from app.update.model import FlowRule, Port, XconSpec
 from app.update.plan import Plan
 from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
-from monitor.sflow.records import FiveTuple
 from topology import rule_plan
 from topology.errors import TopologyError
+from topology.flow import FiveTuple
 
 OFFLOAD, RELEASE, SKIP = "offload", "release", "skip"
 ETH_IPV4 = 0x0800

@@ -51,8 +51,8 @@ from monitor.load_estimators import (
     rtt_weights,
     throughput_weights,
 )
-from monitor.sflow.records import FiveTuple
 from topology import rule_plan
+from topology.flow import FiveTuple
 
 STATIC, THROUGHPUT, RTT = "static", "throughput", "rtt"
 POLICIES = (STATIC, THROUGHPUT, RTT)

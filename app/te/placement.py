@@ -48,7 +48,6 @@ from app.update import planner
 from app.update.model import FlowRule, IngressChange, Port, XconSpec
 from app.update.plan import Plan
 from monitor.events import UNCONSTRAINED_IMBALANCE, Event, FlowLike
-from monitor.sflow.records import FiveTuple
 from pce.otter.graph import (
     POLICIES,
     CandidatePath,
@@ -60,6 +59,7 @@ from pce.otter.graph import (
 )
 from pce.otter.graph_flows import ClassRules, GraphFlow, resolve_endpoint
 from topology import rule_plan
+from topology.flow import FiveTuple
 
 DEFAULT_PERIOD_S = 30.0
 

@@ -13,8 +13,8 @@ from monitor.events import (
     Event,
 )
 from monitor.fine import DISABLE, ENABLE, FineAction, FineMonitorManager
-from monitor.sflow import FiveTuple
 from monitor.store import MonitorStore
+from topology.flow import FiveTuple
 
 CIRCUITS = {"A-B": ["A", "B"], "B-C": ["B", "C"], "A-C2": ["A", "C"]}
 EL = FiveTuple("10.0.0.1", "10.0.0.3", 6, 40000, 5001)

@@ -25,9 +25,9 @@ from app.te.mapping import (
 )
 from app.update.executor import execute, sequential
 from mininet_labs.multihoming import multihoming_spec
-from monitor.sflow.records import FiveTuple
 from tests.lib.fake_network import FakeNetwork
 from topology import rule_plan
+from topology.flow import FiveTuple
 from topology.spec import spec_to_graph
 
 SPEC = multihoming_spec(senders=2)

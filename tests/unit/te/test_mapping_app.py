@@ -8,9 +8,9 @@ from app.controller.control_api import ApiError
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import FlowStat
 from mininet_labs.multihoming import flows_for, multihoming_spec
-from monitor.sflow.records import FiveTuple
 from tests.lib.fake_network import FakeNetwork
 from topology import rule_plan
+from topology.flow import FiveTuple
 from topology.spec import spec_to_graph
 
 SPEC = multihoming_spec(senders=2)

@@ -23,8 +23,8 @@ from app.update.model import FlowRule, XconSpec
 from mininet_labs.circuits import FIG2_CIRCUITS
 from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
 from monitor.flowstats import FlowCount
-from monitor.sflow.records import FiveTuple
 from tests.lib.fake_network import FakeNetwork
+from topology.flow import FiveTuple
 from topology.spec import fig2_testbed, spec_to_graph
 
 H1, H3 = "00:00:00:00:00:01", "00:00:00:00:00:03"
