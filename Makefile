@@ -12,8 +12,9 @@ bootstrap:
 demo: bootstrap
 	$(PY) -m app.cli.main lab run elastic-offload --demo --out demo-out
 
-# everything but the long lab runs (marker long_lab, `make test-labs`): keeps `make test` under 30 minutes
-test: bootstrap
+# everything but the long lab runs (marker long_lab, `make test-labs`): keeps `make test` under 30 minutes;
+# the lint step first (a broken layer contract or a type error fails `make test`)
+test: bootstrap lint
 	$(PYTEST) tests -m "not long_lab"
 
 # every lab's --quick CI check alone (they are in `make test` too), plus any marked long_lab: the tests
@@ -27,8 +28,12 @@ test-unit: bootstrap
 test-integration: bootstrap
 	$(PYTEST) tests/integration
 
+# ruff; the layer contracts ([tool.importlinter] in pyproject.toml, docs/architecture.md "Layers");
+# mypy on the files [tool.mypy] lists
 lint: bootstrap
 	.venv/bin/ruff check .
+	.venv/bin/lint-imports
+	$(PY) -m mypy
 
 bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay
 

@@ -40,6 +40,8 @@ setup(
             "schemathesis>=3.25",
             "playwright>=1.40",
             "ruff>=0.4",
+            "import-linter>=2.1",
+            "mypy>=1.10",
         ],
     },
     entry_points={"console_scripts": ["mlte=app.cli.main:main"]},

@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.controller import rule_plan  # noqa: E402
 from app.update import planner  # noqa: E402
 from app.update.model import FlowRule, XconSpec  # noqa: E402
 from app.update.plan import Plan, XconStep  # noqa: E402
+from topology import rule_plan  # noqa: E402
 
 BYPASS = [XconSpec("X", 1, 2), XconSpec("Y", 1, 4), XconSpec("Z", 1, 2)]
 
@@ -68,7 +68,7 @@ def main() -> int:
     args = ap.parse_args()
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
+    from topology.spec import fig2_testbed, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
     n_xcon, n_circuit = (5, 3) if args.quick else (30, 10)

@@ -35,8 +35,9 @@ from os_ken.ofproto import ofproto_parser  # noqa: E402
 from os_ken.ofproto import ofproto_v1_3 as ofp  # noqa: E402
 from os_ken.ofproto import ofproto_v1_3_parser as parser  # noqa: E402
 
-from monitor.sflow import FiveTuple, decode_datagram  # noqa: E402
+from monitor.sflow import decode_datagram  # noqa: E402
 from monitor.sflow.encoder import EncFlow, build_frame, encode_datagram, encode_flow_sample  # noqa: E402
+from topology.flow import FiveTuple  # noqa: E402
 
 MAX_MSG = 65535
 

@@ -101,9 +101,9 @@ class Phase:
     def start(self) -> None:
         from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
         from mininet_labs.session import LabSession
-        from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
         from mininet_labs.testbed import wait_ping
         from monitor.drops import OvsShapedQueue
+        from topology.spec import fig2_testbed, spec_to_vendor_file
         from topology.vendor_file import write_vendor_file
 
         spec = fig2_testbed()

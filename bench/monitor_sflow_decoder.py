@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monitor.sflow import FiveTuple, SflowDecoder  # noqa: E402
+from monitor.sflow import SflowDecoder  # noqa: E402
 from monitor.sflow.encoder import (  # noqa: E402
     EncCounters,
     EncFlow,
@@ -30,6 +30,7 @@ from monitor.sflow.encoder import (  # noqa: E402
     encode_datagram,
     encode_flow_sample,
 )
+from topology.flow import FiveTuple  # noqa: E402
 
 
 def workload(n: int, seed: int = 1) -> list[bytes]:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mininet_labs.spec import optical_mesh, spec_to_graph  # noqa: E402
 from pce.circuits import Demand, candidate_circuits, plan_circuits  # noqa: E402
+from topology.spec import optical_mesh, spec_to_graph  # noqa: E402
 
 
 def instance(n_packet: int, n_ots: int, seed: int, n_demands: int, load: str = "heavy"):

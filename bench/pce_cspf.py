@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import networkx as nx  # noqa: E402
 
-from mininet_labs.spec import optical_mesh, spec_to_graph  # noqa: E402
 from pce.errors import NoPathError  # noqa: E402
 from pce.reservation import (  # noqa: E402
     BookingCalendar,
@@ -32,6 +31,7 @@ from pce.reservation import (  # noqa: E402
     disjoint_paths,
     k_shortest_paths,
 )
+from topology.spec import optical_mesh, spec_to_graph  # noqa: E402
 
 
 def timed(fn, *a, **kw) -> tuple[float, object]:

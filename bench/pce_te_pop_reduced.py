@@ -26,6 +26,7 @@ from pce.te.network import demands_to_arrays, network_from_graph  # noqa: E402
 from pce.te.paths import compute_paths  # noqa: E402
 from pce.te.pop import solve_partitioned  # noqa: E402
 from pce.te.reduce import reduce_total_flow  # noqa: E402
+from pce.te.subproblem import SolveOptions  # noqa: E402
 from pce.topologies import load_demands, load_topology  # noqa: E402
 
 CAIDA = "caida/2024-08/7018"
@@ -71,8 +72,9 @@ def main() -> int:
     }
     for split in (float(x) for x in args.splits.split(",")):
         t0 = time.perf_counter()
-        c = solve_partitioned(red.network, red.demands, red.paths, "path", "total-flow", partitions, split=split,
-                              lp_algorithm="full", presolve=False, workers=2)
+        c = solve_partitioned(red.network, red.demands, red.paths,
+                              SolveOptions("path", "total-flow", lp_algorithm="full", presolve=False), partitions,
+                              split=split, workers=2)
         pop_s = time.perf_counter() - t0
         value = fixed + float(c.allocation.sum())
         entry = {"objective": value, "pop_s": pop_s, "lp_s": presolve_s + pop_s,

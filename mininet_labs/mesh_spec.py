@@ -31,8 +31,8 @@ try:  # Mininet present: the testbed module (which also puts the project's .venv
 except ImportError:  # no Mininet: the spec alone
     testbed = None
 
-from mininet_labs.spec import HostSpec, LabSpec, LinkSpec, OtsSpec, SwitchSpec  # noqa: E402
 from topology import granularity as gran  # noqa: E402
+from topology.spec import HostSpec, LabSpec, LinkSpec, OtsSpec, SwitchSpec  # noqa: E402
 
 #: name -> [(ots, in_port, out_port), ...] of the circuits lit at the start
 MESH6_CIRCUITS: dict[str, list[tuple[str, int, int]]] = {

@@ -38,8 +38,8 @@ def fig2_monitor_lab(work: Path, monitor_toml: str, *, check_errors: bool = True
     :class:`LabSession` (e.g. ``controller_args``)."""
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
     from mininet_labs.session import LabSession
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
     from mininet_labs.testbed import wait_ping
+    from topology.spec import fig2_testbed, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
     work = Path(work)

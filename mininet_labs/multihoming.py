@@ -38,7 +38,7 @@ def _bootstrap_path() -> None:
 _bootstrap_path()
 
 from app.te.mapping import POLICIES, STATIC, flow_metrics  # noqa: E402
-from mininet_labs.spec import HostSpec, LabSpec, LinkSpec, SwitchSpec  # noqa: E402
+from topology.spec import HostSpec, LabSpec, LinkSpec, SwitchSpec  # noqa: E402
 
 SITES = ("A", "Z")
 #: Each path link's HTB rate. Not 20 Mbit/s: measured at 20, ovs-vswitchd (the userspace datapath's

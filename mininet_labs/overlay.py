@@ -54,7 +54,7 @@ def _bootstrap_path() -> None:
 
 _bootstrap_path()
 
-from mininet_labs.spec import HostSpec, LabSpec, LinkSpec, SwitchSpec  # noqa: E402
+from topology.spec import HostSpec, LabSpec, LinkSpec, SwitchSpec  # noqa: E402
 
 RTT_CUT = 0.105  # CRONets Section IV: both cuts needed for a likely throughput gain
 LOSS_CUT = 0.121

@@ -58,8 +58,8 @@ def _bootstrap_path() -> None:
 
 _bootstrap_path()
 
-from mininet_labs.spec import HostSpec, LabSpec, LinkSpec, SwitchSpec  # noqa: E402
 from monitor.latency import PathChangeDetector, RollingMinBaseline, precision_recall, run_detector  # noqa: E402
+from topology.spec import HostSpec, LabSpec, LinkSpec, SwitchSpec  # noqa: E402
 
 PROBE_INTERVAL_S = 0.2  # the paper's probe interval
 TOLERANCE_S = 6.0  # a detection within this long after a move matches it
@@ -107,8 +107,8 @@ def wire_links(paths: Sequence[PathDef] = PATHS) -> set[tuple[str, int, str, int
 # ---------------------------------------------------------------------- the controller's moves
 def steer_rules(port: int) -> tuple[Any, Any]:
     """(rule at A: to h2 out ``port``, rule at Z: to h1 out ``port``): the probed flow both ways."""
-    from app.controller import rule_plan
     from app.update.model import FlowRule
+    from topology import rule_plan
 
     band = rule_plan.STEER
     to_h2 = FlowRule("A", band.name, 1, band.priority(), (("eth_type", 0x0800), ("ipv4_dst", H2)), port)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mininet_labs.monitor_lab import A3_LIMIT, A3_RATE, SETUP_S
-from mininet_labs.spec import LabSpec
+from topology.spec import LabSpec
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Scenario:
 
 def _fig2() -> Scenario:
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS
-    from mininet_labs.spec import fig2_testbed
+    from topology.spec import fig2_testbed
 
     return Scenario("fig2", fig2_testbed, {"initial": FIG2_CIRCUITS["initial"]}, tuple(FIG2_CIRCUIT_LINKS["initial"]),
                     ("A", 3), Flows(("h1", "h3"), (("h2", "h4"),), (("h1", "h3"),)),
@@ -68,9 +68,9 @@ def scenario_lab(work: Path, sc: Scenario, config_toml: str, *, timeout: float =
     from mininet_labs.circuits import directed
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession
-    from mininet_labs.spec import spec_to_vendor_file
     from mininet_labs.testbed import wait_ping
     from monitor.drops import OvsShapedQueue
+    from topology.spec import spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
     work = Path(work)

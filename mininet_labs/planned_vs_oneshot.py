@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.controller import rule_plan
 from app.update import planner
 from app.update.model import FlowRule, XconSpec
+from topology import rule_plan
 
 SENDER = r'''
 import socket, sys, time

@@ -22,9 +22,9 @@ from typing import Any
 
 import requests
 
-from app.controller import rule_plan
 from app.controller.client import wait_until
 from app.web.timeutil import parse_iso, to_iso
+from topology import rule_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 RESERVED_MBPS = 5.0

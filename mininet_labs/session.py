@@ -20,8 +20,8 @@ from typing import Any
 
 from app.controller.client import ControllerClient, wait_until
 from mininet_labs.circuits import directed
-from mininet_labs.spec import LabSpec
 from mininet_labs.testbed import PROJECT_ROOT, LabNet
+from topology.spec import LabSpec
 
 
 class LabStartError(RuntimeError):

@@ -1,4 +1,4 @@
-"""Mininet networks built from a :class:`~mininet_labs.spec.LabSpec` (the Fig. 2 testbed and generated labs).
+"""Mininet networks built from a :class:`~topology.spec.LabSpec` (the Fig. 2 testbed and generated labs).
 
 - Packet switches: OVS userspace bridges (``datapath='user'``), OpenFlow 1.3, connected to the mlte
   controller.
@@ -45,7 +45,7 @@ from mininet.net import Mininet  # noqa: E402
 from mininet.node import Host, OVSSwitch, RemoteController  # noqa: E402
 from mininet.topo import Topo  # noqa: E402
 
-from mininet_labs.spec import LabSpec, fig2_testbed  # noqa: E402
+from topology.spec import LabSpec, fig2_testbed  # noqa: E402
 
 
 class _QuietHtb:

@@ -14,7 +14,7 @@ FIG2_DELAY = (0.150, 0.220)  # the OTS agents' provisioning delay range (s), as 
 class LabDirs:
     out: Path
     work: Path
-    spec: Any  # mininet_labs.spec.LabSpec
+    spec: Any  # topology.spec.LabSpec
     static: Path
     delay: tuple[float, float]
 
@@ -23,7 +23,7 @@ def fig2_dirs(out: Path | str, scripts: dict[str, str] | None = None,
               delay: tuple[float, float] = FIG2_DELAY) -> LabDirs:
     """Create ``out`` and ``out/work``, write ``scripts`` (file name -> text) into ``work`` and the
     static optical file of the Fig. 2 testbed into ``out``."""
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
+    from topology.spec import fig2_testbed, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
     out = Path(out).resolve()

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from monitor.sflow.records import FiveTuple
+from topology.flow import FiveTuple
 
 HOT_SPOT = "hot_spot"
 HOT_SPOT_CLEARED = "hot_spot_cleared"

@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from app.controller import rule_plan
 from monitor.sflow.estimator import FlowRate
 from monitor.sflow.packet import HEADER_ETHERNET, parse_header
-from monitor.sflow.records import FiveTuple
+from topology import rule_plan
+from topology.flow import FiveTuple
 
 COOKIE_BASE = rule_plan.COOKIE_BASE  # "MLTE", like the controller's other cookies (0x4d4c5445000000xx)
 KIND_LEARN = rule_plan.FLOW_LEARN.kind

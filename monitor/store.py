@@ -3,9 +3,8 @@
 Own ``DeclarativeBase`` and ``mon_``-prefixed tables, so the web service can read them from the
 same database without importing the controller. The tables are declared here, but created and
 changed only by mlte's migrations (``app/db/migrations``, docs/database.md): :class:`MonitorStore`
-brings the database to the newest schema when it opens (``app.db.migrate.upgrade``, imported then,
-so importing this module loads nothing from ``app/``; it needs SQLAlchemy and Alembic, no Flask or
-os-ken). :meth:`MonitorStore.prune` deletes rows older than ``[monitor] retention_seconds``; the
+takes an engine that its process's entry point has already migrated, so this module imports nothing
+from ``app/`` (SQLAlchemy only, no Flask or os-ken). :meth:`MonitorStore.prune` deletes rows older than ``[monitor] retention_seconds``; the
 controller calls it once per interval.
 """
 from __future__ import annotations
@@ -13,9 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import Float, Index, Integer, String, Text, create_engine, delete, select
-from sqlalchemy.engine import Engine
+from sqlalchemy import Float, Index, Integer, String, Text, delete, select
+from sqlalchemy.engine import CursorResult, Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from monitor.events import Event
@@ -45,14 +45,6 @@ class MonEvent(MonBase):
     detail: Mapped[str] = mapped_column(Text, default="{}")  # JSON object
 
 
-def migrate_to_head(engine: Engine) -> None:
-    """Have the schema owner (mlte's Alembic migrations) create or update the tables: this module
-    declares them but never creates them itself, so there is one version of the schema."""
-    from app.db.migrate import upgrade
-
-    upgrade(engine)
-
-
 @dataclass(frozen=True)
 class SeriesPoint:
     t: float
@@ -62,10 +54,9 @@ class SeriesPoint:
 class MonitorStore:
     """Write samples/events, read series back, prune by age."""
 
-    def __init__(self, url_or_engine: str | Engine = "sqlite://", retention_seconds: float = 3600) -> None:
-        self.engine = create_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
+    def __init__(self, engine: Engine, retention_seconds: float = 3600) -> None:
+        self.engine = engine  # migrated and disposed by its owner (the process's entry point)
         self.retention = retention_seconds
-        migrate_to_head(self.engine)
 
     def add_samples(self, rows: Iterable[tuple[float, str, str, float]]) -> int:
         """Rows of (t, point, metric, value); returns how many were written."""
@@ -99,6 +90,6 @@ class MonitorStore:
         """Delete samples and events older than the retention; returns rows deleted."""
         cutoff = now - self.retention
         with Session(self.engine) as s, s.begin():
-            n = s.execute(delete(MonSample).where(MonSample.t < cutoff)).rowcount or 0
-            n += s.execute(delete(MonEvent).where(MonEvent.t < cutoff)).rowcount or 0
+            n = cast(CursorResult, s.execute(delete(MonSample).where(MonSample.t < cutoff))).rowcount or 0
+            n += cast(CursorResult, s.execute(delete(MonEvent).where(MonEvent.t < cutoff))).rowcount or 0
         return n

@@ -2,7 +2,7 @@
 
 Kept apart from ``pce/cli_otter.py`` (the generated-instance commands) because it reads a graph
 and a flow list and prints a placement, not LP statistics. The graph loader is the one of
-``mlte pce path``: ``mininet_labs`` is imported only for ``--graph fig2``.
+``mlte pce path``: the lab spec (``topology.spec``) is imported only for ``--graph fig2``.
 """
 from __future__ import annotations
 

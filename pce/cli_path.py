@@ -55,7 +55,7 @@ def register(psub: argparse._SubParsersAction) -> None:
 def load_graph(name: str) -> Any:
     """A MultiLayerGraph from a JSON file, or the Fig. 2 testbed for ``fig2``."""
     if name == "fig2":
-        from mininet_labs.spec import fig2_testbed, spec_to_graph
+        from topology.spec import fig2_testbed, spec_to_graph
 
         return spec_to_graph(fig2_testbed())
     from topology.graph import MultiLayerGraph

@@ -5,10 +5,10 @@ rules fit, VLAN restrictions and the granularity of each port before it places b
 controller fills the store from FEATURES_REPLY / the OTS capabilities message and config.
 Plain SQLAlchemy 2.x (own ``DeclarativeBase``, tables prefixed ``cap_``), no Flask. The table is
 declared here but created and changed only by mlte's migrations (``app/db/migrations``,
-docs/database.md): :class:`CapabilityStore` brings the database to the newest schema when it opens
-(``app.db.migrate.upgrade``, imported then, so importing this module loads nothing from ``app/``).
+docs/database.md): :class:`CapabilityStore` takes an engine that its process's entry point has
+already migrated, so this module imports nothing from ``app/``.
 
-    store = CapabilityStore("sqlite:///mlte.db")
+    store = CapabilityStore(open_migrated("sqlite:///mlte.db").engine)  # app.db.migrate, at the entry
     store.upsert(NodeCapabilities(dpid=0xF01, switch_type="optical", switching_time=0.185, ...))
     store.get(0xF01).granularity[3]  # "ODU2"
 """
@@ -18,11 +18,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, Integer, String, create_engine, select
+from sqlalchemy import JSON, Boolean, Float, Integer, String, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
-from sqlalchemy.pool import StaticPool
 
 from topology import granularity as gran
 from topology.errors import TopologyError
@@ -32,7 +30,7 @@ _TYPE_ALIASES = {"ots": "optical", "optical": "optical", "packet": "packet"}
 
 
 class CapabilityError(TopologyError):
-    """Invalid capabilities or an unusable store URL."""
+    """Invalid capabilities."""
 
 
 class CapBase(DeclarativeBase):
@@ -98,7 +96,7 @@ class NodeCapabilities:
                 or self.flow_table_capacity < 0):
             raise CapabilityError(f"{where}: flow_table_capacity must be an integer >= 0 or None")
         lo, hi = self.setup_time_min, self.setup_time_max
-        if (lo is None) != (hi is None) or (lo is not None and not 0 <= lo <= hi):
+        if (lo is None) != (hi is None) or (lo is not None and hi is not None and not 0 <= lo <= hi):
             raise CapabilityError(f"{where}: need 0 <= setup_time_min <= setup_time_max (both or neither)")
         if isinstance(self.vlan_restrictions, list):
             for r in self.vlan_restrictions:
@@ -156,21 +154,10 @@ def _from_row(row: CapNode) -> NodeCapabilities:
 
 
 class CapabilityStore:
-    """Upsert/get/list/delete node capabilities; migrates the database to the newest schema on open."""
+    """Upsert/get/list/delete node capabilities in a database migrated by its owner."""
 
-    def __init__(self, url: str = "sqlite:///mlte.db", engine: Engine | None = None):
-        try:
-            if engine is None:
-                kwargs: dict[str, Any] = {}
-                if url in ("sqlite://", "sqlite:///:memory:"):
-                    kwargs = {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
-                engine = create_engine(url, **kwargs)
-            self.engine = engine
-            from app.db.migrate import upgrade  # the schema owner; see the module docstring
-
-            upgrade(engine)
-        except (SQLAlchemyError, ValueError, ImportError, RuntimeError) as exc:
-            raise CapabilityError(f"capability store {url!r} unusable: {exc}") from None
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine  # migrated and disposed by its owner (the process's entry point)
 
     def upsert(self, caps: NodeCapabilities, now: float | None = None) -> NodeCapabilities:
         """Insert or replace the capabilities of ``caps.dpid``; returns what was stored."""
@@ -208,7 +195,3 @@ class CapabilityStore:
                 return False
             s.delete(row)
             return True
-
-    def close(self) -> None:
-        """Release the engine's connections."""
-        self.engine.dispose()

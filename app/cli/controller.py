@@ -87,7 +87,11 @@ def _check_settings(args: argparse.Namespace, cfg: dict) -> None:
     if ctl["listen_port"] == ctl["api_port"] and ctl["listen_host"] == ctl["api_host"]:
         raise ConfigError(f"--of-port/--api-port: OpenFlow and the control API both on port {ctl['api_port']}")
     if cfg["db"]["url"]:
+        from app.controller import db_writer
+
+        # the controller's migration, once, here: its db writer thread then opens the one engine
         open_database(cfg["db"]["url"], "--db-url" if args.db_url else "[db] url").dispose()
+        db_writer.migrated(cfg["db"]["url"])
     if ctl["static_file"]:
         from topology.errors import TopologyError
         from topology.vendor_file import load_vendor_graph

@@ -179,7 +179,7 @@ def _run(args: argparse.Namespace) -> int:
         return _run_lab(args)
     from mininet_labs.netlock import net_lock  # the machine-wide lock every network builder holds
     from mininet_labs.session import LabSession  # (its testbed import puts the project root on sys.path)
-    from mininet_labs.spec import spec_by_name, spec_to_vendor_file
+    from topology.spec import spec_by_name, spec_to_vendor_file
     from topology.vendor_file import load_vendor_graph, write_vendor_file
 
     unit = args.unit_mbps or args.cfg["ots"]["unit_mbps"]
@@ -243,10 +243,10 @@ def _delays(args: argparse.Namespace) -> tuple[float, float]:
 
 def _discover(args: argparse.Namespace, spec, session, out: Path) -> int:
     from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
-    from mininet_labs.spec import spec_to_graph
     from topology.compare import graph_diff, with_known_hosts
     from topology.draw import draw_png, format_graph
     from topology.graph import EDGE_KINDS, MultiLayerGraph
+    from topology.spec import spec_to_graph
 
     t0 = time.monotonic()
     session.wait_links(timeout=args.timeout)

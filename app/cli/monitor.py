@@ -157,8 +157,13 @@ def _detect_latency(args: argparse.Namespace) -> int:
 
 
 def _events(args: argparse.Namespace) -> int:
+    from app.db.migrate import open_migrated
     from monitor.store import MonitorStore
 
-    store = MonitorStore(args.cfg["db"]["url"], float(args.cfg["monitor"]["retention_seconds"]))
-    print(json.dumps(store.events(args.since, args.kind, args.limit), indent=2))
+    db = open_migrated(args.cfg["db"]["url"])
+    try:
+        store = MonitorStore(db.engine, float(args.cfg["monitor"]["retention_seconds"]))
+        print(json.dumps(store.events(args.since, args.kind, args.limit), indent=2))
+    finally:
+        db.dispose()
     return 0

@@ -48,19 +48,20 @@ def _fetch(args: argparse.Namespace) -> list[dict[str, Any]]:
             return ControllerClient(port=args.api_port, timeout=10).request("GET", "/plans" + q)
         except (ControlApiError, OSError) as exc:
             raise PlansError(f"control API on port {args.api_port}: {exc}") from None
+    from app.db.migrate import open_migrated
     from app.db.provisioning import ProvisioningStore
 
     url = args.db or args.cfg["db"]["url"]
     if "://" not in url:
         url = f"sqlite:///{url}"
     try:
-        store = ProvisioningStore(url)
+        db = open_migrated(url)
     except Exception as exc:  # noqa: BLE001 - any driver/connection error: one line
         raise PlansError(f"database {url}: {str(exc).splitlines()[0]}") from None
     try:
-        return store.plans(args.limit, args.reservation)
+        return ProvisioningStore(db).plans(args.limit, args.reservation)
     finally:
-        store.close()
+        db.dispose()
 
 
 def _run(args: argparse.Namespace) -> int:

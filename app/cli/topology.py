@@ -99,8 +99,8 @@ def load_graph_file(path: str) -> Any:
 
 def collect_graph(args: argparse.Namespace, extra_file: str | None = None) -> Any:
     """The graph asked for on the command line (merging several sources; conflicts to stderr)."""
-    from mininet_labs.spec import spec_by_name, spec_to_graph
     from topology.merge import merge
+    from topology.spec import spec_by_name, spec_to_graph
     from topology.vendor_file import load_vendor_graph
 
     graphs, names = [], []

@@ -251,7 +251,8 @@ def _sweeper(app, interval: float, stop: threading.Event) -> None:  # noqa: ANN0
 
 def check_serve_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Check every setting ``mlte web`` serves with, cheapest first; return the app config plus
-    ``host``/``port``. Raises StartupError naming the setting."""
+    ``host``/``port`` and the opened, migrated ``db`` (the caller disposes it). Raises StartupError
+    naming the setting."""
     from app.cli.startup import StartupError, check_bindable, check_port, open_database
     from app.web.errors import ApiError
     from app.web.topology_source import TopologySource
@@ -264,10 +265,11 @@ def check_serve_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise StartupError(f"--threads: {args.threads} is not a positive number of threads")
     check_bindable(host, port, "--host" if args.host else "[web] host", port_setting)
     url, db_setting = (args.db, "--db") if args.db else (cfg["db"]["url"], "[db] url")
-    open_database(url, db_setting).dispose()
+    db = open_database(url, db_setting)
     try:
         source = TopologySource(args.topology, cfg["ots"]["unit_mbps"])
     except ApiError as exc:
+        db.dispose()
         raise StartupError(f"--topology: {exc.message}") from None
     conf: dict[str, Any] = {
         "DATABASE": url, "TOPOLOGY": args.topology,
@@ -278,7 +280,7 @@ def check_serve_settings(args: argparse.Namespace) -> dict[str, Any]:
         conf["SECRET_KEY"] = args.secret_key
     if args.secure_cookies:
         conf["SESSION_COOKIE_SECURE"] = True
-    return {"app": conf, "host": host, "port": port, "port_setting": port_setting, "topology": source}
+    return {"app": conf, "db": db, "host": host, "port": port, "port_setting": port_setting, "topology": source}
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -289,7 +291,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     checked = check_serve_settings(args)
     host, port = checked["host"], checked["port"]
-    app = create_app(checked["app"])
+    app = create_app(checked["app"], checked["db"])  # the database the check opened and migrated
     try:
         server = create_server(app, host=host, port=port, threads=args.threads, ident="mlte")
     except OSError as exc:  # taken between the check and now

@@ -51,12 +51,8 @@ class DbFeed(app_manager.OSKenApp):
         if SETTINGS.db_url:
             from app.db.feed import Feed
 
-            url = SETTINGS.db_url
-            # the migration at open runs in the writer thread; eventlet's green locks in the logging
-            # handlers are not safe across OS threads, so keep alembic's INFO lines out of them
-            logging.getLogger("alembic").setLevel(logging.WARNING)
-            self.writer = db_writer.shared(int(SETTINGS.controller.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
-            self.writer.open(FEED, lambda: Feed(url))
+            self.writer = db_writer.shared()
+            self.writer.open(FEED, Feed)
         self.last_graph: dict | None = None
         self.last_circuits: list | None = None
         self.writes = 0

@@ -7,6 +7,12 @@ LLDP, echo replies, barriers and the control API — for up to the busy timeout.
 a real OS thread (``eventlet.patcher.original("threading")``) opens the resources and runs the jobs in
 order, and sqlite releases the GIL while it waits, so the hub keeps running.
 
+The writer owns the controller's one database engine: :func:`shared` gives it a ``connect``
+function, called once in the writer thread before the first resource opens (it opens the
+:class:`~app.db.engine.Database` and migrates it, unless ``mlte controller``'s start-up check already
+migrated it and said so with :func:`migrated`); each resource's factory receives that database, and
+the writer disposes it when it closes.
+
 The queue is bounded (``[controller] db_queue_max`` jobs). When it is full the oldest *droppable*
 job (utilization samples, retention pruning) is discarded and counted; events, snapshots and records
 are never dropped (they may exceed the bound, with a warning). Failed jobs are retried
@@ -61,7 +67,7 @@ class DbWriter:
     """A bounded job queue drained by one OS thread that owns the database resources."""
 
     def __init__(self, max_jobs: int = DEFAULT_MAX_JOBS, retries: int = 2, retry_delay: float = 1.0,
-                 name: str = "mlte-db-writer") -> None:
+                 name: str = "mlte-db-writer", connect: Callable[[], Any] | None = None) -> None:
         if max_jobs < 1:
             raise ValueError("max_jobs must be >= 1")
         self.max_jobs = max_jobs
@@ -70,7 +76,9 @@ class DbWriter:
         self.name = name
         self._cond = _threading.Condition(_threading.Lock())
         self._jobs: deque[Job] = deque()
-        self._factories: dict[str, Callable[[], Any]] = {}
+        self._connect = connect
+        self._database: Any = None  # what ``connect`` returned (writer thread only)
+        self._factories: dict[str, Callable[[Any], Any]] = {}
         self._resources: dict[str, Any] = {}  # touched by the writer thread only
         self._running = False  # a job is being executed (for flush)
         self._closing = False
@@ -89,9 +97,10 @@ class DbWriter:
             self._thread.start()
         return self
 
-    def open(self, resource: str, factory: Callable[[], Any]) -> None:
-        """Register ``factory`` for ``resource``; it is called in the writer thread (first thing queued,
-        and again before a later job if opening failed, e.g. on a locked database at start-up)."""
+    def open(self, resource: str, factory: Callable[[Any], Any]) -> None:
+        """Register ``factory`` for ``resource``; it is called in the writer thread with the writer's
+        database (None without ``connect``): first thing queued, and again before a later job if
+        opening failed, e.g. on a locked database at start-up."""
         with self._cond:
             self._factories[resource] = factory
         self._put(Job(OPEN, resource, lambda _r: None))
@@ -214,8 +223,9 @@ class DbWriter:
             finally:
                 with self._cond:
                     self._running = False
-        for name, res in list(self._resources.items()):
-            closer = getattr(res, "close", None) or getattr(getattr(res, "engine", None), "dispose", None)
+        closers = [(name, getattr(res, "close", None)) for name, res in self._resources.items()]
+        closers.append(("the database", getattr(self._database, "dispose", None)))
+        for name, closer in closers:
             try:
                 if closer is not None:
                     closer()
@@ -228,7 +238,9 @@ class DbWriter:
                 factory = self._factories.get(name)
             if factory is None:
                 raise KeyError(f"no database resource {name!r} opened")
-            self._resources[name] = factory()
+            if self._database is None and self._connect is not None:
+                self._database = self._connect()  # the one engine, migrated once
+            self._resources[name] = factory(self._database)
         return self._resources[name]
 
     def _execute(self, job: Job) -> None:
@@ -257,18 +269,47 @@ class DbWriter:
 # ---- the controller's one writer ------------------------------------------------------------------------
 _SHARED: DbWriter | None = None
 _USERS = 0
+_MIGRATED: set[str] = set()  # URLs the start-up check has migrated (migrated())
 
 
-def shared(max_jobs: int = DEFAULT_MAX_JOBS) -> DbWriter:
-    """The process's writer (started on first use, with a green thread on the hub that logs its
-    reports); pair each call with :func:`release`. Import only inside the controller (uses the hub)."""
+def migrated(url: str) -> None:
+    """``mlte controller``'s start-up check has migrated ``url``: the writer opens it without
+    migrating again. (Only the URL is handed over: an engine made before the hub patches threads
+    would keep locks eventlet never greened.)"""
+    _MIGRATED.add(url)
+
+
+def _connect(url: str) -> Callable[[], Any]:
+    """The writer's ``connect``: opens the controller's one database, migrating it unless done."""
+
+    def connect() -> Any:
+        if url in _MIGRATED:
+            from app.db.engine import Database
+
+            return Database(url)
+        from app.db.migrate import open_migrated
+
+        return open_migrated(url)
+
+    return connect
+
+
+def shared() -> DbWriter:
+    """The process's writer on ``SETTINGS.db_url`` (started on first use, with a green thread on the
+    hub that logs its reports); pair each call with :func:`release`. Import only inside the
+    controller (uses the hub)."""
     global _SHARED, _USERS
     if _SHARED is None or _SHARED._closing:
         from os_ken.lib import hub
 
         from app.controller import guard
+        from app.controller.runtime import SETTINGS
 
-        writer = DbWriter(max_jobs).start()
+        # the migration runs in the writer thread; eventlet's green locks in the logging handlers
+        # are not safe across OS threads, so keep alembic's INFO lines out of them
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+        max_jobs = int(SETTINGS.controller.get("db_queue_max", DEFAULT_MAX_JOBS))
+        writer = DbWriter(max_jobs, connect=_connect(SETTINGS.db_url)).start()
 
         def pump_loop() -> None:
             while True:

@@ -31,7 +31,7 @@ from os_ken.lib import hub
 from os_ken.lib.packet import arp, ethernet, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_ARP, ETH_TYPE_LLDP
 
-from app.controller import events, reconcile, rule_plan
+from app.controller import events, reconcile
 from app.controller.driver_errors import DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
@@ -44,6 +44,7 @@ from app.controller.paths import Plan, link_graph, plan, reachable
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import FlowStat, OpenFlowSouthbound
+from topology import rule_plan
 
 COOKIE_FWD = rule_plan.FORWARDING.cookie()  # shared by the forwarding app's three bands
 FWD_PRIORITY = rule_plan.FORWARDING.priority()

@@ -18,9 +18,9 @@ from os_ken.ofproto import ofproto_v1_0 as ofp10
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.network_view import NetworkView
 from app.controller.ots_driver import record_unknown
-from app.controller.rule_plan import ALL_BITS, BANDS
 from app.controller.southbound import OpenFlowSouthbound
 from app.update.model import FlowRule, ModelError, Outcome, Port, XconSpec, normalise_match
+from topology.rule_plan import ALL_BITS, BANDS
 
 _BANDS = {b.name: b for b in BANDS}
 POLL_S = 0.002  # how often a wait looks at the view (PORT_STATUS / LLDP arrive as events meanwhile)

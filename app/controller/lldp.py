@@ -27,7 +27,7 @@ from os_ken.lib import hub
 from os_ken.lib.packet import ethernet, lldp, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_LLDP
 
-from app.controller import events, rule_plan
+from app.controller import events
 from app.controller.guard import ERROR_LOG, loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
@@ -39,6 +39,7 @@ from app.controller.of13 import add_flow
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OpenFlowSouthbound
+from topology import rule_plan
 
 CHASSIS_PREFIX = b"mlte:"
 FOLLOW_UP_S = (0.02, 0.1, 0.3)  # after an OTS-triggered burst (s): probe again, in case it raced the light

@@ -29,7 +29,7 @@ from typing import Any
 from os_ken.base import app_manager
 from os_ken.lib import hub
 
-from app.controller import guard, rule_plan
+from app.controller import guard
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.journal import JOURNAL
@@ -54,7 +54,8 @@ from app.te.mapping import (
     site_paths,
 )
 from app.update.model import normalise_match
-from monitor.sflow.records import FiveTuple
+from topology import rule_plan
+from topology.flow import FiveTuple
 
 LOG = logging.getLogger("mlte.controller.mapping")
 DEFAULTS = {"mapping": "static", "mapping_sites": [], "mapping_interval": 1.0}

@@ -40,7 +40,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
 from app.config import DEFAULTS, load_config
-from app.controller import db_writer, rule_plan
+from app.controller import db_writer
 from app.controller import events as ctl_events
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
@@ -70,9 +70,10 @@ from monitor.probes import (
 )
 from monitor.sflow import SflowCollector
 from monitor.sflow.sflow_rt import SflowRtBackend
+from topology import rule_plan
 
 LOG = logging.getLogger("mlte.controller.monitor")
-COOKIE_PROBE = rule_plan.PROBE.cookie()  # the probe trap rule (app/controller/rule_plan.py)
+COOKIE_PROBE = rule_plan.PROBE.cookie()  # the probe trap rule (topology/rule_plan.py)
 PROBE_PRIORITY = rule_plan.PROBE.priority()
 ECHO_MAGIC = b"MLTEECHO"
 STORE = "monitor_store"  # the MonitorStore, a resource of the db_writer thread
@@ -151,13 +152,11 @@ class MonitorApp(app_manager.OSKenApp):
         # locked database must not stall the hub; the store is opened and used in that thread only
         self.writer: db_writer.DbWriter | None = None
         if SETTINGS.db_url:
-            from app.db.engine import make_engine
             from monitor.store import MonitorStore
 
-            url, retention = SETTINGS.db_url, float(self.cfg["retention_seconds"])
-            self.writer = db_writer.shared(int(SETTINGS.controller.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
-            # the web's engine settings (SQLite: WAL, 60 s busy timeout): waiting is harmless off the hub
-            self.writer.open(STORE, lambda: MonitorStore(make_engine(url), retention))
+            retention = float(self.cfg["retention_seconds"])
+            self.writer = db_writer.shared()
+            self.writer.open(STORE, lambda db: MonitorStore(db.engine, retention))
 
     def start(self):
         thread = super().start()

@@ -27,7 +27,7 @@ from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, events, reconcile, rule_plan
+from app.controller import db_writer, events, reconcile
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
@@ -39,6 +39,7 @@ from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import FlowStat, OfError, OpenFlowSouthbound
 from ots_virtual import protocol
+from topology import rule_plan
 from topology.capabilities import CapabilityStore, NodeCapabilities
 
 __all__ = ["BarrierTimeout", "DriverError", "OtsDriver", "XconResult"]  # errors re-exported from driver_errors
@@ -137,9 +138,8 @@ class OtsDriver(app_manager.OSKenApp):
         # (written in the controller's writer thread, db_writer: a locked database must not stall the hub)
         self.writer: db_writer.DbWriter | None = None
         if SETTINGS.db_url:
-            url = SETTINGS.db_url
-            self.writer = db_writer.shared(int(SETTINGS.controller.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
-            self.writer.open(CAPS, lambda: CapabilityStore(url))
+            self.writer = db_writer.shared()
+            self.writer.open(CAPS, lambda db: CapabilityStore(db.engine))
 
     def start(self):
         self._running = True  # timers only in a running controller (unit tests call handlers directly)

@@ -7,7 +7,7 @@ rules, ingress rules last) and the release plan undoes.
 
 The rules carry the reservation's traffic only: everything entering at an endpoint port (or only
 its VLAN when one is given) goes onto the circuit, and what comes back off the circuit goes out of
-that port. They sit in the ``reservation`` band of :mod:`app.controller.rule_plan` with the
+that port. They sit in the ``reservation`` band of :mod:`topology.rule_plan` with the
 reservation id in the cookie, above forwarding, so the whole endpoint port (or VLAN) belongs to
 the reservation for its window. The forwarding app keeps other traffic off the circuit's packet
 ports (:attr:`ReservationCircuit.packet_ports`).
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.controller import rule_plan
 from app.update.model import FlowRule, Port, XconSpec
+from topology import rule_plan
 from topology.graph import MultiLayerGraph
 
 OFPVID_PRESENT = 0x1000

@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.controller import rule_plan
 from app.controller.reservation_plans import ReservationCircuit, ReservationPathError, check_vlan, circuit_for
 from app.te.elastic import HOLD, ElasticDecision, ElasticState, kbps, rate_mbps
 from app.update import model, planner
@@ -38,6 +37,7 @@ from app.update.executor import PlanRecord
 from app.update.model import FlowRule, Port, XconSpec
 from app.update.plan import Plan
 from app.update.southbound import Southbound
+from topology import rule_plan
 from topology.graph import MultiLayerGraph
 
 Runner = Callable[[list[Callable[[], Any]]], list[Any]]

@@ -77,9 +77,8 @@ class ReservationsApp(app_manager.OSKenApp):
         if SETTINGS.db_url:
             from app.db.provisioning import ProvisioningStore
 
-            url = SETTINGS.db_url
-            self.writer = db_writer.shared(int(ctl.get("db_queue_max", db_writer.DEFAULT_MAX_JOBS)))
-            self.writer.open(STORE, lambda: ProvisioningStore(url))
+            self.writer = db_writer.shared()
+            self.writer.open(STORE, ProvisioningStore)
         self.manager = ReservationManager(
             None, LiveSouthbound(self.southbound, self.view), lambda: self.view.graph()[0],
             shared_runner(kwargs, self, self.view, self.southbound),

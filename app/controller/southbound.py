@@ -29,8 +29,8 @@ from app.controller.guard import loud
 from app.controller.journal import JOURNAL
 from app.controller.network_view import CONTEXT as VIEW_CONTEXT
 from app.controller.network_view import NetworkView
-from app.controller.rule_plan import ALL_BITS, OF13, Band
 from app.controller.runtime import SETTINGS
+from topology.rule_plan import ALL_BITS, OF13, Band
 
 LOG = logging.getLogger("mlte.controller.southbound")
 CONTEXT = "mlte_southbound"

@@ -39,7 +39,7 @@ from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
 from app.config import DEFAULTS as CONFIG_DEFAULTS
-from app.controller import events, guard, rule_plan
+from app.controller import events, guard
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.guard import loud
@@ -60,8 +60,9 @@ from app.te.growth import GROW, SHRINK, Growth, GrowthDecider, GrowthDecision
 from app.te.placement import PlacementDecider, PlacementPolicy
 from app.update.model import normalise_match
 from monitor.events import BALANCED_GROWTH, ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
-from monitor.sflow.records import FiveTuple
 from pce.otter.graph import hop_id
+from topology import rule_plan
+from topology.flow import FiveTuple
 
 LOG = logging.getLogger("mlte.controller.te")
 RETRY_S = 0.1  # how often the waiting elephants are looked at for a newer count

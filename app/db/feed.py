@@ -1,7 +1,7 @@
 """The small documented interface through which the controller writes what the web service shows.
 
-The controller never imports Flask: its ``db_feed`` app (``app/controller/db_feed.py``) opens a
-:class:`Feed` on the same database URL and calls these methods (each one a short transaction):
+The controller never imports Flask: its ``db_feed`` app (``app/controller/db_feed.py``) has the
+writer thread open a :class:`Feed` on the controller's one migrated :class:`Database` and calls these methods (each one a short transaction):
 topology snapshots, the circuits it has lit, and controller events. Utilization series and
 monitoring events are *not* written here: the monitor app stores them in ``mon_samples`` /
 ``mon_events`` (``monitor/store.py``) and the web reads them from there (``app/web/monitor_read.py``).
@@ -19,7 +19,6 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import selectinload
 
 from app.db.engine import Database
-from app.db.migrate import upgrade
 from app.db.models import Circuit, Event, TopologySnapshot, Xcon
 from app.db.provisioning import circuit_key
 
@@ -43,14 +42,9 @@ class CircuitRecord:
 class Feed:
     """Writer for topology snapshots, circuits and controller events."""
 
-    def __init__(self, url: str, *, migrate: bool = True, keep_snapshots: int = 100) -> None:
-        self.db = Database(url)
+    def __init__(self, db: Database, *, keep_snapshots: int = 100) -> None:
+        self.db = db  # migrated and disposed by its owner (the process's entry point)
         self.keep_snapshots = keep_snapshots
-        if migrate:
-            upgrade(self.db.engine)
-
-    def close(self) -> None:
-        self.db.dispose()
 
     def topology(self, graph_dict: dict[str, Any], ts: float | None = None) -> int:
         """Store ``MultiLayerGraph.to_dict()`` (the newest row is what ``--topology controller`` serves);

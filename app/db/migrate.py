@@ -1,7 +1,8 @@
 """Bring a database to the newest schema: ``alembic upgrade head``, the one way mlte's tables are made.
 
-Every process that opens the database calls :func:`upgrade` first (the web service in
-``create_app``, the controller's stores when they open, ``mlte web create-user``); operators can run
+Each process migrates once, at its entry point, through :func:`open_migrated` or :func:`upgrade`
+(the web service in ``create_app``, the controller's writer thread when it opens its engine, the CLI
+commands); the stores take the migrated engine and never migrate themselves. Operators can run
 ``python -m app.db.migrate URL``. It is idempotent and cheap once the database is at head (one
 ``SELECT`` of ``alembic_version``, no lock), and safe when several processes start at once: the
 migration runs in one transaction that holds a lock — SQLite ``BEGIN IMMEDIATE`` (the write lock),
@@ -24,7 +25,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, text
 
-from app.db.engine import make_engine, manages_sqlite_begin
+from app.db.engine import Database, make_engine, manages_sqlite_begin
 from app.db.models import owned_tables
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -113,6 +114,17 @@ def upgrade(target: str | Engine) -> str:
     finally:
         if isinstance(target, str):
             engine.dispose()
+
+
+def open_migrated(url: str) -> Database:
+    """The entry point's one :class:`Database`, brought to :func:`head`; the caller disposes it."""
+    db = Database(url)
+    try:
+        upgrade(db.engine)
+    except BaseException:
+        db.dispose()
+        raise
+    return db
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,6 @@ from sqlalchemy.orm import Session, selectinload
 
 from app.db import lifecycle
 from app.db.engine import Database
-from app.db.migrate import upgrade
 from app.db.models import Circuit, Event, Plan, Reservation, ReservationRule, Xcon
 from app.db.states import ACTIVE, FAILED, FINAL_STATES, PROVISIONING
 
@@ -253,12 +252,8 @@ def plan_dict(p: Plan) -> dict[str, Any]:
 class ProvisioningStore:
     """Reads due reservations and records what the controller installed, removed and planned."""
 
-    def __init__(self, url: str) -> None:
-        self.db = Database(url)
-        upgrade(self.db.engine)
-
-    def close(self) -> None:
-        self.db.dispose()
+    def __init__(self, db: Database) -> None:
+        self.db = db  # migrated and disposed by its owner (the process's entry point)
 
     # -- reading -----------------------------------------------------------------------------------
     def due(self, now: float) -> list[ReservationOrder]:

@@ -21,15 +21,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.controller import rule_plan
 from app.te.damping import Damper
 from app.te.gain import offload_gain
 from app.update import planner
 from app.update.model import FlowRule, Port, XconSpec
 from app.update.plan import Plan
 from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
-from monitor.sflow.records import FiveTuple
+from topology import rule_plan
 from topology.errors import TopologyError
+from topology.flow import FiveTuple
 
 OFFLOAD, RELEASE, SKIP = "offload", "release", "skip"
 ETH_IPV4 = 0x0800
@@ -190,7 +190,8 @@ class OffloadDecider:
         if not plan.lit:
             return Decision(SKIP, f"the joint model routes {want:.2f} Mbit/s without a new circuit", tuple(flows))
         c = plan.lit[0]
-        keep, gains = [], {}
+        keep: list[FiveTuple] = []
+        gains: dict[str, dict[str, float | bool | str]] = {}
         for f in flows:
             current = max(rates.get(f, 0.0), 1e-3)
             sent = flow_bytes(f)

@@ -12,7 +12,7 @@ passed in as ``now`` (the TE app wires it to the bus, the executor and the count
   chains between the two switches, their setup times and port granularity) for the load divided by
   ``target_util``, on a graph where the congested link keeps its capacity and every other packet link
   offers nothing (the split only ever uses the link and the new circuit);
-- *the split*: ``split`` band rules (``app/controller/rule_plan.py``) at both ends send the flows
+- *the split*: ``split`` band rules (``topology/rule_plan.py``) at both ends send the flows
   whose TCP/UDP source port falls in a share of the ``2**bits`` residues — the share proportional to
   the new circuit's capacity — onto it, per destination host behind the far end. A flow stays on one
   circuit (no reordering); many flows spread like a hash. Why not an OF1.3 select group: OVS 3.1
@@ -36,13 +36,13 @@ from typing import Any
 
 import networkx as nx
 
-from app.controller import rule_plan
 from app.te.damping import Damper
 from app.te.decisions import ETH_IPV4, L4, residual_graph
 from app.update import planner
 from app.update.model import FlowRule, Port, XconSpec
 from app.update.plan import Plan
 from monitor.events import BALANCED_GROWTH, Event
+from topology import rule_plan
 
 GROW, SHRINK, SKIP = "grow", "shrink", "skip"
 DEFAULT_BITS = 3  # the split's granularity: shares of 1/8

@@ -40,7 +40,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.controller import rule_plan
 from app.te.decisions import five_tuple_match
 from app.update import planner
 from app.update.model import FlowRule, IngressChange
@@ -52,7 +51,8 @@ from monitor.load_estimators import (
     rtt_weights,
     throughput_weights,
 )
-from monitor.sflow.records import FiveTuple
+from topology import rule_plan
+from topology.flow import FiveTuple
 
 STATIC, THROUGHPUT, RTT = "static", "throughput", "rtt"
 POLICIES = (STATIC, THROUGHPUT, RTT)

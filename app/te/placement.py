@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.controller import rule_plan
 from app.te.damping import Damper
 from app.te.decisions import (
     OFFLOAD,
@@ -49,7 +48,6 @@ from app.update import planner
 from app.update.model import FlowRule, IngressChange, Port, XconSpec
 from app.update.plan import Plan
 from monitor.events import UNCONSTRAINED_IMBALANCE, Event, FlowLike
-from monitor.sflow.records import FiveTuple
 from pce.otter.graph import (
     POLICIES,
     CandidatePath,
@@ -60,6 +58,8 @@ from pce.otter.graph import (
     place,
 )
 from pce.otter.graph_flows import ClassRules, GraphFlow, resolve_endpoint
+from topology import rule_plan
+from topology.flow import FiveTuple
 
 DEFAULT_PERIOD_S = 30.0
 
@@ -262,13 +262,19 @@ def unmonitored_load(graph: Any, link_loads: Mapping[str, float], flows: Iterabl
     hops = edge_hops(graph)
     out: dict[str, float] = {}
     for key, mbps in link_loads.items():
-        hop = hops.get(key)
-        if hop is None:
+        measured = hops.get(key)
+        if measured is None:
             continue
-        extra = float(mbps) - known.get(hop, 0.0)
+        extra = float(mbps) - known.get(measured, 0.0)
         if extra > floor_mbps:
-            out[hop] = extra
+            out[measured] = extra
     return out
+
+
+def _placed(p: FlowPlacement) -> CandidatePath:
+    """The path of a flow the placement moved (an offload is built from placed flows only)."""
+    assert p.path is not None
+    return p.path
 
 
 def _ends_of(hop: str) -> str:
@@ -378,8 +384,8 @@ class PlacementDecider(OffloadDecider):
         queue that latency-sensitive flows share there. It asks for the capacity of the link it was
         named on (at least its measured rate); the offload gain still judges it at its measured rate."""
         rates = {k: float(getattr(c, "mbps", 0.0) or 0.0) for k, c in self.monitored().items()}
-        for f, mbps in named.items():
-            rates[f] = max(rates.get(f, 0.0), float(mbps))
+        for five, mbps in named.items():
+            rates[five] = max(rates.get(five, 0.0), float(mbps))
         demand = {**rates, **{f: max(rates[f], wants_mbps) for f in named}}
         flows, skipped = flows_from_monitor(graph, [_Rate(k, v) for k, v in demand.items()], self.policy.rules)
         out = [Decision(SKIP, why) for why in skipped if any(str(f) in why for f in named)]
@@ -395,7 +401,8 @@ class PlacementDecider(OffloadDecider):
             path = self.policy.paths.get(f.id)
             if path is None:  # never moved: where default forwarding has it
                 mac = macs.get(key.dst)
-                path = forwarding_path(graph, {s: r[mac] for s, r in fwd.items() if mac in r}, f.src, f.dst)
+                path = forwarding_path(graph, {s: r[mac] for s, r in fwd.items() if mac is not None and mac in r},
+                                       f.src, f.dst)
             ready.append(replace(f, path=path, hold=held and path is not None,
                                  avoid=frozenset({avoid}) if avoid and key in named and not held else frozenset()))
         ready += [replace(r, hold=True) for r in flows_from_reservations(graph, self.reservations(now), now,
@@ -451,7 +458,7 @@ class PlacementDecider(OffloadDecider):
                     summary: dict[str, Any], keys: Mapping[str, FiveTuple]) -> Decision:
         """The offload (rules, circuit, ends) of flows moved onto paths through one circuit (or none)."""
         ident = next(self._ids)
-        circuits = {c.id: c for p in group for c in p.path.circuits} if group[0].path else {}
+        circuits = {c.id: c for p in group for c in _placed(p).circuits} if group[0].path else {}
         xcons = tuple(x for c in circuits.values() for x in circuit_xcons(c.xcons))
         ends: tuple[Port, ...] = tuple(e for c in circuits.values() for e in ((c.a, c.a_port), (c.b, c.b_port)))
         fwd_in, rev_in, fwd_tr, rev_tr = [], [], [], []
@@ -475,11 +482,11 @@ class PlacementDecider(OffloadDecider):
                                  verify_timeout_s=self.verify_timeout_s, plan_id=f"place{ident}")
         onto = f"onto new circuit {c.id} ({c.capacity:g} Mbit/s, setup {c.setup_time:.3f} s)" if c else \
             "onto lit links"
-        path = " ".join(group[0].path.switches)
+        path = " ".join(_placed(group[0]).switches)
         why = (f"{self.policy.name} placement: {len(group)} flow(s) {group[0].flow.src} -> {path.split()[-1]} "
                f"{onto} via {path}")
         detail = {**summary, "circuit": c.id if c else None,
-                  "moved": {p.flow.id: {"path": list(p.path.key), "mbps": round(p.allocated, 3),
+                  "moved": {p.flow.id: {"path": list(_placed(p).key), "mbps": round(p.allocated, 3),
                                         "class": p.flow.cls} for p in group}}
         return Decision(OFFLOAD, why, off.flows, plan, off, detail)
 

@@ -1,7 +1,7 @@
 """Value types of ordered updates: one XCON, one packet rule, one southbound outcome.
 
 They are plain, frozen and JSON-serialisable so a plan can be built, compared, stored and replayed
-without a switch. A ``FlowRule`` takes its cookie and priority range from ``app.controller.rule_plan``
+without a switch. A ``FlowRule`` takes its cookie and priority range from ``topology.rule_plan``
 (the one place bands are declared), so a plan can never install a rule outside its owner's band.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.controller import rule_plan
+from topology import rule_plan
 
 #: OpenFlow 1.3 OXM field names a plan may match on, in the order used to normalise a match.
 OXM_FIELDS: tuple[str, ...] = ("in_port", "eth_type", "eth_src", "eth_dst", "vlan_vid", "ipv4_src", "ipv4_dst",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from app.update.model import FlowRule, Port, XconSpec, port_str
 
@@ -28,6 +28,8 @@ def _op(op: str) -> str:
     if op not in (ADD, REMOVE):
         raise PlanError(f"step op {op!r} is neither {ADD!r} nor {REMOVE!r}")
     return op
+
+_S = TypeVar("_S", bound="Step")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +57,7 @@ class Step:
         """The step that undoes this one (deps empty: :meth:`Plan.undo` orders them)."""
         return None
 
-    def with_deps(self, deps: Iterable[str]) -> Step:
+    def with_deps(self: _S, deps: Iterable[str]) -> _S:
         return replace(self, deps=frozenset(deps))
 
     def _fields(self) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from app.update.model import FlowRule, IngressChange, Port, XconSpec
 from app.update.plan import (
@@ -51,7 +52,7 @@ class _Ids:
     """Short readable step ids: ``path+C.1`` is the first rule added on C by the path layer."""
 
     def __init__(self) -> None:
-        self.n: Counter[str] = Counter()
+        self.n: Counter[tuple[str, str]] = Counter()
 
     def __call__(self, prefix: str, switch: str) -> str:
         self.n[prefix, switch] += 1
@@ -162,7 +163,7 @@ def provision(circuit_xcons: Sequence[XconSpec], circuit_ports: Sequence[Port], 
     default_verify = [c.new for c in changes] + list(transit_rules)
     steps += path + swap + _verify(verify, default_verify if verify_rules is None else verify_rules,
                                    {s.id for s in swap} or path_ids, min_packets, verify_timeout_s)
-    kw = {} if plan_id is None else {"id": plan_id}
+    kw: dict[str, Any] = {} if plan_id is None else {"id": plan_id}
     return Plan(tuple(steps), "provision", **kw)
 
 
@@ -300,7 +301,7 @@ def one_shot(plan: Plan, *, verify: bool = True, plan_id: str | None = None) -> 
     barrier, no drain, no settling; ``verify`` keeps the verification for the report (after all sends)."""
     writes = [s.with_deps(()) for s in plan.steps if s.writes]
     writes = [replace(s, settle_s=0.0) if isinstance(s, FlowStep) else s for s in writes]
-    checks = [s.with_deps(w.id for w in writes) for s in plan.steps
+    checks: list[Step] = [s.with_deps(w.id for w in writes) for s in plan.steps
               if verify and isinstance(s, VerifyStep)]
     return Plan(tuple(writes + checks), plan.kind, ONE_SHOT, plan_id or f"{plan.id}-one-shot")
 

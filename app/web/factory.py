@@ -9,15 +9,18 @@ from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from app.db.engine import Database
-from app.db.migrate import upgrade
+from app.db.migrate import open_migrated
 from app.web.context import WebState, close_session
 from app.web.errors import ApiError
 from app.web.throttle import LoginThrottle
 from app.web.topology_source import TopologySource
 
 
-def create_app(test_config: dict[str, Any] | None = None) -> Flask:
-    """Build the Flask app; see the module docstring for the configuration keys."""
+def create_app(test_config: dict[str, Any] | None = None, db: Database | None = None) -> Flask:
+    """Build the Flask app; see the module docstring for the configuration keys.
+
+    The app owns one :class:`Database` for the process: ``db`` if the caller (``mlte web``) has
+    opened and migrated it already, else one on ``DATABASE``, migrated here."""
     from app.config import DEFAULTS
 
     app = Flask(__name__)
@@ -39,8 +42,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if test_config:
         app.config.update(test_config)
 
-    db = Database(app.config["DATABASE"])
-    upgrade(db.engine)  # every table, the monitor's and the capability store's included (docs/database.md)
+    if db is None:
+        # every table, the monitor's and the capability store's included (docs/database.md)
+        db = open_migrated(app.config["DATABASE"])
     app.extensions["mlte"] = WebState(
         db=db, topology=TopologySource(app.config["TOPOLOGY"], app.config["UNIT_MBPS"]),
         clock=app.config["CLOCK"], hold_seconds=float(app.config["HOLD_SECONDS"]),

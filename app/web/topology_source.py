@@ -2,7 +2,7 @@
 
 ``controller`` (default): the newest snapshot in ``topology_snapshots``, written by the controller's
 ``db_feed`` app (503 with an explanation until there is one — the web service never talks to the
-controller process); ``fig2``: the paper's Fig. 2 lab testbed (``mininet_labs.spec``, imported only
+controller process); ``fig2``: the paper's Fig. 2 lab testbed (``topology.spec``, imported only
 when asked for by name: not the live network); or a ``*.json`` file in ``MultiLayerGraph.to_json()``
 format. There is no fallback: what is served is described (:meth:`TopologySource.describe`), with its age, in
 the UI banner, ``GET /api/v1/topology`` (``source``) and the start-up line.
@@ -89,7 +89,7 @@ class TopologySource:
                 return self._snapshot[1]
         with self._lock:
             if self._static is None:  # a lab topology, asked for by name
-                from mininet_labs.spec import fig2_testbed, spec_to_graph
+                from topology.spec import fig2_testbed, spec_to_graph
 
                 self._static = spec_to_graph(fig2_testbed(unit_mbps=self.unit_mbps))
             return self._static

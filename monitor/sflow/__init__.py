@@ -2,12 +2,11 @@
 from monitor.sflow.collector import SflowCollector
 from monitor.sflow.decoder import SflowDecodeError, SflowDecoder, decode_datagram
 from monitor.sflow.estimator import FlowRateEstimator
-from monitor.sflow.records import CounterSample, Datagram, FiveTuple, FlowSample, IfCounters
+from monitor.sflow.records import CounterSample, Datagram, FlowSample, IfCounters
 
 __all__ = [
     "CounterSample",
     "Datagram",
-    "FiveTuple",
     "FlowRateEstimator",
     "FlowSample",
     "IfCounters",

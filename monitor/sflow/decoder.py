@@ -17,7 +17,8 @@ import threading
 from collections import Counter
 
 from monitor.sflow.packet import parse_header
-from monitor.sflow.records import CounterSample, Datagram, FiveTuple, FlowSample, IfCounters
+from monitor.sflow.records import CounterSample, Datagram, FlowSample, IfCounters
+from topology.flow import FiveTuple
 
 log = logging.getLogger(__name__)
 

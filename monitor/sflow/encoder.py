@@ -9,7 +9,7 @@ import ipaddress
 import struct
 from dataclasses import dataclass
 
-from monitor.sflow.records import FiveTuple
+from topology.flow import FiveTuple
 
 
 def _pad(b: bytes) -> bytes:

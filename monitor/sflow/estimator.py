@@ -14,7 +14,8 @@ import threading
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
-from monitor.sflow.records import FiveTuple, FlowSample
+from monitor.sflow.records import FlowSample
+from topology.flow import FiveTuple
 
 Point = tuple[str, int]  # (agent address, data source index)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from monitor.sflow.records import FiveTuple
+from topology.flow import FiveTuple
 
 ETH_IPV4 = 0x0800
 ETH_IPV6 = 0x86DD

@@ -16,7 +16,7 @@ import urllib.parse
 import urllib.request
 
 from monitor.sflow.estimator import FlowRate
-from monitor.sflow.records import FiveTuple
+from topology.flow import FiveTuple
 
 FLOW_KEYS = ("ipsource,ipdestination,ipprotocol,"
              "or:tcpsourceport:udpsourceport,or:tcpdestinationport:udpdestinationport")

@@ -46,9 +46,10 @@ class EdgeLp:
 
 
 def build_edge_lp(
-    network: TeNetwork, demands: Demands, objective: str, capacity_factor: float = 1.0
+    network: TeNetwork, demands: Demands, objective: str, capacity_factor: float | np.ndarray = 1.0
 ) -> EdgeLp:
-    """The source-aggregated arc-flow LP; ``capacity_factor`` scales every capacity (POP: 1/K)."""
+    """The source-aggregated arc-flow LP; ``capacity_factor`` scales every capacity (POP: 1/K; an
+    array: per arc)."""
     check_objective(objective)
     n, m = network.n_nodes, network.n_arcs
     sources, commodity = np.unique(demands.src, return_inverse=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import multiprocessing
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ import numpy as np
 from pce.errors import InvalidInputError
 from pce.te.network import Demands, TeNetwork
 from pce.te.paths import PathSet, Progress
+from pce.te.subproblem import SolveOptions, SubResult, solve_subproblem
 
 
 @dataclass
@@ -144,7 +145,17 @@ def capacity_shares(network: TeNetwork, paths: PathSet, groups: list[tuple[np.nd
     return shares
 
 
-_STATE: tuple | None = None  # inherited by forked workers
+@dataclass(frozen=True)
+class _Shared:
+    """What every partition's worker needs besides its own demands (inherited through fork)."""
+
+    network: TeNetwork
+    demands: Demands
+    paths: PathSet | None
+    options: SolveOptions
+
+
+_STATE: _Shared | None = None  # inherited by forked workers
 
 
 def _worker_init() -> None:
@@ -155,44 +166,33 @@ def _worker_init() -> None:
     reset_scheduler()
 
 
-def _solve_group(group: tuple[np.ndarray, np.ndarray, float | np.ndarray]):
-    from pce.te.solve import solve_subproblem
-
+def _solve_group(group: tuple[np.ndarray, np.ndarray, float | np.ndarray]) -> tuple[np.ndarray, SubResult]:
     assert _STATE is not None
-    (network, demands, paths, formulation, objective, k, solver, lp_method, time_limit, lp_algorithm,
-     presolve) = _STATE
+    st = _STATE
     idx, volume, factor = group
-    sub_paths = paths.subset(idx) if paths is not None else None
-    sub_demands = Demands(demands.src[idx], demands.dst[idx], volume)
-    return idx, solve_subproblem(network, sub_demands, sub_paths, formulation, objective,
-                                 factor, solver, lp_method, threads=1, time_limit=time_limit,
-                                 lp_algorithm=lp_algorithm, presolve=presolve)
+    sub_paths = st.paths.subset(idx) if st.paths is not None else None
+    sub_demands = Demands(st.demands.src[idx], st.demands.dst[idx], volume)
+    return idx, solve_subproblem(st.network, sub_demands, sub_paths, st.options, factor, threads=1)
 
 
 def solve_partitioned(
     network: TeNetwork,
     demands: Demands,
     paths: PathSet | None,
-    formulation: str,
-    objective: str,
+    options: SolveOptions,
     partitions: int,
-    solver: str = "highs",
-    lp_method: str = "auto",
     workers: int = 2,
     seed: int = 0,
-    time_limit: float | None = None,
     progress: Progress | None = None,
     split: float = 0.0,
-    lp_algorithm: str = "full",
     capacity_split: str = "uniform",
-    presolve: bool = True,
     repair: bool = False,
 ) -> Combined:
     """Solve the K sub-problems (``workers`` at a time) and combine them. ``capacity_split``:
     ``uniform`` (POP: 1/K of every arc) or ``demand`` (see :func:`capacity_shares`).
     ``repair``: then route the unmet demand over the capacity left (total-flow only)."""
     global _STATE
-    if repair and objective != "total-flow":
+    if repair and options.objective != "total-flow":
         raise InvalidInputError("POP repair needs the total-flow objective (MLU routes every demand in full)")
     if partitions > len(demands):
         raise InvalidInputError(f"{partitions} partitions for only {len(demands)} demands")
@@ -208,12 +208,11 @@ def solve_partitioned(
     groups = [(idx, vol, f) for (idx, vol), f in zip(clients, factors, strict=True)]
     allocation = np.zeros(len(demands))
     arc_load = np.zeros(network.n_arcs)
-    subs: list = []
+    subs: list[SubResult] = []
     t0 = time.perf_counter()
-    _STATE = (network, demands, paths, formulation, objective, partitions, solver, lp_method, time_limit,
-              lp_algorithm, presolve)
+    _STATE = _Shared(network, demands, paths, options)
 
-    def collect(idx: np.ndarray, sub) -> None:
+    def collect(idx: np.ndarray, sub: SubResult) -> None:
         allocation[idx] += sub.allocation
         arc_load[:] += sub.arc_load
         subs.append(sub)
@@ -233,8 +232,7 @@ def solve_partitioned(
     pop_wall = time.perf_counter() - t0
     repair_sizes = None
     if repair:
-        repair_sizes = _repair(network, demands, paths, formulation, allocation, arc_load, solver, lp_method,
-                               workers, time_limit, presolve, progress)
+        repair_sizes = _repair(network, demands, paths, options, allocation, arc_load, workers, progress)
     wall = time.perf_counter() - t0
     keys = ("variables", "constraints", "nonzeros")  # colgen: the final restricted master's sizes
     return Combined(
@@ -257,12 +255,9 @@ def solve_partitioned(
     )
 
 
-def _repair(network: TeNetwork, demands: Demands, paths: PathSet | None, formulation: str,
-            allocation: np.ndarray, arc_load: np.ndarray, solver: str, lp_method: str, workers: int,
-            time_limit: float | None, presolve: bool, progress: Progress | None) -> dict[str, Any]:
+def _repair(network: TeNetwork, demands: Demands, paths: PathSet | None, options: SolveOptions,
+            allocation: np.ndarray, arc_load: np.ndarray, workers: int, progress: Progress | None) -> dict[str, Any]:
     """Route the unmet demand over the capacity left, adding to ``allocation`` and ``arc_load`` in place."""
-    from pce.te.solve import solve_subproblem
-
     before = float(allocation.sum())
     res = residual_instance(network, demands, paths, allocation, arc_load)
     out: dict[str, Any] = {"demands": len(res.demands),
@@ -270,9 +265,8 @@ def _repair(network: TeNetwork, demands: Demands, paths: PathSet | None, formula
                            "variables": 0, "constraints": 0, "nonzeros": 0, "before": before, "added": 0.0}
     if len(res.demands) == 0:
         return out
-    sub = solve_subproblem(res.network, res.demands, res.paths, formulation, "total-flow", 1.0, solver,
-                           lp_method, threads=workers, time_limit=time_limit, lp_algorithm="full",
-                           presolve=presolve)
+    repair_options = replace(options, objective="total-flow", lp_algorithm="full")
+    sub = solve_subproblem(res.network, res.demands, res.paths, repair_options, threads=workers)
     allocation[res.index] += sub.allocation
     arc_load += sub.arc_load
     out.update({k: int(sub.sizes[k]) for k in ("variables", "constraints", "nonzeros")},

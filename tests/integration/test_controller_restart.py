@@ -18,9 +18,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from app.controller import rule_plan
 from app.controller.client import wait_until
 from mininet_labs.netlock import net_lock
+from topology import rule_plan
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +36,7 @@ FWD = rule_plan.FORWARDING
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     from mininet_labs.session import LabSession
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
+    from topology.spec import fig2_testbed, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
     work = tmp_path_factory.mktemp("restart")

@@ -12,10 +12,10 @@ import time
 import pytest
 import requests
 
-from app.controller import rule_plan
 from app.controller.client import wait_until
 from app.web.timeutil import to_iso
 from mininet_labs.reservation_lifecycle import ROOT, _get, _state, _udp_mbps
+from topology import rule_plan
 
 pytestmark = pytest.mark.integration
 GRANT = 5.0
@@ -44,7 +44,7 @@ def metered_rule_bytes(session, switch: str, meter: int) -> int:
 def test_an_elastic_reservation_grows_and_shrinks_within_its_grant(tmp_path):
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession, free_port
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
+    from topology.spec import fig2_testbed, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
     spec = fig2_testbed()

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from topology.compare import graph_diff, without_hosts
 from topology.graph import MultiLayerGraph
+from topology.spec import fig2_testbed, spec_to_graph
 
 pytestmark = [pytest.mark.integration, pytest.mark.lab()]  # `mlte lab` itself: `make test-labs` runs it
 

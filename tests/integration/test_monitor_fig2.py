@@ -112,9 +112,10 @@ def test_elephant_next_to_small_flows_raises_unconstrained_imbalance(lab):
     assert {(e["op"], e["switch"]) for e in fine} == {("enable", "A"), ("enable", "B"), ("disable", "A"),
                                                         ("disable", "B")}
     # stored for the UI: events with epoch times, the circuit's utilization series
+    from app.db.engine import make_engine
     from monitor.store import MonitorStore
 
-    store = MonitorStore(f"sqlite:///{lab.work / 'capabilities.db'}")
+    store = MonitorStore(make_engine(str(lab.work / "capabilities.db")))  # migrated by the controller
     stored = store.events(since=t_start, kind="unconstrained_imbalance")
     assert stored and stored[0]["flows"] == ev["flows"] and stored[0]["t"] <= time.time()
     assert [p for p in store.series("packet:A:3-B:1", "util", since=t_start) if 0 < p.value < 0.6]

@@ -145,9 +145,10 @@ def test_probes_measure_the_link_and_follow_a_reroute(lab):
         changes = lab.client.events(since, "monitor_probe_links")
         assert any(old in e["removed"] for e in changes) and any(new in e["added"] for e in changes), changes
         # the per-interval minima are stored for both links
+        from app.db.engine import make_engine
         from monitor.store import MonitorStore
 
-        store = MonitorStore(f"sqlite:///{lab.work / 'capabilities.db'}")
+        store = MonitorStore(make_engine(str(lab.work / "capabilities.db")))  # migrated by the controller
         wait_until(lambda: store.series(new, "latency_ms", since=t_switch), 5, "stored latency of A:3-C:1")
         assert store.series(old, "latency_ms", since=t_switch - 30)
         assert not store.series(old, "latency_ms", since=time.time() - 1)

@@ -18,7 +18,8 @@ import pytest
 from mininet_labs.netlock import net_lock
 from monitor.drops import OvsShapedQueue
 from monitor.ovsdb_sflow import OvsSflow
-from monitor.sflow import FiveTuple, SflowCollector
+from monitor.sflow import SflowCollector
+from topology.flow import FiveTuple
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ DELAY = (0.150, 0.220)
 @pytest.fixture(scope="module")
 def testbed(tmp_path_factory):
     from mininet_labs.session import LabSession
-    from mininet_labs.spec import fig2_testbed
+    from topology.spec import fig2_testbed
 
     with net_lock(), LabSession(fig2_testbed(), tmp_path_factory.mktemp("fig2"), delay=DELAY) as session:
         yield session  # the session stops (controller, agents, bridges) however the tests end
@@ -41,12 +41,13 @@ def spec_adaptations(spec) -> set[tuple[str, str, int]]:
 
 
 def test_datapaths_classified_and_capabilities_stored(testbed):
+    from app.db.engine import make_engine
     from topology.capabilities import CapabilityStore
 
     kinds = {s["name"]: (s["kind"], s["of_version"]) for s in testbed.client.switches()}
     assert kinds == {"A": ("packet", "1.3"), "B": ("packet", "1.3"), "C": ("packet", "1.3"),
                      "X": ("ots", "1.0"), "Y": ("ots", "1.0"), "Z": ("ots", "1.0")}
-    store = CapabilityStore(f"sqlite:///{testbed.workdir / 'capabilities.db'}")
+    store = CapabilityStore(make_engine(str(testbed.workdir / "capabilities.db")))  # migrated by the controller
     try:
         x = store.get(0x0F01)
         assert x is not None and x.switch_type == "optical" and x.name == "X"
@@ -54,7 +55,7 @@ def test_datapaths_classified_and_capabilities_stored(testbed):
         assert x.one_rule_per_port and (x.setup_time_min, x.setup_time_max) == DELAY
         assert store.get(0xA1).switch_type == "packet"
     finally:
-        store.close()
+        store.engine.dispose()
     # nothing we sent so far was refused: no packet-switch rule ever went to an OTS
     assert testbed.client.events(kind="of_error") == []
 
@@ -74,9 +75,9 @@ def test_optical_scan_finds_every_adaptation_and_leaves_no_probe(testbed):
 
 
 def test_static_file_gives_the_same_graph_as_the_scan(testbed, tmp_path):
-    from mininet_labs.spec import spec_to_graph, spec_to_vendor_file
     from topology.compare import graph_diff, without_hosts
     from topology.graph import MultiLayerGraph
+    from topology.spec import spec_to_graph, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
     if not testbed.client.events(kind="scan_done"):

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 def ring_spec():
-    from mininet_labs.spec import HostSpec, LabSpec, LinkSpec, SwitchSpec
+    from topology.spec import HostSpec, LabSpec, LinkSpec, SwitchSpec
 
     switches = (SwitchSpec("P", 0x501), SwitchSpec("Q", 0x502), SwitchSpec("R", 0x503))
     hosts = (HostSpec("h1", "P", 1, "10.0.0.1", "02:00:00:00:05:01"),

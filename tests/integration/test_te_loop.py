@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from app.controller import rule_plan
 from app.controller.client import wait_until
 from mininet_labs.circuits import FIG2_CIRCUITS
 from mininet_labs.monitor_lab import band_rules, fig2_monitor_lab
 from mininet_labs.traffic import SCRIPT
+from topology import rule_plan
 
 pytestmark = pytest.mark.integration
 

@@ -46,7 +46,7 @@ def free_udp_port() -> int:
 def stack(tmp_path_factory):
     """(lab session, web base URL, auth headers) sharing one SQLite database."""
     from mininet_labs.session import LabSession
-    from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
+    from topology.spec import fig2_testbed, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
     work = tmp_path_factory.mktemp("webe2e")
@@ -97,9 +97,9 @@ def web_graph(stack):  # noqa: ANN001, ANN201
 
 
 def test_web_serves_the_discovered_topology(stack):
-    from mininet_labs.spec import spec_to_graph
     from mininet_labs.testbed import wait_ping
     from topology.compare import graph_diff, with_known_hosts
+    from topology.spec import spec_to_graph
 
     session = stack[0]
     scan = session.client.scan(timeout=120)

@@ -158,7 +158,7 @@ class FakeNetwork:
 
     @classmethod
     def from_spec(cls, spec: Any, **kw: Any) -> FakeNetwork:
-        """A network wired like a ``mininet_labs.spec.LabSpec`` (one source of truth for topologies)."""
+        """A network wired like a ``topology.spec.LabSpec`` (one source of truth for topologies)."""
         net = cls(**kw)
         for s in spec.switches:
             net.add_switch(s.name)
@@ -635,8 +635,8 @@ class Traffic:
 
 # ---------------------------------------------------------------------- the Fig. 2 scenario
 def fig2_network(**kw: Any) -> FakeNetwork:
-    """The Fig. 2 testbed (mininet_labs.spec.fig2_testbed) as a fake network, nothing installed."""
-    from mininet_labs.spec import fig2_testbed
+    """The Fig. 2 testbed (topology.spec.fig2_testbed) as a fake network, nothing installed."""
+    from topology.spec import fig2_testbed
     return FakeNetwork.from_spec(fig2_testbed(), **kw)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.config import DEFAULTS
-from app.db.engine import make_engine
+from app.db.migrate import open_migrated
 from monitor.core import MonitorCore, circuits_from_graph
 from monitor.counters import PortSnapshot
 from monitor.store import MonitorStore
@@ -36,7 +36,8 @@ class MonitorFeed:
     """A monitor core over ``graph`` whose ports carry the rates a test chooses, stored per tick."""
 
     def __init__(self, url: str, graph: Any, interval: float = 1.0) -> None:
-        self.store = MonitorStore(make_engine(url))  # as the monitor app opens it (a path or a URL)
+        self.db = open_migrated(url)  # as the controller's writer opens it (a path or a URL)
+        self.store = MonitorStore(self.db.engine)
         self.core = MonitorCore({**DEFAULTS["monitor"], "ewma_alpha": 1.0})  # no smoothing: a rate shows at once
         self.interval = interval
         self.mono = 0.0
@@ -72,4 +73,4 @@ class MonitorFeed:
         return res.circuits
 
     def close(self) -> None:
-        self.store.engine.dispose()
+        self.db.dispose()

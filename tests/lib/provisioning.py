@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.db.migrate import open_migrated
 from app.db.provisioning import ProvisioningStore
 
 COOKIE = 0x4D4C544500000100  # the controller's cookie prefix; kind 0x00, id 1
@@ -32,7 +33,7 @@ def installation(path: dict[str, Any]) -> tuple[dict[str, Any] | None, list[dict
 
 def light(url: str, res_id: int, now: float) -> bool:
     """Do what the controller does for a due reservation: record its installation, PROVISIONING → ACTIVE."""
-    store = ProvisioningStore(url)
+    store = ProvisioningStore(open_migrated(url))
     try:
         orders = {o.id: o for o in store.due(now)}
         if res_id not in orders:
@@ -40,4 +41,4 @@ def light(url: str, res_id: int, now: float) -> bool:
         circuit, rules = installation(orders[res_id].path or {})
         return store.mark_active(res_id, circuit, rules, now)
     finally:
-        store.close()
+        store.db.dispose()

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from app.db.engine import Database
 from app.db.feed import Feed
+from app.db.migrate import open_migrated
 from tests.lib.monitor_feed import MonitorFeed, fig2_lit
 from tests.lib.webserver import create_user_cli, serve_cli
 from tests.web.conftest import ARTIFACTS, shot
@@ -32,12 +34,12 @@ def _scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
     with serve_cli(db, log_path=tmp_path / "server.log") as url:
         # what the controller would write: a circuit and events (db_feed, through Feed), utilization
         # samples of the path's first links (its monitor app, through MonitorStore)
-        feed = Feed(db, migrate=False)
+        feed = Feed(Database(db))
         try:
             feed.circuit("A-C via X,Z", "A:3", "C:1", 10.0, [("X", 1, 3), ("Z", 3, 2)])
             feed.event("circuit.up", "circuit A-C via X,Z is up")
         finally:
-            feed.close()
+            feed.db.dispose()
         # the monitor's series of the circuit A:3–C:1 the reservation's path A → X → Z → C becomes
         mon = MonitorFeed(db, fig2_lit(("A", 3, "C", 1)))
         now = time.time()
@@ -179,7 +181,7 @@ def _provisioning_scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
         assert "No circuit recorded" in page.inner_text("#res-circuits")
         shot(page, "11-provisioning")
 
-        store = ProvisioningStore(db)  # what the controller does once it has set the network up
+        store = ProvisioningStore(open_migrated(db))  # what the controller does once it has set the network up
         try:
             orders = {o.id: o for o in store.due(time.time())}
             assert set(orders) == set(ids)
@@ -187,7 +189,7 @@ def _provisioning_scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
             assert store.mark_active(ids[0], circuit, rules, time.time())
             assert store.mark_failed(ids[1], "no free port on OTS Z for the second route", time.time())
         finally:
-            store.close()
+            store.db.dispose()
         page.reload()
         assert page.inner_text("#res-state") == "ACTIVE"
         assert page.locator("#res-circuits tbody tr", has_text="A:3-C:1").count() == 1

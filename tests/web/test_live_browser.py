@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from app.db.engine import Database
 from app.db.feed import CircuitRecord, Feed
 from tests.lib.monitor_feed import MonitorFeed, fig2_lit
 from tests.lib.webserver import create_user_cli, serve_cli
@@ -42,7 +43,7 @@ def _live_scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
         assert page.inner_text("#circuit-list tbody") == "No circuit is lit."
         page.evaluate("window.__sameDocument = true")  # gone if anything reloads the page
 
-        feed = Feed(db, migrate=False)
+        feed = Feed(Database(db))
         mon = MonitorFeed(db, fig2_lit(("A", 3, "B", 1)))
         try:
             assert mon.circuit_ids == [KEY]
@@ -74,6 +75,6 @@ def _live_scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
             assert "Released recently (1)" in page.inner_text("#released-circuits summary")
         finally:
             mon.close()
-            feed.close()
+            feed.db.dispose()
         assert page.evaluate("window.__sameDocument") is True
         shot(page, "22-live-released")

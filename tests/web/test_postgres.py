@@ -136,7 +136,7 @@ def test_a_postgres_database_of_the_old_code_upgrades(pg) -> None:  # noqa: ANN0
             assert conn.execute(text("SELECT state FROM reservations")).scalar() == "PROVISIONING"
     finally:
         engine.dispose()
-    store = MonitorStore(url)
+    store = MonitorStore(make_engine(url))  # migrated above
     assert [p.value for p in store.series("A:3", "util")] == [0.5]
     store.engine.dispose()
 
@@ -147,6 +147,7 @@ def test_provisioning_round_trip_on_postgres(pg) -> None:  # noqa: ANN001
     then cancel racing mark_active (the admission_lock row serialises them)."""
     import threading
 
+    from app.db import migrate
     from app.db.provisioning import ProvisioningStore
     from tests.lib.provisioning import installation
     from tests.unit.web.conftest import Clock
@@ -157,7 +158,7 @@ def test_provisioning_round_trip_on_postgres(pg) -> None:  # noqa: ANN001
     app, token = _app(url, CLOCK=clock)
     h = {"Authorization": f"Bearer {token}"}
     c = app.test_client()
-    store = ProvisioningStore(url)
+    store = ProvisioningStore(migrate.open_migrated(url))
     try:
         def started() -> int:
             body = {"name": "pg", "src": "A:1", "dst": "C:3", "bandwidth": 2, "start": iso(clock.t + 60),
@@ -213,5 +214,5 @@ def test_provisioning_round_trip_on_postgres(pg) -> None:  # noqa: ANN001
             assert [i.reservation_id for i in store.to_release()] == [rid]
             assert store.mark_released(rid, clock.t)
     finally:
-        store.close()
+        store.db.dispose()
         app.extensions["mlte"].db.dispose()

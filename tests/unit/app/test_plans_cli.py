@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from app.cli.main import main
+from app.db.migrate import open_migrated
 from app.db.provisioning import ProvisioningStore
 
 T = 1_900_000_000.0
@@ -9,14 +10,14 @@ T = 1_900_000_000.0
 
 def test_plans_lists_a_recorded_plan_with_its_steps(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'p.db'}"
-    store = ProvisioningStore(url)
+    store = ProvisioningStore(open_migrated(url))
     steps = [{"id": "xcon+X:1-3", "kind": "xcon_add", "target": "X:1<->3", "deps": [], "started_at": T,
               "finished_at": T + 0.2, "ok": True, "error": ""},
              {"id": "circuit-up", "kind": "circuit_up", "target": "ports A:3,C:1", "deps": ["xcon+X:1-3"],
               "started_at": T + 0.2, "finished_at": T + 0.25, "ok": False, "error": "ports A:3 not up within 5s"}]
     store.record_plan({"kind": "provision", "mode": "ordered", "state": "rolled_back", "error": "circuit-up failed",
                        "started_at": T, "finished_at": T + 0.3, "steps": steps})
-    store.close()
+    store.db.dispose()
     assert main(["plans", "--db", url]) == 0
     out = capsys.readouterr().out
     assert "provision (ordered): rolled_back in 300 ms: circuit-up failed" in out

@@ -117,7 +117,7 @@ def test_web_unknown_topology_word(tmp_path, capsys, free_port) -> None:  # noqa
 
 def test_web_good_settings_reach_the_server(tmp_path, capsys, free_port) -> None:  # noqa: ANN001
     """The tripwire fires only once every check has passed: the checks refuse nothing good."""
-    from mininet_labs.spec import fig2_testbed, spec_to_graph
+    from topology.spec import fig2_testbed, spec_to_graph
 
     topo = tmp_path / "fig2.json"
     topo.write_text(json.dumps(spec_to_graph(fig2_testbed()).to_dict()))

@@ -62,7 +62,7 @@ def test_lab_numbers_must_be_finite_and_positive(argv, capsys):
 def test_lab_passes_absolute_static_file_to_the_controller(tmp_path, monkeypatch):
     """The controller runs in the project root: a relative --static-file / OUT must not break it."""
     from mininet_labs.session import LabSession
-    from mininet_labs.spec import fig2_testbed
+    from topology.spec import fig2_testbed
 
     monkeypatch.chdir(tmp_path)
     s = LabSession(fig2_testbed(), "work", static_file="optical.json", config_file="m.toml", prefix="zz")

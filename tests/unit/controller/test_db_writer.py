@@ -13,6 +13,8 @@ import sqlalchemy.exc
 from sqlalchemy import create_engine
 
 from app.controller.db_writer import EVENT, PRUNE, RECORD, SAMPLE, SNAPSHOT, DbWriter, WriterClosed
+from app.db import migrate
+from app.db.engine import Database
 from monitor.events import Event
 from monitor.store import MonitorStore
 
@@ -52,9 +54,9 @@ def _run_under_lock(path: str, work: Callable[[], list[float]], pending: Callabl
 def test_enqueue_while_db_locked_keeps_green_threads_running(tmp_path) -> None:
     path = tmp_path / "mon.db"
     url = f"sqlite:///{path}"
-    MonitorStore(url)  # the tables exist before the lock is taken
-    writer = DbWriter(max_jobs=100).start()
-    writer.open("store", lambda: MonitorStore(url))  # sqlite busy timeout 5 s > the lock
+    migrate.upgrade(url)  # the tables exist before the lock is taken
+    writer = DbWriter(max_jobs=100, connect=lambda: Database(url)).start()
+    writer.open("store", lambda db: MonitorStore(db.engine))  # sqlite busy timeout 60 s > the lock
     n = 20
 
     def work() -> list[float]:
@@ -73,7 +75,7 @@ def test_enqueue_while_db_locked_keeps_green_threads_running(tmp_path) -> None:
     assert gap < LOCK_SECONDS / 3, f"a green thread was starved for {gap:.2f} s"
     assert max(durations) < LOCK_SECONDS / 3
     assert writer.flush(30.0)
-    store = MonitorStore(url)
+    store = MonitorStore(create_engine(url))
     assert [p.value for p in store.series("A-B", "util")] == [i / n for i in range(n)]
     assert len(store.events(kind="hot_spot")) == n
     assert writer.stats()["errors"] == 0 and writer.stats()["written"] == 2 * n
@@ -85,6 +87,7 @@ def test_contrast_writing_on_the_hub_starves_it(tmp_path) -> None:
     the ticker until sqlite's busy timeout (the lock holder, a green thread too, cannot even release it)."""
     path = tmp_path / "mon.db"
     url = f"sqlite:///{path}"
+    migrate.upgrade(url)
     store = MonitorStore(create_engine(url, connect_args={"timeout": 2.0}))
 
     def work() -> list[float]:
@@ -113,7 +116,7 @@ class Recorder:
 def test_full_queue_drops_oldest_samples_never_events_or_snapshots() -> None:
     rec = Recorder()
     writer = DbWriter(max_jobs=4)  # not started: the queue fills as if the database were stalled
-    writer.open("r", lambda: rec)
+    writer.open("r", lambda _db: rec)
     for i in range(3):
         writer.submit(SAMPLE, "r", lambda r, i=i: r.write("sample", i))
     writer.submit(EVENT, "r", lambda r: r.write("event", 0))  # full now: sample 0 goes
@@ -133,7 +136,7 @@ def test_full_queue_drops_oldest_samples_never_events_or_snapshots() -> None:
 def test_prunes_are_coalesced() -> None:
     rec = Recorder()
     writer = DbWriter()
-    writer.open("r", lambda: rec)
+    writer.open("r", lambda _db: rec)
     for t in (1, 2, 3):
         writer.submit(PRUNE, "r", lambda r, t=t: r.write("prune", t))
     writer.start()
@@ -151,7 +154,7 @@ def test_failures_are_retried_then_reported_not_raised(caplog) -> None:
             raise sqlite3.OperationalError("database is locked")
 
     writer = DbWriter(retries=2, retry_delay=0.0).start()
-    writer.open("f", Flaky)
+    writer.open("f", lambda _db: Flaky())
     writer.submit(SNAPSHOT, "f", lambda f: f.write(), failed.append)
     writer.submit(SAMPLE, "f", lambda f: f.write())
     writer.submit(EVENT, "nowhere", lambda f: None)  # a resource nobody opened
@@ -171,7 +174,7 @@ def test_a_failing_open_is_retried_by_the_next_job() -> None:
     calls: list[int] = []
     rec = Recorder()
 
-    def factory() -> Recorder:
+    def factory(_db: object) -> Recorder:
         calls.append(1)
         if len(calls) <= 3:  # the OPEN job and its 2 retries
             raise sqlite3.OperationalError("database is locked")
@@ -182,6 +185,33 @@ def test_a_failing_open_is_retried_by_the_next_job() -> None:
     writer.submit(EVENT, "r", lambda r: r.write("event", 1))
     assert writer.close(5.0)
     assert rec.rows == [("event", 1)] and writer.stats()["errors"] == 1
+
+
+def test_one_database_for_every_resource_disposed_at_close() -> None:
+    """The writer owns the engine: ``connect`` runs once, in the writer thread, and every factory
+    gets what it returned; closing the writer disposes it after the resources are closed."""
+    closed: list[str] = []
+
+    class Db:
+        def dispose(self) -> None:
+            closed.append("db")
+
+    class Res:
+        def __init__(self, db: Db) -> None:
+            self.db = db
+
+        def close(self) -> None:
+            closed.append("res")
+
+    connects: list[Db] = []
+    writer = DbWriter(connect=lambda: connects.append(Db()) or connects[-1]).start()
+    seen: list[Db] = []
+    for name in ("a", "b"):
+        writer.open(name, Res)
+        writer.submit(RECORD, name, lambda r: seen.append(r.db))
+    assert writer.close(5.0)
+    assert len(connects) == 1 and seen == connects * 2
+    assert closed == ["res", "res", "db"]
 
 
 def test_closed_writer_rejects_jobs_and_unknown_kinds_are_errors() -> None:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
 
-from app.controller import events, rule_plan
+from app.controller import events
 from app.controller.forwarding import (
     COOKIE_FWD,
     FWD_PRIORITY,
@@ -23,6 +23,7 @@ from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import FlowStat, OpenFlowSouthbound, flow_stat
+from topology import rule_plan
 
 A, B = 0xA1, 0xB1
 H1, H3 = "00:00:00:00:00:01", "00:00:00:00:00:03"

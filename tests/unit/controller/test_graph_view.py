@@ -4,8 +4,8 @@ import sys
 
 from app.controller.graph_view import combined, live_graph, strip
 from app.controller.model import OTS, PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
-from mininet_labs.spec import fig2_testbed, spec_to_graph, spec_to_vendor_file
 from topology.compare import graph_diff, without_hosts
+from topology.spec import fig2_testbed, spec_to_graph, spec_to_vendor_file
 from topology.vendor_file import vendor_to_graph
 
 

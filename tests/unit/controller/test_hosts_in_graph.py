@@ -7,8 +7,8 @@ from os_ken.ofproto import ofproto_v1_0, ofproto_v1_0_parser, ofproto_v1_3, ofpr
 from app.controller.graph_view import HOST_SOURCE, combined, live_graph, strip
 from app.controller.inventory import _port_info, port_speed_kbps
 from app.controller.model import PACKET, HostInfo, PortInfo, PortRef, SwitchInfo, host_label, split_names
-from mininet_labs.spec import fig2_testbed, spec_to_graph, spec_to_vendor_file
 from topology.compare import graph_diff, with_known_hosts, without_hosts
+from topology.spec import fig2_testbed, spec_to_graph, spec_to_vendor_file
 from topology.vendor_file import vendor_to_graph
 
 from .test_graph_view import live_state

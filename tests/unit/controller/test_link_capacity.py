@@ -9,7 +9,7 @@ from app.controller.graph_view import DEFAULT_LINK_MBPS, combined, link_speed_mb
 from app.controller.inventory import _port_info
 from app.controller.model import PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
 from app.errors import ConfigError
-from mininet_labs.spec import fig2_testbed, spec_to_vendor_file
+from topology.spec import fig2_testbed, spec_to_vendor_file
 from topology.vendor_file import vendor_to_graph
 
 from .test_graph_view import live_state

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from os_ken.ofproto import ofproto_parser, ofproto_v1_0, ofproto_v1_0_parser
 
-from app.controller import events, rule_plan
+from app.controller import events
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PortInfo, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
@@ -13,9 +13,10 @@ from app.controller.ots_driver import EventXconReadBack, OtsDriver
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OpenFlowSouthbound
 from mininet_labs.circuits import FIG2_CIRCUITS
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from ots_virtual import of10
+from topology import rule_plan
 from topology.graph import oport_id
+from topology.spec import fig2_testbed, spec_to_graph
 
 X = 0xF01
 COOKIE = rule_plan.XCON.cookie()

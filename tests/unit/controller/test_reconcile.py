@@ -12,8 +12,8 @@ from app.controller.reconcile import (
     settle_seconds,
 )
 from mininet_labs.circuits import FIG2_CIRCUITS
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from topology.graph import oport_id
+from topology.spec import fig2_testbed, spec_to_graph
 
 
 def both(a, ap, b, bp):

@@ -13,9 +13,9 @@ from app.controller.plan_runner import PlanRunner
 from app.controller.reservation_plans import ReservationPathError, circuit_for
 from app.update.executor import threaded
 from app.update.model import XconSpec
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from pce.reservation import PathRequest, compute_path
 from tests.lib.fake_network import FakeNetwork
+from topology.spec import fig2_testbed, spec_to_graph
 
 TIMING = {"stable_ms": 10, "circuit_timeout_s": 1.0, "verify_timeout_s": 1.0}
 

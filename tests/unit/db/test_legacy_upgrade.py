@@ -67,13 +67,13 @@ def test_a_database_of_the_old_code_upgrades_with_its_data(tmp_path) -> None:  #
     finally:
         engine.dispose()
     url = f"sqlite:///{path}"
-    mon = MonitorStore(url)
+    db = migrate.open_migrated(url)
+    mon = MonitorStore(db.engine)
     assert [p.value for p in mon.series("A:3", "util")] == [0.0, 0.1, 0.2, 0.3, 0.4]
     assert mon.events()[0]["detail"] == {"drops": 1}
-    mon.engine.dispose()
-    caps = CapabilityStore(url)
+    caps = CapabilityStore(db.engine)
     assert caps.get(0xF01).granularity == {1: "ODU2"}
-    caps.close()
+    db.dispose()
 
 
 def test_old_databases_missing_some_tables_or_indexes(tmp_path) -> None:  # noqa: ANN001

@@ -1,5 +1,5 @@
 """One schema owner: the migrations make exactly the declared tables, idempotently, once even when
-several processes start together; stores ask them instead of creating tables; URL handling."""
+several processes start together; stores neither create tables nor migrate; URL handling."""
 from __future__ import annotations
 
 import subprocess
@@ -41,26 +41,30 @@ def test_fresh_database_gets_every_declared_table(tmp_path) -> None:  # noqa: AN
         engine.dispose()
 
 
-def test_the_stores_ask_the_migrations_for_their_tables(tmp_path) -> None:  # noqa: ANN001
-    """MonitorStore and CapabilityStore create nothing themselves: opening one migrates the whole
-    database to head (so their tables are the migrations', in the migrations' version)."""
+def test_the_stores_leave_the_schema_to_the_entry_point(tmp_path) -> None:  # noqa: ANN001
+    """MonitorStore and CapabilityStore neither create tables nor migrate: the process's entry point
+    migrates once (:func:`migrate.open_migrated`) and hands the stores its engine."""
     from monitor.store import MonitorStore
     from topology.capabilities import CapabilityStore
 
-    for n, opener in enumerate((lambda url: MonitorStore(url), lambda url: CapabilityStore(url))):
-        url = f"sqlite:///{tmp_path / f's{n}.db'}"
-        store = opener(url)
-        store.engine.dispose()
-        engine = create_engine(url)
-        try:
-            assert migrate.current(engine) == migrate.head() and schema_diff(engine) == []
-        finally:
-            engine.dispose()
+    engine = make_engine(str(tmp_path / "bare.db"))
+    try:
+        MonitorStore(engine)
+        CapabilityStore(engine)
+        assert migrate.current(engine) is None and inspect(engine).get_table_names() == []
+    finally:
+        engine.dispose()
+    db = migrate.open_migrated(str(tmp_path / "owned.db"))
+    try:
+        assert migrate.current(db.engine) == migrate.head() and schema_diff(db.engine) == []
+        assert CapabilityStore(db.engine).list() == [] and MonitorStore(db.engine).events() == []
+    finally:
+        db.dispose()
 
 
 def test_an_engine_made_elsewhere_is_migrated_in_one_locked_transaction(tmp_path) -> None:  # noqa: ANN001
-    """A plain ``create_engine`` (pysqlite's own transaction handling, as MonitorStore(url) uses) is
-    migrated too (under BEGIN IMMEDIATE: the process race below runs with such engines as well)."""
+    """A plain ``create_engine`` (pysqlite's own transaction handling) is migrated too (under
+    BEGIN IMMEDIATE: the process race below runs with such engines as well)."""
     engine = create_engine(f"sqlite:///{tmp_path / 'plain.db'}")
     try:
         migrate.upgrade(engine)
@@ -88,7 +92,7 @@ def test_in_memory_database_is_one_database_for_all_threads() -> None:
 def test_processes_starting_together_migrate_once(tmp_path, plain: bool) -> None:  # noqa: ANN001
     """Four processes open a fresh file at the same instant: all succeed, the schema is made once
     (without the migration lock this fails with "table already exists"). Also with engines made by a
-    plain ``create_engine`` (pysqlite's own transaction handling), as ``CapabilityStore(url)`` has."""
+    plain ``create_engine`` (pysqlite's own transaction handling)."""
     path = tmp_path / "race.db"
     go = time.time() + 1.5  # after every interpreter has started
     target = "create_engine('sqlite:///' + sys.argv[1])" if plain else "sys.argv[1]"
@@ -136,11 +140,12 @@ def test_normalise_url() -> None:
 
 def test_database_package_monitor_and_topology_load_no_flask_or_os_ken(tmp_path) -> None:  # noqa: ANN001
     """app/db runs in the controller's writer thread; monitor/ and topology/ stay free of Flask and
-    os-ken even when their stores open (and migrate) a database."""
+    os-ken even when their stores use a migrated database."""
     url = f"sqlite:///{tmp_path / 'imp.db'}"
     code = ("import sys, app.db.provisioning, app.db.migrate, app.db.lifecycle; "
             "from monitor.store import MonitorStore; from topology.capabilities import CapabilityStore; "
-            f"MonitorStore({url!r}); CapabilityStore({url!r}); "
+            f"db = app.db.migrate.open_migrated({url!r}); MonitorStore(db.engine).events(); "
+            "CapabilityStore(db.engine).list(); "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('flask', 'os_ken', 'werkzeug') "
             "or m.startswith('app.web') or m.startswith('app.controller')]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from app.db import lifecycle
-from app.db.engine import Database
+from app.db import lifecycle, migrate
 from app.db.models import AuditEntry, Circuit, Event, Plan, Reservation, ReservationRule, User, Xcon
 from app.db.provisioning import (
     Installation,
@@ -40,8 +39,8 @@ class World:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.store = ProvisioningStore(url)  # migrates
-        self.db = Database(url)
+        self.db = migrate.open_migrated(url)
+        self.store = ProvisioningStore(self.db)
         with self.db.session() as s, s.begin():
             s.add(User(id=1, name="alice", is_admin=False, created_at=0.0))
 
@@ -80,7 +79,6 @@ class World:
             return [(e.kind, e.severity) for e in s.execute(select(Event).order_by(Event.id)).scalars()]
 
     def close(self) -> None:
-        self.store.close()
         self.db.dispose()
 
 
@@ -274,12 +272,12 @@ def test_a_restarted_controller_finds_what_is_installed(w: World) -> None:
     w.store.mark_active(a, CIRCUIT, RULES, T)
     w.store.mark_active(b, None, RULES[1:], T)
     w.cancel(b)
-    again = ProvisioningStore(w.url)
+    again = ProvisioningStore(migrate.open_migrated(w.url))
     try:
         assert [(i.reservation_id, i.state) for i in again.installed()] == [(a, ACTIVE), (b, CANCELLED)]
         assert [i.reservation_id for i in again.to_release()] == [b]
     finally:
-        again.close()
+        again.db.dispose()
 
 
 # ---- cancel racing mark_active ------------------------------------------------------------------------

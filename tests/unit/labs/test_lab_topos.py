@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mininet_labs.spec import fig2_testbed
+from topology.spec import fig2_testbed
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -118,7 +118,7 @@ def test_cli_refuses_placement_for_a_lab_that_does_not_take_it(capsys, monkeypat
 
 def test_mesh6_is_valid_plain_data_with_the_circuits_it_lights() -> None:
     from mininet_labs.mesh_spec import MESH6_CIRCUIT_LINKS, MESH6_CIRCUITS, mesh6
-    from mininet_labs.spec import spec_to_graph
+    from topology.spec import spec_to_graph
 
     spec = mesh6()
     assert [s.name for s in spec.switches] == ["A", "B", "C", "D"] and [o.name for o in spec.ots] == ["X", "Y"]

@@ -6,8 +6,8 @@ from monitor.core import Circuit, MonitorCore, circuits_from_graph
 from monitor.counters import PortSnapshot
 from monitor.events import HOT_SPOT, HOT_SPOT_CLEARED, UNCONSTRAINED_IMBALANCE
 from monitor.fine import DISABLE, ENABLE, FineAction
-from monitor.sflow import FiveTuple
 from monitor.sflow.estimator import FlowRate
+from topology.flow import FiveTuple
 from topology.graph import MultiLayerGraph
 
 EL = FiveTuple("10.0.0.1", "10.0.0.3", 6, 40000, 5001)

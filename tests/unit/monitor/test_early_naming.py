@@ -7,8 +7,8 @@ from monitor.core import Circuit, MonitorCore
 from monitor.counters import PortSnapshot
 from monitor.events import HOT_SPOT, UNCONSTRAINED_IMBALANCE, EventClassifier
 from monitor.fine import ENABLE, FineAction, FineMonitorManager
-from monitor.sflow import FiveTuple
 from monitor.sflow.estimator import FlowRate
+from topology.flow import FiveTuple
 
 EL = FiveTuple("10.0.0.1", "10.0.0.3", 17, 45000, 5201)
 MICE = [FiveTuple("10.0.0.1", "10.0.0.3", 17, 46001 + i, 5201) for i in range(4)]

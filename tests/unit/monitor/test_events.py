@@ -14,7 +14,7 @@ from monitor.events import (
     EventClassifier,
     Thresholds,
 )
-from monitor.sflow import FiveTuple
+from topology.flow import FiveTuple
 
 CAP = 100.0
 

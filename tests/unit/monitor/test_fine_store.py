@@ -4,6 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from app.db.migrate import open_migrated
 from monitor.events import (
     ELEPHANT_GONE,
     HOT_SPOT,
@@ -12,8 +13,8 @@ from monitor.events import (
     Event,
 )
 from monitor.fine import DISABLE, ENABLE, FineAction, FineMonitorManager
-from monitor.sflow import FiveTuple
 from monitor.store import MonitorStore
+from topology.flow import FiveTuple
 
 CIRCUITS = {"A-B": ["A", "B"], "B-C": ["B", "C"], "A-C2": ["A", "C"]}
 EL = FiveTuple("10.0.0.1", "10.0.0.3", 6, 40000, 5001)
@@ -40,7 +41,7 @@ def test_elephants_keep_switches_on_until_gone_and_follow_offload():
 
 
 def test_store_series_events_and_retention(tmp_path):
-    st = MonitorStore(f"sqlite:///{tmp_path / 'm.db'}", retention_seconds=10)
+    st = MonitorStore(open_migrated(f"sqlite:///{tmp_path / 'm.db'}").engine, retention_seconds=10)
     st.add_samples([(float(t), "A:3", "util", t / 10) for t in range(20)])
     st.add_event(Event(5.0, "A-B", UNCONSTRAINED_IMBALANCE, (EL,), {"drops": 3}))
     st.add_event(Event(15.0, "A-B", HOT_SPOT_CLEARED))

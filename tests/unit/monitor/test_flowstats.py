@@ -5,7 +5,7 @@ import pytest
 
 from monitor import flowstats as fs
 from monitor.sflow.encoder import build_frame
-from monitor.sflow.records import FiveTuple
+from topology.flow import FiveTuple
 
 H3 = "00:00:00:00:00:03"
 H1 = "00:00:00:00:00:01"

@@ -7,8 +7,8 @@ import threading
 import time
 
 from app.cli.main import main
-from monitor.sflow import FiveTuple
 from monitor.sflow.encoder import EncFlow, build_frame, encode_datagram, encode_flow_sample
+from topology.flow import FiveTuple
 
 
 def test_detect_latency_csv(tmp_path, capsys):

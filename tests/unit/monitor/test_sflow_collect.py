@@ -11,7 +11,7 @@ import pytest
 
 from monitor.drops import OvsShapedQueue, parse_tc_qdisc_json
 from monitor.ovsdb_sflow import OvsSflow
-from monitor.sflow import FiveTuple, FlowRateEstimator, SflowCollector
+from monitor.sflow import FlowRateEstimator, SflowCollector
 from monitor.sflow.encoder import (
     EncCounters,
     EncFlow,
@@ -22,6 +22,7 @@ from monitor.sflow.encoder import (
 )
 from monitor.sflow.records import FlowSample
 from monitor.sflow.sflow_rt import SflowRtBackend, SflowRtError, parse_key
+from topology.flow import FiveTuple
 
 K1 = FiveTuple("10.0.0.1", "10.0.0.3", 6, 40000, 5001)
 K2 = FiveTuple("10.0.0.2", "10.0.0.4", 17, 1234, 9)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from monitor.sflow import FiveTuple, SflowDecodeError, SflowDecoder, decode_datagram
+from monitor.sflow import SflowDecodeError, SflowDecoder, decode_datagram
 from monitor.sflow.encoder import (
     EncCounters,
     EncFlow,
@@ -16,6 +16,7 @@ from monitor.sflow.encoder import (
     encode_datagram,
     encode_flow_sample,
 )
+from topology.flow import FiveTuple
 
 TCP = FiveTuple("10.0.0.1", "10.0.0.3", 6, 40000, 5001)
 UDP6 = FiveTuple("2001:db8::1", "2001:db8::2", 17, 1234, 53)

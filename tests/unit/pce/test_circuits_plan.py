@@ -7,7 +7,6 @@ import random
 import pulp
 import pytest
 
-from mininet_labs.spec import fig2_testbed, optical_mesh, spec_to_graph
 from pce.circuits import (
     Demand,
     build_circuit_model,
@@ -15,6 +14,7 @@ from pce.circuits import (
     plan_circuits,
 )
 from pce.errors import InvalidInputError, UnknownTopologyError
+from topology.spec import fig2_testbed, optical_mesh, spec_to_graph
 
 
 @pytest.fixture(scope="module")

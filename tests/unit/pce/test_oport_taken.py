@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from pce.errors import NoPathError
 from pce.reservation import Booking, PathRequest, compute_path, disjoint_paths, k_shortest_paths
 from topology.graph import MultiLayerGraph
+from topology.spec import fig2_testbed, spec_to_graph
 
 
 @pytest.fixture

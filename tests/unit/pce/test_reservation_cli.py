@@ -41,7 +41,7 @@ def test_no_path_is_a_one_line_error(capsys):
 
 
 def test_graph_file_and_bookings(capsys, tmp_path):
-    from mininet_labs.spec import fig2_testbed, spec_to_graph
+    from topology.spec import fig2_testbed, spec_to_graph
 
     gfile = tmp_path / "g.json"
     gfile.write_text(spec_to_graph(fig2_testbed()).to_json())

@@ -5,7 +5,6 @@ import math
 
 import pytest
 
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from pce.errors import InvalidInputError, NoPathError, UnknownTopologyError
 from pce.reservation import (
     Booking,
@@ -17,6 +16,7 @@ from pce.reservation import (
     k_shortest_paths,
 )
 from topology.graph import MultiLayerGraph
+from topology.spec import fig2_testbed, spec_to_graph
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from app.te.decisions import OFFLOAD, RELEASE, SKIP, OffloadDecider, five_tuple_
 from app.update.executor import execute, threaded
 from app.update.model import FlowRule, XconSpec
 from mininet_labs.circuits import FIG2_CIRCUITS
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
-from monitor.sflow.records import FiveTuple
 from tests.lib.fake_network import FakeNetwork
+from topology.flow import FiveTuple
+from topology.spec import fig2_testbed, spec_to_graph
 
 H1, H3 = "00:00:00:00:00:01", "00:00:00:00:00:03"
 ELEPHANT = FiveTuple("10.0.0.1", "10.0.0.3", 6, 40000, 5001)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.controller import rule_plan
 from app.te.elastic import GROW, HOLD, SHRINK, ElasticState, kbps, rate_mbps
 from tests.unit.controller.test_reservations import FakeStore, Order, manager, net, stored_path  # noqa: F401
+from topology import rule_plan
 
 
 def test_grows_a_unit_at_a_time_never_beyond_the_grant_and_shrinks_when_calm():

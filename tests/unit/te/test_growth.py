@@ -10,9 +10,9 @@ from app.te.growth import GROW, SHRINK, SKIP, GrowthDecider, covered, hosts_behi
 from app.update.executor import execute, threaded
 from app.update.model import FlowRule, XconSpec
 from mininet_labs.circuits import FIG2_CIRCUITS
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from monitor.events import BALANCED_GROWTH, HOT_SPOT, Event
 from tests.lib.fake_network import FakeNetwork
+from topology.spec import fig2_testbed, spec_to_graph
 
 LINK = "packet:A:3-C:1"
 HOSTS = {"h1": ("10.0.0.1", "00:00:00:00:00:01", "A", 1), "h2": ("10.0.0.2", "00:00:00:00:00:02", "A", 2),

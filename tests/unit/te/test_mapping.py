@@ -5,7 +5,6 @@ import math
 
 import pytest
 
-from app.controller import rule_plan
 from app.te.mapping import (
     KEEP,
     PLACE,
@@ -26,9 +25,10 @@ from app.te.mapping import (
 )
 from app.update.executor import execute, sequential
 from mininet_labs.multihoming import multihoming_spec
-from mininet_labs.spec import spec_to_graph
-from monitor.sflow.records import FiveTuple
 from tests.lib.fake_network import FakeNetwork
+from topology import rule_plan
+from topology.flow import FiveTuple
+from topology.spec import spec_to_graph
 
 SPEC = multihoming_spec(senders=2)
 

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import pytest
 
-from app.controller import rule_plan
 from app.controller.api_routes import ApiRoutes
 from app.controller.control_api import ApiError
 from app.controller.plan_runner import PlanRunner
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import FlowStat
 from mininet_labs.multihoming import flows_for, multihoming_spec
-from mininet_labs.spec import spec_to_graph
-from monitor.sflow.records import FiveTuple
 from tests.lib.fake_network import FakeNetwork
+from topology import rule_plan
+from topology.flow import FiveTuple
+from topology.spec import spec_to_graph
 
 SPEC = multihoming_spec(senders=2)
 

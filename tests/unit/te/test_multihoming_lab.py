@@ -8,7 +8,7 @@ import pytest
 
 from mininet_labs import multihoming as mh
 from mininet_labs.registry import LABS
-from mininet_labs.spec import spec_to_graph
+from topology.spec import spec_to_graph
 
 
 def test_the_topology_has_two_loaded_and_unloaded_paths():

@@ -7,9 +7,9 @@ import pytest
 
 from app.te.placement import PlacementPolicy, flows_from_monitor, flows_from_reservations, placement_plan
 from app.update.plan import CircuitUpStep, FlowStep, XconStep
-from monitor.sflow.records import FiveTuple
 from pce.otter.graph_flows import ClassRules
 from tests.lib.otter_helpers import short_plus_circuit, two_links
+from topology.flow import FiveTuple
 
 
 @dataclass

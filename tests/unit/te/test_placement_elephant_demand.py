@@ -17,11 +17,11 @@ import pytest
 from app.te.decisions import OFFLOAD
 from app.te.placement import PlacementDecider, PlacementPolicy, edge_hop, unmonitored_load
 from mininet_labs.mesh_spec import MESH6_CIRCUIT_LINKS, MESH6_CIRCUITS, mesh6
-from mininet_labs.spec import spec_to_graph
 from monitor.events import UNCONSTRAINED_IMBALANCE, Event
 from monitor.flowstats import FlowCount
-from monitor.sflow.records import FiveTuple
 from pce.otter.graph_flows import GraphFlow
+from topology.flow import FiveTuple
+from topology.spec import spec_to_graph
 
 ELEPHANT = FiveTuple("10.0.0.1", "10.0.0.3", 17, 45000, 5201)  # h1 (A) -> h3 (C), bulk
 SIP_AC = FiveTuple("10.0.0.1", "10.0.0.3", 17, 5060, 5060)  # interactive by its port

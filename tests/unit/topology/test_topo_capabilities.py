@@ -1,9 +1,12 @@
 """Capability store: CRUD on SQLite (file and memory), validation, the OTS report mapping."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from sqlalchemy import create_engine, inspect
 
+from app.db.migrate import open_migrated
 from topology.capabilities import CapabilityError, CapabilityStore, NodeCapabilities
 
 OTS = NodeCapabilities(dpid=0x0F01, name="X", switch_type="optical", switching_time=0.185, one_rule_per_port=True,
@@ -13,14 +16,23 @@ PKT = NodeCapabilities(dpid=0xA1, name="A", switch_type="packet", switching_time
                        vlan_restrictions=[[1, 4094]])
 
 
+@pytest.fixture
+def memory_store() -> Iterator[CapabilityStore]:
+    """An in-memory database, migrated as an entry point does, holding the store."""
+    db = open_migrated("sqlite://")
+    yield CapabilityStore(db.engine)
+    db.dispose()
+
+
 def test_crud_on_sqlite_file(tmp_path):
     url = f"sqlite:///{tmp_path / 'caps.db'}"
-    store = CapabilityStore(url)
-    stored = store.upsert(OTS, now=100.0)
+    db = open_migrated(url)
+    stored = CapabilityStore(db.engine).upsert(OTS, now=100.0)
     assert stored.granularity == {1: "ODU2", 6: "ODU0"} and stored.updated_at == 100.0
-    store.upsert(PKT, now=101.0)
-    store.close()
-    store = CapabilityStore(url)  # persisted
+    CapabilityStore(db.engine).upsert(PKT, now=101.0)
+    db.dispose()
+    db = open_migrated(url)
+    store = CapabilityStore(db.engine)  # persisted
     assert store.get(0x0F01) == stored
     assert [c.dpid for c in store.list()] == [0xA1, 0x0F01]
     assert [c.name for c in store.list("optical")] == ["X"]
@@ -34,11 +46,11 @@ def test_crud_on_sqlite_file(tmp_path):
     assert store.get(0xA1) is None
     tables = inspect(create_engine(url)).get_table_names()
     assert "cap_nodes" in tables and "alembic_version" in tables  # made by mlte's migrations, not the store
-    store.close()
+    db.dispose()
 
 
-def test_full_64_bit_dpid_in_memory_store():
-    store = CapabilityStore("sqlite://")
+def test_full_64_bit_dpid_in_memory_store(memory_store: CapabilityStore):
+    store = memory_store
     big = NodeCapabilities(dpid=2**64 - 1, switch_type="packet", switching_time=0.0)
     store.upsert(big)
     assert store.get(2**64 - 1).dpid == 2**64 - 1
@@ -55,8 +67,8 @@ def test_full_64_bit_dpid_in_memory_store():
     (dict(vlan_restrictions=[[10, 5]]), "VLAN ranges"),
     (dict(dpid=-1), "dpid must be an integer"),
 ])
-def test_validation(bad, message):
-    store = CapabilityStore("sqlite://")
+def test_validation(bad, message, memory_store: CapabilityStore):
+    store = memory_store
     fields = dict(dpid=1, switch_type="optical", switching_time=0.1)
     fields.update(bad)
     with pytest.raises(CapabilityError, match=message) as info:
@@ -83,7 +95,3 @@ def test_from_ots_report():
     with pytest.raises(CapabilityError, match="bad OTS capabilities report"):
         NodeCapabilities.from_ots_report({"dpid": 1})
 
-
-def test_bad_url():
-    with pytest.raises(CapabilityError, match="unusable"):
-        CapabilityStore("nosuchdialect://x")

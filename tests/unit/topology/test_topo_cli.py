@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.cli.main import main
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from topology.graph import MultiLayerGraph
+from topology.spec import fig2_testbed, spec_to_graph
 
 EXAMPLE = str(Path(__file__).resolve().parents[3] / "mininet_labs" / "data" / "fig2-optical.yaml")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import struct
 import zlib
 
-from mininet_labs.spec import fig2_testbed, optical_mesh, spec_to_graph
 from topology.draw import draw_png, format_graph
+from topology.spec import fig2_testbed, optical_mesh, spec_to_graph
 
 
 def fig2_with_circuit():

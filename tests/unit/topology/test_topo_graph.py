@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mininet_labs.spec import fig2_testbed, optical_mesh, spec_to_graph
 from topology import granularity as gran
 from topology.errors import TopologyError
 from topology.graph import MultiLayerGraph, dpid_name, edge_key, oport_id
+from topology.spec import fig2_testbed, optical_mesh, spec_to_graph
 
 
 def small() -> MultiLayerGraph:

@@ -1,4 +1,4 @@
-"""topology/ and mininet_labs.spec are plain libraries: no os-ken, no Flask, no app/."""
+"""topology/ (the lab specs of topology.spec included) is a plain library: no os-ken, no Flask, no app/."""
 from __future__ import annotations
 
 import subprocess
@@ -8,8 +8,8 @@ CODE = """
 import sys
 import topology, topology.graph, topology.granularity, topology.merge, topology.compare
 import topology.vendor_file, topology.capabilities, topology.draw, topology.errors
-import mininet_labs.spec
-from mininet_labs.spec import fig2_testbed, spec_to_graph
+import topology.spec
+from topology.spec import fig2_testbed, spec_to_graph
 from topology.draw import draw_png
 import tempfile, os
 g = spec_to_graph(fig2_testbed())

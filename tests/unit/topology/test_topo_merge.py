@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import copy
 
-from mininet_labs.spec import fig2_testbed, spec_to_graph, spec_to_vendor_file
 from topology.compare import graph_diff, without_hosts
 from topology.graph import MultiLayerGraph, dpid_name, oport_id
 from topology.merge import merge
+from topology.spec import fig2_testbed, spec_to_graph, spec_to_vendor_file
 from topology.vendor_file import vendor_to_graph
 
 SPEC = fig2_testbed()

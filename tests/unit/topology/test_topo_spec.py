@@ -6,7 +6,8 @@ import dataclasses
 import networkx as nx
 import pytest
 
-from mininet_labs.spec import (
+from topology.errors import SpecError
+from topology.spec import (
     HostSpec,
     LabSpec,
     LinkSpec,
@@ -18,7 +19,6 @@ from mininet_labs.spec import (
     spec_by_name,
     spec_to_graph,
 )
-from topology.errors import SpecError
 
 
 def connected_physically(spec: LabSpec) -> bool:

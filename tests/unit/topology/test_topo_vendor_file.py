@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mininet_labs.spec import fig2_testbed, optical_mesh, spec_to_graph, spec_to_vendor_file
 from topology.compare import graph_diff, without_hosts
 from topology.errors import VendorFileError
+from topology.spec import fig2_testbed, optical_mesh, spec_to_graph, spec_to_vendor_file
 from topology.vendor_file import (
     load_vendor_graph,
     parse_vendor_document,

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from app.controller import rule_plan
 from app.update.model import FlowRule, IngressChange, ModelError, Outcome, XconSpec
+from topology import rule_plan
 
 H3 = "00:00:00:00:00:03"
 

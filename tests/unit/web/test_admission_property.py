@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from app.db.migrate import open_migrated
 from app.db.models import Reservation
 from app.db.provisioning import ProvisioningStore
 from app.db.states import BOOKING_STATES, HELD, RESERVED
@@ -95,13 +96,13 @@ def test_no_sequence_overbooks(ops: list[tuple]) -> None:
                 elif op[0] == "tick":
                     clock.t += op[1]
                 elif op[0] == "light":  # the controller's poll: light every due reservation
-                    store = ProvisioningStore(app.config["DATABASE"])
+                    store = ProvisioningStore(open_migrated(app.config["DATABASE"]))
                     try:
                         for order in store.due(clock.t):
                             circuit, rules = installation(order.path or {})
                             assert store.mark_active(order.id, circuit, rules, clock.t) is True
                     finally:
-                        store.close()
+                        store.db.dispose()
                 elif ids:
                     res_id = ids[op[1] % len(ids)]
                     if op[0] == "modify":

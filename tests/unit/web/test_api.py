@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from app.db.engine import Database
 from app.db.feed import Feed
 from app.db.lifecycle import START_REACHED
 from app.db.models import AuditEntry
@@ -206,12 +207,12 @@ def test_topology_circuits_utilization_events(client, users, app, clock) -> None
     assert {"A", "B", "C"} <= set(topo["layers"]["packet"]["nodes"])
     assert {"X", "Y", "Z", "X:1"} <= set(topo["layers"]["optical"]["nodes"])
     assert "adaptation:A:3-X:1" in topo["layers"]["adaptation"]["links"]
-    feed = Feed(app.config["DATABASE"], migrate=False)
+    feed = Feed(Database(app.config["DATABASE"]))
     try:
         cid = feed.circuit("A-C", "A:3", "C:1", 10.0, [("X", 1, 3), ("Z", 3, 2)])
         feed.event("link.down", "A:3 down", severity="warning", port="A:3")
     finally:
-        feed.close()
+        feed.db.dispose()
     # utilization comes from the monitor's own store (mon_samples), as the controller's monitor app writes it
     store = MonitorStore(app.extensions["mlte"].db.engine)
     store.add_samples((clock.t - 10 + i, "packet:A:3-B:1", m, v) for i in range(5)

@@ -4,11 +4,13 @@ from __future__ import annotations
 import time
 
 from app.controller.circuit_view import lit_circuits
+from app.db.engine import Database
 from app.db.feed import CircuitRecord, Feed
+from app.db.migrate import open_migrated
 from app.web.factory import create_app
 from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from tests.unit.web.conftest import T0, Clock, new_user
+from topology.spec import fig2_testbed, spec_to_graph
 
 
 def lit(name: str):  # noqa: ANN201
@@ -35,7 +37,7 @@ def test_a_dark_chain_is_no_circuit() -> None:
 
 
 def test_sync_circuits_inserts_releases_and_logs(tmp_path) -> None:  # noqa: ANN001
-    feed = Feed(str(tmp_path / "f.db"))
+    feed = Feed(open_migrated(str(tmp_path / "f.db")))
     try:
         a = CircuitRecord("A:3", "C:1", 10.0, (("X", 1, 3), ("Z", 3, 2)))
         b = CircuitRecord("A:4", "C:2", 10.0, (("X", 4, 5), ("Z", 5, 4)))
@@ -53,11 +55,11 @@ def test_sync_circuits_inserts_releases_and_logs(tmp_path) -> None:  # noqa: ANN
         assert kinds == ["circuit.up", "circuit.up", "circuit.down"]
         assert a.name == "A:3-C:1 via X,Z"
     finally:
-        feed.close()
+        feed.db.dispose()
 
 
 def test_snapshots_are_bounded(tmp_path) -> None:  # noqa: ANN001
-    feed = Feed(str(tmp_path / "s.db"), keep_snapshots=3)
+    feed = Feed(open_migrated(str(tmp_path / "s.db")), keep_snapshots=3)
     try:
         for i in range(5):
             feed.topology({"n": i})
@@ -69,7 +71,7 @@ def test_snapshots_are_bounded(tmp_path) -> None:  # noqa: ANN001
             assert s.execute(select(func.count()).select_from(TopologySnapshot)).scalar() == 3
         assert feed.latest_topology() == {"n": 4}
     finally:
-        feed.close()
+        feed.db.dispose()
 
 
 def test_default_topology_is_the_controllers_with_no_silent_fallback(tmp_path) -> None:  # noqa: ANN001
@@ -79,7 +81,7 @@ def test_default_topology_is_the_controllers_with_no_silent_fallback(tmp_path) -
     app = create_app({"DATABASE": db, "CLOCK": clock, "SECRET_KEY": "x"})  # TOPOLOGY defaults to controller
     h = new_user(app, "u")
     c = app.test_client()
-    feed = Feed(db, migrate=False)
+    feed = Feed(Database(db))
     try:
         r = c.get("/api/v1/topology", headers=h)
         assert r.status_code == 503 and "no topology yet" in r.get_json()["error"]["message"]
@@ -91,7 +93,7 @@ def test_default_topology_is_the_controllers_with_no_silent_fallback(tmp_path) -
         src = topo["source"]
         assert src["kind"] == "controller" and 41 <= src["age_seconds"] <= 60 and "old" in src["text"]
     finally:
-        feed.close()
+        feed.db.dispose()
         app.extensions["mlte"].db.dispose()
 
 
@@ -124,7 +126,6 @@ def test_migration_0002_drops_link_samples_and_downgrades(tmp_path) -> None:  # 
     from alembic.config import Config
     from sqlalchemy import inspect, text
 
-    from app.db.engine import Database
     from app.db.migrate import MIGRATIONS_DIR
 
     db = Database(str(tmp_path / "old.db"))

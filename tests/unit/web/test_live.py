@@ -7,6 +7,7 @@ import re
 
 from sqlalchemy import select
 
+from app.db.engine import Database
 from app.db.feed import CircuitRecord, Feed
 from app.db.models import Circuit
 from app.web.monitor_read import link_key, path_links
@@ -55,13 +56,13 @@ def test_unknown_link_is_refused_with_a_reason(ui) -> None:  # noqa: ANN001
 
 def test_feed_circuit_is_monitored_under_its_link_key(app, clock) -> None:  # noqa: ANN001
     """A circuit ``db_feed`` records (``A:3``–``B:1``) and the series the monitor keeps of it meet."""
-    feed = Feed(app.config["DATABASE"], migrate=False)
+    feed = Feed(Database(app.config["DATABASE"]))
     try:
         feed.sync_circuits([CircuitRecord("B:1", "A:3", 10.0, (("Y", 2, 1), ("X", 2, 1)))], ts=T0)
         with feed.db.session() as s:
             (row,) = s.execute(select(Circuit.a_end, Circuit.z_end)).all()
     finally:
-        feed.close()
+        feed.db.dispose()
     mon = MonitorFeed(app.config["DATABASE"], fig2_lit(("A", 3, "B", 1)))
     mon.close()
     assert [link_key(*row)] == mon.circuit_ids
@@ -79,7 +80,7 @@ def test_topology_live_fragment_follows_circuits(ui, app) -> None:  # noqa: ANN0
     assert 'class="empty">No circuit is lit.' in first.get_data(as_text=True)
     assert ui.get("/topology/live", headers={"If-None-Match": first.headers["ETag"]}).status_code == 304
 
-    feed = Feed(app.config["DATABASE"], migrate=False)
+    feed = Feed(Database(app.config["DATABASE"]))
     try:
         lit = CircuitRecord("A:3", "B:1", 10.0, (("X", 1, 2), ("Y", 1, 2)))
         assert feed.sync_circuits([lit]) == (1, 0)
@@ -94,7 +95,7 @@ def test_topology_live_fragment_follows_circuits(ui, app) -> None:  # noqa: ANN0
         assert re.search(r'class="edge edge-xcon circuit" data-key="xcon:X:1-X:2"', html)
         assert feed.sync_circuits([]) == (0, 1)
     finally:
-        feed.close()
+        feed.db.dispose()
     html = ui.get("/topology/live").get_data(as_text=True)
     live = html.split('id="released-circuits"')[0]
     assert "A:3-B:1 via X,Y" not in live and "packet:A:3-B:1" not in live and "xcon:X:1-X:2" not in live

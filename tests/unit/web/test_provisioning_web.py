@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from app.db.engine import Database
 from app.db.feed import CircuitRecord, Feed
+from app.db.migrate import open_migrated
 from app.db.models import Circuit
 from app.db.provisioning import ProvisioningStore
 from tests.lib.provisioning import light
@@ -35,9 +37,9 @@ def _plan(rid: int | None, state: str = "done", error: str | None = None) -> dic
 
 @pytest.fixture
 def store(app):  # noqa: ANN001, ANN201
-    s = ProvisioningStore(app.config["DATABASE"])
+    s = ProvisioningStore(open_migrated(app.config["DATABASE"]))
     yield s
-    s.close()
+    s.db.dispose()
 
 
 def test_plans_api(client, users, clock, store) -> None:  # noqa: ANN001
@@ -140,7 +142,7 @@ def test_feed_sync_keeps_reservation_circuits(tmp_path, store, client, users, cl
     anonymous row; when it is not lit any more the row stays the reservation's to release."""
     rid = _started(client, users, clock)
     assert light(app.config["DATABASE"], rid, clock.t)
-    feed = Feed(app.config["DATABASE"], migrate=False)
+    feed = Feed(Database(app.config["DATABASE"]))
     try:
         seen_from_c = CircuitRecord("C:1", "A:3", 10.0, (("Z", 2, 3), ("X", 3, 1)))
         assert feed.sync_circuits([seen_from_c]) == (0, 0)
@@ -150,4 +152,4 @@ def test_feed_sync_keeps_reservation_circuits(tmp_path, store, client, users, cl
         assert rows == [(rid, "ACTIVE")]
         assert [i.reservation_id for i in store.installed()] == [rid]
     finally:
-        feed.close()
+        feed.db.dispose()

@@ -1,10 +1,11 @@
 """``--topology controller``: the web service follows the newest snapshot the controller wrote."""
 from __future__ import annotations
 
+from app.db.engine import Database
 from app.db.feed import Feed
 from app.web import create_app
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from tests.unit.web.conftest import T0, Clock, body, counts, new_user
+from topology.spec import fig2_testbed, spec_to_graph
 
 
 def test_controller_snapshots(tmp_path) -> None:  # noqa: ANN001
@@ -12,7 +13,7 @@ def test_controller_snapshots(tmp_path) -> None:  # noqa: ANN001
     app = create_app({"DATABASE": db, "TOPOLOGY": "controller", "CLOCK": Clock(T0), "SECRET_KEY": "x"})
     h = new_user(app, "u")
     c = app.test_client()
-    feed = Feed(db, migrate=False)
+    feed = Feed(Database(db))
     try:
         r = c.get("/api/v1/topology", headers=h)
         assert r.status_code == 503 and "no topology yet" in r.get_json()["error"]["message"]
@@ -32,7 +33,7 @@ def test_controller_snapshots(tmp_path) -> None:  # noqa: ANN001
         feed.topology(spec_to_graph(fig2_testbed()).to_dict(), ts=T0 + 1)  # uplink back
         assert c.post("/api/v1/reservations", json=body(name="two"), headers=h).status_code == 201
     finally:
-        feed.close()
+        feed.db.dispose()
         app.extensions["mlte"].db.dispose()
 
 
@@ -48,7 +49,7 @@ def test_ui_names_the_topology_source_and_explains_a_missing_snapshot(tmp_path) 
         create_user(s, "dora", password="dora-pw")
         s.commit()
     c = app.test_client()
-    feed = Feed(db, migrate=False)
+    feed = Feed(Database(db))
     try:
         login(c)
         r = c.get("/topology")
@@ -60,7 +61,7 @@ def test_ui_names_the_topology_source_and_explains_a_missing_snapshot(tmp_path) 
         assert "Topology: the controller&#39;s snapshot, 90 s old" in page
         assert c.get("/topology").status_code == 200
     finally:
-        feed.close()
+        feed.db.dispose()
         app.extensions["mlte"].db.dispose()
 
 

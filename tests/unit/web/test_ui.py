@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from app.db.engine import Database
 from app.db.feed import Feed
 from app.web.auth import create_user
 from app.web.timeutil import parse_iso
@@ -82,12 +83,12 @@ def test_users_see_only_their_own(ui, app) -> None:  # noqa: ANN001
 
 
 def test_topology_and_events_pages(ui, app, clock) -> None:  # noqa: ANN001
-    feed = Feed(app.config["DATABASE"], migrate=False)
+    feed = Feed(Database(app.config["DATABASE"]))
     try:
         feed.circuit("A-C", "A:3", "C:1", 10.0, [("X", 1, 3), ("Z", 3, 2)])
         feed.event("circuit.up", "circuit A-C up", ts=T0)
     finally:
-        feed.close()
+        feed.db.dispose()
     login(ui)
     topo = ui.get("/topology").get_data(as_text=True)
     assert "band-packet" in topo and "band-optical" in topo and "edge-adaptation" in topo

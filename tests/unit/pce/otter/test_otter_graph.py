@@ -100,7 +100,7 @@ def test_whole_flows_never_overload_a_hop() -> None:
 
 
 def test_fig2_flow_file_classes_and_two_disjoint_circuits() -> None:
-    from mininet_labs.spec import fig2_testbed, spec_to_graph
+    from topology.spec import fig2_testbed, spec_to_graph
 
     g = spec_to_graph(fig2_testbed())
     flows, rules = flows_from_doc(json.loads(FIG2_FLOWS.read_text()), g, "f.json")

@@ -12,7 +12,8 @@ from pce.te.network import demands_to_arrays, network_from_graph
 from pce.te.path_lp import build_path_lp
 from pce.te.paths import compute_paths
 from pce.te.pop import partition_clients, partition_demands, solve_partitioned, split_clients
-from pce.te.solve import solve_subproblem, solve_te
+from pce.te.solve import solve_te
+from pce.te.subproblem import SolveOptions, solve_subproblem
 from pce.topologies import load_demands, load_topology
 from tests.lib.te_instances import connected_gnp
 
@@ -193,8 +194,8 @@ def test_pop_with_one_partition_equals_unpartitioned() -> None:
     dem = demands_to_arrays(net, dem_dict)
     paths = compute_paths(net, dem, 3)
     for objective in ("mlu", "total-flow"):
-        whole = solve_subproblem(net, dem, paths, "path", objective)
-        pop = solve_partitioned(net, dem, paths, "path", objective, partitions=1, workers=1)
+        whole = solve_subproblem(net, dem, paths, SolveOptions("path", objective))
+        pop = solve_partitioned(net, dem, paths, SolveOptions("path", objective), partitions=1, workers=1)
         assert pop.allocation == pytest.approx(whole.allocation, rel=1e-6, abs=1e-6)
         assert pop.arc_load == pytest.approx(whole.arc_load, rel=1e-6, abs=1e-6)
 

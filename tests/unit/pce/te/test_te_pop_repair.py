@@ -13,6 +13,7 @@ from pce.te.network import Demands, demands_to_arrays, network_from_graph
 from pce.te.paths import compute_paths
 from pce.te.pop import residual_instance, solve_partitioned
 from pce.te.solve import solve_te
+from pce.te.subproblem import SolveOptions
 from pce.topologies import load_demands, load_topology
 
 TOL = 1e-6
@@ -31,10 +32,10 @@ def test_repair_gives_the_idle_share_to_the_unmet_demand() -> None:
     a, b = net.nodes.index("a"), net.nodes.index("b")
     arr = Demands(np.array([a, a]), np.array([b, b]), np.array([15.0, 5.0]))
     paths = compute_paths(net, arr, 1)
-    plain = solve_partitioned(net, arr, paths, "path", "total-flow", partitions=2, workers=1, seed=0)
+    options = SolveOptions("path", "total-flow")
+    plain = solve_partitioned(net, arr, paths, options, partitions=2, workers=1, seed=0)
     assert plain.allocation.sum() == pytest.approx(15.0)
-    fixed = solve_partitioned(net, arr, paths, "path", "total-flow", partitions=2, workers=1, seed=0,
-                              repair=True)
+    fixed = solve_partitioned(net, arr, paths, options, partitions=2, workers=1, seed=0, repair=True)
     assert fixed.allocation == pytest.approx([15.0, 5.0])
     assert fixed.arc_load.max() == pytest.approx(20.0)
     rep = fixed.sizes["repair"]

@@ -37,7 +37,9 @@ Meters (OpenFlow 1.3, packet switches): an elastic reservation's ingress rules p
 :func:`reservation_meter` (the reservation id; one meter per switch), whose rate is the bandwidth
 provisioned for it so far.
 
-Plain module (no os-ken import): the planner and the tests read it too.
+Plain values (no os-ken import), kept in ``topology/``, the bottom layer, because the controller
+apps, the update planner, the TE managers and the monitor (``monitor/flowstats.py``) all read it
+(docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from app.controller import rule_plan as rp
 from monitor import flowstats
+from topology import rule_plan as rp
 
 
 def test_cookies_and_priorities_are_the_historic_values():
@@ -49,7 +49,7 @@ def test_check_refuses_overlaps_and_shared_kinds():
 
 
 def test_every_band_is_in_one_module_and_needs_no_os_ken():
-    code = "import sys, app.controller.rule_plan; assert 'os_ken' not in sys.modules"
+    code = "import sys, topology.rule_plan; assert 'os_ken' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
