@@ -176,7 +176,7 @@ def cross_connect(xcons: Sequence[XconSpec], *, parallel: bool = False, plan_id:
     for x in xcons:
         deps = frozenset() if parallel or not steps else frozenset({steps[-1].id})
         steps.append(XconStep(id=_xcon_id("+", x), deps=deps, op=ADD, xcon=x))
-    kw = {} if plan_id is None else {"id": plan_id}
+    kw: dict[str, Any] = {} if plan_id is None else {"id": plan_id}
     return Plan(tuple(steps), "circuit", **kw)
 
 

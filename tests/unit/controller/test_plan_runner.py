@@ -15,8 +15,8 @@ from app.controller.plan_runner import PLAN, RESERVED_PORTS, PlanRunner
 from app.update import planner
 from app.update.executor import DONE, ROLLED_BACK, threaded
 from app.update.model import XconSpec
-from mininet_labs.spec import fig2_testbed, spec_to_graph
 from tests.lib.fake_network import FakeNetwork
+from topology.spec import fig2_testbed, spec_to_graph
 
 ROOT = Path(__file__).resolve().parents[3]
 BYPASS = [XconSpec("X", 1, 2), XconSpec("Y", 1, 4), XconSpec("Z", 1, 2)]  # lights A:3 - C:1
