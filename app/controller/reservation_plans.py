@@ -139,3 +139,14 @@ def circuit_for(g: MultiLayerGraph, ident: int, src: str, dst: str, edges: Seque
     ingress = (forward[0], backward[0])
     transit = tuple(forward[1:] + backward[1:])
     return ReservationCircuit(ident, tuple(xcons), tuple(segments), tuple(seg_xcons), transit, ingress, min(caps))
+
+
+#: the ``_CONTEXTS`` key of :class:`LitReservations`
+LIT_CONTEXT = "mlte_lit_reservations"
+
+
+class LitReservations(dict[int, ReservationCircuit]):
+    """The reservations lit now (reservation id -> circuit): the reservations app's manager keeps it, the
+    TE loop's placement reads it (their circuits are held where they are). Shared as an os-ken context so
+    that no app looks another up by name or reads its attributes."""
+

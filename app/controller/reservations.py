@@ -124,7 +124,8 @@ class ReservationManager:
                  probes: Callable[[ReservationCircuit], Callable[[], None]] | None = None,
                  clock: Callable[[], float] = time.time, verify: bool = True,
                  stable_ms: float = planner.DEFAULT_STABLE_MS, circuit_timeout_s: float = 10.0,
-                 verify_timeout_s: float = 3.0, elastic: Mapping[str, float] | None = None) -> None:
+                 verify_timeout_s: float = 3.0, elastic: Mapping[str, float] | None = None,
+                 active: dict[int, ReservationCircuit] | None = None) -> None:
         self.store = store
         self.southbound = southbound
         self.graph = graph
@@ -139,7 +140,8 @@ class ReservationManager:
         self.verify = verify
         self.timing = {"stable_ms": stable_ms, "circuit_timeout_s": circuit_timeout_s,
                        "verify_timeout_s": verify_timeout_s}
-        self.active: dict[int, ReservationCircuit] = {}  # lit by us (or re-adopted after a restart)
+        # lit by us (or re-adopted after a restart); the app passes the shared LitReservations context
+        self.active: dict[int, ReservationCircuit] = {} if active is None else active
         # elastic reservations: settings (ElasticState's fields; unit_mbps 0 = ODU0 at the lab scale),
         # state, and each ingress rule's last byte-counter reading
         self.elastic_cfg: dict[str, float] = dict(elastic or {})

@@ -24,6 +24,8 @@ from collections import deque
 from typing import Any
 
 from os_ken.base import app_manager
+from os_ken.controller import event as osken_event
+from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
 from app.controller import db_writer, events, guard
@@ -34,9 +36,10 @@ from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
-from app.controller.reservation_plans import ReservationCircuit
+from app.controller.reservation_plans import LIT_CONTEXT, LitReservations, ReservationCircuit
 from app.controller.reservations import ReservationManager
 from app.controller.runtime import SETTINGS
+from app.controller.services import Scheduler, Service
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 
@@ -51,6 +54,10 @@ ELASTIC_KEYS = {"elastic_unit_mbps": "unit_mbps", "elastic_grow_at": "grow_at", 
                 "elastic_hold_s": "min_hold_s"}
 
 
+class EventFollow(osken_event.EventBase):
+    """Period of ``[controller] reservation_poll``: what is due and what ended, from the database."""
+
+
 def probe_frame() -> bytes:
     """A broadcast frame that follows the reservation's rules like its own traffic would."""
     dst = b"\xff" * 6
@@ -60,7 +67,8 @@ def probe_frame() -> bytes:
 
 class ReservationsApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner,
+                 LIT_CONTEXT: LitReservations}
     _EVENTS = [events.EventReservation, *RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
@@ -87,16 +95,23 @@ class ReservationsApp(app_manager.OSKenApp):
             circuit_timeout_s=float(ctl.get("circuit_timeout", 10.0)),
             verify_timeout_s=float(ctl.get("verify_timeout", 3.0)),
             elastic={field: float(v) for key, field in ELASTIC_KEYS.items()
-                     if (v := (getattr(SETTINGS, "te", None) or {}).get(key)) is not None})
+                     if (v := (getattr(SETTINGS, "te", None) or {}).get(key)) is not None},
+            active=kwargs.get(LIT_CONTEXT))
         self.routes[("GET", "/reservations")] = self.r_reservations
+        self.adopted = False  # the store's installed ACTIVE reservations were taken over (first pass)
+        # the first pass at once: a restarted controller adopts what is lit before anything else
+        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
+                                  [Service("follow", EventFollow, self.poll, first=0.0)],
+                                  spawn=hub.spawn, sleep=hub.sleep)
 
     def start(self):
         thread = super().start()
         if self.writer is not None:
-            self._loop_thread = hub.spawn(self._loop)
+            self.services.start()
         return thread
 
     def stop(self):
+        self.services.stop()
         if self.writer is not None:
             self.writer = None
             db_writer.release()
@@ -143,30 +158,29 @@ class ReservationsApp(app_manager.OSKenApp):
         return halt
 
     # ---- the loop ----------------------------------------------------------------------------------
-    def _loop(self) -> None:
-        adopted = False
-        while self.writer is not None:
-            try:
-                if not adopted:
-                    for inst in self._db("installed"):
-                        if inst.state == "ACTIVE":
-                            self.manager.adopt(inst)
-                            JOURNAL.add("reservation", event="adopted", reservation_id=inst.reservation_id)
-                    adopted = True
-                now = time.time()
-                for order in self._db("due", now):
-                    if order.id not in self.busy:
-                        self.busy.add(order.id)
-                        hub.spawn(self._guarded, order.id, self.manager.provision, order)
-                for inst in self._db("to_release"):
-                    if inst.reservation_id not in self.busy:
-                        self.busy.add(inst.reservation_id)
-                        hub.spawn(self._guarded, inst.reservation_id, self.manager.release, inst)
-                self.manager.elastic_tick()  # elastic reservations follow their demand, a unit at a time
-            except Exception as exc:  # keep following; loud in the error log and GET /health
-                guard.failures.append(f"reservations: {exc!r}")
-                guard.ERROR_LOG.exception("reservations: following the database failed")
-            hub.sleep(self.poll)
+    @set_ev_cls(EventFollow)
+    def _follow(self, ev: EventFollow) -> None:
+        self.services.run("follow", self._follow_once)
+
+    def _follow_once(self) -> None:
+        if self.writer is None:
+            return
+        if not self.adopted:
+            for inst in self._db("installed"):
+                if inst.state == "ACTIVE":
+                    self.manager.adopt(inst)
+                    JOURNAL.add("reservation", event="adopted", reservation_id=inst.reservation_id)
+            self.adopted = True
+        now = time.time()
+        for order in self._db("due", now):
+            if order.id not in self.busy:
+                self.busy.add(order.id)
+                hub.spawn(self._guarded, order.id, self.manager.provision, order)
+        for inst in self._db("to_release"):
+            if inst.reservation_id not in self.busy:
+                self.busy.add(inst.reservation_id)
+                hub.spawn(self._guarded, inst.reservation_id, self.manager.release, inst)
+        self.manager.elastic_tick()  # elastic reservations follow their demand, a unit at a time
 
     def _guarded(self, res_id: int, fn: Any, arg: Any) -> None:
         try:

@@ -48,6 +48,7 @@ from app.controller.monitor_app import EventMonitor
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
+from app.controller.reservation_plans import LIT_CONTEXT, LitReservations
 from app.controller.runtime import SETTINGS
 from app.controller.services import Scheduler, Service
 from app.controller.southbound import CONTEXT as SOUTHBOUND
@@ -82,7 +83,8 @@ def services(cfg: dict[str, Any]) -> list[Service]:
 
 class TeApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner,
+                 LIT_CONTEXT: LitReservations}
     _EVENTS = [events.EventDecision, *RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
@@ -97,6 +99,8 @@ class TeApp(app_manager.OSKenApp):
                    interval_s=float(cfg["move_interval_s"])),
             stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]),
             **self._gain_settings(cfg))
+        lit = kwargs.get(LIT_CONTEXT)
+        self.lit: LitReservations = LitReservations() if lit is None else lit  # the reservations app's
         if cfg["placement"] != "joint":
             self.decider = self._placement(cfg)
         self.growth = GrowthDecider(
@@ -123,9 +127,8 @@ class TeApp(app_manager.OSKenApp):
         """``otter``/``cspf``: the placement decider over the monitor's fine data, default forwarding
         (a flow's current path) and the reservations app's lit circuits (held where they are)."""
         def reservations(_now: float) -> list[dict[str, Any]]:
-            resv = app_manager.lookup_service_brick("mlte_reservations")
             out = []
-            for c in list(getattr(getattr(resv, "manager", None), "active", {}).values()):
+            for c in list(self.lit.values()):
                 ends = [f"{r.switch}:{dict(r.match)['in_port']}" for r in c.ingress[:2]]
                 if len(ends) == 2 and c.segments:
                     path = tuple(hop_id(*x, *y) for x, y in map(sorted, c.segments))

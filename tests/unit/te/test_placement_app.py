@@ -260,3 +260,23 @@ def test_otter_move_without_a_byte_count_is_taken(monkeypatch, net):
                           forwarding=lambda: view.forwarding_rules)
     out = d2.on_event(ev, view.g, 10.0)
     assert [x.kind for x in out] == ["skip"] and not out[0].detail["gain"][str(ELEPHANT)]["pays"]
+
+
+def test_placement_reads_the_lit_reservations_from_the_shared_context(monkeypatch, net) -> None:
+    """The reservations app's lit circuits reach the placement through the ``LitReservations`` context
+    (held where they are), never by looking the reservations app up by name."""
+    from app.controller import te_app
+    from app.controller.reservation_plans import LIT_CONTEXT, LitReservations, circuit_for
+    from pce.reservation import PathRequest, compute_path
+
+    monkeypatch.setattr(te_app, "hub", SimpleNamespace(spawn=lambda f, *a: f(*a), sleep=time.sleep))
+    monkeypatch.setattr(SETTINGS, "te", {"placement": "otter"}, raising=False)
+    view = _View()
+    lit = LitReservations()
+    app = te_app.TeApp(mlte_network_view=view, mlte_plan_runner=PlanRunner(net, view), **{LIT_CONTEXT: lit})
+    assert isinstance(app.decider, PlacementDecider)
+    assert list(app.decider.reservations(0.0)) == []
+    g = spec_to_graph(fig2_testbed())
+    lit[7] = circuit_for(g, 7, "A:1", "C:3", compute_path(g, PathRequest("A:1", "C:3", 5, 0, 3600)).edges)
+    (held,) = app.decider.reservations(0.0)
+    assert held["id"] == 7 and held["src"] == "A:1" and held["dst"] == "C:3" and held["path"]
