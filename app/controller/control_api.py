@@ -20,7 +20,7 @@ from os_ken.base import app_manager
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, events, guard, state_file
+from app.controller import db_writer, guard, state_file
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.circuits import CircuitOutcome, setup_circuit
@@ -64,7 +64,6 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Al
 class ControlApi(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
-    _EVENTS = [events.EventReservedPorts]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -73,8 +72,7 @@ class ControlApi(app_manager.OSKenApp):
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.extra_routes: ApiRoutes = kwargs.get(ROUTES) if kwargs.get(ROUTES) is not None else ApiRoutes()
         # what the optical scan learnt before a restart ([controller] state_file)
-        self.view.scan_attached.update(
-            state_file.load_attached(SETTINGS.controller.get("state_file", ""), SETTINGS.names))
+        self.view.set_scan(state_file.load_attached(SETTINGS.controller.get("state_file", ""), SETTINGS.names))
         self._scan_lock = hub.BoundedSemaphore(1)
         self.started = time.time()
         self.routes: dict[tuple[str, str], Callable[[dict, dict], Any]] = {
@@ -330,14 +328,13 @@ class ControlApi(app_manager.OSKenApp):
     def _reserve_for(self, plan) -> None:
         """The packet ports of every circuit the plan brings up are kept from default forwarding."""
         ports = [p for s in plan.steps if isinstance(s, CircuitUpStep) for p in s.ports]
-        if ports and self.view.reserve(f"plan:{plan.id}", ports):
-            self.send_event_to_observers(events.EventReservedPorts())
+        if ports:
+            self.view.reserve(f"plan:{plan.id}", ports)  # the view announces the change (EventReservedPorts)
 
     def _release_for(self, plan, record: dict) -> None:
         """Give the ports back when the plan failed, or when it removed the XCONs they hang on."""
-        changed = False
         if record["state"] != "done":
-            changed = self.view.unreserve(f"plan:{plan.id}")
+            self.view.unreserve(f"plan:{plan.id}")
         gone = {(x.xcon.ots, port) for x in plan.steps if isinstance(x, XconStep) and x.op == REMOVE
                 for port in (x.xcon.in_port, x.xcon.out_port)} if record["state"] == "done" else set()
         if gone:
@@ -345,9 +342,7 @@ class ControlApi(app_manager.OSKenApp):
             freed = {a for ots, port in gone if f"{ots}:{port}" in g.g and (a := g.adaptation_at(f"{ots}:{port}"))}
             for owner, ports in self.view.reservations_of("plan:").items():
                 if set(ports) & freed:
-                    changed |= self.view.unreserve(owner)
-        if changed:
-            self.send_event_to_observers(events.EventReservedPorts())
+                    self.view.unreserve(owner)
 
     def r_plans(self, q: dict, d: dict) -> list:
         try:
@@ -363,11 +358,11 @@ class ControlApi(app_manager.OSKenApp):
         if not self._scan_lock.acquire(blocking=False):
             raise ApiError(409, "a scan is already running")
         try:
-            self.view.scanning = True
+            self.view.set_scanning(True)
             known = {} if d.get("all") else self.view.known_far_ends()
             report = run_scan(self.view, self.driver, known, float(SETTINGS.controller["scan_settle"]))
         finally:
-            self.view.scanning = False
+            self.view.set_scanning(False)
             self._scan_lock.release()
         name = self.view.name_of
         result = {

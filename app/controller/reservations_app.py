@@ -60,7 +60,7 @@ def probe_frame() -> bytes:
 class ReservationsApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
-    _EVENTS = [events.EventReservation, events.EventPlan, events.EventReservedPorts]
+    _EVENTS = [events.EventReservation, events.EventPlan]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -114,10 +114,10 @@ class ReservationsApp(app_manager.OSKenApp):
     def _event(self, kind: str, data: dict[str, Any]) -> None:
         if kind in ("reserve", "unreserve"):
             owner = f"reservation:{data['reservation_id']}"
-            changed = (self.view.reserve(owner, [tuple(p) for p in data["ports"]]) if kind == "reserve"
-                       else self.view.unreserve(owner))
-            if changed:
-                self.send_event_to_observers(events.EventReservedPorts())
+            if kind == "reserve":  # the view announces a change of the reserved set (EventReservedPorts)
+                self.view.reserve(owner, [tuple(p) for p in data["ports"]])
+            else:
+                self.view.unreserve(owner)
             return
         if kind == "plan_record":
             PLANS.add(data, source="reservations")

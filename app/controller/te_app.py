@@ -66,7 +66,7 @@ LOG = logging.getLogger("mlte.controller.te")
 class TeApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
-    _EVENTS = [events.EventDecision, events.EventReservedPorts]
+    _EVENTS = [events.EventDecision]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -234,8 +234,8 @@ class TeApp(app_manager.OSKenApp):
             decider = self.decider
         assert d.plan is not None
         try:
-            if d.kind == opens and self.view.reserve(owner, ends):
-                self.send_event_to_observers(events.EventReservedPorts())
+            if d.kind == opens:
+                self.view.reserve(owner, ends)  # announced by the view when the reserved set changed
             record = execute(d.plan, self.sb, run_parallel=green_parallel, sleep=hub.sleep, poll_s=0.02,
                              on_event=journal_event)
             rec = record.to_json()
@@ -246,8 +246,7 @@ class TeApp(app_manager.OSKenApp):
                         error=rec.get("error", ""), seconds=round(rec["finished_at"] - rec["started_at"], 4))
             if (d.kind == opens and not ok) or (d.kind == closes and ok):
                 self.counters.pop(ident, None)
-                if self.view.unreserve(owner):
-                    self.send_event_to_observers(events.EventReservedPorts())
+                self.view.unreserve(owner)
         except Exception as exc:
             guard.failures.append(f"te: {exc!r}")
             guard.ERROR_LOG.exception("TE plan %s failed", d.plan.id)
