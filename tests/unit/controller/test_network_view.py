@@ -183,3 +183,29 @@ def test_the_inventory_app_bridges_the_view_onto_os_ken_events():
     assert sent == [events.EventSwitchEnter(sw), events.EventReservedPorts()]
     assert [type(e) for e in sent] == [events.EventSwitchEnter, events.EventReservedPorts]
     assert events.EventHostAdd in app._EVENTS  # registered, so @set_ev_cls subscribers receive them
+
+
+def test_apps_subscribed_with_set_ev_cls_receive_the_views_changes():
+    """As os-ken wires the loaded apps: the inventory's ``_EVENTS`` make it the source of every change."""
+    from os_ken.base import app_manager
+
+    from app.controller.db_feed import DbFeed
+    from app.controller.forwarding import Forwarding
+
+    view, sb = NetworkView(Settings()), OpenFlowSouthbound()
+    apps = [Inventory(**{VIEW: view, SOUTHBOUND: sb}), DbFeed(**{VIEW: view}), Forwarding(**{VIEW: view, SOUTHBOUND: sb})]
+    try:
+        for app in apps:
+            app_manager.register_app(app)
+        app_manager.AppManager.get_instance()._update_bricks()
+        inventory, feed, forwarding = apps
+        assert feed.name in inventory.observers[events.EventXconChange]
+        assert forwarding.name in inventory.observers[events.EventReservedPorts]
+        assert feed.name not in inventory.observers[events.EventReservedPorts]  # not a graph change
+        view.set_xcons(X, {1: 2})
+        assert feed.events.get() == (events.EventXconChange(X), None)  # queued for the feed's event loop
+        view.reserve("plan:1", [("A", 1)])
+        assert forwarding.events.get() == (events.EventReservedPorts(), None)
+    finally:
+        for app in apps:
+            app_manager.unregister_app(app)
