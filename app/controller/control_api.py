@@ -109,8 +109,7 @@ class ControlApi(app_manager.OSKenApp):
     def restore(self) -> None:
         """What the controller knew before a restart: the optical scan's attachments (``[controller]
         state_file``) and the vendor file (``static_file``), into the view."""
-        self.view.scan_attached.update(
-            state_file.load_attached(SETTINGS.controller.get("state_file", ""), SETTINGS.names))
+        self.view.set_scan(state_file.load_attached(SETTINGS.controller.get("state_file", ""), SETTINGS.names))
         path = SETTINGS.controller.get("static_file") or ""
         if path:
             self._load_static(path)
@@ -349,11 +348,11 @@ class ControlApi(app_manager.OSKenApp):
         if not self._scan_lock.acquire(blocking=False):
             raise ApiError(409, "a scan is already running")
         try:
-            self.view.scanning = True
+            self.view.set_scanning(True)
             known = {} if d.get("all") else self.view.known_far_ends()
             report = run_scan(self.view, self.driver, known, float(SETTINGS.controller["scan_settle"]))
         finally:
-            self.view.scanning = False
+            self.view.set_scanning(False)
             self._scan_lock.release()
         name = self.view.name_of
         result = {

@@ -1,10 +1,10 @@
 """Write what the web service shows: topology snapshots and lit circuits, into the shared database.
 
-A thin os-ken app (loaded by the launcher when ``[db] url`` / ``--db-url`` is set). It watches the
-controller journal for topology and XCON changes (switches, ports, LLDP links, XCONs, scans, static
-files), waits until they have been quiet for ``DEBOUNCE`` seconds (at most ``MAX_DELAY`` after the
-first one; never while an optical scan is probing), then reads the merged multi-layer graph from the
-shared network view (as ``GET /topology`` does) and writes it through :class:`app.db.feed.Feed` — a new snapshot only if
+A thin os-ken app (loaded by the launcher when ``[db] url`` / ``--db-url`` is set). It subscribes to
+the network view's graph changes (:data:`app.controller.events.GRAPH_EVENTS`: switches, ports, LLDP
+links, hosts, XCONs, scans, static files, names), waits until they have been quiet for ``DEBOUNCE``
+seconds (at most ``MAX_DELAY`` after the first one; never while an optical scan is probing), then
+reads the merged multi-layer graph from the shared network view (as ``GET /topology`` does) and writes it through :class:`app.db.feed.Feed` — a new snapshot only if
 the graph changed, and the set of lit circuits (``circuit_view.lit_circuits``) only if it changed.
 The writes are queued to the controller's writer thread (:mod:`app.controller.db_writer`), so a
 locked database never stalls the hub.
@@ -16,25 +16,50 @@ import logging
 import time
 
 from os_ken.base import app_manager
+from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
-from app.controller import db_writer, guard
+from app.controller import db_writer, events, guard
 from app.controller.circuit_view import lit_circuits
 from app.controller.inventory import OFP_VERSIONS
-from app.controller.journal import JOURNAL
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
+from app.controller.view_changes import ViewChange
 
 LOG = logging.getLogger("mlte.controller.db_feed")
 
-#: journal entry types that can change the graph or the lit circuits
-CHANGES = frozenset({"switch_enter", "switch_leave", "port", "link_add", "link_delete", "capabilities",
-                     "xcon_add", "xcon_delete", "scan_done", "static_loaded", "host", "names"})
-POLL = 0.1  # seconds between journal checks
+POLL = 0.1  # seconds between checks whether the pending changes are due
 DEBOUNCE = 0.3  # quiet time after the last change before writing
 MAX_DELAY = 2.0  # write at the latest this long after the first unwritten change (a flapping port)
 FEED = "web_feed"  # the app.db.feed.Feed, a resource of the db_writer thread
+
+
+class Debounce:
+    """When to write after a burst of changes: once they were quiet for ``quiet`` seconds, at the latest
+    ``max_delay`` after the first unwritten one, never while ``busy`` (time comes in as ``now``)."""
+
+    def __init__(self, quiet: float = DEBOUNCE, max_delay: float = MAX_DELAY) -> None:
+        self.quiet, self.max_delay = quiet, max_delay
+        self.first: float | None = None  # the first change not written yet
+        self.last = 0.0
+
+    def changed(self, now: float) -> None:
+        self.last = now
+        self.first = self.first if self.first is not None else now
+
+    def again(self, now: float) -> None:
+        """Write again (the last write failed), as soon as nothing is pending."""
+        self.first = self.first if self.first is not None else now
+
+    def due(self, now: float, busy: bool = False) -> bool:
+        """True (once) when the pending changes are to be written now."""
+        if self.first is None or busy:
+            return False
+        if now - self.last >= self.quiet or now - self.first >= self.max_delay:
+            self.first = None
+            return True
+        return False
 
 
 class DbFeed(app_manager.OSKenApp):
@@ -57,6 +82,7 @@ class DbFeed(app_manager.OSKenApp):
         self.last_circuits: list | None = None
         self.writes = 0
         self._rewrite = False  # set by the writer thread when a write failed for good: write again
+        self.pending = Debounce()
 
     def start(self):
         thread = super().start()
@@ -70,32 +96,27 @@ class DbFeed(app_manager.OSKenApp):
             db_writer.release()  # the last user flushes what is queued
         super().stop()
 
+    @set_ev_cls(events.GRAPH_EVENTS)
+    def _graph_changed(self, ev: ViewChange) -> None:
+        self.pending.changed(time.monotonic())
+
     def _loop(self) -> None:
-        seen, first, last = 0, None, 0.0
         while True:
             hub.sleep(POLL)
             try:
-                if self._rewrite:  # the last write failed (already reported): forget what we wrote
-                    self._rewrite = False
-                    self.last_graph = self.last_circuits = None
-                    first = first if first is not None else time.monotonic()
-                if JOURNAL.last_seq != seen:
-                    fresh = JOURNAL.since(seen)
-                    seen = JOURNAL.last_seq
-                    if any(e["type"] in CHANGES for e in fresh):
-                        last = time.monotonic()
-                        first = first if first is not None else last
-                if first is None:
-                    continue
-                now = time.monotonic()
-                if self.view.scanning:
-                    continue
-                if now - last >= DEBOUNCE or now - first >= MAX_DELAY:
-                    first = None
-                    self.publish()
+                self._tick(time.monotonic())
             except Exception as exc:  # keep feeding; loud in the error log and in GET /health
                 guard.failures.append(f"db_feed: {exc!r}")
                 guard.ERROR_LOG.exception("db_feed: writing the topology failed")
+
+    def _tick(self, now: float) -> None:
+        """Publish if the changes are due (the writer thread's failure flag counts as one)."""
+        if self._rewrite:  # the last write failed (already reported): forget what we wrote
+            self._rewrite = False
+            self.last_graph = self.last_circuits = None
+            self.pending.again(now)
+        if self.pending.due(now, busy=self.view.scanning):
+            self.publish()
 
     def publish(self) -> None:
         """Queue the current graph and circuits if they differ from what was last queued (the writer

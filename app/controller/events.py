@@ -1,67 +1,84 @@
 """Events the mlte controller apps broadcast to each other (os-ken ``event.py`` idiom).
 
-Each event carries value objects from :mod:`app.controller.model`, never a live Datapath.
+Each event carries value objects from :mod:`app.controller.model`, never a live Datapath. The
+network view's changes (:mod:`app.controller.view_changes`) come as one event class each, a subclass
+of the change with the same fields; the inventory app broadcasts them (:data:`VIEW_EVENTS`).
 """
 from __future__ import annotations
 
+from dataclasses import fields
+
 from os_ken.controller import event
 
-from app.controller.model import HostInfo, PacketLink, PortInfo, SwitchInfo
+from app.controller import view_changes
 
 
-class EventSwitchEnter(event.EventBase):
+class EventSwitchEnter(view_changes.SwitchEntered, event.EventBase):
     """A datapath connected and was classified (packet switch or OTS); ports are known."""
 
-    def __init__(self, switch: SwitchInfo) -> None:
-        super().__init__()
-        self.switch = switch
 
-
-class EventSwitchLeave(event.EventBase):
+class EventSwitchLeave(view_changes.SwitchLeft, event.EventBase):
     """A datapath disconnected."""
 
-    def __init__(self, switch: SwitchInfo) -> None:
-        super().__init__()
-        self.switch = switch
 
-
-class EventPortChange(event.EventBase):
+class EventPortChange(view_changes.PortChanged, event.EventBase):
     """A port was added, deleted, or went up/down (``old`` is None for a new port)."""
 
-    def __init__(self, switch: SwitchInfo, old: PortInfo | None, new: PortInfo | None, at: float) -> None:
-        super().__init__()
-        self.switch = switch
-        self.old = old
-        self.new = new
-        self.at = at
+
+class EventCapabilities(view_changes.CapabilitiesChanged, event.EventBase):
+    """An OTS reported its VENDOR capabilities."""
 
 
-class EventLinkAdd(event.EventBase):
+class EventNames(view_changes.NamesChanged, event.EventBase):
+    """Switches or hosts were given names."""
+
+
+class EventLinkAdd(view_changes.LinkAdded, event.EventBase):
     """LLDP found a new directed packet link."""
 
-    def __init__(self, link: PacketLink) -> None:
-        super().__init__()
-        self.link = link
 
-
-class EventLinkDelete(event.EventBase):
+class EventLinkDelete(view_changes.LinkDeleted, event.EventBase):
     """A directed packet link expired or one of its ports went down."""
 
-    def __init__(self, link: PacketLink) -> None:
-        super().__init__()
-        self.link = link
+
+class EventHostAdd(view_changes.HostAdded, event.EventBase):
+    """Forwarding learned a host at an edge port (or it moved, or its IP became known)."""
 
 
-class EventHostAdd(event.EventBase):
-    """Forwarding learned a host at an edge port."""
-
-    def __init__(self, host: HostInfo) -> None:
-        super().__init__()
-        self.host = host
+class EventHostDelete(view_changes.HostRemoved, event.EventBase):
+    """Forwarding no longer believes a host is where it was."""
 
 
-class EventReservedPorts(event.EventBase):
+class EventXconChange(view_changes.XconsChanged, event.EventBase):
+    """The applied XCONs of one OTS changed."""
+
+
+class EventAdaptations(view_changes.AdaptationsChanged, event.EventBase):
+    """The scan (or the state file) found packet ports cabled to OTS ports."""
+
+
+class EventStaticLoaded(view_changes.StaticLoaded, event.EventBase):
+    """The static vendor file was loaded or dropped."""
+
+
+class EventReservedPorts(view_changes.ReservedPortsChanged, event.EventBase):
     """The packet ports kept for plans and reservations changed: default forwarding re-plans around them."""
+
+
+#: every change of the network view, as the os-ken event the inventory app broadcasts for it
+VIEW_EVENTS: list[type[view_changes.ViewChange]] = [
+    EventSwitchEnter, EventSwitchLeave, EventPortChange, EventCapabilities, EventNames, EventLinkAdd,
+    EventLinkDelete, EventHostAdd, EventHostDelete, EventXconChange, EventAdaptations, EventStaticLoaded,
+    EventReservedPorts]
+#: the events whose change moved the merged graph (subscribe to these to follow the graph)
+GRAPH_EVENTS = [cls for cls in VIEW_EVENTS if cls.graph]
+_EVENT_OF = {cls.__mro__[1]: cls for cls in VIEW_EVENTS}
+
+
+def event_of(change: view_changes.ViewChange) -> view_changes.ViewChange:
+    """The os-ken event that announces ``change`` (same fields, the event class of its type)."""
+    cls = _EVENT_OF[type(change)]
+    return cls(**{f.name: getattr(change, f.name) for f in fields(change)})
 
 
 class EventDecision(event.EventBase):

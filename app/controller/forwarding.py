@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from os_ken.base import app_manager
@@ -86,14 +87,13 @@ def forwarding_rule(st: FlowStat) -> tuple[str, int] | None:
 class Forwarding(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
-    _EVENTS = [events.EventHostAdd]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_forwarding"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
-        self.hosts: dict[str, HostInfo] = self.view.hosts  # the view owns them; we learn them
+        self.hosts: Mapping[str, HostInfo] = self.view.hosts  # the view owns them; we learn them
         self.installed: Plan = {}
         # dpid -> {mac: port}: rules read back from the switch, not (re)installed by us since; their
         # deletion is held until the topology settled
@@ -118,11 +118,12 @@ class Forwarding(app_manager.OSKenApp):
     @property
     def installed(self) -> Plan:
         """The installed eth_dst rules, kept in the network view (the monitor's counting rules read them)."""
-        return self.view.forwarding_rules
+        return self._installed
 
     @installed.setter
     def installed(self, plan: Plan) -> None:
-        self.view.forwarding_rules = plan
+        self._installed = plan
+        self.view.set_forwarding_rules(plan)
 
 
     # ---- planning --------------------------------------------------------------------------------
@@ -150,7 +151,7 @@ class Forwarding(app_manager.OSKenApp):
         link_ports = self.view.links.ports_in_links()
         for mac, host in list(self.hosts.items()):  # a "host" seen on what is now a link port was not one
             if host.port in link_ports:
-                del self.hosts[mac]
+                self.view.remove_host(mac)
         new = plan(self._graph, self.hosts.values())
         held = {d: set(rules) for d, rules in self.adopted.items() if rules} if self.holding() else {}
         outs = {PortRef(d, self.installed[d][m]) for d, macs in held.items() for m in macs if m in self.installed.get(d, {})}
@@ -278,9 +279,8 @@ class Forwarding(app_manager.OSKenApp):
         found = reconcile.infer_hosts(self.adopted, edges, known)
         for mac, ref in found.items():
             host = HostInfo(mac=mac, ip=None, port=ref)
-            self.hosts[mac] = host
+            self.view.add_host(host)
             JOURNAL.add("host", mac=mac, ip=None, port=str(ref), adopted=True)
-            self.send_event_to_observers(events.EventHostAdd(host))
         self._replan()
         self.adopted = {d: {} for d in self.adopted}
 
@@ -292,7 +292,7 @@ class Forwarding(app_manager.OSKenApp):
         self._readback.pop(ev.switch.dpid, None)
         for mac, host in list(self.hosts.items()):
             if host.port.dpid == ev.switch.dpid:
-                del self.hosts[mac]
+                self.view.remove_host(mac)
         self._replan()
 
     @set_ev_cls(events.EventLinkAdd)
@@ -313,7 +313,7 @@ class Forwarding(app_manager.OSKenApp):
         ref = PortRef(ev.switch.dpid, (ev.new or ev.old).port_no)
         gone = [mac for mac, h in self.hosts.items() if h.port == ref]
         for mac in gone:
-            del self.hosts[mac]
+            self.view.remove_host(mac)
         if gone:
             self._replan()
 
@@ -351,9 +351,8 @@ class Forwarding(app_manager.OSKenApp):
         host = HostInfo(mac=mac, ip=ip or (old.ip if old else None), port=ref)
         if old == host:
             return
-        self.hosts[mac] = host
+        self.view.add_host(host)
         JOURNAL.add("host", mac=mac, ip=host.ip, port=str(ref))
-        self.send_event_to_observers(events.EventHostAdd(host))
         if old is None or old.port != ref:
             self._replan()
 

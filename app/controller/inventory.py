@@ -7,6 +7,7 @@ is an OTS; every OpenFlow 1.3 datapath is a packet switch. Other apps look the d
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -23,6 +24,7 @@ from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
+from app.controller.view_changes import ViewChange
 from topology.granularity import from_port_name
 
 __all__ = ["OFP_VERSIONS", "Inventory", "classify", "port_speed_kbps"]
@@ -62,18 +64,15 @@ def classify(ofp_version: int, port_names: list[str]) -> str:
 class Inventory(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
-    _EVENTS = [
-        events.EventSwitchEnter,
-        events.EventSwitchLeave,
-        events.EventPortChange,
-    ]
+    _EVENTS = events.VIEW_EVENTS  # the change bus: every change of the network view, broadcast from here
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_inventory"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
-        self.switches: dict[int, SwitchInfo] = self.view.switches  # the view owns them; we keep them current
+        self.switches: Mapping[int, SwitchInfo] = self.view.switches  # the view owns them; we keep them current
+        self.view.subscribe(self._announce)
 
     # ---- lookups used by the other apps and the control API -------------------------------------
     def datapath(self, dpid: int) -> Datapath | None:
@@ -93,6 +92,10 @@ class Inventory(app_manager.OSKenApp):
     def rename(self, names: dict[int, str]) -> None:
         self.view.rename(names)
 
+    def _announce(self, change: ViewChange) -> None:
+        """The change bus: one os-ken event per change of the network view, to whoever subscribed."""
+        self.send_event_to_observers(events.event_of(change))
+
     # ---- connection life cycle -------------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
     @loud
@@ -108,10 +111,9 @@ class Inventory(app_manager.OSKenApp):
                 self._enter(dp, list((dp.ports or {}).values()))
         elif ev.state == DEAD_DISPATCHER and self.southbound.datapath(dp.id) is dp:
             self.southbound.disconnected(dp)
-            sw = self.switches.pop(dp.id, None)
+            sw = self.view.remove_switch(dp.id)
             if sw is not None:
                 JOURNAL.add("switch_leave", dpid=sw.dpid, name=sw.name, kind=sw.kind)
-                self.send_event_to_observers(events.EventSwitchLeave(sw))
 
     @set_ev_cls(ofp_event.EventOFPPortDescStatsReply, MAIN_DISPATCHER)
     @loud
@@ -131,10 +133,9 @@ class Inventory(app_manager.OSKenApp):
         kind = classify(ofp.OFP_VERSION, [p.name for p in real.values()])
         name = SETTINGS.names.get(dp.id) or (local[0] if local else dpid_label(dp.id))
         sw = SwitchInfo(dpid=dp.id, kind=kind, ofp_version=ofp.OFP_VERSION, name=name, ports=real)
-        self.switches[dp.id] = sw
         self.logger.info("switch %s (dpid %016x) entered as %s with %d ports", name, dp.id, kind, len(real))
+        self.view.add_switch(sw)
         JOURNAL.add("switch_enter", dpid=dp.id, name=name, kind=kind)
-        self.send_event_to_observers(events.EventSwitchEnter(sw))
 
     # ---- port changes ------------------------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
@@ -151,14 +152,10 @@ class Inventory(app_manager.OSKenApp):
         if sw is None or port.port_no >= ofp.OFPP_MAX:
             return
         new = None if reason == "delete" else _port_info(ofp, port)
-        old = sw.ports.get(port.port_no)
-        if new is None:
-            sw.ports.pop(port.port_no, None)
-        else:
-            sw.ports[port.port_no] = new
-        if old == new:
+        change = self.view.set_port(dp.id, port.port_no, new, time.time())
+        if change is None:
             return
-        now = time.time()
+        old = change.old
         JOURNAL.add(
             "port",
             dpid=sw.dpid,
@@ -169,4 +166,3 @@ class Inventory(app_manager.OSKenApp):
             up=bool(new and new.up),
             was_up=bool(old and old.up),
         )
-        self.send_event_to_observers(events.EventPortChange(sw, old, new, now))

@@ -1,6 +1,8 @@
 """A bounded, sequence-numbered log of controller events, read by ``GET /events`` and the scan.
 
-Plain data (no os-ken): appended to from handlers, read by API greenthreads with ``since``.
+A log only: apps learn of a change of the network view from the view's change bus
+(:mod:`app.controller.view_changes`), never by polling this. Plain data (no os-ken): appended to from
+handlers, read by API greenthreads with ``since``.
 """
 from __future__ import annotations
 

@@ -4,7 +4,19 @@ Time comes in as ``now`` so the expiry rules are unit-tested without a clock.
 """
 from __future__ import annotations
 
+from typing import Protocol
+
 from app.controller.model import PacketLink, PortRef
+
+
+class LinkReader(Protocol):
+    """The read side of a :class:`LinkTable` (what the network view shows its readers)."""
+
+    def links(self) -> list[PacketLink]: ...
+
+    def last_seen(self, link: PacketLink) -> float | None: ...
+
+    def ports_in_links(self) -> set[PortRef]: ...
 
 
 class LinkTable:

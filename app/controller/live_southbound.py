@@ -17,7 +17,6 @@ from os_ken.ofproto import ofproto_v1_0 as ofp10
 
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.network_view import NetworkView
-from app.controller.ots_driver import record_unknown
 from app.controller.southbound import OpenFlowSouthbound
 from app.update.model import FlowRule, ModelError, Outcome, Port, XconSpec, normalise_match
 from topology.rule_plan import ALL_BITS, BANDS
@@ -101,12 +100,9 @@ class LiveSouthbound:
         except DriverError as exc:
             return Outcome.refused(str(exc))
         if add:
-            record_unknown(self.view.unknown_xcons.setdefault(sw.dpid, {}), list(pairs))
+            self.view.mark_unknown(sw.dpid, pairs)
         else:
-            for a, _b in pairs:
-                self.view.unknown_xcons.get(sw.dpid, {}).pop(a, None)
-                self.view.xcons.get(sw.dpid, {}).pop(a, None)
-        self.view.changed()
+            self.view.remove_xcons(sw.dpid, [a for a, _b in pairs])
         return Outcome.done(sent, sent_only=True)
 
     # ---- packet rules ------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ from app.controller import events
 from app.controller.guard import ERROR_LOG, loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
-from app.controller.links import LinkTable
 from app.controller.model import PACKET, PacketLink, PortRef
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
@@ -79,14 +78,12 @@ def parse_lldp(data: bytes) -> PortRef | None:
 class LldpDiscovery(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
-    _EVENTS = [events.EventLinkAdd, events.EventLinkDelete]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_lldp"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
-        self.table: LinkTable = self.view.links  # the view owns the link table; LLDP keeps it current
         self.interval = float(SETTINGS.controller["lldp_interval"])
         self.timeout = float(SETTINGS.controller["link_timeout"])
         self._thread = None
@@ -109,7 +106,7 @@ class LldpDiscovery(app_manager.OSKenApp):
 
     def _round(self) -> None:
         self._probe_all()
-        for link in self.table.expire(time.time(), self.timeout):
+        for link in self.view.expire_links(time.time(), self.timeout):
             self._deleted(link, "expired")
 
     def _probe_all(self) -> int:
@@ -165,8 +162,7 @@ class LldpDiscovery(app_manager.OSKenApp):
         dp.send_msg(out)
 
     def _deleted(self, link: PacketLink, why: str) -> None:
-        JOURNAL.add("link_delete", src=str(link.src), dst=str(link.dst), why=why)
-        self.send_event_to_observers(events.EventLinkDelete(link))
+        JOURNAL.add("link_delete", src=str(link.src), dst=str(link.dst), why=why)  # the view announced it
 
     # ---- events ------------------------------------------------------------------------------------
     @set_ev_cls(events.EventSwitchEnter)
@@ -185,7 +181,7 @@ class LldpDiscovery(app_manager.OSKenApp):
     @set_ev_cls(events.EventSwitchLeave)
     @loud
     def _switch_leave(self, ev: events.EventSwitchLeave) -> None:
-        for link in self.table.drop_switch(ev.switch.dpid):
+        for link in self.view.remove_switch_links(ev.switch.dpid):
             self._deleted(link, "switch left")
 
     @set_ev_cls(events.EventPortChange)
@@ -199,7 +195,7 @@ class LldpDiscovery(app_manager.OSKenApp):
             self._send(ev.switch.dpid, ev.new.port_no, ev.new.hw_addr)  # a circuit may just have come up
             return
         port_no = (ev.new or ev.old).port_no
-        for link in self.table.drop_port(PortRef(ev.switch.dpid, port_no)):
+        for link in self.view.remove_port_links(PortRef(ev.switch.dpid, port_no)):
             self._deleted(link, "port down")
 
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
@@ -219,9 +215,8 @@ class LldpDiscovery(app_manager.OSKenApp):
         if src_sw is None or dst_sw is None or src_sw.kind != PACKET:
             return
         link = PacketLink(src, PortRef(dp.id, msg.match["in_port"]))
-        is_new, replaced = self.table.seen(link, time.time())
+        is_new, replaced = self.view.add_link(link, time.time())
         for old in replaced:
             self._deleted(old, "replaced")
         if is_new:
             JOURNAL.add("link_add", src=str(link.src), dst=str(link.dst))
-            self.send_event_to_observers(events.EventLinkAdd(link))

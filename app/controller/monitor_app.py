@@ -53,6 +53,7 @@ from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OpenFlowSouthbound
+from app.controller.view_changes import ViewChange
 from monitor import flowstats
 from monitor.core import MonitorCore, circuits_from_graph
 from monitor.counters import PortSnapshot
@@ -148,6 +149,10 @@ class MonitorApp(app_manager.OSKenApp):
         self.probe_interval = float(self.cfg["probe_interval"])
         self.latency = LatencyMonitor(float(self.cfg["path_change_tolerance_ms"]), timeout=float(self.cfg["probe_timeout"]))
         self._trapped: set[int] = set()
+        # the circuits come from the view's graph: read it again on the next tick only once the graph
+        # moved (set at once by the view's change bus, so no tick misses a change)
+        self._graph_moved = True
+        self.view.subscribe(self._view_changed)
         # samples and events go to the DB through the controller's writer thread (db_writer): a
         # locked database must not stall the hub; the store is opened and used in that thread only
         self.writer: db_writer.DbWriter | None = None
@@ -325,22 +330,27 @@ class MonitorApp(app_manager.OSKenApp):
             self.counting.stats(sw.name, entries, time.monotonic())
 
     # ---- classification and fine actions ------------------------------------------------------------
+    def _view_changed(self, change: ViewChange) -> None:
+        self._graph_moved = self._graph_moved or change.graph
+
     def _tick(self) -> None:
-        graph, _problems = self.view.graph()
-        self.core.set_circuits(circuits_from_graph(graph))
+        if self._graph_moved:
+            self._graph_moved = False
+            graph, _problems = self.view.graph()
+            self.core.set_circuits(circuits_from_graph(graph))
         if self.everywhere:  # the baseline: fine data on every packet switch, all the time
             inv = self.view
             for action in self.core.manager.hold("everywhere", [sw.name for sw in inv.switches.values()
                                                                  if sw.kind == PACKET]):
                 self._execute(action)
         if self.counting is not None:
-            self.view.fine_flows = self.counting.flow_counts(time.monotonic())  # for the TE loop's gain
+            self.view.set_fine_flows(self.counting.flow_counts(time.monotonic()))  # for the TE loop's gain
             for name in sorted(self.counting.enabled):  # follow re-routes of the forwarding rules
                 self._send_rules(name, self.counting.sync(name, self._forwarding(name)))
         now = time.monotonic()
         res = self.core.tick(now)
         self.last = {"t": time.time(), "circuits": res.circuits}
-        self.view.link_loads = {cid: float(v["mbps"]) for cid, v in res.circuits.items()}  # the TE placement's
+        self.view.set_link_loads({cid: float(v["mbps"]) for cid, v in res.circuits.items()})  # the TE placement's
         for cid, vals in res.circuits.items():
             if vals["drops"] or vals["util"] > float(self.cfg["growth_threshold"]):
                 JOURNAL.add("monitor_load", circuit=cid, **{k: round(v, 4) for k, v in vals.items()})

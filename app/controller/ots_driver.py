@@ -18,6 +18,7 @@ import itertools
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from os_ken.base import app_manager
@@ -114,11 +115,11 @@ class OtsDriver(app_manager.OSKenApp):
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.southbound.xcon_driver = self
-        # dpid -> {in_port: out_port}, as confirmed by barriers (the network view's table)
-        self.xcons: dict[int, dict[int, int]] = self.view.xcons
+        # dpid -> {in_port: out_port}, as confirmed by barriers (the network view's table, read-only)
+        self.xcons: Mapping[int, dict[int, int]] = self.view.xcons
         # dpid -> {in_port: out_port} sent but never confirmed (barrier timed out): maybe applied, maybe
         # not; kept until a delete of that port is confirmed, so a roll-back can remove them
-        self.unknown: dict[int, dict[int, int]] = self.view.unknown_xcons
+        self.unknown: Mapping[int, dict[int, int]] = self.view.unknown_xcons
         # dpid -> in_ports whose XCON was read back from the OTS (installed before this process knew)
         self.adopted: dict[int, set[int]] = {}
         # dpid -> the read-back under way (or refused); absent once the OTS is reconciled
@@ -169,8 +170,7 @@ class OtsDriver(app_manager.OSKenApp):
                                              switching_time=0.001, name=ev.switch.name))
             return
         dpid = ev.switch.dpid
-        self.xcons[dpid] = {}
-        self.unknown.pop(dpid, None)
+        self.view.clear_xcons(dpid)
         self.adopted[dpid] = set()
         dp = self.southbound.datapath(dpid)
         dp.send_msg(protocol.caps_request(dp))
@@ -201,8 +201,7 @@ class OtsDriver(app_manager.OSKenApp):
     @set_ev_cls(events.EventSwitchLeave)
     @loud
     def _switch_leave(self, ev: events.EventSwitchLeave) -> None:
-        self.xcons.pop(ev.switch.dpid, None)
-        self.unknown.pop(ev.switch.dpid, None)
+        self.view.clear_xcons(ev.switch.dpid)
         self.adopted.pop(ev.switch.dpid, None)
         rb = self.readback.pop(ev.switch.dpid, None)
         if rb is not None:
@@ -232,9 +231,8 @@ class OtsDriver(app_manager.OSKenApp):
         self._adopt(ev.dpid, rb, entries)
 
     def _adopt(self, dpid: int, rb: _Readback, entries: list[tuple[int, int]]) -> None:
-        table = self.xcons.setdefault(dpid, {})
-        new = reconcile.adopt_xcons(entries, table, self.unknown.get(dpid, {}), rb.touched)
-        table.update(new)
+        new = reconcile.adopt_xcons(entries, self.xcons.get(dpid, {}), self.unknown.get(dpid, {}), rb.touched)
+        self.view.set_xcons(dpid, new)  # the graph has XCONs it did not have
         self.adopted.setdefault(dpid, set()).update(new)
         del self.readback[dpid]
         rb.done.set()
@@ -242,7 +240,6 @@ class OtsDriver(app_manager.OSKenApp):
         name = sw.name if sw is not None else dpid_label(dpid)
         JOURNAL.add("xcon_adopted", ots=name, dpid=dpid, xcons=[[a, b] for a, b in sorted(new.items())],
                     read=len(entries), seconds=round(time.monotonic() - rb.sent, 4))
-        self.view.changed()  # the graph has XCONs it did not have
         if new:
             LOG.info("OTS %s: %d XCON(s) read back and adopted", name, len(new))
 
@@ -337,9 +334,9 @@ class OtsDriver(app_manager.OSKenApp):
         sw = self.view.switches.get(dpid)
         if sw is None:
             return
-        sw.capabilities = json.loads(caps.to_json())
-        if sw.name == dpid_label(dpid) and caps.name and dpid not in SETTINGS.names:
-            sw.name = caps.name  # no name from the lab: the OTS's own (its bridge name)
+        own = sw.name == dpid_label(dpid) and caps.name and dpid not in SETTINGS.names
+        # no name from the lab: the OTS's own (its bridge name)
+        self.view.set_capabilities(dpid, json.loads(caps.to_json()), caps.name if own else None)
         JOURNAL.add("capabilities", dpid=dpid, name=sw.name)
         self._store(replace(NodeCapabilities.from_ots_report(sw.capabilities), name=sw.name))
 
@@ -412,7 +409,7 @@ class OtsDriver(app_manager.OSKenApp):
         except BarrierTimeout as exc:  # sent, never confirmed: record as unknown so it can be removed
             out: list[XconResult | BarrierTimeout] = []
             for (a, b), pairs in zip(hops, per_hop, strict=True):
-                record_unknown(self.unknown.setdefault(dpid, {}), pairs)
+                self.view.mark_unknown(dpid, pairs)
                 JOURNAL.add("xcon_unknown", ots=name, in_port=a, out_port=b, error=str(exc))
                 LOG.warning("XCON %s %d->%d: %s; state unknown (recorded for roll-back)", name, a, b, exc)
                 out.append(BarrierTimeout(f"{exc}; XCON {name} {a}{arrow}{b} state unknown", pairs))
@@ -427,10 +424,9 @@ class OtsDriver(app_manager.OSKenApp):
                 ok = m.xid not in failed_xids
                 changes.append({"in_port": a, "out_port": b, "ok": ok})
                 if ok:
-                    self.xcons.setdefault(dpid, {})[a] = b
+                    self.view.set_xcons(dpid, {a: b})
                     self.adopted.get(dpid, set()).discard(a)  # ours now: the controller set it
-            for a, _b in pairs:
-                self.unknown.get(dpid, {}).pop(a, None)  # a barrier answered for them: no longer unknown
+            self.view.settle_unknown(dpid, [a for a, _b in pairs])  # a barrier answered for them
             if mine:  # all or nothing: undo the directions that did go in
                 undo = [c for c in changes if c["ok"]]
                 if undo:
@@ -478,10 +474,8 @@ class OtsDriver(app_manager.OSKenApp):
         self._touch(dpid, in_ports)
         errors, sent, applied = self.send_and_barrier(dpid, msgs)
         if not errors:
+            self.view.remove_xcons(dpid, in_ports, only_to)
             for p in in_ports:
-                for table in (self.xcons.get(dpid, {}), self.unknown.get(dpid, {})):
-                    if only_to is None or table.get(p) == only_to:
-                        table.pop(p, None)
                 if p not in self.xcons.get(dpid, {}):
                     self.adopted.get(dpid, set()).discard(p)
         return errors, sent, applied
@@ -514,12 +508,6 @@ class OtsDriver(app_manager.OSKenApp):
         out += [{"ots": name(d), "in_port": a, "out_port": b, "state": "unknown"}
                 for d, table in sorted(self.unknown.items()) for a, b in sorted(table.items())]
         return out
-
-
-def record_unknown(table: dict[int, int], pairs: list[tuple[int, int]]) -> None:
-    """Remember XCON directions whose barrier timed out (``table``: in_port -> out_port)."""
-    for a, b in pairs:
-        table[a] = b
 
 
 def delete_ports(applied: dict[int, int], unknown: dict[int, int], in_port: int, bidirectional: bool) -> list[int]:

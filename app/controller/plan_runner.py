@@ -26,7 +26,7 @@ from app.update.southbound import Southbound
 from topology.graph import MultiLayerGraph
 
 CONTEXT = "mlte_plan_runner"
-RESERVED_PORTS, PLAN = "reserved_ports", "plan"  # what ``notify`` is told
+PLAN = "plan"  # what ``notify`` is told (a change of the reserved ports is the view's own announcement)
 API_OWNER = "plan:"  # owners of POST /plan circuits: given back when a plan removes their XCONs
 
 Notify = Callable[[str, dict[str, Any]], None]
@@ -89,17 +89,11 @@ class PlanRunner:
     def reserve(self, owner: str, ports: Iterable[Port]) -> bool:
         """Keep default forwarding off ``ports`` for ``owner`` (also outside a plan: a reservation
         re-adopted after a restart); True if the reserved set changed (the apps were told)."""
-        changed = self._book().reserve(owner, ports)
-        if changed:
-            self.notify(RESERVED_PORTS, {})
-        return changed
+        return self._book().reserve(owner, ports)
 
     def release(self, owner: str) -> bool:
         """Give ``owner``'s ports back to default forwarding; True if the reserved set changed."""
-        changed = self._book().unreserve(owner)
-        if changed:
-            self.notify(RESERVED_PORTS, {})
-        return changed
+        return self._book().unreserve(owner)
 
     # ---- plans ---------------------------------------------------------------------------------------
     def run(self, plan: Plan, owner: str, kind: str, *, ports: Sequence[Port] | None = None,
@@ -149,9 +143,6 @@ class PlanRunner:
             return
         g, _ = book.graph()
         freed = {a for ots, port in gone if f"{ots}:{port}" in g.g and (a := g.adaptation_at(f"{ots}:{port}"))}
-        changed = False
         for owner, ports in held.items():
             if set(ports) & freed:
-                changed |= book.unreserve(owner)
-        if changed:
-            self.notify(RESERVED_PORTS, {})
+                book.unreserve(owner)

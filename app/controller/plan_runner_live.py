@@ -3,7 +3,8 @@
 The runner is an os-ken context (``_CONTEXTS = {RUNNER: PlanRunner}``), created bare by the app
 manager; the first app that asks for it binds it to the live southbound over the shared view and
 southbound, with the hub's time (``hub.sleep``, steps as greenthreads, 20 ms counter polls). Its news
-goes on the bus as :class:`EventReservedPorts` and :class:`EventPlan`, sent by that first app: every
+goes on the bus as :class:`EventPlan`, sent by that first app (a change of the reserved ports is
+announced by the network view itself): every
 app that uses the runner lists :data:`RUNNER_EVENTS` in its ``_EVENTS``, so any of them reaches every
 observer.
 """
@@ -18,13 +19,13 @@ from app.controller import events
 from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.network_view import NetworkView
 from app.controller.plan_runner import CONTEXT as RUNNER
-from app.controller.plan_runner import PLAN, RESERVED_PORTS, PlanRunner
+from app.controller.plan_runner import PLAN, PlanRunner
 from app.controller.southbound import OpenFlowSouthbound
 
 __all__ = ["POLL_S", "RUNNER", "RUNNER_EVENTS", "PlanRunner", "shared_runner"]
 
 POLL_S = 0.02  # how often a verify or drain step reads the counters (a flow-stats round trip each)
-RUNNER_EVENTS = [events.EventReservedPorts, events.EventPlan]
+RUNNER_EVENTS = [events.EventPlan]
 
 
 def shared_runner(kwargs: dict[str, Any], app: app_manager.OSKenApp, view: NetworkView,
@@ -34,9 +35,7 @@ def shared_runner(kwargs: dict[str, Any], app: app_manager.OSKenApp, view: Netwo
     runner = kwargs.get(RUNNER) or PlanRunner()
 
     def notify(kind: str, data: dict[str, Any]) -> None:
-        if kind == RESERVED_PORTS:
-            app.send_event_to_observers(events.EventReservedPorts())
-        elif kind == PLAN:
+        if kind == PLAN:
             app.send_event_to_observers(events.EventPlan(dict(data)))
 
     if not runner.bound:

@@ -7,12 +7,11 @@ import json
 import pytest
 
 from app.controller.control_api import ControlApi
-from app.controller.links import LinkTable
 from app.controller.live_southbound import LiveSouthbound
 from app.controller.model import OTS, PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.ots_driver import BarrierTimeout, DriverError, XconResult, delete_ports, record_unknown
+from app.controller.ots_driver import BarrierTimeout, DriverError, XconResult, delete_ports
 from app.controller.plan_runner import CONTEXT as RUNNER
 from app.controller.plan_runner import PlanRunner
 from app.controller.southbound import CONTEXT as SOUTHBOUND
@@ -40,11 +39,12 @@ class FakeInventory:
 
 
 class FakeDriver:
-    """The real driver's bookkeeping (record_unknown, delete_ports) over a fake OTS, in the view's tables."""
+    """The real driver's bookkeeping (delete_ports, the view's XCON methods) over a fake OTS."""
 
     def __init__(self, view: NetworkView):
-        self.xcons: dict[int, dict[int, int]] = view.xcons
-        self.unknown: dict[int, dict[int, int]] = view.unknown_xcons
+        self.view = view
+        self.xcons = view.xcons
+        self.unknown = view.unknown_xcons
         self.deleted: list[int] = []  # in_ports DELETE_STRICTs were sent for
 
     def resolve(self, ots):
@@ -58,9 +58,9 @@ class FakeDriver:
             err = {"xid": 7, "type": 2, "code": 4, "type_name": "OFPET_BAD_ACTION", "code_name": "OFPBAC_BAD_OUT_PORT"}
             return XconResult(False, "X", [], [err], 1.0, None)
         if b == 8:  # the fake OTS stops answering: no barrier reply; the XCON may or may not be in
-            record_unknown(self.unknown.setdefault(0xF01, {}), [(a, b), (b, a)])
+            self.view.mark_unknown(0xF01, [(a, b), (b, a)])
             raise BarrierTimeout("no BARRIER_REPLY from 0000000000000f01 within 5.0s", [(a, b), (b, a)])
-        self.xcons.setdefault(0xF01, {}).update({a: b, b: a})
+        self.view.set_xcons(0xF01, {a: b, b: a})
         return XconResult(True, "X", [{"in_port": a, "out_port": b, "ok": True}], [], 1.0, 1.2)
 
     def known_port(self, dpid, a):
@@ -68,10 +68,8 @@ class FakeDriver:
 
     def remove(self, ots, a, bidirectional=True):
         ports = delete_ports(self.xcons.get(0xF01, {}), self.unknown.get(0xF01, {}), a, bidirectional)
-        for p in ports:  # DELETE_STRICT on a port without an XCON changes nothing on the OTS
-            self.deleted.append(p)
-            self.xcons.get(0xF01, {}).pop(p, None)
-            self.unknown.get(0xF01, {}).pop(p, None)
+        self.deleted += ports  # DELETE_STRICT on a port without an XCON changes nothing on the OTS
+        self.view.remove_xcons(0xF01, ports)
         return XconResult(True, "X", [{"in_port": p, "deleted": True} for p in ports], [], 1.0, 1.1)
 
     def active(self):
@@ -84,8 +82,9 @@ class FakeDriver:
 def api():
     """The API over a network view filled as the apps would fill it, and a fake OTS driver."""
     view = NetworkView()
-    view.switches.update(FakeInventory().switches)
-    view.links.seen(PacketLink(PortRef(0xA1, 3), PortRef(0xA1, 4)), 5.0)
+    for sw in FakeInventory().switches.values():
+        view.add_switch(sw)
+    view.add_link(PacketLink(PortRef(0xA1, 3), PortRef(0xA1, 4)), 5.0)
     southbound = OpenFlowSouthbound()
     southbound.xcon_driver = FakeDriver(view)
     # plans and circuits run through a runner with threads for parallel steps (no eventlet hub here)
@@ -186,8 +185,8 @@ def test_topology_has_learnt_hosts_and_names_them(api, monkeypatch):
     from app.controller.runtime import SETTINGS
 
     monkeypatch.setattr(SETTINGS, "host_names", {})
-    api.view.hosts["00:00:00:00:00:01"] = HostInfo("00:00:00:00:00:01", "10.0.0.1", PortRef(0xA1, 3))
-    monkeypatch.setattr(api.view, "links", LinkTable())  # A:3 is an edge port here
+    api.view.add_host(HostInfo("00:00:00:00:00:01", "10.0.0.1", PortRef(0xA1, 3)))
+    api.view.remove_port_links(PortRef(0xA1, 3))  # A:3 is an edge port here
     status, body = call(api, "GET", "/topology")
     assert status == 200
     access = [link for link in body["links"] if link["kind"] == "access"]
@@ -254,10 +253,11 @@ def test_bad_static_file_and_names_are_400(api, tmp_path):
 
 def test_reserved_ports_keep_default_forwarding_off_a_circuit():
     view = NetworkView()
-    view.switches.update(FakeInventory().switches)
-    view.switches[0xC1] = SwitchInfo(0xC1, PACKET, 4, "C", {2: PortInfo(2, "C-eth2", "00:00:00:00:00:0c", True)})
+    for sw in FakeInventory().switches.values():
+        view.add_switch(sw)
+    view.add_switch(SwitchInfo(0xC1, PACKET, 4, "C", {2: PortInfo(2, "C-eth2", "00:00:00:00:00:0c", True)}))
     link = PacketLink(PortRef(0xA1, 3), PortRef(0xC1, 2))
-    view.links.seen(link, 1.0)
+    view.add_link(link, 1.0)
     assert view.usable_links() == [link]
     assert view.reserve("plan:p1", [("A", 3), ("C", 2)]) is True
     assert view.usable_links() == [] and view.reserved_ports == {("A", 3), ("C", 2)}

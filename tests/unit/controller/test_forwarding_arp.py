@@ -33,7 +33,7 @@ def make_app():
     dp = FakeDp(0xA1)
     sw = SwitchInfo(0xA1, PACKET, 4, "A", {p: PortInfo(p, f"A-eth{p}", "00:00:00:00:00:0a", True) for p in (1, 2)})
     view, southbound = NetworkView(), OpenFlowSouthbound()
-    view.switches[0xA1] = sw
+    view.add_switch(sw)
     southbound.datapaths[0xA1] = dp
     app = Forwarding(**{VIEW: view, SOUTHBOUND: southbound})
     app.send_event_to_observers = lambda ev: None

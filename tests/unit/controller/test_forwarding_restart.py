@@ -6,8 +6,6 @@ nothing is sent: a restart of an unchanged network changes no rule.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
 
 from app.controller import events
@@ -23,6 +21,7 @@ from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import FlowStat, OpenFlowSouthbound, flow_stat
+from app.controller.view_changes import HostAdded, HostRemoved
 from topology import rule_plan
 
 A, B = 0xA1, 0xB1
@@ -55,13 +54,13 @@ def make_app():
     sws = {d: SwitchInfo(d, PACKET, 4, n, {p: PortInfo(p, f"{n}-eth{p}", "00:00:00:00:00:0a", True) for p in (1, 2, 3)})
            for d, n in ((A, "A"), (B, "B"))}
     view, southbound = NetworkView(), OpenFlowSouthbound()
-    view.switches.update(sws)
+    for sw in sws.values():
+        view.add_switch(sw)
     southbound.datapaths.update(dps)
-    lldp = SimpleNamespace(table=view.links)  # the LLDP app keeps the view's link table
     app = Forwarding(**{VIEW: view, SOUTHBOUND: southbound})
-    app.sent_events = []
-    app.send_event_to_observers = app.sent_events.append
-    return app, dps, sws, lldp
+    app.changes = []  # what the view announced (the inventory app broadcasts them as os-ken events)
+    view.subscribe(app.changes.append)
+    return app, dps, sws, view  # the view's link methods stand in for the LLDP app
 
 
 def stats_entry(mac: str, port: int, priority: int = FWD_PRIORITY, cookie: int = COOKIE_FWD) -> FlowStat:
@@ -87,7 +86,7 @@ def restart(app, dps, sws, lldp, links=LINK):
     for d in (A, B):
         answer(app, dps[d], OLD_RULES[d])
     for link in links:
-        lldp.table.seen(link, 1.0)
+        lldp.add_link(link, 1.0)
         app._link_add(events.EventLinkAdd(link))
 
 
@@ -110,7 +109,7 @@ def test_a_restart_of_an_unchanged_network_sends_no_forwarding_rule():
     assert {m: h.port for m, h in app.hosts.items()} == {H1: PortRef(A, 1), H3: PortRef(B, 3)}
     assert {d: len(dp.flow_mods()) for d, dp in dps.items()} == before  # not one FLOW_MOD
     assert app.installed == OLD_RULES
-    assert [type(e).__name__ for e in app.sent_events] == ["EventHostAdd", "EventHostAdd"]
+    assert [type(c) for c in app.changes if isinstance(c, (HostAdded, HostRemoved))] == [HostAdded, HostAdded]
 
 
 def test_adopted_rules_are_held_while_the_topology_is_half_known():
@@ -139,8 +138,8 @@ def test_a_held_rule_into_a_port_that_went_down_is_deleted_at_once():
     app, dps, sws, lldp = make_app()
     restart(app, dps, sws, lldp)
     old = sws[A].ports[2]
-    sws[A].ports[2] = PortInfo(2, old.name, old.hw_addr, False)
-    for link in lldp.table.drop_port(PortRef(A, 2)):
+    app.view.set_port(A, 2, PortInfo(2, old.name, old.hw_addr, False), 1.0)
+    for link in lldp.remove_port_links(PortRef(A, 2)):
         app._link_delete(events.EventLinkDelete(link))
     deleted = [(d, m.match["eth_dst"]) for d, dp in dps.items() for m in dp.flow_mods()
                if m.command == ofproto_v1_3.OFPFC_DELETE_STRICT]

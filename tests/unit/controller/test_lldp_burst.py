@@ -24,7 +24,8 @@ def make(monkeypatch, sleep=lambda s: None):
     view, sb = NetworkView(), OpenFlowSouthbound()
     a = SwitchInfo(0xA1, PACKET, 4, "A", {p: PortInfo(p, f"A-eth{p}", "00:00:00:00:00:0a", p != 4) for p in (1, 3, 4)})
     y = SwitchInfo(0xF02, OTS, 1, "Y", {p: PortInfo(p, f"ODU2-{p}", "02:00:00:00:0f:02", False) for p in (1, 4)})
-    view.switches.update({a.dpid: a, y.dpid: y})
+    view.add_switch(a)
+    view.add_switch(y)
     dp = FakeDp(0xA1)
     sb.datapaths[0xA1] = dp
     return LldpDiscovery(**{VIEW: view, SOUTHBOUND: sb}), dp, y, spawned

@@ -77,7 +77,7 @@ def make_driver(table: dict[int, int] | None = None, refuse: bool = False):
     ports = {p: PortInfo(p, f"ODU2-{p}", "02:00:00:00:0f:01", False) for p in range(1, 6)}
     sw = SwitchInfo(X, OTS, 1, "X", ports)
     view = NetworkView()
-    view.switches[X] = sw
+    view.add_switch(sw)
     driver = OtsDriver(**{SOUTHBOUND: southbound, VIEW: view})
     posted: list = []
     driver.send_event = lambda name, ev: posted.append(ev)
@@ -111,7 +111,7 @@ def test_an_older_read_backs_answer_is_ignored():
     driver._read_back(X, driver.readback[X].token)
     driver._switch_enter(events.EventSwitchEnter(sw))  # the OTS reconnected: a new read-back begins
     driver._read_back_done(posted.pop())
-    assert driver.reconciling(X) and driver.xcons[X] == {}
+    assert driver.reconciling(X) and driver.xcons.get(X, {}) == {}
 
 
 def test_changes_made_while_the_read_back_is_under_way_win():
@@ -128,7 +128,7 @@ def test_an_ots_that_refuses_the_read_back_stays_unreconciled():
     driver._switch_enter(events.EventSwitchEnter(sw))
     read_back(driver, posted)
     problem = driver.wait_reconciled(X, 0)
-    assert driver.reconciling(X) and "read-back failed" in problem and driver.xcons[X] == {}
+    assert driver.reconciling(X) and "read-back failed" in problem and driver.xcons.get(X, {}) == {}
 
 
 def test_a_read_back_that_timed_out_is_tried_again_by_the_next_scan():

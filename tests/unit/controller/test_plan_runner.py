@@ -11,7 +11,8 @@ import pytest
 from app.controller.journal import JOURNAL
 from app.controller.network_view import NetworkView
 from app.controller.plan_log import PlanLog
-from app.controller.plan_runner import PLAN, RESERVED_PORTS, PlanRunner
+from app.controller.plan_runner import PLAN, PlanRunner
+from app.controller.view_changes import ReservedPortsChanged
 from app.update import planner
 from app.update.executor import DONE, ROLLED_BACK, threaded
 from app.update.model import XconSpec
@@ -21,6 +22,7 @@ from topology.spec import fig2_testbed, spec_to_graph
 ROOT = Path(__file__).resolve().parents[3]
 BYPASS = [XconSpec("X", 1, 2), XconSpec("Y", 1, 4), XconSpec("Z", 1, 2)]  # lights A:3 - C:1
 ENDS = {("A", 3), ("C", 1)}
+RESERVED = "reserved (the view's announcement)"
 
 
 class Book(NetworkView):
@@ -40,7 +42,10 @@ def net():
 @pytest.fixture
 def runner(net):
     news: list[tuple[str, dict]] = []
-    r = PlanRunner(net, Book(), notify=lambda kind, data: news.append((kind, data)), run_parallel=threaded,
+    book = Book()
+    # the view announces reserved-port changes itself: recorded in the same list as the runner's news
+    book.subscribe(lambda change: news.append((RESERVED, {})) if isinstance(change, ReservedPortsChanged) else None)
+    r = PlanRunner(net, book, notify=lambda kind, data: news.append((kind, data)), run_parallel=threaded,
                    log=PlanLog())
     r.news = news  # type: ignore[attr-defined]
     return r
@@ -63,7 +68,7 @@ def test_ports_are_reserved_before_the_first_step_and_kept_when_done(net, runner
     assert seen and seen[0] == ENDS  # already reserved when the first XCON was applied
     assert runner.ports.reservations_of("te:") == {"te:1": frozenset(ENDS)}
     kinds = [k for k, _ in runner.news]
-    assert kinds[0] == RESERVED_PORTS and kinds.count(RESERVED_PORTS) == 1
+    assert kinds[0] == RESERVED and kinds.count(RESERVED) == 1
     plan_news = [d for k, d in runner.news if k == PLAN]
     assert plan_news[0]["event"] == "plan_started" and plan_news[-1]["event"] == "plan_done"
     assert all(d["offload"] == 1 for d in plan_news)
@@ -78,7 +83,7 @@ def test_a_failed_step_rolls_back_and_gives_the_ports_back(net, runner):
     rec = runner.run(lit(), "reservation:5", "reservations", context={"reservation_id": 5})
     assert rec.state == ROLLED_BACK and rec.failed_step.startswith("xcon+Z")
     assert net.all_xcons() == set() and runner.ports.reserved_ports == set()
-    assert [k for k, _ in runner.news].count(RESERVED_PORTS) == 2  # reserved, then given back
+    assert [k for k, _ in runner.news].count(RESERVED) == 2  # reserved, then given back
     (logged,) = runner.log.items(reservation_id=5)
     assert logged["state"] == ROLLED_BACK and {s["kind"] for s in logged["rollback"]} == {"xcon_remove"}
 
@@ -100,7 +105,7 @@ def test_a_plan_removing_the_xcons_of_an_api_circuit_frees_its_ports(net, runner
 
 def test_explicit_ports_and_no_ports(net, runner):
     rec = runner.run(lit(), "mapping:1", "mapping", ports=())
-    assert rec.state == DONE and runner.ports.reserved_ports == set() and RESERVED_PORTS not in dict(runner.news)
+    assert rec.state == DONE and runner.ports.reserved_ports == set() and RESERVED not in dict(runner.news)
 
 
 def test_a_bare_runner_is_bound_once():

@@ -11,6 +11,7 @@ from app.controller import reservations as rv
 from app.controller.network_view import NetworkView
 from app.controller.plan_runner import PlanRunner
 from app.controller.reservation_plans import ReservationPathError, circuit_for
+from app.controller.view_changes import ReservedPortsChanged
 from app.update.executor import threaded
 from app.update.model import XconSpec
 from pce.reservation import PathRequest, compute_path
@@ -127,9 +128,11 @@ def probes(net: FakeNetwork):
 
 def manager(net, store, **kw):
     """The manager over the fake network, its plans through a runner; ``events``: the manager's and the
-    runner's news (``reserved_ports``, ``plan``) in order."""
+    runner's news (``plan``) and the view's reserved-port announcements (``reserved_ports``), in order."""
     events: list[tuple[str, dict]] = []
-    runner = PlanRunner(net, NetworkView(), notify=lambda k, d: events.append((k, d)), run_parallel=threaded)
+    view = NetworkView()
+    view.subscribe(lambda c: events.append(("reserved_ports", {})) if isinstance(c, ReservedPortsChanged) else None)
+    runner = PlanRunner(net, view, notify=lambda k, d: events.append((k, d)), run_parallel=threaded)
     m = rv.ReservationManager(store, net, lambda: spec_to_graph(fig2_testbed()), runner, run_parallel=threaded,
                               on_event=lambda k, d: events.append((k, d)), probes=probes(net), **TIMING, **kw)
     return m, events
