@@ -6,7 +6,11 @@ from os_ken.ofproto import ofproto_v1_3 as ofp13
 
 from app.controller import ofmsg, rule_plan
 from app.controller.driver_errors import DriverError
+from app.controller.live_southbound import LiveSouthbound
+from app.controller.network_view import NetworkView
 from app.controller.southbound import GateClosed, OpenFlowSouthbound
+from app.update.southbound import Southbound
+from tests.lib.fake_network import FakeNetwork
 from tests.lib.fakeoftable import FakeDatapath
 
 H2 = "00:00:00:00:00:02"
@@ -68,3 +72,14 @@ def test_an_unconnected_dpid_is_a_driver_error():
     sb, _dp = southbound()
     with pytest.raises(DriverError):
         sb.send(0xB1, [rule()])
+
+
+def test_the_live_adapter_and_the_fake_network_implement_the_whole_southbound_protocol():
+    sb, _dp = southbound()
+    assert isinstance(LiveSouthbound(sb, NetworkView()), Southbound)
+    net = FakeNetwork()
+    try:
+        assert isinstance(net, Southbound)
+    finally:
+        net.close()
+    assert {"flow_bytes", "set_meter", "remove_meter"} <= set(dir(Southbound))
