@@ -82,6 +82,30 @@ COST_KEYS = ("polls", "coarse_sent", "coarse_received", "fine_sent", "fine_recei
              "sflow_received")  # sFlow: UDP datagram bytes at the collector (not OpenFlow)
 
 
+def counting_messages(ops: list[RuleOp], idle_timeout: int) -> list:
+    """The FLOW_MODs of fine monitoring's rule operations: learn rules (forward, then a copy to the
+    controller with a non-host eth_dst) and per-5-tuple count rules (idle after ``idle_timeout`` s)."""
+    msgs = []
+    for op in ops:
+        fields: dict[str, Any] = {"eth_type": 0x0800, "eth_dst": op.eth_dst}
+        priority = flowstats.LEARN_PRIORITY
+        if op.kind == flowstats.KIND_COUNT:
+            assert op.key is not None
+            priority = flowstats.COUNT_PRIORITY
+            fields.update(ipv4_src=op.key.src, ipv4_dst=op.key.dst, ip_proto=op.key.proto)
+            if op.key.proto in (6, 17):
+                name = "tcp" if op.key.proto == 6 else "udp"
+                fields[f"{name}_src"], fields[f"{name}_dst"] = op.key.sport, op.key.dport
+        if op.op == flowstats.DELETE:
+            msgs.append(ofmsg.flow_delete_strict(op.cookie, priority, fields))
+        elif op.kind == flowstats.KIND_LEARN:
+            actions = [ofmsg.output(op.port), ofmsg.set_eth_dst(flowstats.LEARN_MAC), ofmsg.to_controller()]
+            msgs.append(ofmsg.flow_add(op.cookie, priority, fields, actions))
+        else:
+            msgs.append(ofmsg.flow_add(op.cookie, priority, fields, [ofmsg.output(op.port)], idle_timeout=idle_timeout))
+    return msgs
+
+
 class EventMonitor(event.EventBase):
     """A monitoring event (hot spot, balanced growth, unconstrained imbalance, elephant gone)."""
 
@@ -456,26 +480,8 @@ class MonitorApp(app_manager.OSKenApp):
         dp = self._datapath_by_name(switch)
         if dp is None:
             return
-        for op in ops:
-            fields: dict[str, Any] = {"eth_type": 0x0800, "eth_dst": op.eth_dst}
-            priority = flowstats.LEARN_PRIORITY
-            if op.kind == flowstats.KIND_COUNT:
-                assert op.key is not None
-                priority = flowstats.COUNT_PRIORITY
-                fields.update(ipv4_src=op.key.src, ipv4_dst=op.key.dst, ip_proto=op.key.proto)
-                if op.key.proto in (6, 17):
-                    name = "tcp" if op.key.proto == 6 else "udp"
-                    fields[f"{name}_src"], fields[f"{name}_dst"] = op.key.sport, op.key.dport
-            if op.op == flowstats.DELETE:
-                self._send(dp, ofmsg.flow_delete_strict(op.cookie, priority, fields), "fine")
-                continue
-            actions = [ofmsg.output(op.port)]
-            idle = 0
-            if op.kind == flowstats.KIND_LEARN:  # forward unchanged, then a copy with a non-host eth_dst
-                actions += [ofmsg.set_eth_dst(flowstats.LEARN_MAC), ofmsg.to_controller()]
-            else:
-                idle = int(self.cfg["flowstats_idle_timeout"])
-            self._send(dp, ofmsg.flow_add(op.cookie, priority, fields, actions, idle_timeout=idle), "fine")
+        for msg in counting_messages(ops, int(self.cfg["flowstats_idle_timeout"])):
+            self._send(dp, msg, "fine")
 
     # ---- PACKET_IN: learn copies and latency probes ----------------------------------------------
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)

@@ -1,7 +1,9 @@
 """The southbound: OpenFlow messages out, confirmed domain results back (OF1.0 OTS and OF1.3 switches).
 
-One object (an os-ken context shared by the apps, :data:`CONTEXT`) owns the connected datapaths and
-every request that waits for an answer: a change followed by a BARRIER_REQUEST returns only once
+One object (an os-ken context shared by the apps, :data:`CONTEXT`) owns the connected datapaths, the
+one way messages leave (:meth:`OpenFlowSouthbound.send`: every message the controller emits, built by
+:mod:`app.controller.ofmsg`, counted, and refused while the :attr:`~OpenFlowSouthbound.gate` is closed
+if it would change a switch) and every request that waits for an answer: a change followed by a BARRIER_REQUEST returns only once
 the switch answered the barrier (with the OpenFlow ERRORs any of the messages drew), and a flow
 statistics request returns the rules it matched. The thin app :class:`SouthboundApp` feeds it the
 replies. Callers get values (:class:`Confirmed`, lists of :class:`FlowStat`) instead of HTTP-shaped

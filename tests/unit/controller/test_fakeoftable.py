@@ -7,6 +7,10 @@ from os_ken.ofproto import ofproto_v1_3 as ofp13
 from os_ken.ofproto import ofproto_v1_3_parser as parser13
 
 from app.controller import ofmsg, rule_plan
+from app.controller.monitor_app import counting_messages
+from monitor import flowstats
+from monitor.flowstats import RuleOp
+from monitor.sflow.records import FiveTuple
 from tests.lib.fakeoftable import CONTROLLER, OF10, FakeDatapath, FakeOFTable, FlowModError, packet_fields
 
 H1, H2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
@@ -124,3 +128,19 @@ def test_the_fake_datapath_serializes_and_answers_barriers_and_flow_stats():
         dp.send_msg(m)
     assert got == [("barrier", 2), ("stats", 1)]
     assert all(m.buf for m in dp.sent)  # every message encoded
+
+
+def test_the_monitors_learn_and_count_rules_forward_count_and_copy_to_the_controller():
+    five = FiveTuple("10.0.0.1", "10.0.0.2", 6, 40000, 5001)
+    learn = RuleOp(flowstats.ADD, flowstats.KIND_LEARN, flowstats.cookie(flowstats.KIND_LEARN, 0), H2, 2)
+    count = RuleOp(flowstats.ADD, flowstats.KIND_COUNT, flowstats.cookie(flowstats.KIND_COUNT, 1), H2, 2, five)
+    t = table(*counting_messages([learn], 10))
+    res = t.lookup(TCP)
+    assert [p for p, _ in res.outputs] == [2, CONTROLLER]
+    assert res.outputs[1][1]["eth_dst"] == int(flowstats.LEARN_MAC.replace(":", ""), 16)  # the copy is marked
+    for m in counting_messages([count], 10):
+        t.apply(m)
+    assert t.outputs(TCP) == {2} and t.lookup(TCP).rules[0].idle_timeout == 10
+    assert t.outputs({**TCP, "tcp_src": 1}) == {2, CONTROLLER}  # another flow: still learnt
+    t.apply(counting_messages([RuleOp(flowstats.DELETE, flowstats.KIND_COUNT, count.cookie, H2, key=five)], 10)[0])
+    assert t.outputs(TCP) == {2, CONTROLLER}
