@@ -32,7 +32,7 @@ from os_ken.lib import hub
 from os_ken.lib.packet import arp, ethernet, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_ARP, ETH_TYPE_LLDP
 
-from app.controller import events, reconcile
+from app.controller import events, ofmsg, reconcile
 from app.controller.driver_errors import DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
@@ -40,7 +40,6 @@ from app.controller.journal import JOURNAL
 from app.controller.model import PACKET, HostInfo, PortRef
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.of13 import add_flow, delete_flows
 from app.controller.paths import Plan, link_graph, plan, reachable
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
@@ -82,6 +81,21 @@ def forwarding_rule(st: FlowStat) -> tuple[str, int] | None:
     if set(st.match) != {"eth_dst"} or not isinstance(mac, str) or len(st.out_ports) != 1:
         return None
     return mac.lower(), st.out_ports[0]
+
+
+def base_rules() -> list:
+    """Table-miss and ARP to the controller (ADD overwrites an identical rule: no gap). ARP is handled
+    by the controller (proxy replies, replies delivered to the asker's port): a reply following the
+    asker's eth_dst rule would hide the replier's IPv4 address from us."""
+    return [ofmsg.flow_add(COOKIE_FWD, MISS_PRIORITY, {}, [ofmsg.to_controller()]),
+            ofmsg.flow_add(COOKIE_FWD, ARP_PRIORITY, {"eth_type": ETH_TYPE_ARP}, [ofmsg.to_controller()])]
+
+
+def forwarding_flow_mod(mac: str, port: int | None):
+    """The ``eth_dst=mac -> output:port`` rule, or (``port`` None) the strict delete of it."""
+    if port is None:
+        return ofmsg.flow_delete_strict(COOKIE_FWD, FWD_PRIORITY, {"eth_dst": mac})
+    return ofmsg.flow_add(COOKIE_FWD, FWD_PRIORITY, {"eth_dst": mac}, [ofmsg.output(port)])
 
 
 class Forwarding(app_manager.OSKenApp):
@@ -173,11 +187,7 @@ class Forwarding(app_manager.OSKenApp):
         dp = self.southbound.datapath(dpid)
         if dp is None:
             return
-        match = dp.ofproto_parser.OFPMatch(eth_dst=mac)
-        if port is None:
-            delete_flows(dp, COOKIE_FWD, match, priority=FWD_PRIORITY)
-        else:
-            add_flow(dp, COOKIE_FWD, FWD_PRIORITY, match, [dp.ofproto_parser.OFPActionOutput(port)])
+        self.southbound.send(dp, [forwarding_flow_mod(mac, port)], kind="forwarding")
 
     # ---- topology events ---------------------------------------------------------------------------
     @set_ev_cls(events.EventSwitchEnter)
@@ -192,21 +202,11 @@ class Forwarding(app_manager.OSKenApp):
         rb = self._readback[dpid] = _RuleReadback(next(self._tokens))
         if self._running:  # unit tests deliver EventRulesReadBack themselves
             hub.spawn(self._read_back, dpid, rb.token)
-        self._base_rules(dp)
+        self.southbound.send(dp, base_rules(), kind="forwarding")
         self.installed[dpid] = {}  # unknown until the read-back answers
         self.adopted[dpid] = {}
         self._hold(time.monotonic())
         self._replan()
-
-    @staticmethod
-    def _base_rules(dp) -> None:
-        """Table-miss and ARP to the controller (ADD overwrites an identical rule: no gap)."""
-        parser, ofp = dp.ofproto_parser, dp.ofproto
-        to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-        add_flow(dp, COOKIE_FWD, MISS_PRIORITY, parser.OFPMatch(), to_controller)
-        # ARP is handled by the controller (proxy replies, replies delivered to the asker's port): a
-        # reply following the asker's eth_dst rule would hide the replier's IPv4 address from us
-        add_flow(dp, COOKIE_FWD, ARP_PRIORITY, parser.OFPMatch(eth_type=ETH_TYPE_ARP), to_controller)
 
     # ---- read-back, adoption, settling -----------------------------------------------------------
     def _hold(self, now: float) -> None:
@@ -242,9 +242,8 @@ class Forwarding(app_manager.OSKenApp):
             del self._readback[ev.dpid]
             JOURNAL.add("rules_adopted", dpid=ev.dpid, rules=0, error=ev.error)
             dp = self.southbound.datapath(ev.dpid)
-            if dp is not None:
-                delete_flows(dp, COOKIE_FWD, dp.ofproto_parser.OFPMatch())  # the cookie spares other apps' rules
-                self._base_rules(dp)
+            if dp is not None:  # the cookie spares other apps' rules
+                self.southbound.send(dp, [ofmsg.flow_delete(COOKIE_FWD), *base_rules()], kind="forwarding")
                 self.installed[ev.dpid] = {}
                 self.adopted[ev.dpid] = {}
                 self._replan()
@@ -335,16 +334,7 @@ class Forwarding(app_manager.OSKenApp):
         dp = self.southbound.datapath(ref.dpid)
         if dp is None:
             return
-        parser, ofp = dp.ofproto_parser, dp.ofproto
-        dp.send_msg(
-            parser.OFPPacketOut(
-                datapath=dp,
-                buffer_id=ofp.OFP_NO_BUFFER,
-                in_port=ofp.OFPP_CONTROLLER,
-                actions=[parser.OFPActionOutput(ref.port_no)],
-                data=data,
-            )
-        )
+        self.southbound.send(dp, [ofmsg.packet_out(ref.port_no, data)], kind="forwarding")
 
     def _learn(self, mac: str, ip: str | None, ref: PortRef) -> None:
         old = self.hosts.get(mac)

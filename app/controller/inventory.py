@@ -15,7 +15,7 @@ from os_ken.controller.controller import Datapath
 from os_ken.controller.handler import DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
-from app.controller import events
+from app.controller import events, ofmsg
 from app.controller.guard import loud
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortInfo, SwitchInfo, dpid_label
@@ -106,7 +106,7 @@ class Inventory(app_manager.OSKenApp):
         if ev.state == MAIN_DISPATCHER:
             self.southbound.connected(dp)
             if dp.ofproto.OFP_VERSION == ofproto_v1_3.OFP_VERSION:
-                dp.send_msg(dp.ofproto_parser.OFPPortDescStatsRequest(dp, 0))
+                self.southbound.send(dp, [ofmsg.port_desc_request()], kind="inventory")
             else:  # OF1.0: the FEATURES_REPLY carried the ports (os-ken stored them on dp.ports)
                 self._enter(dp, list((dp.ports or {}).values()))
         elif ev.state == DEAD_DISPATCHER and self.southbound.datapath(dp.id) is dp:

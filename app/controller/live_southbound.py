@@ -15,6 +15,7 @@ from typing import Any
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0 as ofp10
 
+from app.controller import ofmsg
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.network_view import NetworkView
 from app.controller.southbound import OpenFlowSouthbound
@@ -96,7 +97,7 @@ class LiveSouthbound:
         try:
             msgs = [self.sb.xcon_driver.flow_mod(sw.dpid, ofp10.OFPFC_ADD if add else ofp10.OFPFC_DELETE_STRICT,
                                                  a, b if add else None) for a, b in pairs]
-            sent = self.sb.send(sw.dpid, msgs)
+            sent = self.sb.send(sw.dpid, msgs, kind="plan")
         except DriverError as exc:
             return Outcome.refused(str(exc))
         if add:
@@ -110,8 +111,8 @@ class LiveSouthbound:
         sw = self.view.by_name(r.switch)
         if sw is None:
             return Outcome.refused(f"unknown switch {r.switch}")
-        return self._confirmed(sw.dpid, f"{r.switch} refused {r.target()}", barrier, lambda: self.sb.flow_mod13(
-            sw.dpid, _BANDS[r.band], r.ident, r.priority, r.match_dict(), None if delete else r.out_port,
+        return self._confirmed(sw.dpid, f"{r.switch} refused {r.target()}", barrier, lambda: ofmsg.band_rule(
+            _BANDS[r.band], r.ident, r.priority, r.match_dict(), None if delete else r.out_port,
             delete=delete, table=r.table, meter=None if delete else r.meter))
 
     def _confirmed(self, dpid: int, refused: str, barrier: bool, build: Any) -> Outcome:
@@ -119,8 +120,8 @@ class LiveSouthbound:
         try:
             msg = build()
             if not barrier:
-                return Outcome.done(self.sb.send(dpid, [msg]), sent_only=True)
-            done = self.sb.confirm(dpid, [msg])
+                return Outcome.done(self.sb.send(dpid, [msg], kind="plan"), sent_only=True)
+            done = self.sb.confirm(dpid, [msg], kind="plan")
         except BarrierTimeout as exc:
             return Outcome.timed_out(str(exc))
         except DriverError as exc:
@@ -141,7 +142,7 @@ class LiveSouthbound:
         if sw is None:
             return Outcome.refused(f"unknown switch {switch}")
         return self._confirmed(sw.dpid, f"{switch} refused meter {meter_id} {command}", True,
-                               lambda: self.sb.meter_mod13(sw.dpid, meter_id, kbps, command))
+                               lambda: ofmsg.meter_mod(meter_id, kbps, command))
 
     def set_meter(self, switch: str, meter_id: int, kbps: float) -> Outcome:
         """Add the meter (first time) or modify its rate (OFPMC_ADD of an existing meter is an error)."""

@@ -27,14 +27,13 @@ from os_ken.lib import hub
 from os_ken.lib.packet import ethernet, lldp, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_LLDP
 
-from app.controller import events
+from app.controller import events, ofmsg
 from app.controller.guard import ERROR_LOG, loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import PACKET, PacketLink, PortRef
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.of13 import add_flow
 from app.controller.runtime import SETTINGS
 from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OpenFlowSouthbound
@@ -44,6 +43,11 @@ CHASSIS_PREFIX = b"mlte:"
 FOLLOW_UP_S = (0.02, 0.1, 0.3)  # after an OTS-triggered burst (s): probe again, in case it raced the light
 LLDP_PRIORITY = rule_plan.LLDP.priority()
 COOKIE_LLDP = rule_plan.LLDP.cookie()
+
+
+def lldp_trap():
+    """Every LLDP frame to the controller, above every other rule."""
+    return ofmsg.flow_add(COOKIE_LLDP, LLDP_PRIORITY, {"eth_type": ETH_TYPE_LLDP}, [ofmsg.to_controller()])
 
 
 def lldp_frame(dpid: int, port_no: int, hw_addr: str) -> bytes:
@@ -151,15 +155,7 @@ class LldpDiscovery(app_manager.OSKenApp):
         dp = self.southbound.datapath(dpid)
         if dp is None:
             return
-        parser, ofp = dp.ofproto_parser, dp.ofproto
-        out = parser.OFPPacketOut(
-            datapath=dp,
-            buffer_id=ofp.OFP_NO_BUFFER,
-            in_port=ofp.OFPP_CONTROLLER,
-            actions=[parser.OFPActionOutput(port_no)],
-            data=lldp_frame(dpid, port_no, hw_addr),
-        )
-        dp.send_msg(out)
+        self.southbound.send(dp, [ofmsg.packet_out(port_no, lldp_frame(dpid, port_no, hw_addr))], kind="lldp")
 
     def _deleted(self, link: PacketLink, why: str) -> None:
         JOURNAL.add("link_delete", src=str(link.src), dst=str(link.dst), why=why)  # the view announced it
@@ -170,10 +166,7 @@ class LldpDiscovery(app_manager.OSKenApp):
     def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
         if ev.switch.kind != PACKET:
             return
-        dp = self.southbound.datapath(ev.switch.dpid)
-        parser, ofp = dp.ofproto_parser, dp.ofproto
-        add_flow(dp, COOKIE_LLDP, LLDP_PRIORITY, parser.OFPMatch(eth_type=ETH_TYPE_LLDP),
-                 [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)])
+        self.southbound.send(ev.switch.dpid, [lldp_trap()], kind="lldp")
         for port in ev.switch.ports.values():
             if port.up:
                 self._send(ev.switch.dpid, port.port_no, port.hw_addr)

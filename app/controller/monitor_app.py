@@ -40,7 +40,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
 from app.config import DEFAULTS, load_config
-from app.controller import db_writer
+from app.controller import db_writer, ofmsg
 from app.controller import events as ctl_events
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
@@ -82,6 +82,30 @@ STORE = "monitor_store"  # the MonitorStore, a resource of the db_writer thread
 
 COST_KEYS = ("polls", "coarse_sent", "coarse_received", "fine_sent", "fine_received", "replies_late",
              "sflow_received")  # sFlow: UDP datagram bytes at the collector (not OpenFlow)
+
+
+def counting_messages(ops: list[RuleOp], idle_timeout: int) -> list:
+    """The FLOW_MODs of fine monitoring's rule operations: learn rules (forward, then a copy to the
+    controller with a non-host eth_dst) and per-5-tuple count rules (idle after ``idle_timeout`` s)."""
+    msgs = []
+    for op in ops:
+        fields: dict[str, Any] = {"eth_type": 0x0800, "eth_dst": op.eth_dst}
+        priority = flowstats.LEARN_PRIORITY
+        if op.kind == flowstats.KIND_COUNT:
+            assert op.key is not None
+            priority = flowstats.COUNT_PRIORITY
+            fields.update(ipv4_src=op.key.src, ipv4_dst=op.key.dst, ip_proto=op.key.proto)
+            if op.key.proto in (6, 17):
+                name = "tcp" if op.key.proto == 6 else "udp"
+                fields[f"{name}_src"], fields[f"{name}_dst"] = op.key.sport, op.key.dport
+        if op.op == flowstats.DELETE:
+            msgs.append(ofmsg.flow_delete_strict(op.cookie, priority, fields))
+        elif op.kind == flowstats.KIND_LEARN:
+            actions = [ofmsg.output(op.port), ofmsg.set_eth_dst(flowstats.LEARN_MAC), ofmsg.to_controller()]
+            msgs.append(ofmsg.flow_add(op.cookie, priority, fields, actions))
+        else:
+            msgs.append(ofmsg.flow_add(op.cookie, priority, fields, [ofmsg.output(op.port)], idle_timeout=idle_timeout))
+    return msgs
 
 
 class EventMonitor(event.EventBase):
@@ -246,8 +270,8 @@ class MonitorApp(app_manager.OSKenApp):
             self._awaiting.clear()
 
     def _send(self, dp, msg, kind: str = "coarse") -> None:
-        """Send and count the OpenFlow bytes (``GET /monitor/cost``; ``send_msg`` serializes into ``buf``)."""
-        dp.send_msg(msg)
+        """Send and count the OpenFlow bytes (``GET /monitor/cost``; sending serializes into ``buf``)."""
+        self.southbound.send(dp, [msg], kind=f"monitor_{kind}")
         self.cost[f"{kind}_sent"] += len(msg.buf or b"")
 
     def _received(self, msg, kind: str, reply: str) -> None:
@@ -266,24 +290,23 @@ class MonitorApp(app_manager.OSKenApp):
             dp = self.southbound.datapath(sw.dpid)
             if dp is None:
                 continue
-            ofp, parser = dp.ofproto, dp.ofproto_parser
-            if ofp.OFP_VERSION == ofproto_v1_3.OFP_VERSION:
+            version = dp.ofproto.OFP_VERSION
+            if version == ofproto_v1_3.OFP_VERSION:
                 # queue stats first: the switch answers in order, so each PORT_STATS reply is
                 # combined with the queue drops of the same poll
                 self._awaiting |= {(dp.id, "queue"), (dp.id, "port")}
-                self._send(dp, parser.OFPQueueStatsRequest(dp, 0, ofp.OFPP_ANY, ofp.OFPQ_ALL))
-                self._send(dp, parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
+                self._send(dp, ofmsg.queue_stats_request())
+                self._send(dp, ofmsg.port_stats_request(version))
                 if sw.name in fine:  # per-flow counters only where fine monitoring is on
                     self._flow_replies.pop(dp.id, None)
                     self._awaiting.add((dp.id, "flow"))
-                    req = parser.OFPFlowStatsRequest(
-                        dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
-                        flowstats.cookie(flowstats.KIND_COUNT, 0), flowstats.KIND_MASK, parser.OFPMatch())
+                    req = ofmsg.flow_stats_request(version, flowstats.cookie(flowstats.KIND_COUNT, 0),
+                                                   flowstats.KIND_MASK)
                     self._send(dp, req, "fine")
                     self._flow_xids[dp.id] = req.xid
-            elif ofp.OFP_VERSION == ofproto_v1_0.OFP_VERSION:
+            elif version == ofproto_v1_0.OFP_VERSION:
                 self._awaiting.add((dp.id, "port"))
-                self._send(dp, parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_NONE))
+                self._send(dp, ofmsg.port_stats_request(version))
 
     @set_ev_cls(ofp_event.EventOFPQueueStatsReply, MAIN_DISPATCHER)
     @loud
@@ -456,12 +479,9 @@ class MonitorApp(app_manager.OSKenApp):
         dp = self._datapath_by_name(switch)
         if dp is None:
             return
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        self._send(dp, parser.OFPFlowMod(  # every learn and count rule of this switch, by cookie
-            datapath=dp, cookie=flowstats.cookie(flowstats.KIND_LEARN, 0), cookie_mask=flowstats.ALL_MASK,
-            command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
-            match=parser.OFPMatch()), "fine")
-        self._send(dp, parser.OFPBarrierRequest(dp), "fine")
+        # every learn and count rule of this switch, by cookie
+        self._send(dp, ofmsg.flow_delete(flowstats.cookie(flowstats.KIND_LEARN, 0), flowstats.ALL_MASK), "fine")
+        self._send(dp, ofmsg.barrier(dp.ofproto.OFP_VERSION), "fine")
 
     def _send_rules(self, switch: str, ops: list[RuleOp]) -> None:
         if not ops:
@@ -469,33 +489,8 @@ class MonitorApp(app_manager.OSKenApp):
         dp = self._datapath_by_name(switch)
         if dp is None:
             return
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        for op in ops:
-            fields: dict[str, Any] = {"eth_type": 0x0800, "eth_dst": op.eth_dst}
-            priority = flowstats.LEARN_PRIORITY
-            if op.kind == flowstats.KIND_COUNT:
-                assert op.key is not None
-                priority = flowstats.COUNT_PRIORITY
-                fields.update(ipv4_src=op.key.src, ipv4_dst=op.key.dst, ip_proto=op.key.proto)
-                if op.key.proto in (6, 17):
-                    name = "tcp" if op.key.proto == 6 else "udp"
-                    fields[f"{name}_src"], fields[f"{name}_dst"] = op.key.sport, op.key.dport
-            match = parser.OFPMatch(**fields)
-            if op.op == flowstats.DELETE:
-                self._send(dp, parser.OFPFlowMod(
-                    datapath=dp, cookie=op.cookie, cookie_mask=0xFFFFFFFFFFFFFFFF, command=ofp.OFPFC_DELETE_STRICT,
-                    priority=priority, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, match=match), "fine")
-                continue
-            actions = [parser.OFPActionOutput(op.port)]
-            idle = 0
-            if op.kind == flowstats.KIND_LEARN:  # forward unchanged, then a copy with a non-host eth_dst
-                actions += [parser.OFPActionSetField(eth_dst=flowstats.LEARN_MAC),
-                            parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-            else:
-                idle = int(self.cfg["flowstats_idle_timeout"])
-            inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
-            self._send(dp, parser.OFPFlowMod(datapath=dp, cookie=op.cookie, priority=priority, match=match,
-                                             idle_timeout=idle, instructions=inst), "fine")
+        for msg in counting_messages(ops, int(self.cfg["flowstats_idle_timeout"])):
+            self._send(dp, msg, "fine")
 
     # ---- PACKET_IN: learn copies and latency probes ----------------------------------------------
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
@@ -542,7 +537,8 @@ class MonitorApp(app_manager.OSKenApp):
         for sw in [sw for sw in inv.switches.values() if sw.kind == PACKET]:
             dp = self.southbound.datapath(sw.dpid)
             if dp is not None:
-                dp.send_msg(dp.ofproto_parser.OFPEchoRequest(dp, ECHO_MAGIC + time.monotonic_ns().to_bytes(8, "big")))
+                echo = ofmsg.echo_request(ECHO_MAGIC + time.monotonic_ns().to_bytes(8, "big"))
+                self.southbound.send(dp, [echo], kind="monitor_echo")
 
     def _probe_round(self) -> None:
         inv = self.view
@@ -565,18 +561,13 @@ class MonitorApp(app_manager.OSKenApp):
             dp = self.southbound.datapath(sw.dpid) if sw is not None else None
             if dp is None:
                 continue
-            ofp, parser = dp.ofproto, dp.ofproto_parser
-            dp.send_msg(parser.OFPPacketOut(
-                datapath=dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
-                actions=[parser.OFPActionOutput(link.src[1])], data=probe_frame(pid, time.monotonic_ns())))
+            frame = probe_frame(pid, time.monotonic_ns())
+            self.southbound.send(dp, [ofmsg.packet_out(link.src[1], frame)], kind="monitor_probe")
 
     def _install_trap(self, dp) -> None:
         """Probe frames (their own ethertype) go to the controller on every packet switch."""
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        actions = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-        dp.send_msg(parser.OFPFlowMod(
-            datapath=dp, cookie=COOKIE_PROBE, priority=PROBE_PRIORITY, match=parser.OFPMatch(eth_type=PROBE_ETHERTYPE),
-            instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]))
+        trap = ofmsg.flow_add(COOKIE_PROBE, PROBE_PRIORITY, {"eth_type": PROBE_ETHERTYPE}, [ofmsg.to_controller()])
+        self.southbound.send(dp, [trap], kind="monitor_probe")
         self._trapped.add(dp.id)
 
     @set_ev_cls(ofp_event.EventOFPEchoReply, MAIN_DISPATCHER)

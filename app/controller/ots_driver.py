@@ -28,7 +28,7 @@ from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, events, reconcile
+from app.controller import db_writer, events, ofmsg, reconcile
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
@@ -172,8 +172,7 @@ class OtsDriver(app_manager.OSKenApp):
         dpid = ev.switch.dpid
         self.view.clear_xcons(dpid)
         self.adopted[dpid] = set()
-        dp = self.southbound.datapath(dpid)
-        dp.send_msg(protocol.caps_request(dp))
+        self.southbound.send(dpid, [ofmsg.ots_caps_request()], kind="xcon")
         self._start_read_back(dpid)  # the XCONs outlive us: a restarted controller must know what is lit
 
     def _start_read_back(self, dpid: int) -> _Readback:
@@ -354,35 +353,21 @@ class OtsDriver(app_manager.OSKenApp):
     def send_and_barrier(self, dpid: int, msgs: list) -> tuple[list[OfError], float, float | None]:
         """Send ``msgs`` then a barrier (through the shared southbound); wait for the BARRIER_REPLY;
         return (errors, sent, applied)."""
-        done = self.southbound.confirm(dpid, msgs, timeout=self.barrier_timeout)
+        done = self.southbound.confirm(dpid, msgs, timeout=self.barrier_timeout, kind="xcon")
         return done.errors, done.sent_at, done.confirmed_at
 
     def flow_mod(self, dpid: int, command: int, in_port: int | None, out_port: int | None,
                  only_to: int | None = None, **extra):
-        """An OF1.0 FLOW_MOD for an XCON (``extra`` lets tests send non-XCON rules on purpose);
-        ``only_to``: a DELETE matches only the XCON that outputs to this port."""
+        """An OF1.0 FLOW_MOD for an XCON on a connected OTS (:func:`ofmsg.xcon_flow_mod`, bound to its
+        datapath so it can be serialized before sending); ``extra``: ``match``/``actions`` let tests
+        send non-XCON rules on purpose; ``only_to``: a DELETE matches only the XCON that outputs to this port."""
         dp = self.southbound.datapath(dpid)
         if dp is None:
             raise DriverError(f"datapath {dpid:016x} is not connected", 409)
-        parser, ofp = dp.ofproto_parser, dp.ofproto
-        match_fields = dict(extra.pop("match", {}))
-        if in_port is not None:
-            match_fields["in_port"] = in_port
-        actions = [parser.OFPActionOutput(out_port)] if out_port is not None else []
-        actions += extra.pop("actions", [])
-        return parser.OFPFlowMod(
-            datapath=dp,
-            match=parser.OFPMatch(**match_fields),
-            cookie=COOKIE_XCON,
-            command=command,
-            idle_timeout=0,
-            hard_timeout=0,
-            priority=ofp.OFP_DEFAULT_PRIORITY,
-            buffer_id=0xFFFFFFFF,
-            out_port=ofp.OFPP_NONE if only_to is None else only_to,
-            flags=0,
-            actions=actions,
-        )
+        msg = ofmsg.xcon_flow_mod(command, in_port, out_port, COOKIE_XCON, only_to=only_to,
+                                  fields=extra.pop("match", None), actions=extra.pop("actions", ()))
+        msg.datapath = dp
+        return msg
 
     def install(self, ots: str | int, in_port: int, out_port: int, bidirectional: bool = True) -> XconResult:
         """Cross-connect ``in_port``→``out_port`` (and back); wait until applied; roll back on error."""

@@ -28,7 +28,7 @@ from os_ken.controller import event as osken_event
 from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
-from app.controller import db_writer, events, guard
+from app.controller import db_writer, events, guard, ofmsg
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.journal import JOURNAL
@@ -144,10 +144,8 @@ class ReservationsApp(app_manager.OSKenApp):
                     dp = self.southbound.datapath(sw.dpid) if sw is not None else None
                     if dp is None:
                         continue
-                    parser, ofp = dp.ofproto_parser, dp.ofproto
-                    dp.send_msg(parser.OFPPacketOut(datapath=dp, buffer_id=ofp.OFP_NO_BUFFER,
-                                                    in_port=r.match_dict()["in_port"],
-                                                    actions=[parser.OFPActionOutput(ofp.OFPP_TABLE)], data=frame))
+                    probe = ofmsg.packet_out_table(r.match_dict()["in_port"], frame)
+                    self.southbound.send(dp, [probe], kind="reservation_probe")
 
         thread = hub.spawn(loop)
 

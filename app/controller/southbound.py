@@ -1,7 +1,9 @@
 """The southbound: OpenFlow messages out, confirmed domain results back (OF1.0 OTS and OF1.3 switches).
 
-One object (an os-ken context shared by the apps, :data:`CONTEXT`) owns the connected datapaths and
-every request that waits for an answer: a change followed by a BARRIER_REQUEST returns only once
+One object (an os-ken context shared by the apps, :data:`CONTEXT`) owns the connected datapaths, the
+one way messages leave (:meth:`OpenFlowSouthbound.send`: every message the controller emits, built by
+:mod:`app.controller.ofmsg`, counted, and refused while the :attr:`~OpenFlowSouthbound.gate` is closed
+if it would change a switch) and every request that waits for an answer: a change followed by a BARRIER_REQUEST returns only once
 the switch answered the barrier (with the OpenFlow ERRORs any of the messages drew), and a flow
 statistics request returns the rules it matched. The thin app :class:`SouthboundApp` feeds it the
 replies. Callers get values (:class:`Confirmed`, lists of :class:`FlowStat`) instead of HTTP-shaped
@@ -12,9 +14,10 @@ on ``hub.Event``; the handlers only set events.
 """
 from __future__ import annotations
 
-import itertools
 import logging
 import time
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,13 +27,13 @@ from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
+from app.controller import ofmsg
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.guard import loud
 from app.controller.journal import JOURNAL
 from app.controller.network_view import CONTEXT as VIEW_CONTEXT
 from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
-from topology.rule_plan import ALL_BITS, OF13, Band
 
 LOG = logging.getLogger("mlte.controller.southbound")
 CONTEXT = "mlte_southbound"
@@ -56,6 +59,17 @@ def error_names(err_type: int, code: int, version: int = ofproto_v1_0.OFP_VERSIO
         (n for n in dir(ofp) if prefix and n.startswith(prefix) and getattr(ofp, n) == code), str(code)
     )
     return type_name, code_name
+
+
+class GateClosed(DriverError):
+    """The southbound's gate is closed: messages that change a switch are refused (not master)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 503)
+
+
+def _open() -> bool:
+    return True
 
 
 @dataclass
@@ -125,13 +139,20 @@ def flow_stat(ofp_version: int, st: Any) -> FlowStat:
 
 
 class OpenFlowSouthbound:
-    """Datapaths and waits for answers (barriers, errors, flow statistics)."""
+    """Datapaths, the one way out (:meth:`send`) and waits for answers (barriers, errors, flow statistics)."""
 
     def __init__(self, barrier_timeout: float = 5.0) -> None:
         self.datapaths: dict[int, Any] = {}  # dpid -> connected os-ken Datapath (filled by the inventory)
         self.barrier_timeout = barrier_timeout
         self._waiters: dict[tuple[int, int], _Waiter] = {}
-        self.sent = itertools.count()  # messages sent through confirm/stats (for the benchmarks)
+        # False refuses every message that changes a switch (:func:`ofmsg.is_change`); reads still go.
+        # Open unless someone (the mastership of several controllers) decides otherwise.
+        self.gate: Callable[[], bool] = _open
+        # what left, by message type, by dpid and by the caller's kind; what the gate refused, by type
+        self.sent_by_type: Counter[str] = Counter()
+        self.sent_by_dpid: Counter[int] = Counter()
+        self.sent_by_kind: Counter[str] = Counter()
+        self.refused_by_type: Counter[str] = Counter()
         # XCON operations (install/remove with roll-back bookkeeping): the OTS driver app registers
         # itself here when it is loaded, so nobody has to look it up by name
         self.xcon_driver: Any = None
@@ -156,24 +177,44 @@ class OpenFlowSouthbound:
             raise DriverError(f"datapath {dpid:016x} is not connected", 409)
         return dp
 
+    # ---- the one way out -----------------------------------------------------------------------------
+    def send(self, target: int | Any, msgs: Sequence[Any], kind: str = "other") -> float:
+        """Send ``msgs`` (built by :mod:`app.controller.ofmsg`) in order to ``target`` (a dpid or a
+        connected Datapath) without waiting; returns when they left (``time.time()``).
+
+        Every OpenFlow message of the controller leaves here: the datapath is bound, each message is
+        counted by type, by dpid and by ``kind`` (who sent it). While :attr:`gate` is closed a batch
+        holding any state-changing message is refused whole (nothing sent, :class:`GateClosed`).
+        DriverError if the dpid is not connected."""
+        dp = self._dp(target) if isinstance(target, int) else target
+        msgs = list(msgs)
+        if not self.gate() and any(ofmsg.is_change(m) for m in msgs):
+            self.refused_by_type.update(ofmsg.name(m) for m in msgs)
+            raise GateClosed(f"southbound gate closed: {len(msgs)} message(s) to {dp.id:016x} refused")
+        for m in msgs:
+            if m.datapath is None:
+                m.datapath = dp
+            dp.send_msg(m)
+            self.sent_by_type[ofmsg.name(m)] += 1
+        self.sent_by_dpid[dp.id] += len(msgs)
+        self.sent_by_kind[kind] += len(msgs)
+        return time.time()
+
     # ---- requests (greenthreads) ---------------------------------------------------------------
-    def confirm(self, dpid: int, msgs: list, timeout: float | None = None) -> Confirmed:
+    def confirm(self, dpid: int, msgs: list, timeout: float | None = None, kind: str = "confirm") -> Confirmed:
         """Send ``msgs`` then a BARRIER_REQUEST; wait for its reply. BarrierTimeout if none comes,
-        DriverError if the switch is not (or no longer) connected."""
+        DriverError if the switch is not (or no longer) connected (GateClosed: refused, nothing sent)."""
         dp = self._dp(dpid)
         for m in msgs:
             dp.set_xid(m)
-        barrier = dp.ofproto_parser.OFPBarrierRequest(dp)
+        barrier = ofmsg.barrier(dp.ofproto.OFP_VERSION)
         dp.set_xid(barrier)
         waiter = _Waiter(xids={m.xid for m in msgs})
         self._waiters[(dpid, barrier.xid)] = waiter
         limit = self.barrier_timeout if timeout is None else timeout
         sent = time.time()
         try:
-            for m in msgs:
-                dp.send_msg(m)
-                next(self.sent)
-            dp.send_msg(barrier)
+            self.send(dp, [*msgs, barrier], kind)
             if not waiter.done.wait(timeout=limit):
                 raise BarrierTimeout(f"no BARRIER_REPLY from {dpid:016x} within {limit}s")
             if self.datapaths.get(dpid) is not dp:
@@ -183,31 +224,18 @@ class OpenFlowSouthbound:
         finally:
             self._waiters.pop((dpid, barrier.xid), None)
 
-    def send(self, dpid: int, msgs: list) -> float:
-        """Send without waiting (one-shot updates); returns when the messages left."""
-        dp = self._dp(dpid)
-        for m in msgs:
-            dp.send_msg(m)
-            next(self.sent)
-        return time.time()
-
     def flow_stats(self, dpid: int, cookie: int = 0, cookie_mask: int = 0,
-                   timeout: float | None = None) -> list[FlowStat]:
+                   timeout: float | None = None, kind: str = "flow_stats") -> list[FlowStat]:
         """The rules of an OF1.3 switch whose cookie matches (every rule with mask 0); of an OF1.0 OTS
         every rule (OF1.0 has no cookie filter)."""
         dp = self._dp(dpid)
-        parser, ofp = dp.ofproto_parser, dp.ofproto
-        if ofp.OFP_VERSION == ofproto_v1_3.OFP_VERSION:
-            req = parser.OFPFlowStatsRequest(dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
-                                             cookie, cookie_mask, parser.OFPMatch())
-        else:
-            req = parser.OFPFlowStatsRequest(dp, 0, parser.OFPMatch(), 0xFF, ofp.OFPP_NONE)
+        req = ofmsg.flow_stats_request(dp.ofproto.OFP_VERSION, cookie, cookie_mask)
         dp.set_xid(req)
         waiter = _Waiter(xids={req.xid}, stats_request=True)
         self._waiters[(dpid, req.xid)] = waiter
         limit = self.barrier_timeout if timeout is None else timeout
         try:
-            dp.send_msg(req)
+            self.send(dp, [req], kind)
             if not waiter.done.wait(timeout=limit):
                 raise BarrierTimeout(f"no FLOW_STATS reply from {dpid:016x} within {limit}s")
             if waiter.errors:
@@ -215,38 +243,6 @@ class OpenFlowSouthbound:
             return waiter.stats
         finally:
             self._waiters.pop((dpid, req.xid), None)
-
-    # ---- OpenFlow 1.3 rules ------------------------------------------------------------------------
-    def flow_mod13(self, dpid: int, band: Band, ident: int, priority: int, match: dict[str, Any],
-                   out_port: int | None, delete: bool = False, table: int | None = None,
-                   meter: int | None = None) -> Any:
-        """One OF1.3 FLOW_MOD (ADD/overwrite, or DELETE_STRICT of exactly that rule) in ``band``;
-        ``meter``: the packets pass that meter before the output (OFPIT_METER)."""
-        if band.protocol != OF13:
-            raise ValueError(f"band {band.name!r} is not an OpenFlow 1.3 band")
-        band.priority(priority - band.low)  # refuses a priority outside the band
-        dp = self._dp(dpid)
-        parser, ofp = dp.ofproto_parser, dp.ofproto
-        m = parser.OFPMatch(**match)
-        table_id = band.table if table is None else table
-        if delete:
-            return parser.OFPFlowMod(datapath=dp, cookie=band.cookie(ident), cookie_mask=ALL_BITS,
-                                     table_id=table_id, command=ofp.OFPFC_DELETE_STRICT, priority=priority,
-                                     out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, match=m)
-        actions = [parser.OFPActionOutput(out_port)] if out_port is not None else []
-        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
-        if meter is not None:
-            inst.insert(0, parser.OFPInstructionMeter(meter, ofp.OFPIT_METER))
-        return parser.OFPFlowMod(datapath=dp, cookie=band.cookie(ident), table_id=table_id, priority=priority,
-                                 match=m, instructions=inst)
-
-    def meter_mod13(self, dpid: int, meter_id: int, kbps: int | None, command: str) -> Any:
-        """One OF1.3 METER_MOD: ``add`` / ``modify`` a drop meter of ``kbps`` kbit/s, or ``delete`` it."""
-        dp = self._dp(dpid)
-        parser, ofp = dp.ofproto_parser, dp.ofproto
-        cmd = {"add": ofp.OFPMC_ADD, "modify": ofp.OFPMC_MODIFY, "delete": ofp.OFPMC_DELETE}[command]
-        bands = [] if kbps is None else [parser.OFPMeterBandDrop(rate=int(kbps), burst_size=0)]
-        return parser.OFPMeterMod(datapath=dp, command=cmd, flags=ofp.OFPMF_KBPS, meter_id=meter_id, bands=bands)
 
     # ---- replies (handlers of SouthboundApp) --------------------------------------------------
     def on_barrier(self, dpid: int, xid: int) -> None:

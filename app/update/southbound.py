@@ -56,3 +56,17 @@ class Southbound(Protocol):
     def flow_packets(self, r: FlowRule) -> int | None:
         """The packet counter of the rule with ``r``'s key now; None if the switch has no such rule."""
         ...
+
+    def flow_bytes(self, r: FlowRule) -> int | None:
+        """The byte counter of the rule with ``r``'s key now (an elastic reservation's measured demand);
+        None if the switch has no such rule."""
+        ...
+
+    def set_meter(self, switch: str, meter_id: int, kbps: float) -> Outcome:
+        """Make ``meter_id`` on ``switch`` a drop meter of ``kbps`` kbit/s (added the first time, modified
+        after), returning on the BARRIER_REPLY; the rules that name it are then held to that rate."""
+        ...
+
+    def remove_meter(self, switch: str, meter_id: int) -> Outcome:
+        """Delete ``meter_id`` on ``switch`` (after the rules that used it are gone)."""
+        ...

@@ -22,7 +22,7 @@ def _confirming(driver, refuse_in_port: int | None = None, timeout: bool = False
                 if getattr(m, "command", None) == 0 and m.match["in_port"] == refuse_in_port]
         return Confirmed(errs, 1.0, 1.2)
 
-    driver.southbound.confirm = lambda dpid, msgs, timeout=None: confirm(dpid, msgs, timeout)
+    driver.southbound.confirm = lambda dpid, msgs, timeout=None, kind="": confirm(dpid, msgs, timeout)
     return calls
 
 
