@@ -156,6 +156,14 @@ class DriverXcons:
     def flow_packets(self, r: FlowRule) -> int | None:
         return None
 
+    flow_bytes = flow_packets
+
+    def set_meter(self, switch: str, meter_id: int, kbps: float) -> Outcome:
+        return Outcome.refused("a circuit request sets no meters")
+
+    def remove_meter(self, switch: str, meter_id: int) -> Outcome:
+        return Outcome.refused("a circuit request sets no meters")
+
     def outcome(self) -> CircuitOutcome:
         """The HTTP answer: every hop's result, or after a failure what was rolled back and what is unknown."""
         results, hops = self.results, self.hops

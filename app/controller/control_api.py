@@ -74,7 +74,7 @@ class ControlApi(app_manager.OSKenApp):
         self.name = "mlte_control_api"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
-        self.extra_routes: ApiRoutes = kwargs.get(ROUTES) if kwargs.get(ROUTES) is not None else ApiRoutes()
+        self.extra_routes: ApiRoutes = r if (r := kwargs.get(ROUTES)) is not None else ApiRoutes()
         self.runner = shared_runner(kwargs, self, self.view, self.southbound)
         self._scan_lock = hub.BoundedSemaphore(1)
         self.started = time.time()

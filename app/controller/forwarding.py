@@ -309,7 +309,7 @@ class Forwarding(app_manager.OSKenApp):
     def _port_change(self, ev: events.EventPortChange) -> None:
         if ev.switch.kind != PACKET or (ev.new is not None and ev.new.up):
             return
-        ref = PortRef(ev.switch.dpid, (ev.new or ev.old).port_no)
+        ref = PortRef(ev.switch.dpid, ev.port_no)
         gone = [mac for mac, h in self.hosts.items() if h.port == ref]
         for mac in gone:
             self.view.remove_host(mac)

@@ -93,10 +93,10 @@ def live_graph(
             continue
         done.add((a, b))
         na, nb = names[a.dpid], names[b.dpid]
-        caps = [g.g.nodes[oport_id(names[o[0]], o[1])]["capacity"] for o in
-                (adapt_cap.get((na, a.port_no)), adapt_cap.get((nb, b.port_no))) if o is not None]
-        if caps:
-            cap = min(caps)  # a circuit: as wide as its optical containers
+        widths = [g.g.nodes[oport_id(names[o[0]], o[1])]["capacity"] for o in
+                  (adapt_cap.get((na, a.port_no)), adapt_cap.get((nb, b.port_no))) if o is not None]
+        if widths:
+            cap = min(widths)  # a circuit: as wide as its optical containers
         else:  # copper: as fast as the slower port
             cap = link_speed_mbps(switches_by_dpid[a.dpid], a.port_no, switches_by_dpid[b.dpid], b.port_no,
                                   link_default_mbps)
@@ -107,11 +107,11 @@ def live_graph(
     for dpid, table in sorted(xcons.items()):  # one direction is enough to light both ports
         if dpid not in names:
             continue
-        for a, b in sorted(table.items()):
+        for in_port, out_port in sorted(table.items()):
             try:
-                g.set_xcon_active(oport_id(names[dpid], a), oport_id(names[dpid], b), True)
+                g.set_xcon_active(oport_id(names[dpid], in_port), oport_id(names[dpid], out_port), True)
             except TopologyError as exc:
-                problems.append(f"XCON {names[dpid]}:{a}->{b}: {exc}")
+                problems.append(f"XCON {names[dpid]}:{in_port}->{out_port}: {exc}")
     _add_hosts(g, problems, switches_by_dpid, hosts, host_names or {}, access_default_mbps)
     return g, problems
 

@@ -187,7 +187,7 @@ class LldpDiscovery(app_manager.OSKenApp):
         if ev.new is not None and ev.new.up:
             self._send(ev.switch.dpid, ev.new.port_no, ev.new.hw_addr)  # a circuit may just have come up
             return
-        port_no = (ev.new or ev.old).port_no
+        port_no = ev.port_no
         for link in self.view.remove_port_links(PortRef(ev.switch.dpid, port_no)):
             self._deleted(link, "port down")
 

@@ -160,7 +160,7 @@ class MappingApp(app_manager.OSKenApp):
             raise _api_error(409, f"no site pair to map yet ([te] mapping_sites = {self.sites}; need both "
                                   "switches connected and two link-disjoint paths)")
         graph = self.view.graph()[0]
-        placed = []
+        placed: list[dict[str, str]] = []
         for five in fives:
             try:
                 a, z = host_port(graph, five.src), host_port(graph, five.dst)

@@ -55,7 +55,7 @@ from app.controller.southbound import CONTEXT as SOUTHBOUND
 from app.controller.southbound import OpenFlowSouthbound
 from app.controller.view_changes import ViewChange
 from monitor import flowstats
-from monitor.core import MonitorCore, circuits_from_graph
+from monitor.core import FineSource, MonitorCore, circuits_from_graph
 from monitor.counters import PortSnapshot
 from monitor.events import Event
 from monitor.fine import ENABLE, FineAction
@@ -141,13 +141,13 @@ class MonitorApp(app_manager.OSKenApp):
         self.name = "mlte_monitor"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
-        self.routes: ApiRoutes = kwargs.get(ROUTES) if kwargs.get(ROUTES) is not None else ApiRoutes()
+        self.routes: ApiRoutes = r if (r := kwargs.get(ROUTES)) is not None else ApiRoutes()
         self.cfg = monitor_settings()
         self.interval = float(self.cfg["interval"])
         self.backend = str(self.cfg["fine_backend"])
         self.collector: SflowCollector | None = None
         self.counting: FlowCounting | None = None
-        fine = None
+        fine: FineSource | None = None
         if self.backend == "sflow":
             self.collector = SflowCollector("127.0.0.1", int(self.cfg["sflow_collector_port"]),
                                             window=float(self.cfg["fine_window"]))
@@ -507,8 +507,9 @@ class MonitorApp(app_manager.OSKenApp):
             if probe is None or sw is None:
                 return
             res = self.latency.received(probe[0], (sw.name, msg.match["in_port"]), now)
-            for change in res.changes if res is not None else ():
-                self._path_change(res.link, change)
+            if res is not None:
+                for change in res.changes:
+                    self._path_change(res.link, change)
             return
         if self.counting is not None and flowstats.cookie_kind(msg.cookie) == flowstats.KIND_LEARN:
             self.cost["fine_received"] += len(msg.buf or b"")  # the learn copies are fine-monitoring bytes
@@ -557,8 +558,8 @@ class MonitorApp(app_manager.OSKenApp):
                 self._install_trap(dp)
         by_name = {sw.name: sw for sw in packet}
         for link, pid in self.latency.send(time.monotonic()):
-            sw = by_name.get(link.src[0])
-            dp = self.southbound.datapath(sw.dpid) if sw is not None else None
+            src = by_name.get(link.src[0])
+            dp = self.southbound.datapath(src.dpid) if src is not None else None
             if dp is None:
                 continue
             frame = probe_frame(pid, time.monotonic_ns())

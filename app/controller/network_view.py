@@ -192,6 +192,12 @@ class NetworkView:
         """Call ``listener(change)`` after every change (the inventory app bridges them to os-ken)."""
         self._listeners.append(listener)
 
+    def unsubscribe(self, listener: Listener) -> None:
+        """Stop calling ``listener`` (ValueError if it is not subscribed)."""
+        listeners = list(self._listeners)  # a new list: an announcement under way calls the old one to the end
+        listeners.remove(listener)
+        self._listeners = listeners
+
     def _emit(self, change: ViewChange) -> None:
         if change.graph:
             self._version += 1

@@ -28,6 +28,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from app.controller.reservation_plans import ReservationCircuit, ReservationPathError, check_vlan, circuit_for
@@ -279,7 +280,7 @@ class ReservationManager:
         the lab's scale (the optical nodes' ``unit_mbps``)."""
         from topology.granularity import capacity_mbps
 
-        cfg = dict(self.elastic_cfg)
+        cfg: dict[str, Any] = dict(self.elastic_cfg)  # ElasticState's keyword fields, some of them int
         unit = float(cfg.pop("unit_mbps", 0) or 0)
         if unit <= 0:
             scale = next((float(d["unit_mbps"]) for _n, d in self.graph().g.nodes(data=True) if d.get("unit_mbps")), 1.0)
@@ -288,12 +289,12 @@ class ReservationManager:
 
     def _set_meters(self, c: ReservationCircuit, mbps: float) -> str:
         """Set every ingress switch's meter to ``mbps``; the first refusal ("" if none)."""
-        outs = self.run_parallel([lambda r=r: self.southbound.set_meter(r.switch, r.meter, kbps(mbps))
+        outs = self.run_parallel([partial(self.southbound.set_meter, r.switch, r.meter, kbps(mbps))
                                   for r in c.ingress if r.meter is not None])
         return next((o.error for o in outs if not o.ok), "")
 
     def _remove_meters(self, c: ReservationCircuit) -> None:
-        self.run_parallel([lambda r=r: self.southbound.remove_meter(r.switch, r.meter)
+        self.run_parallel([partial(self.southbound.remove_meter, r.switch, r.meter)
                            for r in c.ingress if r.meter is not None])
 
     def elastic_tick(self) -> list[tuple[int, ElasticDecision]]:

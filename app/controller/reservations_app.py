@@ -76,7 +76,7 @@ class ReservationsApp(app_manager.OSKenApp):
         self.name = "mlte_reservations"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
-        self.routes: ApiRoutes = kwargs.get(ROUTES) if kwargs.get(ROUTES) is not None else ApiRoutes()
+        self.routes: ApiRoutes = r if (r := kwargs.get(ROUTES)) is not None else ApiRoutes()
         ctl = SETTINGS.controller
         self.poll = float(ctl.get("reservation_poll", 1.0))
         self.busy: set[int] = set()

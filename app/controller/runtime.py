@@ -16,6 +16,8 @@ class Settings:
     controller: dict[str, Any] = field(default_factory=lambda: dict(DEFAULTS["controller"]))
     ots: dict[str, Any] = field(default_factory=lambda: dict(DEFAULTS["ots"]))
     db_url: str = ""  # capability store ("" = in-memory only)
+    monitor: dict[str, Any] = field(default_factory=dict)  # [monitor], read by the monitor app (docs/monitor.md)
+    te: dict[str, Any] = field(default_factory=dict)  # [te], read by the TE app (docs/te-loop.md)
     names: dict[int, str] = field(default_factory=dict)  # dpid -> node name given by the lab
     host_names: dict[str, str] = field(default_factory=dict)  # host MAC (lower case) -> node name
 

@@ -162,7 +162,7 @@ class OpenFlowSouthbound:
         self.datapaths[dp.id] = dp
 
     def disconnected(self, dp: Any) -> None:
-        if self.datapaths.get(dp.id) is dp:
+        if dp.id in self.datapaths and self.datapaths[dp.id] is dp:  # not a newer connection's
             del self.datapaths[dp.id]
         for (dpid, _xid), w in list(self._waiters.items()):  # nobody will answer them now
             if dpid == dp.id:

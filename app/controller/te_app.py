@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 from os_ken.base import app_manager
 from os_ken.controller import event as osken_event
@@ -67,6 +67,13 @@ from topology.flow import FiveTuple
 
 LOG = logging.getLogger("mlte.controller.te")
 RETRY_S = 0.1  # how often the waiting elephants are looked at for a newer count
+
+
+class GainSettings(TypedDict):
+    """The offload gain's keyword arguments of both deciders."""
+
+    overhead_s: float
+    min_gain_s: float
 
 
 class EventTePoll(osken_event.EventBase):
@@ -145,10 +152,10 @@ class TeApp(app_manager.OSKenApp):
             **self._gain_settings(cfg))
 
     @staticmethod
-    def _gain_settings(cfg: dict[str, Any]) -> dict[str, float]:
+    def _gain_settings(cfg: dict[str, Any]) -> GainSettings:
         """The offload gain's settings, the same for every ``[te] placement`` (a policy judged with
         another bar than the joint decider's would be compared on the bar, not on its placements)."""
-        return {"overhead_s": float(cfg["overhead_s"]), "min_gain_s": float(cfg["min_gain_s"])}
+        return GainSettings(overhead_s=float(cfg["overhead_s"]), min_gain_s=float(cfg["min_gain_s"]))
 
     def start(self):
         thread = super().start()

@@ -46,6 +46,14 @@ class PortChanged(_SwitchChange):
     new: PortInfo | None
     at: float
 
+    @property
+    def port_no(self) -> int:
+        """The port's number, from ``new`` or else ``old`` (a change has at least one of them)."""
+        port = self.new or self.old
+        if port is None:
+            raise ValueError("a port change without the port")
+        return port.port_no
+
 
 @dataclass(frozen=True)
 class NamesChanged(ViewChange):

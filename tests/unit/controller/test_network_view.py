@@ -162,6 +162,23 @@ def test_a_journal_entry_alone_keeps_the_cached_graph(rec):
     assert g2 is not g and g2.g.number_of_edges() > g.g.number_of_edges()
 
 
+def test_unsubscribe_stops_the_announcements_and_spares_the_other_listeners(rec):
+    later: list = []
+
+    def leave_at_once(change) -> None:
+        rec.view.unsubscribe(leave_at_once)  # during an announcement: the listeners after it still hear it
+
+    rec.view.subscribe(leave_at_once)
+    rec.view.subscribe(later.append)
+    rec.view.set_port(A, 1, port(1, up=False), 5.0)
+    assert len(later) == 1
+    rec.view.unsubscribe(later.append)
+    assert rec.step(lambda v: v.set_port(A, 1, port(1), 6.0))[1]  # the first listener stays
+    assert len(later) == 1
+    with pytest.raises(ValueError):
+        rec.view.unsubscribe(later.append)
+
+
 def test_every_change_has_its_os_ken_event():
     kinds = {cls for name, cls in vars(vc).items() if not name.startswith("_") and isinstance(cls, type)
              and issubclass(cls, vc.ViewChange) and cls is not vc.ViewChange}

@@ -10,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.controller.model import OTS, PortInfo, SwitchInfo
+from app.controller.network_view import NetworkView
 from app.controller.ots_driver import XconResult
+from app.controller.runtime import Settings
 from app.controller.scan import Probe, busy_ports, plan_ots, probe_allowed
 from app.controller.scanner import run_scan
 
@@ -89,18 +91,17 @@ class FakeOts:
         return XconResult(True, "X", [], [], 1.0, 1.1)
 
 
-class FakeInventory:
-    def __init__(self):
-        ports = {p: PortInfo(p, f"{g}-{p}", "02:00:00:00:0f:01", False) for p, g in FIG2_X.items()}
-        self.switches = {X: SwitchInfo(X, OTS, 1, "X", ports)}
-
-    def of_kind(self, kind):
-        return [s for s in self.switches.values() if s.kind == kind]
+def fig2_x_view() -> NetworkView:
+    """A network view holding OTS X of Fig. 2, every port dark."""
+    view = NetworkView(Settings())
+    view.add_switch(SwitchInfo(X, OTS, 1, "X", {p: PortInfo(p, f"{g}-{p}", "02:00:00:00:0f:01", False)
+                                                for p, g in FIG2_X.items()}))
+    return view
 
 
 def test_scan_leaves_a_live_circuit_alone():
     ots = FakeOts({1: 2, 2: 1})
-    report = run_scan(FakeInventory(), ots, {}, settle=0.0, reconcile_wait=0.5)
+    report = run_scan(fig2_x_view(), ots, {}, settle=0.0, reconcile_wait=0.5)
     assert ots.table == {1: 2, 2: 1}
     assert not {p for i in ots.installs for p in i} & {1, 2}
     assert all(only_to is not None for _, only_to in ots.removes)  # every removal names its probe
@@ -111,13 +112,13 @@ def test_a_scan_that_does_not_know_the_live_xcons_deletes_them():
     """What the restarted controller did before the read-back: the same OTS, the driver's table empty.
     (The read-back makes ``known`` true; this documents why it is needed.)"""
     ots = FakeOts({1: 2, 2: 1}, known=False)
-    run_scan(FakeInventory(), ots, {}, settle=0.0, reconcile_wait=0.5)
+    run_scan(fig2_x_view(), ots, {}, settle=0.0, reconcile_wait=0.5)
     assert ots.table != {1: 2, 2: 1}
 
 
 def test_an_ots_still_reconciling_is_skipped_not_probed_blind():
     ots = FakeOts({1: 2, 2: 1}, reconciled="XCONs not read back after 0.5s (reconciling)", known=False)
-    report = run_scan(FakeInventory(), ots, {}, settle=0.0, reconcile_wait=0.5)
+    report = run_scan(fig2_x_view(), ots, {}, settle=0.0, reconcile_wait=0.5)
     assert ots.installs == [] and ots.removes == [] and ots.waited == [0.5]
     assert report.errors == ["X: not scanned: XCONs not read back after 0.5s (reconciling)"]
     assert ots.table == {1: 2, 2: 1}
@@ -132,7 +133,7 @@ def test_a_port_that_gets_an_xcon_during_the_scan_is_not_probed():
             ots.table.update({4: 5, 5: 4})
 
     ots.on_install = operator_sets_up_a_circuit
-    report = run_scan(FakeInventory(), ots, {}, settle=0.0, reconcile_wait=0.5)
+    report = run_scan(fig2_x_view(), ots, {}, settle=0.0, reconcile_wait=0.5)
     assert ots.table == {4: 5, 5: 4}
     assert not {p for i in ots.installs[1:] for p in i} & {4, 5}
     assert any("got an XCON during the scan" in e for e in report.errors)
