@@ -53,16 +53,19 @@ import numpy as np
 
 from pce.circuits import Circuit, Demand, candidate_circuits, plan_circuits, round_circuits
 from pce.errors import InvalidInputError
-from pce.otter.aggregate import Candidates
+from pce.otter.aggregate import Candidates, aggregate_keys
+from pce.otter.colgen import INITIAL_K, ColgenResult, Group, Resources, generate
 from pce.otter.demand import N_METRICS, SHAPES, score
 from pce.otter.graph_flows import ClassRules, GraphFlow
 from pce.otter.graph_params import (
     CIRCUIT_PRICE,
     DEFAULT_K,
+    DEFAULT_PATHS,
     DEFAULT_PER_PAIR,
     DEFAULT_PIN_GAIN,
     HOP_FLOOR_MS,
     LIGHTING,
+    PATH_MODES,
     POLICIES,
 )
 from pce.otter.matrix import solve_problem
@@ -482,6 +485,9 @@ class GraphInstance:
     uses_flow: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     uses_slot: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     uses_circuit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: per flow its restriction group (pair, avoid, deadline): flows of different groups may have
+    #: different usable slots, so they never share an aggregate
+    group_key: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def _flowset(flows: Sequence[GraphFlow], rules: ClassRules, src_idx: np.ndarray) -> FlowSet:
@@ -502,11 +508,14 @@ def _flowset(flows: Sequence[GraphFlow], rules: ClassRules, src_idx: np.ndarray)
 
 
 def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
-                   k: int = DEFAULT_K, background: Mapping[str, float] | None = None) -> GraphInstance:
+                   k: int = DEFAULT_K, background: Mapping[str, float] | None = None,
+                   pair_paths: Mapping[tuple[str, str], Sequence[CandidatePath]] | None = None) -> GraphInstance:
     """Candidate paths and the OTTER arrays for ``flows`` (src ≠ dst) over lit links + ``circuits``.
 
     ``background``: hop id → Mbit/s already on that lit link from traffic that is not among
-    ``flows`` (measured, not placed): the LP and the rounding get only the rest of its capacity."""
+    ``flows`` (measured, not placed): the LP and the rounding get only the rest of its capacity.
+    ``pair_paths``: the candidate paths per ordered pair (column generation) instead of the k
+    shortest of each kind; the optical ports of the circuits then are capacity rows too."""
     g = getattr(graph, "g", graph)
     switches = sorted(n for n, d in g.nodes(data=True) if d.get("kind") == "packet")
     sw_index = {s: i for i, s in enumerate(switches)}
@@ -521,36 +530,50 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
     chops = circuit_hops(circuits, (h.id for h in existing))
     hops = existing + chops
     hop_index = {h.id: i for i, h in enumerate(hops)}
-    finder = path_finder(switches, existing, chops, k)
     pair_list: dict[tuple[str, str], list[CandidatePath]] = {}
-    for f in flows:
-        if (f.src, f.dst) not in pair_list:
-            pair_list[f.src, f.dst] = finder.paths(f.src, f.dst)
+    if pair_paths is None:
+        finder = path_finder(switches, existing, chops, k)
+        metrics: Any = finder.metrics
+        for f in flows:
+            if (f.src, f.dst) not in pair_list:
+                pair_list[f.src, f.dst] = finder.paths(f.src, f.dst)
+        cap = np.array([max(h.capacity - bg.get(h.id, 0.0), 0.0) for h in hops], float)
+        link_names = [h.id for h in hops]
+
+        def rows(p: CandidatePath) -> list[int]:
+            return [hop_index[h.id] for h in p.hops]
+    else:
+        metrics = CandidatePath.metrics
+        for f in flows:
+            pair_list.setdefault((f.src, f.dst), list(pair_paths.get((f.src, f.dst), ())))
+        res = Resources(hops, {h.id: max(h.capacity - bg.get(h.id, 0.0), 0.0) for h in hops})
+        cap, link_names, rows = res.cap, res.names, res.rows_of_path
     path_rows: list[CandidatePath] = []
     K = max((len(v) for v in pair_list.values()), default=1) or 1
     S = len(switches)
-    pair_paths = -np.ones((S, S, K), np.int64)
+    slot_paths = -np.ones((S, S, K), np.int64)
     for (s, d), plist in pair_list.items():
         for j, p in enumerate(plist):
-            pair_paths[sw_index[s], sw_index[d], j] = len(path_rows)
+            slot_paths[sw_index[s], sw_index[d], j] = len(path_rows)
             path_rows.append(p)
     P = len(path_rows)
-    M = max((len(p.hops) for p in path_rows), default=1) or 1
+    row_lists = [rows(p) for p in path_rows]
+    M = max((len(r) for r in row_lists), default=1) or 1
     path_links = -np.ones((max(P, 0), M), np.int64)
-    for i, p in enumerate(path_rows):
-        path_links[i, : len(p.hops)] = [hop_index[h.id] for h in p.hops]
+    for i, r in enumerate(row_lists):
+        path_links[i, : len(r)] = r
     network = Network(
         n_sources=S, n_dests=S, dest_is_edge=np.zeros(S, bool), dest_cap=np.full((S, 3), np.inf),
-        link_cap=np.array([max(h.capacity - bg.get(h.id, 0.0), 0.0) for h in hops], float),
+        link_cap=cap,
         path_src=np.array([sw_index[p.switches[0]] for p in path_rows], np.int64),
         path_dst=np.array([sw_index[p.switches[-1]] for p in path_rows], np.int64),
-        path_links=path_links, path_metrics=np.array([finder.metrics(p) for p in path_rows], float).reshape(P, 4),
-        pair_paths=pair_paths, link_names=[h.id for h in hops],
+        path_links=path_links, path_metrics=np.array([metrics(p) for p in path_rows], float).reshape(P, 4),
+        pair_paths=slot_paths, link_names=link_names,
     ).validate()
     src_idx = np.array([sw_index[f.src] for f in flows], np.int64)
     dst_idx = np.array([sw_index[f.dst] for f in flows], np.int64)
     fs = _flowset(flows, rules, src_idx)
-    cp = pair_paths[src_idx, dst_idx] if len(flows) else np.zeros((0, K), np.int64)
+    cp = slot_paths[src_idx, dst_idx] if len(flows) else np.zeros((0, K), np.int64)
     valid = cp >= 0
     metrics = np.vstack([network.path_metrics, np.zeros((1, 4))])
     sc = score(fs.shapes[:, None, :], fs.breakpoints[:, None, :], fs.bw[:, None], metrics[cp])
@@ -574,7 +597,81 @@ def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, ci
             if f.avoid and not _ends(f.avoid).isdisjoint(_ends(p.key)):
                 ok[i, j] = False
     return GraphInstance(network, fs, cand, list(flows), per_flow, circ, ok, slot_circuits, hop_index,
-                         circuit_ids, *uses)
+                         circuit_ids, *uses, group_key=restriction_groups(flows)[1])
+
+
+def restriction_groups(flows: Sequence[GraphFlow]) -> tuple[list[Group], np.ndarray]:
+    """The flows' (source, destination, avoided hop ends, deadline) groups and each flow's group."""
+    index: dict[Group, int] = {}
+    of_flow = [index.setdefault(Group(f.src, f.dst, frozenset(_ends(f.avoid)), f.deadline), len(index))
+               for f in flows]
+    return list(index), np.array(of_flow, np.int64)
+
+
+def path_from_ids(start: str, ids: Sequence[str], hops: Sequence[Hop]) -> CandidatePath | None:
+    """The path from ``start`` along hop ids (a lit circuit's ``A:3-C:1`` or its candidate's full id),
+    None if a hop is not among ``hops`` or does not continue the path."""
+    by_id = {h.id: h for h in hops}
+    by_ends: dict[str, Hop] = {}
+    for h in hops:
+        by_ends.setdefault(h.id.split("[", 1)[0], h)
+    at, switches, out = start, [start], []
+    for hid in ids:
+        h = by_id.get(hid) or by_ends.get(hid.split("[", 1)[0])
+        if h is None or at not in (h.a, h.b):
+            return None
+        at = h.other(at)
+        switches.append(at)
+        out.append(h)
+    if len(set(switches)) != len(switches):
+        return None
+    return CandidatePath(tuple(switches), tuple(out))
+
+
+def column_generation(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
+                      price: float, background: Mapping[str, float] | None = None,
+                      initial: Mapping[tuple[str, str], Sequence[CandidatePath]] | None = None,
+                      initial_k: int = INITIAL_K) -> ColgenResult:
+    """Candidate paths of ``flows`` (src ≠ dst) by column generation over lit links + ``circuits``
+    (``pce.otter.colgen``): the priced LP over them is the optimum over every simple path when
+    ``certified``. The initial set: ``initial_k`` lit and one-circuit paths per pair (circuits
+    with disjoint optical ports first), each flow's current path, and ``initial``."""
+    g = getattr(graph, "g", graph)
+    switches = sorted(n for n, d in g.nodes(data=True) if d.get("kind") == "packet")
+    existing = existing_hops(graph)
+    hops = existing + circuit_hops(circuits, (h.id for h in existing))
+    finder = path_finder(switches, existing, hops[len(existing):], initial_k)
+    start: dict[tuple[str, str], list[CandidatePath]] = {}
+    for f in flows:
+        pair = (f.src, f.dst)
+        plist = start.setdefault(pair, [])
+        if not plist:
+            plist += finder.paths(*pair) + [p for p in (initial or {}).get(pair, ()) if all(
+                h in hops for h in p.hops)]
+        if f.path is not None:
+            cur = path_from_ids(f.src, f.path, hops)
+            if cur is not None and cur.switches[-1] == f.dst:
+                plist.append(cur)
+    for pair, plist in start.items():
+        start[pair] = list({p.key: p for p in plist}.values())
+    groups, of_flow = restriction_groups(flows)
+    src_idx = np.array([switches.index(f.src) for f in flows], np.int64)
+    fs = _flowset(flows, rules, src_idx)
+    dests = np.array([[switches.index(f.dst)] for f in flows], np.int64).reshape(len(flows), 1)
+    agg, _n = aggregate_keys(fs, np.arange(len(flows)), Candidates(dests, dests, np.zeros((len(flows), 1))),
+                             of_flow)
+    bg = background or {}
+
+    def build(src: str, hop_idx: Sequence[int]) -> CandidatePath:
+        at, switches_, out = src, [src], []
+        for k in hop_idx:
+            at = hops[k].other(at)
+            switches_.append(at)
+            out.append(hops[k])
+        return CandidatePath(tuple(switches_), tuple(out))
+
+    return generate(switches, hops, {h.id: max(h.capacity - bg.get(h.id, 0.0), 0.0) for h in hops}, flows, fs,
+                    agg, groups, of_flow, start, build, price)
 
 
 def _circuit_uses(pair_rows: dict[tuple[str, str], list[tuple[str, ...]]], flow_pairs: Sequence[tuple[str, str]],
@@ -603,7 +700,9 @@ def _circuit_uses(pair_rows: dict[tuple[str, str], list[tuple[str, ...]]], flow_
 def _solve(inst: GraphInstance, allowed: np.ndarray, pin_key: np.ndarray | None, price: float
            ) -> tuple[LpSolution, np.ndarray, float]:
     """The OTTER LP with a circuit price; returns (solution, per-flow share per slot, unpriced objective)."""
-    prob = make_problem(inst.network, inst.flowset, cand=inst.cand, allowed=allowed, pin_key=pin_key, use_c4=False)
+    K = inst.cand.paths.shape[1]
+    key = inst.group_key * (K + 1) + (0 if pin_key is None else np.asarray(pin_key) + 1)
+    prob = make_problem(inst.network, inst.flowset, cand=inst.cand, allowed=allowed, pin_key=key, use_c4=False)
     raw = prob.col_coef.copy()
     circuit_col = inst.circuit_slots[_rep(prob), prob.col_slot] if prob.n_cols else np.zeros(0, bool)
     prob.col_coef = np.where(circuit_col, raw * (1.0 - price), raw)
@@ -815,9 +914,13 @@ def _joint_circuits(graph: Any, flows: Sequence[GraphFlow], circuits: Sequence[C
 def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = None, *, k: int = DEFAULT_K,
              lighting: str = "priced", circuit_price: float = CIRCUIT_PRICE, pin_gain: float = DEFAULT_PIN_GAIN,
              circuits: Sequence[Circuit] | None = None, per_pair: int = DEFAULT_PER_PAIR, solver: str = "highs",
-             time_limit: float | None = 30.0, background: Mapping[str, float] | None = None) -> GraphPlacement:
+             time_limit: float | None = 30.0, background: Mapping[str, float] | None = None,
+             paths: str = DEFAULT_PATHS) -> GraphPlacement:
     """OTTER placement of ``flows`` on ``graph`` (see the module docstring for each step;
-    ``background`` as in :func:`build_instance`)."""
+    ``background`` as in :func:`build_instance`). ``paths``: ``colgen`` (column generation, the LP
+    over all paths) or ``k`` (the k shortest of each kind, as before issue 27)."""
+    if paths not in PATH_MODES:
+        raise InvalidInputError(f"unknown path mode {paths!r} (choose from {', '.join(PATH_MODES)})")
     if lighting not in LIGHTING:
         raise InvalidInputError(f"unknown lighting {lighting!r} (choose from {', '.join(LIGHTING)})")
     if not 0 <= circuit_price < 1:
@@ -840,7 +943,19 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
         circuits = [c for c in circuits if c.id in lit]
         stats["joint_seconds"] = time.perf_counter() - t
     t1 = time.perf_counter()
-    inst = build_instance(graph, remote, rules, circuits, k, background)
+    colgen = paths == "colgen" and bool(remote)
+    stats["colgen_rounds_total"] = 0
+
+    def instance(cs: Sequence[Circuit], initial: Mapping[tuple[str, str], Sequence[CandidatePath]] | None = None
+                 ) -> tuple[GraphInstance, ColgenResult | None]:
+        if not colgen:
+            return build_instance(graph, remote, rules, cs, k, background), None
+        cg = column_generation(graph, remote, rules, cs, circuit_price, background, initial)
+        stats.update(cg.stats())
+        stats["colgen_rounds_total"] += cg.rounds
+        return build_instance(graph, remote, rules, cs, k, background, cg.paths), cg
+
+    inst, cg = instance(circuits)
     stats["paths"] = inst.network.n_paths
     stats["paths_seconds"] = time.perf_counter() - t1
     N = len(remote)
@@ -869,6 +984,18 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
             by_id = {c.id: c for c in circuits}
             taken = {o for cid in keep for o in by_id[cid].oports}
             chosen = list(dict.fromkeys(keep)) + [c for c in chosen if taken.isdisjoint(by_id[c].oports)]
+            free = None
+        if cg is not None and set(chosen) != {c.id for c in circuits}:
+            # the LP over all paths through the circuits kept: generate again from the paths that remain
+            ok = set(chosen)
+            t = time.perf_counter()
+            inst, cg = instance([c for c in circuits if c.id in ok],
+                                {pair: [p for p in plist if all(c.id in ok for c in p.circuits)]
+                                 for pair, plist in cg.paths.items()})
+            stats["paths"] = inst.network.n_paths
+            stats["paths_seconds"] += time.perf_counter() - t
+            base = (inst.cand.paths >= 0) & inst.deadline_ok
+            current = _current_slots(inst)
             free = None
     usable = _usable(inst, base, set(chosen))
     gain = np.full(N, np.nan)
