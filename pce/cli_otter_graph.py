@@ -83,7 +83,7 @@ def colgen_summary(stats: dict[str, Any]) -> dict[str, Any] | None:
     return {"certified": stats["colgen_certified"], "columns": stats["colgen_columns"],
             "generated_columns": stats["colgen_generated_columns"], "initial_paths": stats["colgen_initial_paths"],
             "generated_paths": stats["colgen_generated_paths"], "rounds": stats["colgen_rounds"],
-            "rounds_total": stats["colgen_rounds_total"], "lp_objective": stats["colgen_lp_objective"]}
+            "lp_objective": stats["colgen_lp_objective"]}
 
 
 def colgen_line(stats: dict[str, Any]) -> str:
@@ -93,8 +93,7 @@ def colgen_line(stats: dict[str, Any]) -> str:
         return "columns: column generation off (fixed candidate paths)"
     cert = "certified (no column with positive reduced cost)" if c["certified"] else "NOT certified (round limit)"
     return (f"columns: {c['generated_columns']} generated ({c['generated_paths']} new paths) on "
-            f"{c['columns'] - c['generated_columns']} initial, {c['rounds']} round(s) in the final LP "
-            f"({c['rounds_total']} in all); optimal over all paths: {cert}")
+            f"{c['columns'] - c['generated_columns']} initial, {c['rounds']} round(s); optimal over all paths: {cert}")
 
 
 def _path_text(fp: Any) -> str:

@@ -54,7 +54,7 @@ import numpy as np
 from pce.circuits import Circuit, Demand, candidate_circuits, plan_circuits, round_circuits
 from pce.errors import InvalidInputError
 from pce.otter.aggregate import Candidates, aggregate_keys
-from pce.otter.colgen import INITIAL_K, ColgenResult, Group, Resources, generate
+from pce.otter.colgen import INITIAL_K, ColgenResult, ColumnGeneration, Group, Resources
 from pce.otter.demand import N_METRICS, SHAPES, score
 from pce.otter.graph_flows import ClassRules, GraphFlow
 from pce.otter.graph_params import (
@@ -628,14 +628,12 @@ def path_from_ids(start: str, ids: Sequence[str], hops: Sequence[Hop]) -> Candid
     return CandidatePath(tuple(switches), tuple(out))
 
 
-def column_generation(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
-                      price: float, background: Mapping[str, float] | None = None,
-                      initial: Mapping[tuple[str, str], Sequence[CandidatePath]] | None = None,
-                      initial_k: int = INITIAL_K) -> ColgenResult:
-    """Candidate paths of ``flows`` (src ≠ dst) by column generation over lit links + ``circuits``
-    (``pce.otter.colgen``): the priced LP over them is the optimum over every simple path when
-    ``certified``. The initial set: ``initial_k`` lit and one-circuit paths per pair (circuits
-    with disjoint optical ports first), each flow's current path, and ``initial``."""
+def colgen_state(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
+                 price: float, background: Mapping[str, float] | None = None,
+                 initial_k: int = INITIAL_K) -> ColumnGeneration:
+    """Column generation of ``flows`` (src ≠ dst) over lit links + ``circuits``, not yet run
+    (``pce.otter.colgen``). The initial set: ``initial_k`` lit and one-circuit paths per pair
+    (circuits with disjoint optical ports first) and each flow's current path."""
     g = getattr(graph, "g", graph)
     switches = sorted(n for n, d in g.nodes(data=True) if d.get("kind") == "packet")
     existing = existing_hops(graph)
@@ -643,11 +641,9 @@ def column_generation(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules,
     finder = path_finder(switches, existing, hops[len(existing):], initial_k)
     start: dict[tuple[str, str], list[CandidatePath]] = {}
     for f in flows:
-        pair = (f.src, f.dst)
-        plist = start.setdefault(pair, [])
+        plist = start.setdefault((f.src, f.dst), [])
         if not plist:
-            plist += finder.paths(*pair) + [p for p in (initial or {}).get(pair, ()) if all(
-                h in hops for h in p.hops)]
+            plist += finder.paths(f.src, f.dst)
         if f.path is not None:
             cur = path_from_ids(f.src, f.path, hops)
             if cur is not None and cur.switches[-1] == f.dst:
@@ -655,23 +651,32 @@ def column_generation(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules,
     for pair, plist in start.items():
         start[pair] = list({p.key: p for p in plist}.values())
     groups, of_flow = restriction_groups(flows)
-    src_idx = np.array([switches.index(f.src) for f in flows], np.int64)
-    fs = _flowset(flows, rules, src_idx)
-    dests = np.array([[switches.index(f.dst)] for f in flows], np.int64).reshape(len(flows), 1)
-    agg, _n = aggregate_keys(fs, np.arange(len(flows)), Candidates(dests, dests, np.zeros((len(flows), 1))),
-                             of_flow)
+    sw_index = {s: i for i, s in enumerate(switches)}
+    fs = _flowset(flows, rules, np.array([sw_index[f.src] for f in flows], np.int64))
+    dests = np.array([sw_index[f.dst] for f in flows], np.int64).reshape(len(flows), 1)
+    agg, _n = aggregate_keys(fs, np.arange(len(flows)), Candidates(dests, dests, np.zeros(dests.shape)), of_flow)
     bg = background or {}
 
     def build(src: str, hop_idx: Sequence[int]) -> CandidatePath:
-        at, switches_, out = src, [src], []
+        at, on, out = src, [src], []
         for k in hop_idx:
             at = hops[k].other(at)
-            switches_.append(at)
+            on.append(at)
             out.append(hops[k])
-        return CandidatePath(tuple(switches_), tuple(out))
+        return CandidatePath(tuple(on), tuple(out))
 
-    return generate(switches, hops, {h.id: max(h.capacity - bg.get(h.id, 0.0), 0.0) for h in hops}, flows, fs,
-                    agg, groups, of_flow, start, build, price)
+    return ColumnGeneration(switches, hops, {h.id: max(h.capacity - bg.get(h.id, 0.0), 0.0) for h in hops}, fs,
+                            agg, groups, of_flow, start, build, price)
+
+
+def column_generation(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
+                      price: float, background: Mapping[str, float] | None = None,
+                      initial_k: int = INITIAL_K) -> ColgenResult:
+    """The priced LP over every simple path through lit links + ``circuits``, by column
+    generation (:func:`colgen_state`, run to the end)."""
+    state = colgen_state(graph, flows, rules, circuits, price, background, initial_k)
+    state.run()
+    return state.result()
 
 
 def _circuit_uses(pair_rows: dict[tuple[str, str], list[tuple[str, ...]]], flow_pairs: Sequence[tuple[str, str]],
@@ -854,20 +859,19 @@ def _usable(inst: GraphInstance, base: np.ndarray, keep: set[str]) -> np.ndarray
 MAX_DIVES = 8
 
 
-def _priced_circuits(inst: GraphInstance, base: np.ndarray, circuits: Sequence[Circuit], solve: Any
-                     ) -> tuple[list[str], Any]:
+def _priced_circuits(circuits: Sequence[Circuit], run: Any) -> tuple[list[str], Any]:
     """Circuits worth lighting: the LP over every candidate says which carry traffic; the most used
     win port conflicts (``round_circuits``); the circuits that lost are dropped and the LP re-run
     (traffic may move to a circuit that conflicts with none), until nothing used is dropped.
 
-    Returns (chosen ids, the last LP result when it used only chosen circuits — then it is also
-    optimal for the LP restricted to them, which need not be solved again — else None)."""
+    ``run(allowed ids)`` solves the LP with only those circuits and returns (Mbit/s per circuit
+    used, its result). Returns (chosen ids, the last LP result when it used only chosen circuits —
+    then it is also optimal for the LP restricted to them, which need not be solved again — else None)."""
     by_id = {c.id: c for c in circuits}
     allowed = set(by_id)
     chosen: list[str] = []
     for _ in range(MAX_DIVES):
-        result = solve(_usable(inst, base, allowed))
-        carried = _carried(inst, result[1])
+        carried, result = run(allowed)
         chosen = round_circuits([by_id[c] for c in carried],
                                 {cid: v / max(by_id[cid].capacity, 1e-12) for cid, v in carried.items()})
         if set(carried) <= set(chosen):
@@ -875,6 +879,17 @@ def _priced_circuits(inst: GraphInstance, base: np.ndarray, circuits: Sequence[C
         taken = {p for cid in chosen for p in by_id[cid].oports}
         allowed = {cid for cid in allowed if cid in chosen or not taken & set(by_id[cid].oports)}
     return chosen, None
+
+
+def _keep_held(circuits: Sequence[Circuit], chosen: list[str], held: Sequence[str]) -> list[str]:
+    """A held flow keeps its (not yet seen lit) circuit whatever the LP without it prefers: the
+    held circuits first, then the chosen ones that share no optical port with them."""
+    keep = [cid for cid in dict.fromkeys(held) if cid not in chosen]
+    if not keep:
+        return chosen
+    by_id = {c.id: c for c in circuits}
+    taken = {o for cid in keep for o in by_id[cid].oports}
+    return keep + [c for c in chosen if taken.isdisjoint(by_id[c].oports)]
 
 
 def background_residual(graph: Any, background: Mapping[str, float] | None) -> Any:
@@ -943,59 +958,69 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
         circuits = [c for c in circuits if c.id in lit]
         stats["joint_seconds"] = time.perf_counter() - t
     t1 = time.perf_counter()
-    colgen = paths == "colgen" and bool(remote)
-    stats["colgen_rounds_total"] = 0
-
-    def instance(cs: Sequence[Circuit], initial: Mapping[tuple[str, str], Sequence[CandidatePath]] | None = None
-                 ) -> tuple[GraphInstance, ColgenResult | None]:
-        if not colgen:
-            return build_instance(graph, remote, rules, cs, k, background), None
-        cg = column_generation(graph, remote, rules, cs, circuit_price, background, initial)
-        stats.update(cg.stats())
-        stats["colgen_rounds_total"] += cg.rounds
-        return build_instance(graph, remote, rules, cs, k, background, cg.paths), cg
-
-    inst, cg = instance(circuits)
-    stats["paths"] = inst.network.n_paths
-    stats["paths_seconds"] = time.perf_counter() - t1
     N = len(remote)
-    base = (inst.cand.paths >= 0) & inst.deadline_ok
+    state = colgen_state(graph, remote, rules, circuits, circuit_price, background) if paths == "colgen" and N else None
     lp_build = lp_solve = 0.0
+    inst: GraphInstance | None = None
 
-    def solve(allowed: np.ndarray, key: np.ndarray | None, price: float):
+    def solve(allowed: np.ndarray, key: np.ndarray | None, price: float) -> tuple[np.ndarray, np.ndarray, float]:
         nonlocal lp_build, lp_solve
+        assert inst is not None
         t = time.perf_counter()
         sol, share, obj = _solve(inst, allowed, key, price)
         lp_solve += sol.solve_seconds
         lp_build += time.perf_counter() - t - sol.solve_seconds
         stats["lps"] += 1
         stats["columns"], stats["aggregates"] = sol.problem.n_cols, sol.problem.n_aggs
-        return sol, share, obj
+        return sol.problem.flow_agg, share, obj
 
-    current = _current_slots(inst)
     chosen = [c.id for c in circuits]  # joint: the MIP's lit set
     free = None  # an LP result over exactly the usable slots, if one is at hand
-    if lighting == "priced" and N and inst.circuit_slots.any():
-        chosen, free = _priced_circuits(inst, base, circuits, lambda allowed: solve(allowed, None, circuit_price))
+    if state is not None:
+        def run(allowed: set[str] | None) -> tuple[dict[str, float], None]:
+            # the first LP over every candidate circuit is generated to the end; the dive's re-runs
+            # only re-solve the master (the final lit set is generated to the end below)
+            state.restrict(allowed)
+            if state.rounds == 0 or allowed is None:
+                state.run()
+            else:
+                state.resolve()
+            return state.carried(), None
+
+        if lighting == "priced" and circuits:
+            chosen, last = _priced_circuits(circuits, run)
+            held = [c.id for f in remote if f.hold and f.path is not None
+                    for c in (path_from_ids(f.src, f.path, state.res.hops) or CandidatePath((f.src,), ())).circuits]
+            chosen = _keep_held(circuits, chosen, held)
+            if not state.certified or set(state.carried()) - set(chosen) or state.off & set(chosen):
+                state.restrict(set(chosen))
+                state.run()
+        else:
+            run(None)
+        result = state.result()
+        stats.update(result.stats())
+        lit_ok = set(chosen)
+        inst = build_instance(graph, remote, rules, [c for c in circuits if c.id in lit_ok], k, background,
+                              {pair: [p for p in ps if all(c.id in lit_ok for c in p.circuits)]
+                               for pair, ps in result.paths.items()})
+        slot_of = [{p.key: j for j, p in enumerate(plist)} for plist in inst.paths]
+        free = state.shares(lambda i, key: slot_of[i].get(key), N, inst.cand.paths.shape[1])
+    else:
+        inst = build_instance(graph, remote, rules, circuits, k, background)
+    stats["paths"] = inst.network.n_paths
+    stats["paths_seconds"] = time.perf_counter() - t1
+    base = (inst.cand.paths >= 0) & inst.deadline_ok
+    current = _current_slots(inst)
+    if state is None and lighting == "priced" and N and inst.circuit_slots.any():
+        def run_k(allowed: set[str]) -> tuple[dict[str, float], Any]:
+            result = solve(_usable(inst, base, allowed), None, circuit_price)
+            return _carried(inst, result[1]), result
+
+        chosen, free = _priced_circuits(circuits, run_k)
         # a held flow keeps its (not yet seen lit) circuit whatever the LP without it prefers
-        keep = [cid for i, f in enumerate(remote) if f.hold and current[i] >= 0
-                for cid in inst.slot_circuits[i][current[i]] if cid not in chosen]
-        if keep:
-            by_id = {c.id: c for c in circuits}
-            taken = {o for cid in keep for o in by_id[cid].oports}
-            chosen = list(dict.fromkeys(keep)) + [c for c in chosen if taken.isdisjoint(by_id[c].oports)]
-            free = None
-        if cg is not None and set(chosen) != {c.id for c in circuits}:
-            # the LP over all paths through the circuits kept: generate again from the paths that remain
-            ok = set(chosen)
-            t = time.perf_counter()
-            inst, cg = instance([c for c in circuits if c.id in ok],
-                                {pair: [p for p in plist if all(c.id in ok for c in p.circuits)]
-                                 for pair, plist in cg.paths.items()})
-            stats["paths"] = inst.network.n_paths
-            stats["paths_seconds"] += time.perf_counter() - t
-            base = (inst.cand.paths >= 0) & inst.deadline_ok
-            current = _current_slots(inst)
+        held = [cid for i, f in enumerate(remote) if f.hold and current[i] >= 0 for cid in inst.slot_circuits[i][current[i]]]
+        if set(held) - set(chosen):
+            chosen = _keep_held(circuits, chosen, held)
             free = None
     usable = _usable(inst, base, set(chosen))
     gain = np.full(N, np.nan)
@@ -1014,7 +1039,7 @@ def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = 
             elif pinned.any():
                 a_fin, k_fin = _pinned_allowed(usable, current, pinned)
                 sol, share, obj = solve(a_fin, k_fin, circuit_price)
-        slot, alloc = _round(inst, share, usable, sol.problem.flow_agg, np.where(pinned, current, -1))
+        slot, alloc = _round(inst, share, usable, sol, np.where(pinned, current, -1))
     else:
         obj, slot, alloc = 0.0, np.zeros(0, np.int64), np.zeros(0)
     stats["build_seconds"], stats["solve_seconds"] = lp_build, lp_solve
