@@ -92,7 +92,7 @@ def colgen_line(stats: dict[str, Any]) -> str:
     if c is None:
         return "columns: column generation off (fixed candidate paths)"
     cert = "certified (no column with positive reduced cost)" if c["certified"] else "NOT certified (round limit)"
-    return (f"columns: {c['generated_columns']} generated ({c['generated_paths']} new paths) on "
+    return (f"columns: {c['generated_columns']} generated ({c['generated_paths']} new path(s)) on "
             f"{c['columns'] - c['generated_columns']} initial, {c['rounds']} round(s); optimal over all paths: {cert}")
 
 
