@@ -341,10 +341,11 @@ class ColumnGeneration:
         self.history: list[dict[str, float]] = []
         self.off: set[str] = set()
 
-    def columns(self, gi: int, plist: Iterable) -> list[tuple[int, float, list[int]]]:
-        """Columns of the group's aggregates on the paths it may use (each (aggregate, path) once)."""
+    def columns(self, gi: int, plist: Iterable, aggs: np.ndarray | None = None) -> list[tuple[int, float, list[int]]]:
+        """Columns of the group's aggregates (or ``aggs`` of it) on the paths it may use (each
+        (aggregate, path) once)."""
         plist = [p for p in plist if path_allowed(p, self.groups[gi])]
-        aggs = self.aggs_of_group[gi]
+        aggs = self.aggs_of_group[gi] if aggs is None else aggs
         if not plist or not len(aggs):
             return []
         metrics = np.array([p.metrics() for p in plist], float)
@@ -447,22 +448,21 @@ class ColumnGeneration:
             order = np.lexsort((-rc[good], ua[good]))
             ga, gl = ua[good][order], ul[good][order]
             first = np.r_[True, ga[1:] != ga[:-1]]
-            best_labels = set(gl[first].tolist())
+            # only the aggregates that gain enter (fewer columns, a faster master); the others
+            # price the path again next round if it comes to pay for them too
+            winners: dict[int, list[int]] = defaultdict(list)
+            for a, j in zip(ga[first].tolist(), gl[first].tolist(), strict=True):
+                winners[j].append(a)
             for n, gi in enumerate(gis):
                 lo, hi = starts[n], starts[n + 1]
-                picks = sorted(j for j in best_labels if lo <= j < hi)
-                if not picks:
-                    continue
                 g, labs = self.groups[gi], found[self.groups[gi].dst]
                 pair = (g.src, g.dst)
-                paths = []
-                for j in picks:
+                for j in sorted(j for j in winners if lo <= j < hi):
                     p = self.build_path(g.src, labs[j - lo][6])
                     if p.key not in self.keys.setdefault(pair, set()):
                         self.keys[pair].add(p.key)
                         self.paths.setdefault(pair, []).append(p)
-                    paths.append(p)
-                new_cols += self.columns(gi, paths)
+                    new_cols += self.columns(gi, [p], np.array(winners[j], np.int64))
         return new_cols
 
     def resolve(self) -> None:
