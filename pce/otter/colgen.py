@@ -5,7 +5,7 @@ one-circuit candidates of A→C were near-copies through one adaptation port, so
 circuits got one. Here the LP starts from a small diverse set (``INITIAL_K`` lit paths and
 ``INITIAL_K`` one-circuit paths per pair, circuits with disjoint optical ports first, plus every
 flow's current path) and grows it: each round solves the restricted master, takes its duals and
-searches, per (source, destination, restriction) group, the path of best reduced cost
+searches, for every aggregate, the path of best reduced cost
 
     rc(a, p) = coef_a(p) · (1 − price·[p crosses an unlit circuit]) − Σ_{r ∈ p} y_r − z_a
 
@@ -15,9 +15,10 @@ circuit, so two circuits through one port cannot both be counted). ``coef_a`` is
 (tolerances of RTT, jitter and loss, bandwidth as a step), but it only falls as the path's latency,
 jitter and loss grow and its bottleneck shrinks, so a label search keeps the Pareto set of
 (dual cost, latency, jitter, −log keep, bottleneck clamped at the largest flow, crosses a circuit)
-per switch — the best path of every aggregate of the group is among the labels reaching the
-destination. Labels whose dual cost plus the cheapest dual cost to the destination leaves no
-aggregate a positive reduced cost are dropped. Paths are simple (no switch twice).
+per switch — the best path of every aggregate is among the labels reaching its destination. One
+search per source switch serves every destination (one per group for flows with ``avoid`` or a
+deadline); labels whose dual cost plus the cheapest dual cost on to a destination leaves none of
+its aggregates a positive reduced cost are dropped. Paths are simple (no switch twice).
 
 When a round adds no column, (y, z) is feasible for the dual of the LP over every simple path: the
 master's optimum is the optimum over all paths (``certified``). The master is one ``Highs`` object:
@@ -31,7 +32,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,6 +40,9 @@ from pce.errors import InfeasibleError, SolverError
 from pce.highs import new_highs
 from pce.otter.demand import N_METRICS, score
 from pce.otter.scenario import FlowSet
+
+if TYPE_CHECKING:
+    from pce.otter.graph import CandidatePath, Hop
 
 #: Lit and one-circuit paths per pair in the initial set.
 INITIAL_K = 2
@@ -52,7 +56,7 @@ MAX_ROUNDS = 60
 class ColgenResult:
     """Candidate paths per (source, destination) switch pair and how the generation went."""
 
-    paths: dict[tuple[str, str], list]  # CandidatePath lists, initial ones first
+    paths: dict[tuple[str, str], list[CandidatePath]]  # initial ones first
     rounds: int
     initial_paths: int
     generated_paths: int
@@ -85,7 +89,7 @@ class Group:
 class Resources:
     """LP capacity rows: every hop, then every optical port a candidate circuit occupies."""
 
-    def __init__(self, hops: Sequence, capacity: Mapping[str, float]) -> None:
+    def __init__(self, hops: Sequence[Hop], capacity: Mapping[str, float]) -> None:
         self.hops = list(hops)
         self.hop_index = {h.id: i for i, h in enumerate(self.hops)}
         ports: dict[str, float] = {}
@@ -104,11 +108,11 @@ class Resources:
     def names(self) -> list[str]:
         return [h.id for h in self.hops] + [f"oport:{o}" for o in self.ports]
 
-    def rows_of_path(self, path) -> list[int]:
+    def rows_of_path(self, path: CandidatePath) -> list[int]:
         return [r for h in path.hops for r in self.rows_of_hop[self.hop_index[h.id]]]
 
 
-def path_allowed(path, group: Group) -> bool:
+def path_allowed(path: CandidatePath, group: Group) -> bool:
     """Whether ``path`` respects the group's avoid set and deadline."""
     if group.deadline is not None and any(c.setup_time > group.deadline for c in path.circuits):
         return False
@@ -300,9 +304,10 @@ class ColumnGeneration:
     """One restricted master and its pricing, kept across runs: the priced lighting switches
     circuits off (capacity 0, not priced) and generation continues from the last basis."""
 
-    def __init__(self, switches: Sequence[str], hops: Sequence, hop_capacity: Mapping[str, float], fs: FlowSet,
+    def __init__(self, switches: Sequence[str], hops: Sequence[Hop], hop_capacity: Mapping[str, float], fs: FlowSet,
                  agg: np.ndarray, groups: Sequence[Group], group_of_flow: np.ndarray,
-                 initial: Mapping[tuple[str, str], Sequence], build_path: Callable[[str, Sequence[int]], Any],
+                 initial: Mapping[tuple[str, str], Sequence[CandidatePath]],
+                 build_path: Callable[[str, Sequence[int]], CandidatePath],
                  price: float, tolerance: float = TOLERANCE, max_rounds: int = MAX_ROUNDS) -> None:
         """``agg``: aggregate of each flow (the aggregates of ``make_problem``; members share a
         group); ``initial``: starting paths per ordered switch pair; ``build_path(src, hop
@@ -324,10 +329,10 @@ class ColumnGeneration:
         self.pricer = Pricer(switches, self.res, [max(h.latency, HOP_FLOOR_MS) for h in self.res.hops])
         self.circuit_hop = {h.circuit.id: k for k, h in enumerate(self.res.hops) if h.circuit is not None}
         self.master = Master(self.agg_bw, self.res.cap)
-        self.paths: dict[tuple[str, str], list] = {pair: list(ps) for pair, ps in initial.items()}
+        self.paths: dict[tuple[str, str], list[CandidatePath]] = {pair: list(ps) for pair, ps in initial.items()}
         self.keys = {pair: {p.key for p in ps} for pair, ps in self.paths.items()}
         self.col_agg: list[int] = []
-        self.col_path: list[Any] = []
+        self.col_path: list[CandidatePath] = []
         self.col_raw: list[float] = []  # unpriced coefficient
         self.has_col: set[tuple[int, tuple[str, ...]]] = set()
         self.master.add([c for gi, g in enumerate(self.groups) for c in self.columns(gi, self.paths.get((g.src, g.dst), []))])
@@ -341,7 +346,8 @@ class ColumnGeneration:
         self.history: list[dict[str, float]] = []
         self.off: set[str] = set()
 
-    def columns(self, gi: int, plist: Iterable, aggs: np.ndarray | None = None) -> list[tuple[int, float, list[int]]]:
+    def columns(self, gi: int, plist: Iterable[CandidatePath], aggs: np.ndarray | None = None
+                ) -> list[tuple[int, float, list[int]]]:
         """Columns of the group's aggregates (or ``aggs`` of it) on the paths it may use (each
         (aggregate, path) once)."""
         plist = [p for p in plist if path_allowed(p, self.groups[gi])]
