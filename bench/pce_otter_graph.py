@@ -22,7 +22,11 @@ the same process, interleaved run by run, so before/after timings share the mach
 ``same_as_before`` says whether the placements are identical (paths per flow, placed Mbit/s,
 objective). Time it holding ``/tmp/mlte-net.lock`` so no Mininet lab shares the two cores.
 
-Usage: bench/pce_otter_graph.py --json PATH [--quick] [--joint] [--seed N] [--repeat N] [--before REV]
+``--k-compare`` (issue 27): ``otter`` with column generation (the default) next to ``otter`` with
+the k = 4 candidates of before (``paths="k"``), both at ``--per-pair`` 2, interleaved configuration
+by configuration in one process.
+
+Usage: bench/pce_otter_graph.py --json PATH [--quick] [--joint] [--seed N] [--repeat N] [--before REV] [--k-compare]
 """
 from __future__ import annotations
 
@@ -129,6 +133,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=5, help="runs per configuration (the median is reported)")
     ap.add_argument("--before", metavar="REV", help="also run the code of git revision REV (same run, interleaved)")
+    ap.add_argument("--k-compare", action="store_true",
+                    help="otter with column generation and with the k = 4 candidates (paths='k'), per-pair 2 only")
     args = ap.parse_args()
     quiet_banner()
     n_flows = 200 if args.quick else 2000
@@ -136,6 +142,8 @@ def main() -> int:
     g = mesh(seed=args.seed)
     fl = flows(n_flows, 20, args.seed)
     configs = [("otter", {"per_pair": 2}), ("otter", {}), ("cspf", {"per_pair": 2})]
+    if args.k_compare:  # the k = 4 candidate code (issue 15) next to column generation, same run
+        configs = [("otter", {"per_pair": 2}), ("otter", {"per_pair": 2, "paths": "k"}), ("cspf", {"per_pair": 2})]
     if args.joint:
         configs.append(("joint", {"per_pair": 2, "time_limit": 60.0}))
     before = old_module(args.before) if args.before else None
@@ -163,6 +171,11 @@ def main() -> int:
     for r in results + previous + [warm]:
         r.pop("paths")
     otter, cspf = results[0], results[2]
+    if args.k_compare:
+        k4 = results[1]
+        print(f"colgen vs k=4: median {otter['wall_seconds']:.3f} vs {k4['wall_seconds']:.3f} s, objective "
+              f"{otter['objective']:.1f} vs {k4['objective']:.1f}, placed {otter['placed_mbps']:.0f} vs "
+              f"{k4['placed_mbps']:.0f} Mbit/s", file=sys.stderr)
     doc = {
         "benchmark": "pce_otter_graph", "switches": 20, "ots": 10, "flows": n_flows, "seed": args.seed,
         "cpus": os.cpu_count(), "load_average": os.getloadavg(), "target_seconds": 1.0, "results": results,

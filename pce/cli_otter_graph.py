@@ -11,7 +11,15 @@ import json
 import sys
 from typing import Any
 
-from pce.otter.graph_params import CIRCUIT_PRICE, DEFAULT_K, DEFAULT_PER_PAIR, DEFAULT_PIN_GAIN, POLICIES
+from pce.otter.graph_params import (
+    CIRCUIT_PRICE,
+    DEFAULT_K,
+    DEFAULT_PATHS,
+    DEFAULT_PER_PAIR,
+    DEFAULT_PIN_GAIN,
+    PATH_MODES,
+    POLICIES,
+)
 
 
 def register_graph_args(s: argparse.ArgumentParser) -> None:
@@ -20,8 +28,12 @@ def register_graph_args(s: argparse.ArgumentParser) -> None:
     s.add_argument("--policy", choices=POLICIES, default="otter",
                    help="graph mode: otter (LP, circuit lighting priced in; default), joint (lighting fixed by "
                         "the joint circuit MIP first, then the LP) or cspf (shortest path with room)")
+    s.add_argument("--candidates", choices=PATH_MODES, default=DEFAULT_PATHS,
+                   help="graph mode, otter/joint: colgen (column generation: the LP over all paths, certified; "
+                        "default) or k (the k shortest of each kind, as before)")
     s.add_argument("--k", type=int, default=DEFAULT_K,
-                   help=f"graph mode: candidate paths per flow aggregate and kind (existing / new circuit; default {DEFAULT_K})")
+                   help=f"graph mode: candidate paths per flow aggregate and kind (existing / new circuit; default {DEFAULT_K}); "
+                        "with --candidates colgen only cspf uses it")
     s.add_argument("--per-pair", type=int, default=DEFAULT_PER_PAIR,
                    help=f"graph mode: candidate XCON chains per switch pair (default {DEFAULT_PER_PAIR})")
     s.add_argument("--circuit-price", type=float, default=CIRCUIT_PRICE,
@@ -51,9 +63,10 @@ def solve_graph_command(args: argparse.Namespace) -> int:
     solver = args.solver or (getattr(args, "cfg", None) or {}).get("pce", {}).get("solver", "highs")
     opts: dict[str, Any] = {"k": args.k, "per_pair": args.per_pair}
     if args.policy != "cspf":
-        opts.update(circuit_price=args.circuit_price, pin_gain=args.pin_gain, solver=solver)
+        opts.update(circuit_price=args.circuit_price, pin_gain=args.pin_gain, solver=solver, paths=args.candidates)
     result = place(graph, flows, rules, args.policy, **opts)
-    doc = {"command": "otter-solve", "graph": args.graph, "flows_file": args.flows, **result.as_dict()}
+    doc = {"command": "otter-solve", "graph": args.graph, "flows_file": args.flows, **result.as_dict(),
+           "colgen": colgen_summary(result.stats)}
     if args.json == "-":
         print(json.dumps(doc, indent=1))
     else:
@@ -61,6 +74,26 @@ def solve_graph_command(args: argparse.Namespace) -> int:
         if args.json:
             write_json(args.json, doc)
     return 0
+
+
+def colgen_summary(stats: dict[str, Any]) -> dict[str, Any] | None:
+    """What column generation did (None when it did not run: cspf, ``--candidates k``, no flows)."""
+    if "colgen_certified" not in stats:
+        return None
+    return {"certified": stats["colgen_certified"], "columns": stats["colgen_columns"],
+            "generated_columns": stats["colgen_generated_columns"], "initial_paths": stats["colgen_initial_paths"],
+            "generated_paths": stats["colgen_generated_paths"], "rounds": stats["colgen_rounds"],
+            "lp_objective": stats["colgen_lp_objective"]}
+
+
+def colgen_line(stats: dict[str, Any]) -> str:
+    """One line: columns generated and whether the LP is certified optimal over all paths."""
+    c = colgen_summary(stats)
+    if c is None:
+        return "columns: column generation off (fixed candidate paths)"
+    cert = "certified (no column with positive reduced cost)" if c["certified"] else "NOT certified (round limit)"
+    return (f"columns: {c['generated_columns']} generated ({c['generated_paths']} new path(s)) on "
+            f"{c['columns'] - c['generated_columns']} initial, {c['rounds']} round(s); optimal over all paths: {cert}")
 
 
 def _path_text(fp: Any) -> str:
@@ -93,5 +126,7 @@ def print_placement(result: Any, out: Any) -> None:
         print(f"light {c.id}: {c.a}:{c.a_port} - {c.b}:{c.b_port}, {c.capacity:g} Mbit/s, setup {c.setup_time:.3f} s, "
               f"XCONs {xc}", file=out)
     s = result.stats
+    if result.policy != "cspf":
+        print(colgen_line(s), file=out)
     times = ", ".join(f"{k.removesuffix('_seconds')} {v:.3f} s" for k, v in s.items() if k.endswith("_seconds"))
     print(f"timing: {times}", file=out)

@@ -12,5 +12,8 @@ HOP_FLOOR_MS = 0.1
 CIRCUIT_PRICE = 0.02
 #: PATHPIN: a flow leaves its current path only for at least this gain of satisfaction (0..1).
 DEFAULT_PIN_GAIN = 0.05
+#: Candidate paths: column generation (the LP over all paths) or the k shortest of each kind.
+PATH_MODES = ("colgen", "k")
+DEFAULT_PATHS = "colgen"
 LIGHTING = ("priced", "joint")
 POLICIES = ("otter", "joint", "cspf")

@@ -1,0 +1,510 @@
+"""Column generation for graph-mode OTTER placement (issue 27): the LP over *all* paths.
+
+Why: with a fixed k candidate paths per pair the answer depends on the guess — on Fig. 2 the four
+one-circuit candidates of A→C were near-copies through one adaptation port, so a pair needing two
+circuits got one. Here the LP starts from a small diverse set (``INITIAL_K`` lit paths and
+``INITIAL_K`` one-circuit paths per pair, circuits with disjoint optical ports first, plus every
+flow's current path) and grows it: each round solves the restricted master, takes its duals and
+searches, for every aggregate, the path of best reduced cost
+
+    rc(a, p) = coef_a(p) · (1 − price·[p crosses an unlit circuit]) − Σ_{r ∈ p} y_r − z_a
+
+over the packet layer: lit links and candidate circuits, whose cost includes the duals of the
+optical ports they would occupy (adaptation ports and fibre wavelengths are LP rows of capacity one
+circuit, so two circuits through one port cannot both be counted). ``coef_a`` is not additive
+(tolerances of RTT, jitter and loss, bandwidth as a step), but it only falls as the path's latency,
+jitter and loss grow and its bottleneck shrinks, so a label search keeps the Pareto set of
+(dual cost, latency, jitter, −log keep, bottleneck clamped at the largest flow, crosses a circuit)
+per switch — the best path of every aggregate is among the labels reaching its destination. One
+search per source switch serves every destination (one per group for flows with ``avoid`` or a
+deadline); labels whose dual cost plus the cheapest dual cost on to a destination leaves none of
+its aggregates a positive reduced cost are dropped. Paths are simple (no switch twice).
+
+When a round adds no column, (y, z) is feasible for the dual of the LP over every simple path: the
+master's optimum is the optimum over all paths (``certified``). The master is one ``Highs`` object:
+new columns enter at 0, so the previous basis stays feasible and the simplex continues from it.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pce.errors import InfeasibleError, SolverError
+from pce.highs import new_highs
+from pce.otter.demand import N_METRICS, score
+from pce.otter.scenario import FlowSet
+
+if TYPE_CHECKING:
+    from pce.otter.graph import CandidatePath, Hop
+
+#: Lit and one-circuit paths per pair in the initial set.
+INITIAL_K = 2
+#: Reduced cost a column needs to enter (objective units per Mbit/s).
+TOLERANCE = 1e-7
+#: Safety stop; a run that reaches it is reported as not certified.
+MAX_ROUNDS = 60
+
+
+@dataclass
+class ColgenResult:
+    """Candidate paths per (source, destination) switch pair and how the generation went."""
+
+    paths: dict[tuple[str, str], list[CandidatePath]]  # initial ones first
+    rounds: int
+    initial_paths: int
+    generated_paths: int
+    columns: int  # LP columns of the final master
+    generated_columns: int
+    certified: bool  # no column with positive reduced cost is left
+    objective: float  # priced LP optimum
+    seconds: float
+    pricing_seconds: float
+    history: list[dict[str, float]] = field(default_factory=list)
+
+    def stats(self) -> dict[str, object]:
+        return {"colgen_rounds": self.rounds, "colgen_initial_paths": self.initial_paths,
+                "colgen_generated_paths": self.generated_paths, "colgen_columns": self.columns,
+                "colgen_generated_columns": self.generated_columns, "colgen_certified": self.certified,
+                "colgen_lp_objective": self.objective, "colgen_seconds": self.seconds,
+                "colgen_pricing_seconds": self.pricing_seconds}
+
+
+@dataclass(frozen=True)
+class Group:
+    """Aggregates priced together: one ordered switch pair and one restriction (avoid, deadline)."""
+
+    src: str
+    dst: str
+    avoid: frozenset[str]  # hop ends (``A:3-C:1``) the flows must not use
+    deadline: float | None  # circuits with a longer setup are excluded
+
+
+class Resources:
+    """LP capacity rows: every hop, then every optical port a candidate circuit occupies."""
+
+    def __init__(self, hops: Sequence[Hop], capacity: Mapping[str, float]) -> None:
+        self.hops = list(hops)
+        self.hop_index = {h.id: i for i, h in enumerate(self.hops)}
+        ports: dict[str, float] = {}
+        for h in self.hops:
+            if h.circuit is not None:
+                for o in h.circuit.oports:
+                    ports[o] = max(ports.get(o, 0.0), float(h.circuit.capacity))
+        self.ports = sorted(ports)
+        self.port_index = {o: len(self.hops) + i for i, o in enumerate(self.ports)}
+        self.cap = np.array([capacity.get(h.id, h.capacity) for h in self.hops] + [ports[o] for o in self.ports], float)
+        # per hop: its own row and the port rows of its circuit
+        self.rows_of_hop = [[i] + ([self.port_index[o] for o in h.circuit.oports] if h.circuit is not None else [])
+                            for i, h in enumerate(self.hops)]
+
+    @property
+    def names(self) -> list[str]:
+        return [h.id for h in self.hops] + [f"oport:{o}" for o in self.ports]
+
+    def rows_of_path(self, path: CandidatePath) -> list[int]:
+        return [r for h in path.hops for r in self.rows_of_hop[self.hop_index[h.id]]]
+
+
+def path_allowed(path: CandidatePath, group: Group) -> bool:
+    """Whether ``path`` respects the group's avoid set and deadline."""
+    if group.deadline is not None and any(c.setup_time > group.deadline for c in path.circuits):
+        return False
+    return not group.avoid or group.avoid.isdisjoint(h.id.split("[", 1)[0] for h in path.hops)
+
+
+class Master:
+    """The restricted OTTER LP: rows z_a (aggregate bandwidth) then y_r (capacities)."""
+
+    def __init__(self, agg_bw: np.ndarray, cap: np.ndarray) -> None:
+        import highspy
+
+        self.A, self.R = len(agg_bw), len(cap)
+        self.h = new_highs(1)
+        self.h.setOptionValue("solver", "simplex")
+        # primal simplex: entering columns keep the basis primal feasible (measured on the
+        # 2,000-flow bench: the master's solves 7.5 s with HiGHS's default, 7.1 dual, 4.0 primal)
+        self.h.setOptionValue("simplex_strategy", 4)
+        inf = highspy.kHighsInf
+        rhs = np.concatenate([agg_bw, cap]).astype(float)
+        self.h.addRows(len(rhs), np.full(len(rhs), -inf), rhs, 0, np.zeros(1, np.int32), np.zeros(0, np.int32),
+                       np.zeros(0))
+        self.n_cols = 0
+        self.coef: list[float] = []
+
+    def add(self, cols: Sequence[tuple[int, float, Sequence[int]]]) -> None:
+        """Columns (aggregate, objective coefficient, resource rows; a row listed twice counts twice)."""
+        if not cols:
+            return
+        starts, index, value = [], [], []
+        for a, _coef, rows in cols:
+            starts.append(len(index))
+            counts: dict[int, int] = defaultdict(int)
+            for r in rows:
+                counts[self.A + r] += 1
+            index += [a, *counts]
+            value += [1.0, *map(float, counts.values())]
+        n = len(cols)
+        coef = np.array([c for _a, c, _r in cols], float)
+        self.h.addCols(n, -coef, np.zeros(n), np.full(n, np.inf), len(index), np.array(starts, np.int32),
+                       np.array(index, np.int32), np.array(value, float))
+        self.n_cols += n
+        self.coef += coef.tolist()
+
+    def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """(x, z ≥ 0, y ≥ 0, objective); HiGHS minimises −coef·x, so a binding row's dual is ≤ 0."""
+        import highspy
+
+        if not self.n_cols:
+            return np.zeros(0), np.zeros(self.A), np.zeros(self.R), 0.0
+        self.h.run()
+        status = self.h.getModelStatus()
+        if status == highspy.HighsModelStatus.kInfeasible:
+            raise InfeasibleError("the OTTER master LP is infeasible")
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"HiGHS did not reach an optimum: {self.h.modelStatusToString(status)}")
+        sol = self.h.getSolution()
+        dual = np.maximum(0.0, -np.asarray(sol.row_dual, float))
+        x = np.maximum(0.0, np.asarray(sol.col_value, float))
+        return x, dual[: self.A], dual[self.A:], float(np.dot(self.coef, x))
+
+
+class Pricer:
+    """Best reduced-cost paths over the hops (module docstring), one label search per group."""
+
+    def __init__(self, switches: Sequence[str], res: Resources, hop_ms: Sequence[float]) -> None:
+        self.node = {s: i for i, s in enumerate(switches)}
+        self.names = list(switches)
+        hops = res.hops
+        self.res = res
+        self.ends = [(self.node[h.a], self.node[h.b]) for h in hops]
+        self.w = list(hop_ms)
+        self.jit = [h.jitter for h in hops]
+        self.loss = [-math.log1p(-min(h.loss_pct, 100.0) / 100.0) if h.loss_pct < 100.0 else math.inf for h in hops]
+        self.cap = [h.capacity for h in hops]
+        self.circ = [h.circuit is not None for h in hops]
+        self.setup = [h.circuit.setup_time if h.circuit is not None else 0.0 for h in hops]
+        self.end_id = [h.id.split("[", 1)[0] for h in hops]
+        self.adj: list[list[tuple[int, int]]] = [[] for _ in switches]
+        for k, (a, b) in enumerate(self.ends):
+            self.adj[a].append((b, k))
+            self.adj[b].append((a, k))
+        rows, cols = [], []
+        for k, rs in enumerate(res.rows_of_hop):
+            rows += [k] * len(rs)
+            cols += rs
+        import scipy.sparse as sp
+
+        self.hop_rows = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(hops), len(res.cap)))
+        self.off = [False] * len(hops)  # circuits switched off by the lighting
+
+    def set_duals(self, y: np.ndarray) -> None:
+        """Hop dual costs and the all-pairs cheapest dual cost (a lower bound on any rest of a path)."""
+        self.cost = (self.hop_rows @ y).tolist()
+        n = len(self.names)
+        dist = np.full((n, n), np.inf)
+        np.fill_diagonal(dist, 0.0)
+        for k, (a, b) in enumerate(self.ends):
+            c = self.cost[k]
+            if c < dist[a, b]:
+                dist[a, b] = dist[b, a] = c
+        for m in range(n):
+            dist = np.minimum(dist, dist[:, m:m + 1] + dist[m:m + 1, :])
+        self.lower = dist
+
+    def labels(self, src: str, bounds: Mapping[str, float], bmax: float, avoid: frozenset[str] = frozenset(),
+               deadline: float | None = None) -> dict[str, list[tuple]]:
+        """Per destination of ``bounds``: the non-dominated labels reaching it, each (cost, ms,
+        jitter, −log keep, bottleneck, circuit, hop indices). One search serves every destination:
+        a label at switch v is kept only if its cost plus the cheapest rest to some destination d
+        stays below d's bound (the best an aggregate of (src, d) could gain)."""
+        s = self.node[src]
+        targets = [(self.node[d], b) for d, b in bounds.items()]
+        t_idx = np.array([t for t, _b in targets], np.int64)
+        t_bound = np.array([b for _t, b in targets], float)
+        reach = (t_bound[None, :] - self.lower[:, t_idx]).max(axis=1).tolist()
+        if reach[s] <= 0:
+            return {}
+        banned = self.off
+        if avoid or deadline is not None:
+            banned = [self.off[k] or self.end_id[k] in avoid or (deadline is not None and self.setup[k] > deadline)
+                      for k in range(len(self.w))]
+        # label: [cost, ms, jitter, loss, bottleneck, circuit, node, visited mask, parent, hop, alive]
+        labels: list[list] = [[0.0, 0.0, 0.0, 0.0, bmax, False, s, 1 << s, -1, -1, True]]
+        front: list[list[int]] = [[] for _ in self.names]
+        front[s].append(0)
+        heap = [(0.0, 0.0, 0)]
+        cost, w, jit, loss, cap, circ, adj = self.cost, self.w, self.jit, self.loss, self.cap, self.circ, self.adj
+        eps = 1e-12
+        while heap:
+            _c, _w, li = heapq.heappop(heap)
+            lab = labels[li]
+            if not lab[10]:
+                continue
+            c0, w0, j0, l0, b0, k0, _u, mask = lab[:8]
+            for v, k in adj[lab[6]]:
+                if mask >> v & 1 or banned[k]:
+                    continue
+                c1 = c0 + cost[k]
+                if c1 >= reach[v]:
+                    continue
+                w1, j1, l1 = w0 + w[k], j0 + jit[k], l0 + loss[k]
+                b1 = b0 if b0 <= cap[k] else cap[k]
+                k1 = k0 or circ[k]
+                dominated = False
+                keep = []
+                for oi in front[v]:
+                    o = labels[oi]
+                    if (o[0] <= c1 + eps and o[1] <= w1 + eps and o[2] <= j1 + eps and o[3] <= l1 + eps
+                            and o[4] >= b1 - eps and (not o[5] or k1)):
+                        dominated = True
+                        break
+                    if (c1 <= o[0] + eps and w1 <= o[1] + eps and j1 <= o[2] + eps and l1 <= o[3] + eps
+                            and b1 >= o[4] - eps and (not k1 or o[5])):
+                        o[10] = False
+                    else:
+                        keep.append(oi)
+                if dominated:
+                    continue
+                keep.append(len(labels))
+                front[v] = keep
+                labels.append([c1, w1, j1, l1, b1, k1, v, mask | 1 << v, li, k, True])
+                heapq.heappush(heap, (c1, w1, len(labels) - 1))
+        out: dict[str, list[tuple]] = {}
+        for d, (t, bound) in zip(bounds, targets, strict=True):
+            got = []
+            for li in front[t]:
+                lab = labels[li]
+                if lab[0] >= bound:
+                    continue
+                hops = []
+                at = li
+                while labels[at][8] >= 0:
+                    hops.append(labels[at][9])
+                    at = labels[at][8]
+                got.append((lab[0], lab[1], lab[2], lab[3], lab[4], lab[5], tuple(reversed(hops))))
+            if got:
+                out[d] = got
+        return out
+
+
+def _scores(fs: FlowSet, members: np.ndarray, metrics: np.ndarray) -> np.ndarray:
+    """Σ_m 𝒟 of each member flow (rows) on each path (columns, metrics rows)."""
+    return score(fs.shapes[members][:, None, :], fs.breakpoints[members][:, None, :], fs.bw[members][:, None],
+                 metrics[None, :, :])
+
+
+class ColumnGeneration:
+    """One restricted master and its pricing, kept across runs: the priced lighting switches
+    circuits off (capacity 0, not priced) and generation continues from the last basis."""
+
+    def __init__(self, switches: Sequence[str], hops: Sequence[Hop], hop_capacity: Mapping[str, float], fs: FlowSet,
+                 agg: np.ndarray, groups: Sequence[Group], group_of_flow: np.ndarray,
+                 initial: Mapping[tuple[str, str], Sequence[CandidatePath]],
+                 build_path: Callable[[str, Sequence[int]], CandidatePath],
+                 price: float, tolerance: float = TOLERANCE, max_rounds: int = MAX_ROUNDS) -> None:
+        """``agg``: aggregate of each flow (the aggregates of ``make_problem``; members share a
+        group); ``initial``: starting paths per ordered switch pair; ``build_path(src, hop
+        indices)`` makes a CandidatePath of ``hops`` (``hop_capacity``: hop id → capacity left)."""
+        from pce.otter.graph_params import HOP_FLOOR_MS
+
+        self.t0 = time.perf_counter()
+        self.fs, self.agg, self.groups, self.price = fs, agg, list(groups), price
+        self.tolerance, self.max_rounds, self.build_path = tolerance, max_rounds, build_path
+        self.res = Resources(hops, hop_capacity)
+        n_agg = int(agg.max()) + 1 if len(agg) else 0
+        self.agg_bw = np.bincount(agg, fs.bw, n_agg) if n_agg else np.zeros(0)
+        order = np.argsort(agg, kind="stable")
+        self.members = np.split(order, np.cumsum(np.bincount(agg, minlength=n_agg))[:-1]) if n_agg else []
+        agg_group = np.zeros(n_agg, np.int64)
+        agg_group[agg] = group_of_flow
+        self.aggs_of_group = [np.flatnonzero(agg_group == gi) for gi in range(len(groups))]
+        self.cmax = np.array([N_METRICS * len(m) / self.agg_bw[a] for a, m in enumerate(self.members)])
+        self.pricer = Pricer(switches, self.res, [max(h.latency, HOP_FLOOR_MS) for h in self.res.hops])
+        self.circuit_hop = {h.circuit.id: k for k, h in enumerate(self.res.hops) if h.circuit is not None}
+        self.master = Master(self.agg_bw, self.res.cap)
+        self.paths: dict[tuple[str, str], list[CandidatePath]] = {pair: list(ps) for pair, ps in initial.items()}
+        self.keys = {pair: {p.key for p in ps} for pair, ps in self.paths.items()}
+        self.col_agg: list[int] = []
+        self.col_path: list[CandidatePath] = []
+        self.col_raw: list[float] = []  # unpriced coefficient
+        self.has_col: set[tuple[int, tuple[str, ...]]] = set()
+        self.master.add([c for gi, g in enumerate(self.groups) for c in self.columns(gi, self.paths.get((g.src, g.dst), []))])
+        self.initial_columns = self.master.n_cols
+        self.initial_paths = sum(len(v) for v in self.paths.values())
+        self.rounds = 0
+        self.certified = False
+        self.objective = 0.0
+        self.x = np.zeros(0)
+        self.pricing_seconds = 0.0
+        self.history: list[dict[str, float]] = []
+        self.off: set[str] = set()
+
+    def columns(self, gi: int, plist: Iterable[CandidatePath], aggs: np.ndarray | None = None
+                ) -> list[tuple[int, float, list[int]]]:
+        """Columns of the group's aggregates (or ``aggs`` of it) on the paths it may use (each
+        (aggregate, path) once)."""
+        plist = [p for p in plist if path_allowed(p, self.groups[gi])]
+        aggs = self.aggs_of_group[gi] if aggs is None else aggs
+        if not plist or not len(aggs):
+            return []
+        metrics = np.array([p.metrics() for p in plist], float)
+        mem = np.concatenate([self.members[a] for a in aggs])
+        sums = np.zeros((len(aggs), len(plist)))
+        np.add.at(sums, np.repeat(np.arange(len(aggs)), [len(self.members[a]) for a in aggs]),
+                  _scores(self.fs, mem, metrics))
+        coefs = (sums / self.agg_bw[aggs][:, None]).tolist()
+        rows = [self.res.rows_of_path(p) for p in plist]
+        out = []
+        for a, coef in zip(aggs.tolist(), coefs, strict=True):
+            for p, c, r in zip(plist, coef, rows, strict=True):
+                if (a, p.key) in self.has_col:
+                    continue
+                self.has_col.add((a, p.key))
+                self.col_agg.append(a)
+                self.col_path.append(p)
+                self.col_raw.append(c)
+                out.append((a, c * (1.0 - self.price) if p.circuits else c, r))
+        return out
+
+    def restrict(self, allowed: Iterable[str] | None) -> None:
+        """Only the circuits ``allowed`` (None: all) may carry traffic or be priced."""
+        off = set(self.circuit_hop) - set(self.circuit_hop if allowed is None else allowed)
+        for cid in off ^ self.off:
+            k = self.circuit_hop[cid]
+            self.master.h.changeRowBounds(self.master.A + k, -np.inf, 0.0 if cid in off else float(self.res.cap[k]))
+        self.off = off
+        self.pricer.off = [self.res.hops[k].circuit is not None and self.res.hops[k].circuit.id in off
+                           for k in range(len(self.res.hops))]
+        self.certified = False
+
+    def run(self) -> bool:
+        """Rounds until no column prices out (True) or the round limit (False)."""
+        self.certified = False
+        while self.rounds < self.max_rounds:
+            self.rounds += 1
+            self.x, z, y, self.objective = self.master.solve()
+            tp = time.perf_counter()
+            new_cols = self.price_out(z, y)
+            self.pricing_seconds += time.perf_counter() - tp
+            self.history.append({"objective": self.objective, "columns": float(self.master.n_cols),
+                                 "entering": float(len(new_cols))})
+            if not new_cols:
+                self.certified = True
+                return True
+            self.master.add(new_cols)
+        self.x, _z, _y, self.objective = self.master.solve()
+        return False
+
+    def price_out(self, z: np.ndarray, y: np.ndarray) -> list[tuple[int, float, list[int]]]:
+        """The columns of every group's paths with a positive reduced cost for some aggregate: one
+        label search per source (per group for restricted groups), one scoring per search."""
+        self.pricer.set_duals(y)
+        tol = self.tolerance
+        searches: dict[tuple, list[int]] = defaultdict(list)
+        bound = np.full(len(self.groups), -np.inf)
+        for gi, g in enumerate(self.groups):
+            aggs = self.aggs_of_group[gi]
+            if len(aggs):
+                bound[gi] = float((self.cmax[aggs] - z[aggs]).max()) - tol
+            if bound[gi] > 0:
+                searches[(g.src, g.avoid, g.deadline)].append(gi)
+        new_cols = []
+        for (src, avoid, deadline), gis in searches.items():
+            mem = np.concatenate([self.members[a] for gi in gis for a in self.aggs_of_group[gi]])
+            found = self.pricer.labels(src, {self.groups[gi].dst: float(bound[gi]) for gi in gis},
+                                       float(self.fs.bw[mem].max()), avoid, deadline)
+            gis = [gi for gi in gis if self.groups[gi].dst in found]
+            if not gis:
+                continue
+            # every (member, label of its destination) pair scored in one call
+            flow_i, lab_i, agg_i, starts = [], [], [], [0]
+            metrics, lab_cost, factor = [], [], []
+            for gi in gis:
+                labs = found[self.groups[gi].dst]
+                base = len(metrics)
+                metrics += [(2.0 * lab[1], lab[2], 100.0 * -math.expm1(-lab[3]), lab[4]) for lab in labs]
+                lab_cost += [lab[0] for lab in labs]
+                factor += [1.0 - self.price if lab[5] else 1.0 for lab in labs]
+                for a in self.aggs_of_group[gi].tolist():
+                    for i in self.members[a].tolist():
+                        flow_i += [i] * len(labs)
+                        lab_i += range(base, base + len(labs))
+                        agg_i += [a] * len(labs)
+                starts.append(len(metrics))
+            fi, li, ai = np.array(flow_i), np.array(lab_i), np.array(agg_i)
+            m = np.array(metrics, float)
+            sc = score(self.fs.shapes[fi], self.fs.breakpoints[fi], self.fs.bw[fi], m[li])
+            # reduced cost per (aggregate, label): Σ member scores / bw · factor − cost − z
+            key = ai * len(metrics) + li
+            uk, inv = np.unique(key, return_inverse=True)
+            sums = np.bincount(inv, sc, len(uk))
+            ua, ul = uk // len(metrics), uk % len(metrics)
+            rc = sums / self.agg_bw[ua] * np.array(factor)[ul] - np.array(lab_cost)[ul] - z[ua]
+            good = rc > tol
+            if not good.any():
+                continue
+            # per aggregate its best label, if it improves
+            order = np.lexsort((-rc[good], ua[good]))
+            ga, gl = ua[good][order], ul[good][order]
+            first = np.r_[True, ga[1:] != ga[:-1]]
+            # only the aggregates that gain enter (fewer columns, a faster master); the others
+            # price the path again next round if it comes to pay for them too
+            winners: dict[int, list[int]] = defaultdict(list)
+            for a, j in zip(ga[first].tolist(), gl[first].tolist(), strict=True):
+                winners[j].append(a)
+            for n, gi in enumerate(gis):
+                lo, hi = starts[n], starts[n + 1]
+                g, labs = self.groups[gi], found[self.groups[gi].dst]
+                pair = (g.src, g.dst)
+                for j in sorted(j for j in winners if lo <= j < hi):
+                    p = self.build_path(g.src, labs[j - lo][6])
+                    if p.key not in self.keys.setdefault(pair, set()):
+                        self.keys[pair].add(p.key)
+                        self.paths.setdefault(pair, []).append(p)
+                    new_cols += self.columns(gi, [p], np.array(winners[j], np.int64))
+        return new_cols
+
+    def resolve(self) -> None:
+        """The master again, without pricing (after :meth:`restrict`; not certified)."""
+        self.x, _z, _y, self.objective = self.master.solve()
+        self.certified = False
+
+    def carried(self) -> dict[str, float]:
+        """Mbit/s the master puts on each circuit, in order of first use by a column."""
+        out: dict[str, float] = {}
+        for xv, p in zip(self.x.tolist(), self.col_path, strict=True):
+            if xv > 1e-9:
+                for c in p.circuits:
+                    out[c.id] = out.get(c.id, 0.0) + xv
+        return out
+
+    def shares(self, slot_of: Callable[[int, tuple[str, ...]], int | None], n_flows: int, width: int
+               ) -> tuple[np.ndarray, np.ndarray, float]:
+        """(aggregate per flow, share of each flow's bw per slot, unpriced objective) of the master's
+        optimum; ``slot_of(flow, path key)`` is the flow's slot of that path (None: not a slot)."""
+        share = np.zeros((n_flows, width))
+        obj = 0.0
+        for xv, a, p, raw in zip(self.x.tolist(), self.col_agg, self.col_path, self.col_raw, strict=True):
+            if xv <= 1e-9 * max(1.0, self.agg_bw[a]):
+                continue
+            obj += raw * xv
+            for i in self.members[a].tolist():
+                j = slot_of(i, p.key)
+                if j is not None:
+                    share[i, j] += xv / self.agg_bw[a]
+        total = share.sum(axis=1, keepdims=True)
+        return self.agg, np.where(total > 1.0, share / np.maximum(total, 1e-12), share), obj
+
+    def result(self) -> ColgenResult:
+        return ColgenResult({pair: [p for p in ps if not self.off.intersection(c.id for c in p.circuits)]
+                             for pair, ps in self.paths.items()}, self.rounds, self.initial_paths,
+                            sum(len(v) for v in self.paths.values()) - self.initial_paths, self.master.n_cols,
+                            self.master.n_cols - self.initial_columns, self.certified, self.objective,
+                            time.perf_counter() - self.t0, self.pricing_seconds, self.history)
