@@ -27,7 +27,10 @@ from monitor.sflow.estimator import FlowRate
 
 
 @dataclass(frozen=True)
-class Circuit:
+class WatchedLink:
+    """A packet link the monitor classifies (a lit circuit or copper; the monitor calls both
+    "circuits", after the paper): its id, its two egress ends and its capacity."""
+
     id: str
     ends: tuple[tuple[str, int], ...]  # (switch, egress port) at each end
     capacity_mbps: float
@@ -37,7 +40,7 @@ class Circuit:
         return tuple(sorted({s for s, _ in self.ends}))
 
 
-def circuits_from_graph(graph: Any) -> list[Circuit]:
+def circuits_from_graph(graph: Any) -> list[WatchedLink]:
     """Packet links of a ``MultiLayerGraph`` with their capacity.
 
     A link discovered by LLDP over a circuit may carry capacity 0 when its adaptations came from
@@ -60,7 +63,7 @@ def circuits_from_graph(graph: Any) -> list[Circuit]:
             caps = [adapt[e] for e in ends if e in adapt]
             cap = min(caps) if caps else 0.0
         if ends and cap > 0:
-            out.append(Circuit(str(key), ends, cap))
+            out.append(WatchedLink(str(key), ends, cap))
     return sorted(out, key=lambda c: c.id)
 
 
@@ -89,14 +92,14 @@ class MonitorCore:
         self.classifier = EventClassifier(Thresholds.from_config(self.cfg))
         self.fine = fine
         self.agents = dict(agents or {})
-        self.circuits: dict[str, Circuit] = {}
+        self.circuits: dict[str, WatchedLink] = {}
         self.manager = FineMonitorManager(lambda cid: self.circuits[cid].switches if cid in self.circuits else ())
         self._pending: dict[str, PointSample] = {}
         self._settled: set[str] = set()  # circuits classified at least once since they appeared
         self._fresh: dict[str, tuple[float, int]] = {}  # hot since the last tick (by drops): util, drops
         self._gone: list[str] = []  # hot circuits that left the graph, cleared at the next tick
 
-    def set_circuits(self, circuits: Iterable[Circuit]) -> None:
+    def set_circuits(self, circuits: Iterable[WatchedLink]) -> None:
         """The circuits as the graph has them now. One that left the graph while hot (e.g. an offload
         circuit the TE loop released while its elephant still filled it) is never observed calm again,
         so it is cleared here: a ``hot_spot_cleared`` (reason "circuit removed") and the fine-data
@@ -118,7 +121,7 @@ class MonitorCore:
             self._pending[s.point] = s
         return s
 
-    def _flows(self, circuit: Circuit, now: float) -> list[FlowRate] | None:
+    def _flows(self, circuit: WatchedLink, now: float) -> list[FlowRate] | None:
         if self.fine is None:
             return None
         agents = {self.agents[s] for s in circuit.switches if s in self.agents} or None

@@ -62,7 +62,7 @@ class Demand:
 
 
 @dataclass(frozen=True)
-class Circuit:
+class CandidateCircuit:
     """A candidate XCON chain and the packet link it would create."""
 
     id: str
@@ -84,7 +84,7 @@ class CircuitPlan:
     method: str
     status: str
     objective: float
-    lit: list[Circuit]
+    lit: list[CandidateCircuit]
     served: dict[str, float]
     unserved: dict[str, float]
     flows: dict[str, dict[str, float]]  # demand id -> edge key or circuit id -> Mbit/s
@@ -139,7 +139,7 @@ def _uplinks(g: Any) -> dict[str, list[tuple[int, str]]]:
 
 
 def candidate_circuits(graph: Any, per_pair: int = 8, pairs: Iterable[tuple[str, str]] | None = None
-                       ) -> list[Circuit]:
+                       ) -> list[CandidateCircuit]:
     """The ``per_pair`` shortest XCON chains between each pair of switches with free uplinks.
 
     Chains cross only optical ports (no packet switch in the middle) and only free ports of one
@@ -154,7 +154,7 @@ def candidate_circuits(graph: Any, per_pair: int = 8, pairs: Iterable[tuple[str,
     packet_links = frozenset(k for k, kind in view.edge_kind.items() if kind == "packet")
     todo = sorted({tuple(sorted(p)) for p in pairs}) if pairs is not None else [
         (a, b) for i, a in enumerate(switches) for b in switches[i + 1:]]
-    out: list[Circuit] = []
+    out: list[CandidateCircuit] = []
     for a, b in todo:
         if a not in ups or b not in ups:
             continue
@@ -169,7 +169,7 @@ def candidate_circuits(graph: Any, per_pair: int = 8, pairs: Iterable[tuple[str,
             setup = max((float(view.edge_attrs[arc.key].get("setup_time") or 0.0)
                          for arc in route.arcs if arc.kind == "xcon"), default=0.0)
             cap = min(float(g.nodes[p].get("capacity", math.inf)) for p in oports)
-            out.append(Circuit(f"c{len(out)}:{a}:{a_port}-{b}:{b_port}", a, a_port, b, b_port, oports, xcons,
+            out.append(CandidateCircuit(f"c{len(out)}:{a}:{a_port}-{b}:{b_port}", a, a_port, b, b_port, oports, xcons,
                                cap, setup, route.latency))
     return out
 
@@ -181,7 +181,7 @@ class CircuitModel:
 
     problem: pulp.LpProblem
     demands: list[Demand]
-    circuits: list[Circuit]
+    circuits: list[CandidateCircuit]
     links: dict[str, tuple[str, str, float]]  # existing packet link key -> (u, v, capacity)
     y: dict[str, pulp.LpVariable]
     flow: dict[tuple[str, str, str, str], pulp.LpVariable]  # (demand, link/circuit id, tail, head)
@@ -276,7 +276,7 @@ def check_demands(graph: Any, demands: Sequence[Demand]) -> list[Demand]:
 def build_circuit_model(
     graph: Any,
     demands: Sequence[Demand],
-    circuits: Sequence[Circuit] | None = None,
+    circuits: Sequence[CandidateCircuit] | None = None,
     *,
     integer: bool = True,
     circuit_cost: float = 1.0,
@@ -342,7 +342,7 @@ def build_circuit_model(
 
 
 def plan_circuits(graph: Any, demands: Sequence[Demand], *, method: str = "integer", solver: str = "highs",
-                  circuits: Sequence[Circuit] | None = None, time_limit: float | None = None,
+                  circuits: Sequence[CandidateCircuit] | None = None, time_limit: float | None = None,
                   **weights: float) -> CircuitPlan:
     """Plan circuits for ``demands``: ``integer`` (exact MIP; ``time_limit`` seconds caps it and
     returns the best plan found, status "Feasible") or ``relax`` (LP + rounding)."""
@@ -433,7 +433,7 @@ def _repair(lp: CircuitModel, solver: str, plan: CircuitPlan, chosen: list[str],
     return plan, spent
 
 
-def round_circuits(circuits: Sequence[Circuit], frac: dict[str, float], threshold: float = 1e-6) -> list[str]:
+def round_circuits(circuits: Sequence[CandidateCircuit], frac: dict[str, float], threshold: float = 1e-6) -> list[str]:
     """Circuits by decreasing fractional value, each kept unless it shares a port with a kept one."""
     taken: set[str] = set()
     chosen: list[str] = []

@@ -25,19 +25,19 @@ from os_ken.ofproto import ofproto_v1_0
 from app.controller import db_writer, guard, state_file
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
-from app.controller.circuits import CircuitOutcome, run_circuit
+from app.controller.circuit_request import CircuitOutcome, run_circuit
 from app.controller.driver_errors import DriverError
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortRef, host_label, split_names
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import DEFAULT_SOURCES, SOURCES, NetworkView, UnknownSource
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_log import PLANS
 from app.controller.plan_runner import API_OWNER
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.runtime import SETTINGS
-from app.controller.scanner import run_scan
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
+from app.controller.scan_runner import run_scan
 from app.update.model import ModelError
 from app.update.plan import Plan, PlanError
 

@@ -40,10 +40,10 @@ from app.controller.journal import JOURNAL
 from app.controller.model import PACKET, HostInfo, PortRef
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import FlowStat, OpenFlowSouthbound
 from app.controller.paths import Plan, link_graph, plan, reachable
 from app.controller.runtime import SETTINGS
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import FlowStat, OpenFlowSouthbound
 from topology import rule_plan
 
 COOKIE_FWD = rule_plan.FORWARDING.cookie()  # shared by the forwarding app's three bands

@@ -21,9 +21,9 @@ from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PortInfo, SwitchInfo, dpid_label
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.runtime import SETTINGS
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.view_changes import ViewChange
 from topology.granularity import from_port_name
 

@@ -17,7 +17,7 @@ import warnings
 from typing import Any
 
 APPS = [
-    "app.controller.southbound",
+    "app.controller.openflow_southbound",
     "app.controller.inventory",
     "app.controller.lldp",
     "app.controller.forwarding",
@@ -25,7 +25,7 @@ APPS = [
     "app.controller.control_api",
 ]
 
-DB_FEED = "app.controller.db_feed"  # topology snapshots + circuits for the web service, when a DB is set
+TOPOLOGY_PUBLISHER = "app.controller.topology_publisher"  # topology snapshots + circuits for the web service, when a DB is set
 TE = "app.controller.te_app"  # the elastic TE loop, with [te] enabled = true (needs the monitor)
 RESERVATIONS = "app.controller.reservations_app"  # follows the reservations in the DB: lights and releases them
 MAPPING = "app.controller.mapping_app"  # load-aware mapping of a site pair's flows, when [te] mapping_sites is set
@@ -107,7 +107,7 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
 
     patch_os_ken()
 
-    apps = APPS + ([DB_FEED, RESERVATIONS] if cfg.get("db", {}).get("url") else [])
+    apps = APPS + ([TOPOLOGY_PUBLISHER, RESERVATIONS] if cfg.get("db", {}).get("url") else [])
     apps += [MONITOR] if cfg.get("monitor", {}).get("enabled", True) else []
     apps += [TE] if cfg.get("te", {}).get("enabled", False) and MONITOR in apps else []
     apps += [MAPPING] if cfg.get("te", {}).get("mapping_sites") else []

@@ -18,7 +18,7 @@ from os_ken.ofproto import ofproto_v1_0 as ofp10
 from app.controller import ofmsg
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.network_view import NetworkView
-from app.controller.southbound import OpenFlowSouthbound
+from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.update.model import FlowRule, ModelError, Outcome, Port, XconSpec, normalise_match
 from topology.rule_plan import ALL_BITS, BANDS
 

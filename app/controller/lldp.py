@@ -34,9 +34,9 @@ from app.controller.journal import JOURNAL
 from app.controller.model import PACKET, PacketLink, PortRef
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.controller.runtime import SETTINGS
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OpenFlowSouthbound
 from topology import rule_plan
 
 CHASSIS_PREFIX = b"mlte:"

@@ -35,10 +35,10 @@ from app.controller.api_routes import ApiRoutes
 from app.controller.journal import JOURNAL
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.runtime import SETTINGS
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.te.decisions import HostNotFound, host_port
 from app.te.mapping import (
     PLACE,

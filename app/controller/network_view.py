@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from app.controller.graph_view import DEFAULT_ACCESS_MBPS, DEFAULT_LINK_MBPS, combined, live_graph, strip
 from app.controller.links import LinkReader, LinkTable
+from app.controller.live_graph import DEFAULT_ACCESS_MBPS, DEFAULT_LINK_MBPS, combined, live_graph, strip
 from app.controller.model import OTS, HostInfo, PacketLink, PortInfo, PortRef, SwitchInfo, dpid_label
 from app.controller.runtime import SETTINGS, Settings
-from app.controller.scan import busy_ports
+from app.controller.scan_inference import busy_ports
 from app.controller.view_changes import (
     AdaptationsChanged,
     CapabilitiesChanged,

@@ -2,7 +2,7 @@
 
 Plain functions return os-ken message objects with *no datapath bound*: they depend only on the
 OpenFlow version (OF1.3 for packet switches, OF1.0 for OTS nodes), so managers and tests can build
-them without a connection. They leave only through :meth:`app.controller.southbound.OpenFlowSouthbound.send`,
+them without a connection. They leave only through :meth:`app.controller.openflow_southbound.OpenFlowSouthbound.send`,
 which binds the datapath, applies the gate (:func:`is_change`) and counts them. Where a rule sits
 (table, priority band, cookie) is declared in :mod:`topology.rule_plan`; this module only
 encodes it. A unit test fails if an ``OFP…(`` constructor is called anywhere else in ``app/``.

@@ -36,9 +36,9 @@ from app.controller.journal import JOURNAL
 from app.controller.model import OTS, dpid_label
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import FlowStat, OfError, OpenFlowSouthbound
 from app.controller.runtime import SETTINGS
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import FlowStat, OfError, OpenFlowSouthbound
 from ots_virtual import protocol
 from topology import rule_plan
 from topology.capabilities import CapabilityStore, NodeCapabilities

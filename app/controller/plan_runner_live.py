@@ -18,9 +18,9 @@ from os_ken.lib import hub
 from app.controller import events
 from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.controller.plan_runner import CONTEXT as RUNNER
 from app.controller.plan_runner import PLAN, PlanRunner
-from app.controller.southbound import OpenFlowSouthbound
 
 __all__ = ["POLL_S", "RUNNER", "RUNNER_EVENTS", "PlanRunner", "shared_runner"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from app.controller.circuit_view import lit_circuits
+from app.controller.lit_circuits import lit_circuits
 from app.controller.model import PortRef
 from app.controller.paths import Plan, diff
 from topology.graph import MultiLayerGraph

@@ -3,7 +3,7 @@
 Loaded with a database (``[db] url``). Every ``[controller] reservation_poll`` seconds it asks the
 provisioning store (through the controller's DB writer thread, so a locked database never stalls
 the hub) which reservations are due (PROVISIONING) and which ended with something still installed,
-and hands each to :class:`app.controller.reservations.ReservationManager` in its own greenthread.
+and hands each to :class:`app.controller.reservation_manager.ReservationManager` in its own greenthread.
 At start it first re-adopts what the store lists as installed for ACTIVE reservations, so a
 restarted controller neither re-lights nor forgets them.
 
@@ -35,13 +35,13 @@ from app.controller.journal import JOURNAL
 from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
-from app.controller.reservation_plans import LIT_CONTEXT, LitReservations, ReservationCircuit
-from app.controller.reservations import ReservationManager
+from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations, ReservationCircuit
+from app.controller.reservation_manager import ReservationManager
 from app.controller.runtime import SETTINGS
 from app.controller.services import Scheduler, Service
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 
 LOG = logging.getLogger("mlte.controller.reservations")
 STORE = "provisioning_store"  # the ProvisioningStore, a resource of the db_writer thread

@@ -47,12 +47,12 @@ from app.controller.journal import JOURNAL
 from app.controller.monitor_app import EventMonitor
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
-from app.controller.reservation_plans import LIT_CONTEXT, LitReservations
+from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations
 from app.controller.runtime import SETTINGS
 from app.controller.services import Scheduler, Service
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.te.damping import Damper
 from app.te.decisions import OFFLOAD, RELEASE, SKIP, Decision, Offload, OffloadDecider, link_capacity
 from app.te.elastic import rate_mbps

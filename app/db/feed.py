@@ -1,6 +1,6 @@
 """The small documented interface through which the controller writes what the web service shows.
 
-The controller never imports Flask: its ``db_feed`` app (``app/controller/db_feed.py``) has the
+The controller never imports Flask: its ``topology_publisher`` app (``app/controller/topology_publisher.py``) has the
 writer thread open a :class:`Feed` on the controller's one migrated :class:`Database` and calls these methods (each one a short transaction):
 topology snapshots, the circuits it has lit, and controller events. Utilization series and
 monitoring events are *not* written here: the monitor app stores them in ``mon_samples`` /

@@ -4,7 +4,7 @@ Alembic migrations in ``app/db/migrations`` (docs/database.md).
 Times are stored as epoch seconds (``float``) so SQLite and PostgreSQL compare them the same way;
 the REST layer converts them to ISO 8601. Who writes what: the web service writes users, tokens,
 reservations and the audit log; the controller writes ``topology_snapshots`` and anonymous
-``circuits``/``xcons`` (its ``db_feed`` app, through :class:`app.db.feed.Feed`), and through
+``circuits``/``xcons`` (its ``topology_publisher`` app, through :class:`app.db.feed.Feed`), and through
 :class:`app.db.provisioning.ProvisioningStore` a reservation's circuits, its ``reservation_rules``
 and the ``plans`` it executed; both add ``events``.
 

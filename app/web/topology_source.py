@@ -1,7 +1,7 @@
 """Where the web service gets the multi-layer graph from — always a source chosen on purpose.
 
 ``controller`` (default): the newest snapshot in ``topology_snapshots``, written by the controller's
-``db_feed`` app (503 with an explanation until there is one — the web service never talks to the
+``topology_publisher`` app (503 with an explanation until there is one — the web service never talks to the
 controller process); ``fig2``: the paper's Fig. 2 lab testbed (``topology.spec``, imported only
 when asked for by name: not the live network); or a ``*.json`` file in ``MultiLayerGraph.to_json()``
 format. There is no fallback: what is served is described (:meth:`TopologySource.describe`), with its age, in

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from pce.circuits import Circuit, Demand, candidate_circuits, plan_circuits, round_circuits
+from pce.circuits import CandidateCircuit, Demand, candidate_circuits, plan_circuits, round_circuits
 from pce.errors import InvalidInputError
 from pce.otter.aggregate import Candidates, aggregate_keys
 from pce.otter.colgen import INITIAL_K, ColgenResult, ColumnGeneration, Group, Resources
@@ -95,7 +95,7 @@ class Hop:
     latency: float
     jitter: float = 0.0
     loss_pct: float = 0.0
-    circuit: Circuit | None = None
+    circuit: CandidateCircuit | None = None
 
     def port_at(self, switch: str) -> int:
         return self.a_port if switch == self.a else self.b_port
@@ -116,7 +116,7 @@ class CandidatePath:
         return tuple(h.id for h in self.hops)
 
     @property
-    def circuits(self) -> tuple[Circuit, ...]:
+    def circuits(self) -> tuple[CandidateCircuit, ...]:
         return tuple(h.circuit for h in self.hops if h.circuit is not None)
 
     @property
@@ -167,7 +167,7 @@ def existing_hops(graph: Any) -> list[Hop]:
     return sorted(out, key=lambda h: h.id)
 
 
-def circuit_hops(circuits: Iterable[Circuit], known: Iterable[str] = ()) -> list[Hop]:
+def circuit_hops(circuits: Iterable[CandidateCircuit], known: Iterable[str] = ()) -> list[Hop]:
     """Candidate circuits as hops. Alternatives with the same ends (other XCON chains) stay apart:
     their id is the ends plus the chain's optical ports (``A:3-C:1[X:1,X:3,Z:3,Z:2]``); a circuit
     whose ends already carry a lit link is left out."""
@@ -385,7 +385,7 @@ class PathFinder:
 #: PathFinders of recent graphs: a PER re-solve on an unchanged graph reuses every candidate path.
 _FINDERS: OrderedDict[tuple[Any, ...], PathFinder] = OrderedDict()
 #: Candidate circuits of recent graphs (``pce.circuits.candidate_circuits`` is a Yen per switch pair).
-_CIRCUITS: OrderedDict[tuple[Any, ...], list[Circuit]] = OrderedDict()
+_CIRCUITS: OrderedDict[tuple[Any, ...], list[CandidateCircuit]] = OrderedDict()
 CACHE_SIZE = 4
 
 
@@ -414,7 +414,7 @@ def graph_key(graph: Any) -> tuple[Any, ...]:
     return nodes, edges
 
 
-def cached_candidate_circuits(graph: Any, per_pair: int, pairs: Iterable[tuple[str, str]]) -> list[Circuit]:
+def cached_candidate_circuits(graph: Any, per_pair: int, pairs: Iterable[tuple[str, str]]) -> list[CandidateCircuit]:
     """``candidate_circuits`` of the graph, reused while the graph and the pairs are unchanged."""
     pairs = frozenset(pairs)
     key = (graph_key(graph), per_pair, pairs)
@@ -453,7 +453,7 @@ class GraphPlacement:
 
     policy: str
     flows: list[FlowPlacement]
-    circuits: list[Circuit]
+    circuits: list[CandidateCircuit]
     objective: float
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -511,7 +511,7 @@ def _flowset(flows: Sequence[GraphFlow], rules: ClassRules, src_idx: np.ndarray)
                    np.zeros((n, 3)), cls, z, z.copy()).validate()
 
 
-def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
+def build_instance(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[CandidateCircuit],
                    k: int = DEFAULT_K, background: Mapping[str, float] | None = None,
                    pair_paths: Mapping[tuple[str, str], Sequence[CandidatePath]] | None = None) -> GraphInstance:
     """Candidate paths and the OTTER arrays for ``flows`` (src ≠ dst) over lit links + ``circuits``.
@@ -632,7 +632,7 @@ def path_from_ids(start: str, ids: Sequence[str], hops: Sequence[Hop]) -> Candid
     return CandidatePath(tuple(switches), tuple(out))
 
 
-def colgen_state(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
+def colgen_state(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[CandidateCircuit],
                  price: float, background: Mapping[str, float] | None = None,
                  initial_k: int = INITIAL_K) -> ColumnGeneration:
     """Column generation of ``flows`` (src ≠ dst) over lit links + ``circuits``, not yet run
@@ -673,7 +673,7 @@ def colgen_state(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circ
                             agg, groups, of_flow, start, build, price)
 
 
-def column_generation(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[Circuit],
+def column_generation(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules, circuits: Sequence[CandidateCircuit],
                       price: float, background: Mapping[str, float] | None = None,
                       initial_k: int = INITIAL_K) -> ColgenResult:
     """The priced LP over every simple path through lit links + ``circuits``, by column
@@ -863,7 +863,7 @@ def _usable(inst: GraphInstance, base: np.ndarray, keep: set[str]) -> np.ndarray
 MAX_DIVES = 8
 
 
-def _priced_circuits(circuits: Sequence[Circuit], run: Any) -> tuple[list[str], Any]:
+def _priced_circuits(circuits: Sequence[CandidateCircuit], run: Any) -> tuple[list[str], Any]:
     """Circuits worth lighting: the LP over every candidate says which carry traffic; the most used
     win port conflicts (``round_circuits``); the circuits that lost are dropped and the LP re-run
     (traffic may move to a circuit that conflicts with none), until nothing used is dropped.
@@ -885,7 +885,7 @@ def _priced_circuits(circuits: Sequence[Circuit], run: Any) -> tuple[list[str], 
     return chosen, None
 
 
-def _keep_held(circuits: Sequence[Circuit], chosen: list[str], held: Sequence[str]) -> list[str]:
+def _keep_held(circuits: Sequence[CandidateCircuit], chosen: list[str], held: Sequence[str]) -> list[str]:
     """A held flow keeps its (not yet seen lit) circuit whatever the LP without it prefers: the
     held circuits first, then the chosen ones that share no optical port with them."""
     keep = [cid for cid in dict.fromkeys(held) if cid not in chosen]
@@ -911,7 +911,7 @@ def background_residual(graph: Any, background: Mapping[str, float] | None) -> A
     return g
 
 
-def _joint_circuits(graph: Any, flows: Sequence[GraphFlow], circuits: Sequence[Circuit], solver: str,
+def _joint_circuits(graph: Any, flows: Sequence[GraphFlow], circuits: Sequence[CandidateCircuit], solver: str,
                     time_limit: float | None, background: Mapping[str, float] | None = None) -> list[str]:
     """The joint MIP's lit set for per-pair totals of the flows that may wait for a circuit, on what
     the ``background`` leaves of the lit links (without it the MIP saw a loaded detour as free)."""
@@ -932,7 +932,7 @@ def _joint_circuits(graph: Any, flows: Sequence[GraphFlow], circuits: Sequence[C
 
 def place_lp(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = None, *, k: int = DEFAULT_K,
              lighting: str = "priced", circuit_price: float = CIRCUIT_PRICE, pin_gain: float = DEFAULT_PIN_GAIN,
-             circuits: Sequence[Circuit] | None = None, per_pair: int = DEFAULT_PER_PAIR, solver: str = "highs",
+             circuits: Sequence[CandidateCircuit] | None = None, per_pair: int = DEFAULT_PER_PAIR, solver: str = "highs",
              time_limit: float | None = 30.0, background: Mapping[str, float] | None = None,
              paths: str = DEFAULT_PATHS) -> GraphPlacement:
     """OTTER placement of ``flows`` on ``graph`` (see the module docstring for each step;
@@ -1070,7 +1070,7 @@ def _placements(inst: GraphInstance, slot: np.ndarray, alloc: np.ndarray, pinned
 
 
 def place_cspf(graph: Any, flows: Sequence[GraphFlow], rules: ClassRules | None = None, *, k: int = DEFAULT_K,
-               circuits: Sequence[Circuit] | None = None, per_pair: int = DEFAULT_PER_PAIR,
+               circuits: Sequence[CandidateCircuit] | None = None, per_pair: int = DEFAULT_PER_PAIR,
                background: Mapping[str, float] | None = None) -> GraphPlacement:
     """Baseline without tolerances: largest flows first, each on its lowest-latency path with room —
     lit links before new circuits, a circuit only if its ports are still free — else partially on

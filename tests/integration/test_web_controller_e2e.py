@@ -1,6 +1,6 @@
 """Controller → database → web, end to end on the Fig. 2 testbed.
 
-The controller (with its db_feed and monitor apps) writes to a temporary SQLite database; the real
+The controller (with its topology_publisher and monitor apps) writes to a temporary SQLite database; the real
 ``mlte web --topology controller`` serves the same file. The web service must show the discovered
 graph (hosts included once they have sent traffic), the circuit lit through the controller API,
 admit reservations A → C (also between the host ports A:1 and C:3) against that live topology, and show the monitor's utilization samples of the circuit while UDP traffic crosses it.

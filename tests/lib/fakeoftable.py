@@ -1,7 +1,7 @@
 """A fake OpenFlow switch table that applies the real os-ken messages the controller sends.
 
 The idea of Faucet's ``clib/fakeoftable.py``, in our own much smaller code: every message that leaves
-:meth:`app.controller.southbound.OpenFlowSouthbound.send` reaches a :class:`FakeDatapath`, which
+:meth:`app.controller.openflow_southbound.OpenFlowSouthbound.send` reaches a :class:`FakeDatapath`, which
 serializes it (it must encode) and applies it to its :class:`FakeOFTable`; a test then asks "which
 ports would this packet leave on?" for a packet given as match fields
 (``{"in_port": 1, "eth_dst": "...", "eth_type": 0x0800, "ipv4_src": ..., "tcp_dst": ...}``).

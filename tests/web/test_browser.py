@@ -32,7 +32,7 @@ def _scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
     db = str(tmp_path / "ui.db")
     create_user_cli(db, "ada", password="ada-secret")
     with serve_cli(db, log_path=tmp_path / "server.log") as url:
-        # what the controller would write: a circuit and events (db_feed, through Feed), utilization
+        # what the controller would write: a circuit and events (topology_publisher, through Feed), utilization
         # samples of the path's first links (its monitor app, through MonitorStore)
         feed = Feed(Database(db))
         try:

@@ -1,6 +1,6 @@
 """The topology page live in headless chromium, over the real ``mlte web`` and a database into
 which, during the test, the controller's writers put what they put there in a running system: a
-circuit lit and released (``Feed.sync_circuits``, what ``db_feed`` calls) and utilization samples
+circuit lit and released (``Feed.sync_circuits``, what ``topology_publisher`` calls) and utilization samples
 (the monitor's own core and store, tests/lib/monitor_feed.py). The page is never reloaded."""
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _live_scenario(tmp_path: Path, page) -> None:  # noqa: ANN001
             assert page.inner_text(f'#circuit-list td.util-cell[data-for="{KEY}"]') == "7.50 Mbit/s (75 %)"
             shot(page, "21-live-high")
 
-            feed.sync_circuits([])  # the TE loop released it: db_feed finds no lit chain any more
+            feed.sync_circuits([])  # the TE loop released it: topology_publisher finds no lit chain any more
             row.wait_for(state="detached")
             page.wait_for_selector(f'svg.topology .edge[data-key="{KEY}"]', state="detached")
             assert page.locator('svg.topology .edge[data-key="xcon:X:1-X:2"]').count() == 0

@@ -1,8 +1,8 @@
-"""All-or-nothing circuits (app/controller/circuits.py) over a fake driver: a plan through the plan runner;
+"""All-or-nothing circuits (app/controller/circuit_request.py) over a fake driver: a plan through the plan runner;
 unknown hops are rolled back."""
 from __future__ import annotations
 
-from app.controller.circuits import CircuitOutcome, run_circuit
+from app.controller.circuit_request import CircuitOutcome, run_circuit
 from app.controller.control_api import circuit_status
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.network_view import NetworkView

@@ -45,7 +45,7 @@ def test_missing_app_module_is_a_one_line_error(capsys):
     from app.controller.launcher import check_app_modules
     from app.errors import ConfigError
 
-    check_app_modules(["app.controller.db_feed"])
+    check_app_modules(["app.controller.topology_publisher"])
     for bad in ("no.such.module", "app.controller.nosuch", ""):
         with pytest.raises(ConfigError, match="no such module"):
             check_app_modules([bad])

@@ -11,11 +11,11 @@ from app.controller.live_southbound import LiveSouthbound
 from app.controller.model import OTS, PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.controller.ots_driver import BarrierTimeout, DriverError, XconResult, delete_ports
 from app.controller.plan_runner import CONTEXT as RUNNER
 from app.controller.plan_runner import PlanRunner
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OpenFlowSouthbound
 from app.update.executor import threaded
 
 

@@ -12,8 +12,8 @@ from app.controller.forwarding import ARP_PRIORITY, FWD_PRIORITY, Forwarding
 from app.controller.model import PACKET, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OpenFlowSouthbound
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OpenFlowSouthbound
 
 H1, H2 = "00:00:00:00:00:01", "00:00:00:00:00:02"
 

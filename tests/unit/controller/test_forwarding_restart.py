@@ -19,8 +19,8 @@ from app.controller.forwarding import (
 from app.controller.model import PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import FlowStat, OpenFlowSouthbound, flow_stat
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import FlowStat, OpenFlowSouthbound, flow_stat
 from app.controller.view_changes import HostAdded, HostRemoved
 from topology import rule_plan
 

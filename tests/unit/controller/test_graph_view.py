@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from app.controller.graph_view import combined, live_graph, strip
+from app.controller.live_graph import combined, live_graph, strip
 from app.controller.model import OTS, PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
 from topology.compare import graph_diff, without_hosts
 from topology.spec import fig2_testbed, spec_to_graph, spec_to_vendor_file
@@ -46,6 +46,6 @@ def test_circuit_link_capacity_and_active_xcons():
 
 
 def test_plain_modules_do_not_import_os_ken():
-    code = ("import sys, app.controller.scan, app.controller.paths, app.controller.links, "
-            "app.controller.graph_view, app.controller.journal; assert 'os_ken' not in sys.modules")
+    code = ("import sys, app.controller.scan_inference, app.controller.paths, app.controller.links, "
+            "app.controller.live_graph, app.controller.journal; assert 'os_ken' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

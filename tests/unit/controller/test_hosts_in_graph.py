@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_0_parser, ofproto_v1_3, ofproto_v1_3_parser
 
-from app.controller.graph_view import HOST_SOURCE, combined, live_graph, strip
 from app.controller.inventory import _port_info, port_speed_kbps
+from app.controller.live_graph import HOST_SOURCE, combined, live_graph, strip
 from app.controller.model import PACKET, HostInfo, PortInfo, PortRef, SwitchInfo, host_label, split_names
 from topology.compare import graph_diff, with_known_hosts, without_hosts
 from topology.spec import fig2_testbed, spec_to_graph, spec_to_vendor_file

@@ -5,8 +5,8 @@ import pytest
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_0_parser, ofproto_v1_3, ofproto_v1_3_parser
 
 from app.config import merge_config
-from app.controller.graph_view import DEFAULT_LINK_MBPS, combined, link_speed_mbps, live_graph
 from app.controller.inventory import _port_info
+from app.controller.live_graph import DEFAULT_LINK_MBPS, combined, link_speed_mbps, live_graph
 from app.controller.model import PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
 from app.errors import ConfigError
 from topology.spec import fig2_testbed, spec_to_vendor_file

@@ -5,7 +5,7 @@ from os_ken.lib.packet.ether_types import ETH_TYPE_LLDP
 from app.controller.inventory import classify
 from app.controller.lldp import lldp_frame, parse_lldp
 from app.controller.model import OTS, PACKET, PortRef
-from app.controller.southbound import error_names
+from app.controller.openflow_southbound import error_names
 
 
 def test_lldp_round_trip():

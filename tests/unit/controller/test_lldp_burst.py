@@ -13,8 +13,8 @@ from app.controller.lldp import LldpDiscovery, parse_lldp
 from app.controller.model import OTS, PACKET, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OpenFlowSouthbound
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OpenFlowSouthbound
 from tests.unit.controller.test_forwarding_arp import FakeDp
 
 

@@ -13,9 +13,9 @@ from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, HostInfo, PacketLink, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.controller.runtime import Settings
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OpenFlowSouthbound
 
 A, B, X = 0xA1, 0xB1, 0xF01
 
@@ -206,11 +206,11 @@ def test_apps_subscribed_with_set_ev_cls_receive_the_views_changes():
     """As os-ken wires the loaded apps: the inventory's ``_EVENTS`` make it the source of every change."""
     from os_ken.base import app_manager
 
-    from app.controller.db_feed import DbFeed
     from app.controller.forwarding import Forwarding
+    from app.controller.topology_publisher import TopologyPublisher
 
     view, sb = NetworkView(Settings()), OpenFlowSouthbound()
-    apps = [Inventory(**{VIEW: view, SOUTHBOUND: sb}), DbFeed(**{VIEW: view}), Forwarding(**{VIEW: view, SOUTHBOUND: sb})]
+    apps = [Inventory(**{VIEW: view, SOUTHBOUND: sb}), TopologyPublisher(**{VIEW: view}), Forwarding(**{VIEW: view, SOUTHBOUND: sb})]
     try:
         for app in apps:
             app_manager.register_app(app)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 APP = Path(__file__).resolve().parents[3] / "app"
 BUILDER = APP / "controller" / "ofmsg.py"
-SOUTHBOUND = APP / "controller" / "southbound.py"
+SOUTHBOUND = APP / "controller" / "openflow_southbound.py"
 OFP_CLASS = re.compile(r"^OFP[A-Z]\w*$")  # OFPFlowMod, OFPPacketOut, OFPMatch, OFPActionOutput...
 
 

@@ -21,8 +21,8 @@ from app.controller.forwarding import Forwarding
 from app.controller.lldp import LldpDiscovery
 from app.controller.model import PACKET, PacketLink, PortRef
 from app.controller.ots_driver import OtsDriver
-from app.controller.reservation_plans import circuit_for
-from app.controller.reservations import metered
+from app.controller.reservation_circuits import circuit_for
+from app.controller.reservation_manager import metered
 from app.te.decisions import OffloadDecider
 from app.update import planner
 from app.update.executor import execute

@@ -3,8 +3,8 @@ the OTS), each hop still all or nothing (no switch: the southbound's confirm is 
 from __future__ import annotations
 
 from app.controller.driver_errors import BarrierTimeout
+from app.controller.openflow_southbound import Confirmed, OfError
 from app.controller.ots_driver import XconResult
-from app.controller.southbound import Confirmed, OfError
 from tests.unit.controller.test_ots_readback import X, make_driver
 
 

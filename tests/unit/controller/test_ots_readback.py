@@ -9,9 +9,9 @@ from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PortInfo, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.controller.ots_driver import EventXconReadBack, OtsDriver
-from app.controller.southbound import CONTEXT as SOUTHBOUND
-from app.controller.southbound import OpenFlowSouthbound
 from mininet_labs.circuits import FIG2_CIRCUITS
 from ots_virtual import of10
 from topology import rule_plan

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from app.controller import reservations as rv
+from app.controller import reservation_manager as rv
 from app.controller.network_view import NetworkView
 from app.controller.plan_runner import PlanRunner
-from app.controller.reservation_plans import ReservationPathError, circuit_for
+from app.controller.reservation_circuits import ReservationPathError, circuit_for
 from app.controller.view_changes import ReservedPortsChanged
 from app.update.executor import threaded
 from app.update.model import XconSpec

@@ -3,7 +3,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.controller.model import PortRef
-from app.controller.scan import GroupPlan, infer_group, plan_group
+from app.controller.scan_inference import GroupPlan, infer_group, plan_group
 
 
 def lit_sets(plan: GroupPlan, truth: dict[int, PortRef | None]) -> list[frozenset[PortRef]]:

@@ -1,6 +1,6 @@
 """The optical scan never touches a port with an XCON and never scans an OTS it has not read back.
 
-Plain planning (app/controller/scan.py) and the scan loop (app/controller/scanner.py) over a fake OTS
+Plain planning (app/controller/scan_inference.py) and the scan loop (app/controller/scan_runner.py) over a fake OTS
 that behaves like the virtual agent: an ADD of an XCON it already holds is accepted silently, which is
 how a scan that did not know the live XCONs used to delete them (docs/controller.md, Reconciliation).
 """
@@ -13,8 +13,8 @@ from app.controller.model import OTS, PortInfo, SwitchInfo
 from app.controller.network_view import NetworkView
 from app.controller.ots_driver import XconResult
 from app.controller.runtime import Settings
-from app.controller.scan import Probe, busy_ports, plan_ots, probe_allowed
-from app.controller.scanner import run_scan
+from app.controller.scan_inference import Probe, busy_ports, plan_ots, probe_allowed
+from app.controller.scan_runner import run_scan
 
 X = 0xF01
 FIG2_X = {1: "ODU2", 2: "ODU2", 3: "ODU2", 4: "ODU2", 5: "ODU2", 6: "ODU0"}

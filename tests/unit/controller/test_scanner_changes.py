@@ -2,7 +2,7 @@
 
 A real :class:`NetworkView` and a fake OTS that lights like the virtual agent (docs/ots.md: an OTS port
 in a probe XCON brings up the packet port cabled to it, a moment after the barrier reply) drive
-:func:`app.controller.scanner.run_scan`; only packet port changes keep a probe's settle window open.
+:func:`app.controller.scan_runner.run_scan`; only packet port changes keep a probe's settle window open.
 """
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import time
 import pytest
 from os_ken.lib import hub
 
-from app.controller import scanner
+from app.controller import scan_runner
 from app.controller.journal import JOURNAL
 from app.controller.model import OTS, PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import NetworkView
 from app.controller.ots_driver import XconResult
 from app.controller.runtime import Settings
-from app.controller.scanner import ProbeWatch, run_scan
+from app.controller.scan_runner import ProbeWatch, run_scan
 
 A, C, X = 0xA1, 0xC1, 0xF01
 A3, C1 = PortRef(A, 3), PortRef(C, 1)
@@ -151,7 +151,7 @@ def settle_time(view: NetworkView, settle: float) -> float:
     watch = ProbeWatch()
     view.subscribe(watch)
     t0 = time.monotonic()
-    scanner._wait_settled(watch, settle, limit=2.0)
+    scan_runner._wait_settled(watch, settle, limit=2.0)
     return time.monotonic() - t0
 
 

@@ -8,7 +8,7 @@ from app.controller import ofmsg
 from app.controller.driver_errors import DriverError
 from app.controller.live_southbound import LiveSouthbound
 from app.controller.network_view import NetworkView
-from app.controller.southbound import GateClosed, OpenFlowSouthbound
+from app.controller.openflow_southbound import GateClosed, OpenFlowSouthbound
 from app.update.southbound import Southbound
 from tests.lib.fake_network import FakeNetwork
 from tests.lib.fakeoftable import FakeDatapath

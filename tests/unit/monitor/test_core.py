@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from app.config import load_config
-from monitor.core import Circuit, MonitorCore, circuits_from_graph
+from monitor.core import MonitorCore, WatchedLink, circuits_from_graph
 from monitor.counters import PortSnapshot
 from monitor.events import HOT_SPOT, HOT_SPOT_CLEARED, UNCONSTRAINED_IMBALANCE
 from monitor.fine import DISABLE, ENABLE, FineAction
@@ -39,7 +39,7 @@ def test_circuits_from_graph():
 def test_core_imbalance_cycle():
     fine = FakeFine()
     core = MonitorCore(load_config()["monitor"], fine, agents={"A": "127.0.1.1", "B": "127.0.1.2"})
-    core.set_circuits([Circuit("A-B", (("A", 3), ("B", 1)), 10.0), Circuit("B-C", (("B", 2), ("C", 1)), 10.0)])
+    core.set_circuits([WatchedLink("A-B", (("A", 3), ("B", 1)), 10.0), WatchedLink("B-C", (("B", 2), ("C", 1)), 10.0)])
     tx = {"A:3": 0, "B:1": 0, "B:2": 0, "C:1": 0}
     drops = 0
     events, actions = [], []
@@ -89,8 +89,8 @@ def test_drops_in_a_new_circuits_first_interval_are_not_a_hot_spot():
     """After a re-route the new circuit's ports were dark for part of the interval: the switch
     counted tx_dropped there. Only drops from its second interval on count."""
     core = MonitorCore(load_config()["monitor"], FakeFine())
-    ab = Circuit("A-B", (("A", 3), ("B", 1)), 10.0)
-    ac = Circuit("A-C", (("A", 3), ("C", 1)), 10.0)
+    ab = WatchedLink("A-B", (("A", 3), ("B", 1)), 10.0)
+    ac = WatchedLink("A-C", (("A", 3), ("C", 1)), 10.0)
     core.set_circuits([ab])
     drops, kinds = 0, []
     for t in range(8):
@@ -112,8 +112,8 @@ def test_a_circuit_released_while_hot_turns_its_fine_monitoring_off():
     again and fine monitoring stayed on at A and C for good. Leaving the graph now clears it."""
     fine = FakeFine()
     core = MonitorCore(load_config()["monitor"], fine)
-    static = Circuit("A-B", (("A", 3), ("B", 1)), 10.0)
-    offload = Circuit("A-C", (("A", 4), ("C", 2)), 10.0)
+    static = WatchedLink("A-B", (("A", 3), ("B", 1)), 10.0)
+    offload = WatchedLink("A-C", (("A", 4), ("C", 2)), 10.0)
     core.set_circuits([static, offload])
     tx = {"A:3": 0, "B:1": 0, "A:4": 0, "C:2": 0}
     actions, events = [], []

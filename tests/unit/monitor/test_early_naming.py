@@ -3,7 +3,7 @@ interval later; the confidence rule still refuses few-sample estimates; the base
 from __future__ import annotations
 
 from app.config import load_config
-from monitor.core import Circuit, MonitorCore
+from monitor.core import MonitorCore, WatchedLink
 from monitor.counters import PortSnapshot
 from monitor.events import HOT_SPOT, UNCONSTRAINED_IMBALANCE, EventClassifier
 from monitor.fine import ENABLE, FineAction, FineMonitorManager
@@ -35,7 +35,7 @@ def hot_core() -> tuple[MonitorCore, FakeFine]:
     """A core whose circuit A-B just became hot by drops at t = 2 (at 20% utilization)."""
     fine = FakeFine()
     core = MonitorCore(load_config()["monitor"], fine)
-    core.set_circuits([Circuit("A-B", (("A", 3), ("B", 1)), 10.0)])
+    core.set_circuits([WatchedLink("A-B", (("A", 3), ("B", 1)), 10.0)])
     for t, drops in ((0, 0), (1, 0), (2, 120)):
         feed(core, float(t), 250_000 * t, drops)
         res = core.tick(float(t))
@@ -78,7 +78,7 @@ def test_a_later_early_look_names_the_elephant_once_enough_samples_exist():
 def test_early_needs_a_hot_spot_by_drops():
     fine = FakeFine()
     core = MonitorCore(load_config()["monitor"], fine)
-    core.set_circuits([Circuit("A-B", (("A", 3), ("B", 1)), 10.0)])
+    core.set_circuits([WatchedLink("A-B", (("A", 3), ("B", 1)), 10.0)])
     for t in range(6):  # 95% utilization, no drops: hot by load, not a candidate for imbalance
         feed(core, float(t), 1_187_500 * t, 0)
         core.tick(float(t))
@@ -106,7 +106,7 @@ def test_fine_everywhere_names_the_elephant_in_the_hot_spot_interval():
     """The per-flow polling baseline has the flows' rates before the circuit is hot."""
     fine = FakeFine()
     core = MonitorCore({**load_config()["monitor"], "fine_everywhere": True}, fine)
-    core.set_circuits([Circuit("A-B", (("A", 3), ("B", 1)), 10.0)])
+    core.set_circuits([WatchedLink("A-B", (("A", 3), ("B", 1)), 10.0)])
     fine.flows = [rate(EL, 4.0, 0)] + [rate(m, 0.2, 0) for m in MICE]
     kinds = []
     for t, drops in ((0, 0), (1, 0), (2, 120)):

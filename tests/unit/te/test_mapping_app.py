@@ -5,9 +5,9 @@ import pytest
 
 from app.controller.api_routes import ApiRoutes
 from app.controller.control_api import ApiError
+from app.controller.openflow_southbound import FlowStat
 from app.controller.plan_runner import PlanRunner
 from app.controller.runtime import SETTINGS
-from app.controller.southbound import FlowStat
 from mininet_labs.multihoming import flows_for, multihoming_spec
 from tests.lib.fake_network import FakeNetwork
 from topology import rule_plan

@@ -266,7 +266,7 @@ def test_placement_reads_the_lit_reservations_from_the_shared_context(monkeypatc
     """The reservations app's lit circuits reach the placement through the ``LitReservations`` context
     (held where they are), never by looking the reservations app up by name."""
     from app.controller import te_app
-    from app.controller.reservation_plans import LIT_CONTEXT, LitReservations, circuit_for
+    from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations, circuit_for
     from pce.reservation import PathRequest, compute_path
 
     monkeypatch.setattr(te_app, "hub", SimpleNamespace(spawn=lambda f, *a: f(*a), sleep=time.sleep))

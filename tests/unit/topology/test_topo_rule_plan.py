@@ -54,7 +54,7 @@ def test_every_band_is_in_one_module_and_needs_no_os_ken():
 
 
 def test_the_controller_reaches_the_database_without_the_web_service():
-    code = ("import sys, app.controller.circuit_view, app.controller.reservations, app.db.feed, "
+    code = ("import sys, app.controller.lit_circuits, app.controller.reservation_manager, app.db.feed, "
             "app.db.provisioning; bad = [m for m in sys.modules if m.startswith('app.web') or m == 'flask']; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

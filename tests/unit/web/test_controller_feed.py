@@ -1,9 +1,9 @@
-"""What the controller's db_feed writes (lit circuits, snapshots) and how the web serves it (``auto``)."""
+"""What the controller's topology_publisher writes (lit circuits, snapshots) and how the web serves it (``auto``)."""
 from __future__ import annotations
 
 import time
 
-from app.controller.circuit_view import lit_circuits
+from app.controller.lit_circuits import lit_circuits
 from app.db.engine import Database
 from app.db.feed import CircuitRecord, Feed
 from app.db.migrate import open_migrated
@@ -116,7 +116,7 @@ def test_feed_does_not_import_flask() -> None:
     import subprocess
     import sys
 
-    code = "import sys, app.db.feed, app.controller.circuit_view; print('flask' in sys.modules)"
+    code = "import sys, app.db.feed, app.controller.lit_circuits; print('flask' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -55,7 +55,7 @@ def test_unknown_link_is_refused_with_a_reason(ui) -> None:  # noqa: ANN001
 
 
 def test_feed_circuit_is_monitored_under_its_link_key(app, clock) -> None:  # noqa: ANN001
-    """A circuit ``db_feed`` records (``A:3``–``B:1``) and the series the monitor keeps of it meet."""
+    """A circuit ``topology_publisher`` records (``A:3``–``B:1``) and the series the monitor keeps of it meet."""
     feed = Feed(Database(app.config["DATABASE"]))
     try:
         feed.sync_circuits([CircuitRecord("B:1", "A:3", 10.0, (("Y", 2, 1), ("X", 2, 1)))], ts=T0)

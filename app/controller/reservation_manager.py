@@ -4,7 +4,7 @@ The web service moves a committed reservation to PROVISIONING when its window st
 controller follows the shared database (:class:`app.db.provisioning.ProvisioningStore`):
 
 - *provision*: the stored path (or, when one of its optical ports is no longer free, a new path from
-  ``pce`` over the live graph) becomes a :class:`~app.controller.reservation_plans.ReservationCircuit`,
+  ``pce`` over the live graph) becomes a :class:`~app.controller.reservation_circuits.ReservationCircuit`,
   the update planner orders it (XCONs → circuit up and LLDP link seen → transit rules → ingress rules
   → data-plane verification by probe frames crossing the path), the plan runner
   (:class:`app.controller.plan_runner.PlanRunner`, injected) runs it and rolls it back on any
@@ -31,7 +31,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from app.controller.reservation_plans import ReservationCircuit, ReservationPathError, check_vlan, circuit_for
+from app.controller.reservation_circuits import (
+    ReservationCircuit,
+    ReservationPathError,
+    check_vlan,
+    circuit_for,
+)
 from app.te.elastic import HOLD, ElasticDecision, ElasticState, kbps, rate_mbps
 from app.update import model, planner
 from app.update.executor import PlanRecord

@@ -20,14 +20,14 @@ from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
 from app.controller import db_writer, events, guard
-from app.controller.circuit_view import lit_circuits
 from app.controller.inventory import OFP_VERSIONS
+from app.controller.lit_circuits import lit_circuits
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
 from app.controller.view_changes import ViewChange
 
-LOG = logging.getLogger("mlte.controller.db_feed")
+LOG = logging.getLogger("mlte.controller.topology_publisher")
 
 POLL = 0.1  # seconds between checks whether the pending changes are due
 DEBOUNCE = 0.3  # quiet time after the last change before writing
@@ -62,13 +62,13 @@ class Debounce:
         return False
 
 
-class DbFeed(app_manager.OSKenApp):
+class TopologyPublisher(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.name = "mlte_db_feed"
+        self.name = "mlte_topology_publisher"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         # the Feed is opened and used in the controller's writer thread only (db_writer): a locked
         # database must not stall the hub
@@ -106,8 +106,8 @@ class DbFeed(app_manager.OSKenApp):
             try:
                 self._tick(time.monotonic())
             except Exception as exc:  # keep feeding; loud in the error log and in GET /health
-                guard.failures.append(f"db_feed: {exc!r}")
-                guard.ERROR_LOG.exception("db_feed: writing the topology failed")
+                guard.failures.append(f"topology_publisher: {exc!r}")
+                guard.ERROR_LOG.exception("topology_publisher: writing the topology failed")
 
     def _tick(self, now: float) -> None:
         """Publish if the changes are due (the writer thread's failure flag counts as one)."""
@@ -135,7 +135,7 @@ class DbFeed(app_manager.OSKenApp):
             def sync(feed) -> None:  # noqa: ANN001 (runs in the writer thread: no logging here)
                 added, released = feed.sync_circuits(circuits)
                 if added or released:
-                    writer.report(logging.INFO, f"db_feed: {added} circuit(s) up, {released} released")
+                    writer.report(logging.INFO, f"topology_publisher: {added} circuit(s) up, {released} released")
 
             self.writer.submit(db_writer.SNAPSHOT, FEED, sync, self._failed)
             self.last_circuits = circuits

@@ -6,13 +6,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.controller import db_feed, events
-from app.controller.db_feed import DEBOUNCE, MAX_DELAY, POLL, DbFeed, Debounce
+from app.controller import events, topology_publisher
 from app.controller.journal import JOURNAL
 from app.controller.model import PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.runtime import Settings
+from app.controller.topology_publisher import DEBOUNCE, MAX_DELAY, POLL, Debounce, TopologyPublisher
 
 
 class FakeWriter:
@@ -26,8 +26,8 @@ class FakeWriter:
 @pytest.fixture
 def feed(monkeypatch):
     clock = [100.0]
-    monkeypatch.setattr(db_feed, "time", SimpleNamespace(monotonic=lambda: clock[0]))
-    app = DbFeed(**{VIEW: NetworkView(Settings())})
+    monkeypatch.setattr(topology_publisher, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    app = TopologyPublisher(**{VIEW: NetworkView(Settings())})
     app.writer = FakeWriter()
     app.clock = clock
     return app
@@ -86,7 +86,7 @@ def test_a_failed_write_is_written_again():
 
 
 def test_the_feed_subscribes_to_every_graph_event():
-    handled = DbFeed._graph_changed.callers
+    handled = TopologyPublisher._graph_changed.callers
     assert set(handled) == set(events.GRAPH_EVENTS)
     link = PacketLink(PortRef(1, 1), PortRef(2, 1))
     assert events.event_of(events.view_changes.LinkAdded(link)).__class__ in handled

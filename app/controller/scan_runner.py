@@ -1,7 +1,7 @@
 """Run the optical scan against live OTS nodes (called from a control-API greenthread).
 
 For each OTS, ports are grouped by granularity; the free ports with unknown far ends are probed
-one XCON at a time (:mod:`app.controller.scan` plans and reads them): install the probe and wait
+one XCON at a time (:mod:`app.controller.scan_inference` plans and reads them): install the probe and wait
 for its barrier (= applied), wait until packet-layer PORT_STATUS settles, note which packet ports
 came up, remove the probe and wait until those ports are down again. OTS nodes are probed one
 after the other so every port that comes up can only be due to the current probe.
@@ -28,13 +28,13 @@ from typing import Protocol
 
 from os_ken.lib import hub
 
-from app.controller.graph_view import ots_ports
 from app.controller.journal import JOURNAL
+from app.controller.live_graph import ots_ports
 from app.controller.model import OTS, PACKET, PortRef
 from app.controller.network_view import NetworkView
 from app.controller.ots_driver import DriverError, XconResult
 from app.controller.runtime import SETTINGS
-from app.controller.scan import Attachment, Probe, infer_group, plan_ots, probe_allowed
+from app.controller.scan_inference import Attachment, Probe, infer_group, plan_ots, probe_allowed
 from app.controller.view_changes import PortChanged, ViewChange
 
 LOG = logging.getLogger("mlte.controller.scan")
