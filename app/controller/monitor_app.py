@@ -389,8 +389,11 @@ class MonitorApp(app_manager.OSKenApp):
         dp = ev.msg.datapath
         inv = self.view
         sw = inv.switches.get(dp.id)
+        if sw is None:
+            self._received(ev.msg, "coarse", "port")
+            return
         now = time.monotonic()
-        for st in ev.msg.body if sw is not None else ():
+        for st in ev.msg.body:
             if st.port_no >= dp.ofproto.OFPP_MAX:
                 continue
             drops = st.tx_dropped + self.queue_drops.get((dp.id, st.port_no), 0)
