@@ -317,7 +317,7 @@ def pump_service(writer: DbWriter, spawn: Callable[..., Any], sleep: Callable[[f
 
 
 def shared() -> DbWriter:
-    """The process's writer on ``SETTINGS.db_url`` (started on first use, with a green thread on the
+    """The process's writer on ``SETTINGS.db_url`` (started on first use, with a service on the
     hub that logs its reports); pair each call with :func:`release`. Import only inside the
     controller (uses the hub)."""
     global _SHARED, _USERS
@@ -332,8 +332,7 @@ def shared() -> DbWriter:
         max_jobs = int(SETTINGS.controller.get("db_queue_max", DEFAULT_MAX_JOBS))
         writer = DbWriter(max_jobs, connect=_connect(SETTINGS.db_url)).start()
 
-        pumping = pump_service(writer, hub.spawn, hub.sleep)
-        pumping.start()
+        pump_service(writer, hub.spawn, hub.sleep).start()
         _SHARED, _USERS = writer, 0
     _USERS += 1
     return _SHARED
