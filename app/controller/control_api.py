@@ -22,7 +22,7 @@ from os_ken.base import app_manager
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, guard, state_file
+from app.controller import db_writer, guard, services, state_file
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.circuit_request import CircuitOutcome, run_circuit
@@ -185,6 +185,8 @@ class ControlApi(app_manager.OSKenApp):
             "failures": guard.failures[-20:],
             # the database writer thread (db_writer): queue length, drops of samples, write errors
             "db": writer.stats() if (writer := db_writer.current()) is not None else None,
+            # every periodic service of the running apps (app.controller.services): runs, failures, ...
+            "services": services.health(),
         }
 
     def r_switches(self, q: dict, d: dict) -> list:

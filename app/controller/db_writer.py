@@ -29,7 +29,10 @@ import warnings
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.controller.services import Scheduler
 
 with warnings.catch_warnings():  # "Eventlet is deprecated" (the launcher silences it too)
     warnings.simplefilter("ignore")  # EventletDeprecationWarning is not a DeprecationWarning
@@ -49,6 +52,7 @@ OPEN = "open"  # open a resource (internal)
 DROPPABLE = frozenset({SAMPLE, PRUNE})
 KINDS = frozenset({SAMPLE, PRUNE, EVENT, SNAPSHOT, RECORD})
 DEFAULT_MAX_JOBS = 1000
+PUMP_S = 0.2  # how often the writer thread's reports are logged on the hub
 
 
 @dataclass
@@ -294,15 +298,32 @@ def _connect(url: str) -> Callable[[], Any]:
     return connect
 
 
+def pump_service(writer: DbWriter, spawn: Callable[..., Any], sleep: Callable[[float], Any]) -> Scheduler:
+    """The writer's reports logged on the hub every ``PUMP_S`` (a :mod:`app.controller.services` row
+    whose post runs the pump at once: no os-ken app owns the writer); it ends once the writer closed
+    and everything queued is written."""
+    from app.controller import guard
+    from app.controller.services import Scheduler, Service
+
+    def pump() -> None:
+        writer.pump(guard.ERROR_LOG, guard.failures)
+        if writer._closing and not writer.pending():
+            writer.pump(guard.ERROR_LOG, guard.failures)
+            sched.stop()
+
+    sched = Scheduler("db_writer", lambda fn: sched.run("pump", fn), [Service("pump", lambda: pump, PUMP_S)],
+                      spawn=spawn, sleep=sleep)
+    return sched
+
+
 def shared() -> DbWriter:
-    """The process's writer on ``SETTINGS.db_url`` (started on first use, with a green thread on the
+    """The process's writer on ``SETTINGS.db_url`` (started on first use, with a service on the
     hub that logs its reports); pair each call with :func:`release`. Import only inside the
     controller (uses the hub)."""
     global _SHARED, _USERS
     if _SHARED is None or _SHARED._closing:
         from os_ken.lib import hub
 
-        from app.controller import guard
         from app.controller.runtime import SETTINGS
 
         # the migration runs in the writer thread; eventlet's green locks in the logging handlers
@@ -311,15 +332,7 @@ def shared() -> DbWriter:
         max_jobs = int(SETTINGS.controller.get("db_queue_max", DEFAULT_MAX_JOBS))
         writer = DbWriter(max_jobs, connect=_connect(SETTINGS.db_url)).start()
 
-        def pump_loop() -> None:
-            while True:
-                hub.sleep(0.2)
-                writer.pump(guard.ERROR_LOG, guard.failures)
-                if writer._closing and not writer.pending():
-                    writer.pump(guard.ERROR_LOG, guard.failures)
-                    return
-
-        hub.spawn(pump_loop)
+        pump_service(writer, hub.spawn, hub.sleep).start()
         _SHARED, _USERS = writer, 0
     _USERS += 1
     return _SHARED

@@ -44,6 +44,7 @@ from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import FlowStat, OpenFlowSouthbound
 from app.controller.paths import Plan, link_graph, plan, reachable
 from app.controller.runtime import SETTINGS
+from app.controller.services import Deadline
 from topology import rule_plan
 
 COOKIE_FWD = rule_plan.FORWARDING.cookie()  # shared by the forwarding app's three bands
@@ -117,7 +118,8 @@ class Forwarding(app_manager.OSKenApp):
         self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
         self.settle = reconcile.settle_seconds(SETTINGS.controller["link_timeout"], SETTINGS.controller["lldp_interval"])
         self.settle_at = 0.0  # time.monotonic() before which adopted rules are held
-        self._timer = None
+        self._settled_due = Deadline(lambda ev: self.send_event(self.name, ev), EventSettled,
+                                     spawn=hub.spawn, sleep=hub.sleep)
         self._running = False
         self._graph = link_graph([], [])
 
@@ -127,6 +129,7 @@ class Forwarding(app_manager.OSKenApp):
 
     def stop(self):
         self._running = False
+        self._settled_due.stop()
         super().stop()
 
     @property
@@ -212,16 +215,8 @@ class Forwarding(app_manager.OSKenApp):
     def _hold(self, now: float) -> None:
         """A switch (re)connected: the topology is not settled before ``now + settle``."""
         self.settle_at = max(self.settle_at, now + self.settle)
-        if self._running and self._timer is None:
-            self._timer = hub.spawn(self._settle_wait)
-
-    def _settle_wait(self) -> None:
-        try:
-            while time.monotonic() < self.settle_at:
-                hub.sleep(max(0.05, self.settle_at - time.monotonic()))
-        finally:
-            self._timer = None
-        self.send_event(self.name, EventSettled())
+        if self._running:
+            self._settled_due.push(self.settle_at)
 
     def _read_back(self, dpid: int, token: int) -> None:
         """Greenthread: our rules on the switch (flow stats by cookie), posted to ourselves."""

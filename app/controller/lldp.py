@@ -21,6 +21,7 @@ import struct
 import time
 
 from os_ken.base import app_manager
+from os_ken.controller import event as osken_event
 from os_ken.controller import ofp_event
 from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
@@ -28,7 +29,7 @@ from os_ken.lib.packet import ethernet, lldp, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_LLDP
 
 from app.controller import events, ofmsg
-from app.controller.guard import ERROR_LOG, loud
+from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.model import PACKET, PacketLink, PortRef
@@ -37,6 +38,7 @@ from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.controller.runtime import SETTINGS
+from app.controller.services import Scheduler, Service
 from topology import rule_plan
 
 CHASSIS_PREFIX = b"mlte:"
@@ -79,6 +81,23 @@ def parse_lldp(data: bytes) -> PortRef | None:
     return PortRef(int(cid[len(CHASSIS_PREFIX):], 16), struct.unpack("!I", pid)[0])
 
 
+class EventLldpRound(osken_event.EventBase):
+    """Period of ``[controller] lldp_interval``: probe every up packet port, expire unseen links."""
+
+
+class EventLldpBurst(osken_event.EventBase):
+    """An OTS-triggered burst (``follow_up`` 0) or its ``follow_up``-th follow-up of burst ``burst``."""
+
+    def __init__(self, burst: int = 0, follow_up: int = 0) -> None:
+        super().__init__()
+        self.burst, self.follow_up = burst, follow_up
+
+
+def services(interval: float) -> list[Service]:
+    """The LLDP app's periodic work (:mod:`app.controller.services`): the first round at once."""
+    return [Service("round", EventLldpRound, interval, first=0.0), Service("burst", EventLldpBurst, None)]
+
+
 class LldpDiscovery(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
@@ -90,23 +109,24 @@ class LldpDiscovery(app_manager.OSKenApp):
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.interval = float(SETTINGS.controller["lldp_interval"])
         self.timeout = float(SETTINGS.controller["link_timeout"])
-        self._thread = None
+        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev), services(self.interval),
+                                  spawn=hub.spawn, sleep=hub.sleep)
         self._burst_pending = False  # an OTS-triggered probe of every packet port is scheduled
         self._bursts = 0  # OTS-triggered bursts started: a newer one takes over the older's follow-ups
 
     def start(self):
         thread = super().start()
-        self._thread = hub.spawn(self._loop)
+        self.services.start()
         return thread
 
+    def stop(self):
+        self.services.stop()
+        super().stop()
+
     # ---- periodic probing and expiry -----------------------------------------------------------
-    def _loop(self) -> None:
-        while self.is_active:
-            try:
-                self._round()
-            except Exception:  # the loop must survive one bad round; guard logs it
-                ERROR_LOG.exception("LLDP round failed")
-            hub.sleep(self.interval)
+    @set_ev_cls(EventLldpRound)
+    def _periodic(self, ev: EventLldpRound) -> None:
+        self.services.run("round", self._round)
 
     def _round(self) -> None:
         self._probe_all()
@@ -125,31 +145,34 @@ class LldpDiscovery(app_manager.OSKenApp):
 
     def _schedule_burst(self) -> None:
         """Probe every up packet port once, soon: the port-up reports of one XCON batch (both ends, and
-        the neighbours' ports whose carrier follows) arrive within milliseconds and share one burst."""
+        the neighbours' ports whose carrier follows) arrive within milliseconds and share one burst
+        (posted behind the PORT_STATUS messages already queued)."""
         if self._burst_pending:
             return
         self._burst_pending = True
-        hub.spawn(self._burst)
+        self.services.later(0, EventLldpBurst())
 
-    def _burst(self) -> None:
-        """One burst at once, then the follow-ups (``FOLLOW_UP_S`` after it) unless a newer burst started,
-        which carries on with its own."""
-        try:
-            hub.sleep(0)  # let the PORT_STATUS messages already queued be handled first
+    @set_ev_cls(EventLldpBurst)
+    def _burst(self, ev: EventLldpBurst) -> None:
+        """The burst (follow-up 0) or one of its follow-ups (``FOLLOW_UP_S`` after it); a newer burst
+        takes over the older's follow-ups."""
+        self.services.run("burst", lambda: self._burst_step(ev))
+
+    def _burst_step(self, ev: EventLldpBurst) -> None:
+        if ev.follow_up == 0:
             self._burst_pending = False
             self._bursts += 1
             mine = self._bursts
             JOURNAL.add("lldp_burst", frames=self._probe_all())  # when the probes left: the downtime break-down
-            waited = 0.0
-            for n, at in enumerate(FOLLOW_UP_S, 1):
-                hub.sleep(at - waited)
-                waited = at
-                if self._bursts != mine or not self.is_active:
-                    return
-                JOURNAL.add("lldp_burst", frames=self._probe_all(), follow_up=n)
-        except Exception:  # noqa: BLE001 - a lost burst only delays discovery to the next round
-            self._burst_pending = False
-            ERROR_LOG.exception("LLDP burst failed")
+        else:
+            mine = ev.burst
+            if self._bursts != mine:
+                return
+            JOURNAL.add("lldp_burst", frames=self._probe_all(), follow_up=ev.follow_up)
+        if ev.follow_up < len(FOLLOW_UP_S):
+            at = FOLLOW_UP_S[ev.follow_up]
+            gap = at - (FOLLOW_UP_S[ev.follow_up - 1] if ev.follow_up else 0.0)
+            self.services.later(gap, EventLldpBurst(mine, ev.follow_up + 1))
 
     def _send(self, dpid: int, port_no: int, hw_addr: str) -> None:
         dp = self.southbound.datapath(dpid)

@@ -27,9 +27,10 @@ from collections import deque
 from typing import Any
 
 from os_ken.base import app_manager
+from os_ken.controller import event as osken_event
+from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
-from app.controller import guard
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.journal import JOURNAL
@@ -39,6 +40,7 @@ from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.runtime import SETTINGS
+from app.controller.services import Scheduler, Service
 from app.te.decisions import HostNotFound, host_port
 from app.te.mapping import (
     PLACE,
@@ -70,6 +72,10 @@ def _api_error(status: int, message: str) -> Exception:
     return ApiError(status, message)
 
 
+class EventMappingTick(osken_event.EventBase):
+    """Period of ``[te] mapping_interval``: measure the site's paths and remap if the policy says so."""
+
+
 class MappingApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
@@ -95,11 +101,17 @@ class MappingApp(app_manager.OSKenApp):
         self.routes.add("POST", "/mapping/flows", self.r_add)
         self.routes.add("DELETE", "/mapping/flows", self.r_remove)
         self.routes.add("PUT", "/mapping/policy", self.r_policy)
+        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
+                                  [Service("tick", EventMappingTick, self.interval)], spawn=hub.spawn, sleep=hub.sleep)
 
     def start(self):
         thread = super().start()
-        self._loop = hub.spawn(self._run_loop)
+        self.services.start()
         return thread
+
+    def stop(self):
+        self.services.stop()
+        super().stop()
 
     # ---- plans, one at a time ------------------------------------------------------------------------
     def _acquire(self, timeout: float = 30.0) -> None:
@@ -217,14 +229,9 @@ class MappingApp(app_manager.OSKenApp):
         return self.status()
 
     # ---- measuring and remapping -----------------------------------------------------------------------
-    def _run_loop(self) -> None:
-        while self.is_active:
-            hub.sleep(self.interval)
-            try:
-                self._tick()
-            except Exception:  # keep mapping; loud in the error log and GET /health
-                guard.failures.append("mapping: tick failed")
-                guard.ERROR_LOG.exception("mapping: measuring or remapping failed")
+    @set_ev_cls(EventMappingTick)
+    def _periodic(self, ev: EventMappingTick) -> None:
+        self.services.run("tick", self._tick)
 
     def _rates(self, mapper: SiteMapper, now: float) -> dict[int, float]:
         sw = self.view.by_name(mapper.paths[0].z)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import random
 import socket
 import time
 from typing import Any
@@ -53,6 +52,7 @@ from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.controller.runtime import SETTINGS
+from app.controller.services import Deadline, Scheduler, Service
 from app.controller.view_changes import ViewChange
 from monitor import flowstats
 from monitor.core import FineSource, MonitorCore, circuits_from_graph
@@ -106,6 +106,40 @@ def counting_messages(ops: list[RuleOp], idle_timeout: int) -> list:
         else:
             msgs.append(ofmsg.flow_add(op.cookie, priority, fields, [ofmsg.output(op.port)], idle_timeout=idle_timeout))
     return msgs
+
+
+class EventMonitorPoll(event.EventBase):
+    """Period of ``[monitor] interval`` (±5 %): request the statistics of every datapath."""
+
+
+class EventRepliesDue(event.EventBase):
+    """The poll's reply timeout passed: tick with what came (the rest counts as ``replies_late``)."""
+
+
+class EventEarlyWindow(event.EventBase):
+    """A fine window of the circuits that just became hot, ``poll`` the poll that found them."""
+
+    def __init__(self, poll: int) -> None:
+        super().__init__()
+        self.poll = poll
+
+
+class EventEchoRound(event.EventBase):
+    """Period of ``[monitor] probe_interval``, half an interval before the probes: ECHO every switch."""
+
+
+class EventProbeRound(event.EventBase):
+    """Period of ``[monitor] probe_interval``: one latency probe per packet link."""
+
+
+def services(interval: float, probe_interval: float) -> list[Service]:
+    """The monitor's periodic work (:mod:`app.controller.services`): the first poll at once; echoes
+    half a probe interval away from the probes, so neither waits behind the other's replies."""
+    rows = [Service("poll", EventMonitorPoll, interval, jitter=0.05, first=0.0)]
+    if probe_interval > 0:
+        rows += [Service("echo", EventEchoRound, probe_interval, first=probe_interval / 2),
+                 Service("probe", EventProbeRound, probe_interval, first=probe_interval)]
+    return rows
 
 
 class EventMonitor(event.EventBase):
@@ -169,10 +203,17 @@ class MonitorApp(app_manager.OSKenApp):
         self.first_window = float(self.cfg["fine_first_window"])
         self.everywhere = bool(self.cfg["fine_everywhere"])
         self._awaiting: set[tuple[int, str]] = set()  # (dpid, reply type) still due for this poll
+        self._polls = 0  # polls begun (an early window of an older poll is dropped)
+        self._poll_open = False  # the last poll's replies are awaited: its tick is still to come
+        self._poll_start = 0.0
         self.cost: dict[str, int] = dict.fromkeys(COST_KEYS, 0)  # OpenFlow bytes of monitoring
         self.probe_interval = float(self.cfg["probe_interval"])
         self.latency = LatencyMonitor(float(self.cfg["path_change_tolerance_ms"]), timeout=float(self.cfg["probe_timeout"]))
         self._trapped: set[int] = set()
+        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
+                                  services(self.interval, self.probe_interval), spawn=hub.spawn, sleep=hub.sleep)
+        self._replies_due = Deadline(lambda ev: self.send_event(self.name, ev), EventRepliesDue,
+                                     spawn=hub.spawn, sleep=hub.sleep)
         # the circuits come from the view's graph: read it again on the next tick only once the graph
         # moved (set at once by the view's change bus, so no tick misses a change)
         self._graph_moved = True
@@ -209,9 +250,7 @@ class MonitorApp(app_manager.OSKenApp):
         self.routes[("GET", "/monitor/latency")] = self.r_latency
         self.routes[("GET", "/monitor/fine")] = self.r_fine
         self.routes[("GET", "/monitor/cost")] = self.r_cost
-        self._poller = hub.spawn(self._poll_loop)
-        if self.probe_interval > 0:
-            self._prober = hub.spawn(self._probe_loop)
+        self.services.start()
         return thread
 
     def _sflow_loop(self) -> None:
@@ -226,6 +265,8 @@ class MonitorApp(app_manager.OSKenApp):
             self.collector.feed(data, time.monotonic())
 
     def stop(self):
+        self.services.stop()
+        self._replies_due.stop()
         for bridge in sorted(self.fine_on):
             try:
                 self.sflow.disable(bridge)
@@ -242,32 +283,52 @@ class MonitorApp(app_manager.OSKenApp):
         super().stop()
 
     # ---- polling --------------------------------------------------------------------------------
-    def _poll_loop(self) -> None:
-        while True:
-            start = time.monotonic()
-            try:
-                self._request_stats()
-                self._await_replies(min(self.reply_timeout, 0.5 * self.interval))
-                self._tick()
-                if self.first_window > 0 and self.core.fresh:
-                    hub.sleep(min(self.first_window, 0.8 * self.interval))
-                    self._early()
-                    while self.core.fresh and time.monotonic() - start < 0.85 * self.interval:
-                        hub.sleep(0.1)  # not named yet: look again with more samples
-                        self._early()
-            except Exception:  # keep polling; the failure is logged loudly
-                LOG.exception("monitor poll failed")
-            hub.sleep(max(0.0, self.interval * random.uniform(0.95, 1.05) - (time.monotonic() - start)))
+    @set_ev_cls(EventMonitorPoll)
+    def _poll(self, ev: EventMonitorPoll) -> None:
+        self.services.run("poll", self._begin_poll)
 
-    def _await_replies(self, timeout: float) -> None:
-        """Until every reply of this poll has arrived (a few ms), at most ``timeout``: the tick then
-        acts on complete data without a fixed wait. Late replies count into the next tick."""
-        deadline = time.monotonic() + timeout
-        while self._awaiting and time.monotonic() < deadline:
-            hub.sleep(0.002)
+    def _begin_poll(self) -> None:
+        """Request the statistics; the tick follows the last reply (:meth:`_received`), at most
+        ``min(reply_timeout, interval / 2)`` later (:meth:`_replies_late`), so it acts on complete data
+        without a fixed wait."""
+        if self._poll_open:  # the last poll's replies did not all come: it ticks now, before this one
+            self._finish_poll()
+        self._polls += 1
+        self._poll_start = time.monotonic()
+        self._request_stats()
+        self._poll_open = True
+        if not self._awaiting:
+            self._finish_poll()
+            return
+        self._replies_due.push(self._poll_start + min(self.reply_timeout, 0.5 * self.interval))
+
+    @set_ev_cls(EventRepliesDue)
+    def _replies_late(self, ev: EventRepliesDue) -> None:
+        if self._poll_open:
+            self.services.protect("poll", self._finish_poll)
+
+    def _finish_poll(self) -> None:
+        """Tick (late replies count into the next one), then the first early window if a circuit just
+        became hot."""
+        self._poll_open = False
         if self._awaiting:
             self.cost["replies_late"] += len(self._awaiting)
             self._awaiting.clear()
+        self._tick()
+        if self.first_window > 0 and self.core.fresh:
+            self.services.later(min(self.first_window, 0.8 * self.interval), EventEarlyWindow(self._polls))
+
+    @set_ev_cls(EventEarlyWindow)
+    def _early_window(self, ev: EventEarlyWindow) -> None:
+        if ev.poll == self._polls:  # else a newer poll began: its tick has the data
+            self.services.protect("poll", self._early_once)
+
+    def _early_once(self) -> None:
+        """One early window; not named yet: look again with more samples 0.1 s on, while within
+        0.85 interval of the poll's start."""
+        self._early()
+        if self.core.fresh and time.monotonic() - self._poll_start < 0.85 * self.interval:
+            self.services.later(0.1, EventEarlyWindow(self._polls))
 
     def _send(self, dp, msg, kind: str = "coarse") -> None:
         """Send and count the OpenFlow bytes (``GET /monitor/cost``; sending serializes into ``buf``)."""
@@ -275,11 +336,14 @@ class MonitorApp(app_manager.OSKenApp):
         self.cost[f"{kind}_sent"] += len(msg.buf or b"")
 
     def _received(self, msg, kind: str, reply: str) -> None:
+        """Count a reply (after its data went in); the poll's last one finishes the poll at once."""
         self.cost[f"{kind}_received"] += len(msg.buf or b"")
         ofp = msg.datapath.ofproto
         more = getattr(ofp, "OFPMPF_REPLY_MORE", None) or getattr(ofp, "OFPSF_REPLY_MORE", 1)  # OF1.3 / OF1.0
         if reply and not msg.flags & more:
             self._awaiting.discard((msg.datapath.id, reply))
+            if self._poll_open and not self._awaiting:
+                self.services.protect("poll", self._finish_poll)
 
     def _request_stats(self) -> None:
         inv = self.view
@@ -312,12 +376,12 @@ class MonitorApp(app_manager.OSKenApp):
     @loud
     def _queue_stats(self, ev) -> None:
         dpid = ev.msg.datapath.id
-        self._received(ev.msg, "coarse", "queue")
         per_port: dict[int, int] = {}
         for q in ev.msg.body:
             per_port[q.port_no] = per_port.get(q.port_no, 0) + q.tx_errors
         for port, errors in per_port.items():
             self.queue_drops[(dpid, port)] = errors
+        self._received(ev.msg, "coarse", "queue")
 
     @set_ev_cls(ofp_event.EventOFPPortStatsReply, MAIN_DISPATCHER)
     @loud
@@ -325,8 +389,8 @@ class MonitorApp(app_manager.OSKenApp):
         dp = ev.msg.datapath
         inv = self.view
         sw = inv.switches.get(dp.id)
-        self._received(ev.msg, "coarse", "port")
         if sw is None:
+            self._received(ev.msg, "coarse", "port")
             return
         now = time.monotonic()
         for st in ev.msg.body:
@@ -335,6 +399,7 @@ class MonitorApp(app_manager.OSKenApp):
             drops = st.tx_dropped + self.queue_drops.get((dp.id, st.port_no), 0)
             self.core.port_stats(now, sw.name, st.port_no,
                                  PortSnapshot(st.tx_bytes, st.rx_bytes, st.tx_packets, st.rx_packets, drops))
+        self._received(ev.msg, "coarse", "port")
 
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
     @loud
@@ -342,15 +407,14 @@ class MonitorApp(app_manager.OSKenApp):
         msg, dp = ev.msg, ev.msg.datapath
         if self.counting is None or self._flow_xids.get(dp.id) != msg.xid:
             return  # not ours: forwarding and the OTS driver read their rules back with flow stats
-        self._received(msg, "fine", "flow")
         entries = self._flow_replies.setdefault(dp.id, [])
         entries += [(st.cookie, st.byte_count, st.duration_sec + st.duration_nsec / 1e9) for st in msg.body]
-        if msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:
-            return  # more parts of this reply follow
-        del self._flow_replies[dp.id]
-        sw = self.view.switches.get(dp.id)
-        if sw is not None:
-            self.counting.stats(sw.name, entries, time.monotonic())
+        if not msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:  # else more parts of this reply follow
+            del self._flow_replies[dp.id]
+            sw = self.view.switches.get(dp.id)
+            if sw is not None:
+                self.counting.stats(sw.name, entries, time.monotonic())
+        self._received(msg, "fine", "flow")
 
     # ---- classification and fine actions ------------------------------------------------------------
     def _view_changed(self, change: ViewChange) -> None:
@@ -521,16 +585,13 @@ class MonitorApp(app_manager.OSKenApp):
                 self._send_rules(sw.name, [op])
 
     # ---- latency probes -----------------------------------------------------------------------------
-    def _probe_loop(self) -> None:
-        # echoes half an interval away from the probes, so neither waits behind the other's replies
-        while True:
-            hub.sleep(self.probe_interval / 2)
-            try:
-                self._echo_round()
-                hub.sleep(self.probe_interval / 2)
-                self._probe_round()
-            except Exception:  # keep probing; the failure is logged loudly
-                LOG.exception("latency probe round failed")
+    @set_ev_cls(EventEchoRound)
+    def _echo_period(self, ev: EventEchoRound) -> None:
+        self.services.run("echo", self._echo_round)
+
+    @set_ev_cls(EventProbeRound)
+    def _probe_period(self, ev: EventProbeRound) -> None:
+        self.services.run("probe", self._probe_round)
 
     def _echo_round(self) -> None:
         """ECHO to every packet switch: the control-channel delay subtracted from probe times."""

@@ -39,6 +39,7 @@ from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import FlowStat, OfError, OpenFlowSouthbound
 from app.controller.runtime import SETTINGS
+from app.controller.services import Deadline
 from ots_virtual import protocol
 from topology import rule_plan
 from topology.capabilities import CapabilityStore, NodeCapabilities
@@ -132,7 +133,8 @@ class OtsDriver(app_manager.OSKenApp):
         # followed once its OTSes and the packet switches of its adaptations are back
         self.orphans_decided = True
         self._orphan_due: float | None = None
-        self._orphan_timer = None
+        self._orphan_timer = Deadline(lambda ev: self.send_event(self.name, ev), EventOrphanCheck,
+                                      spawn=hub.spawn, sleep=hub.sleep)
         self._running = False
         self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
         # the capability store (topology/); without a DB URL capabilities stay in memory only
@@ -148,6 +150,7 @@ class OtsDriver(app_manager.OSKenApp):
 
     def stop(self):
         self._running = False
+        self._orphan_timer.stop()
         if self.writer is not None:
             self.writer = None
             db_writer.release()  # the last user flushes what is queued
@@ -272,16 +275,8 @@ class OtsDriver(app_manager.OSKenApp):
         """Decide orphans once no switch (re)connected for ``settle`` s: the other OTSes, whose XCONs
         complete a chain, and the packet switches, whose ports end it, reconnect within seconds."""
         self._orphan_due = time.monotonic() + self.settle
-        if self._running and self._orphan_timer is None:
-            self._orphan_timer = hub.spawn(self._orphan_wait)
-
-    def _orphan_wait(self) -> None:
-        try:
-            while self._orphan_due is not None and time.monotonic() < self._orphan_due:
-                hub.sleep(max(0.05, self._orphan_due - time.monotonic()))
-        finally:
-            self._orphan_timer = None
-        self.send_event(self.name, EventOrphanCheck())
+        if self._running:
+            self._orphan_timer.push(self._orphan_due)
 
     @set_ev_cls(EventOrphanCheck)
     @loud

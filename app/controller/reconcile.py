@@ -45,7 +45,7 @@ def adopt_xcons(read: Iterable[tuple[int, int]], applied: Mapping[int, int], unk
 
 def orphan_xcons(g: MultiLayerGraph, xcons: Mapping[str, Mapping[int, int]]) -> set[tuple[str, int]]:
     """(OTS name, in_port) of the XCONs in ``xcons`` (OTS name -> {in_port: out_port}) that lie on no lit
-    circuit of ``g`` (a chain from an adaptation to an adaptation, :func:`circuit_view.lit_circuits`);
+    circuit of ``g`` (a chain from an adaptation to an adaptation, :func:`lit_circuits.lit_circuits`);
     either direction of a hop counts."""
     on_circuit: set[tuple[str, int, int]] = set()
     for c in lit_circuits(g):

@@ -103,6 +103,7 @@ class ReservationsApp(app_manager.OSKenApp):
         self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
                                   [Service("follow", EventFollow, self.poll, first=0.0)],
                                   spawn=hub.spawn, sleep=hub.sleep)
+        self._spawn, self._sleep = hub.spawn, hub.sleep  # of the verification probes' schedulers
 
     def start(self):
         thread = super().start()
@@ -133,27 +134,24 @@ class ReservationsApp(app_manager.OSKenApp):
         self.send_event_to_observers(events.EventReservation(kind, dict(data)))
 
     def _probes(self, c: ReservationCircuit):
-        """Send probe frames in at both endpoint ports while the plan runs (data-plane verification)."""
-        stop = hub.Event()
+        """Send probe frames in at both endpoint ports every ``PROBE_INTERVAL`` while the plan runs
+        (data-plane verification): a scheduler of its own per plan, whose post sends at once (the
+        plan's greenthread waits meanwhile; nothing of the app's state changes)."""
         frame = probe_frame()
 
-        def loop() -> None:
-            while not stop.wait(timeout=PROBE_INTERVAL):
-                for r in c.ingress:
-                    sw = self.view.by_name(r.switch)
-                    dp = self.southbound.datapath(sw.dpid) if sw is not None else None
-                    if dp is None:
-                        continue
-                    probe = ofmsg.packet_out_table(r.match_dict()["in_port"], frame)
-                    self.southbound.send(dp, [probe], kind="reservation_probe")
+        def send() -> None:
+            for r in c.ingress:
+                sw = self.view.by_name(r.switch)
+                dp = self.southbound.datapath(sw.dpid) if sw is not None else None
+                if dp is None:
+                    continue
+                probe = ofmsg.packet_out_table(r.match_dict()["in_port"], frame)
+                self.southbound.send(dp, [probe], kind="reservation_probe")
 
-        thread = hub.spawn(loop)
-
-        def halt() -> None:
-            stop.set()
-            thread.wait()
-
-        return halt
+        sched = Scheduler(self.name, lambda fn: sched.run("probe", fn), [Service("probe", lambda: send, PROBE_INTERVAL)],
+                          spawn=self._spawn, sleep=self._sleep)
+        sched.start()
+        return sched.stop
 
     # ---- the loop ----------------------------------------------------------------------------------
     @set_ev_cls(EventFollow)

@@ -38,16 +38,17 @@ RUNNING: list[Scheduler] = []
 @dataclass(frozen=True)
 class Service:
     """One row of an app's periodic work: post ``event()`` every ``interval`` seconds (± ``jitter``,
-    a fraction), the first time ``first`` seconds after start (default: one interval)."""
+    a fraction), the first time ``first`` seconds after start (default: one interval). ``interval``
+    None: work the app posts itself (:meth:`Scheduler.later`), here for its failure policy and figures."""
 
     name: str
     event: Callable[[], Any]
-    interval: float
+    interval: float | None
     jitter: float = 0.0
     first: float | None = None
 
     def __post_init__(self) -> None:
-        if self.interval <= 0:
+        if self.interval is not None and self.interval <= 0:
             raise ValueError(f"service {self.name}: interval must be > 0, got {self.interval}")
         if not 0.0 <= self.jitter < 1.0:
             raise ValueError(f"service {self.name}: jitter must be in [0, 1), got {self.jitter}")
@@ -100,7 +101,8 @@ class Scheduler:
         if self not in RUNNING:
             RUNNING.append(self)
         for st in self._states.values():
-            self._spawn(self._drive, st)
+            if st.service.interval is not None:
+                self._spawn(self._drive, st)
 
     def stop(self) -> None:
         """No event is posted after this (a thread asleep posts nothing when it wakes)."""
@@ -109,10 +111,12 @@ class Scheduler:
             RUNNING.remove(self)
 
     def period(self, s: Service) -> float:
+        assert s.interval is not None
         return s.interval * (self._rand(1.0 - s.jitter, 1.0 + s.jitter) if s.jitter else 1.0)
 
     def _drive(self, st: _State) -> None:
         s = st.service
+        assert s.interval is not None  # only periodic rows get a driver
         self._sleep(s.interval if s.first is None else s.first)
         while self.active:
             self.tick(s.name)

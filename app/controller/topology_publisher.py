@@ -5,7 +5,7 @@ the network view's graph changes (:data:`app.controller.events.GRAPH_EVENTS`: sw
 links, hosts, XCONs, scans, static files, names), waits until they have been quiet for ``DEBOUNCE``
 seconds (at most ``MAX_DELAY`` after the first one; never while an optical scan is probing), then
 reads the merged multi-layer graph from the shared network view (as ``GET /topology`` does) and writes it through :class:`app.db.feed.Feed` — a new snapshot only if
-the graph changed, and the set of lit circuits (``circuit_view.lit_circuits``) only if it changed.
+the graph changed, and the set of lit circuits (``lit_circuits.lit_circuits``) only if it changed.
 The writes are queued to the controller's writer thread (:mod:`app.controller.db_writer`), so a
 locked database never stalls the hub.
 Utilization and monitoring events are the monitor app's (``mon_*`` tables), not written here.
@@ -16,15 +16,17 @@ import logging
 import time
 
 from os_ken.base import app_manager
+from os_ken.controller import event as osken_event
 from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
-from app.controller import db_writer, events, guard
+from app.controller import db_writer, events
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.lit_circuits import lit_circuits
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
+from app.controller.services import Scheduler, Service
 from app.controller.view_changes import ViewChange
 
 LOG = logging.getLogger("mlte.controller.topology_publisher")
@@ -62,6 +64,10 @@ class Debounce:
         return False
 
 
+class EventFeedTick(osken_event.EventBase):
+    """Period of :data:`POLL`: are the pending changes due (or did the writer thread fail a write)?"""
+
+
 class TopologyPublisher(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView}
@@ -83,14 +89,17 @@ class TopologyPublisher(app_manager.OSKenApp):
         self.writes = 0
         self._rewrite = False  # set by the writer thread when a write failed for good: write again
         self.pending = Debounce()
+        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
+                                  [Service("tick", EventFeedTick, POLL)], spawn=hub.spawn, sleep=hub.sleep)
 
     def start(self):
         thread = super().start()
         if self.writer is not None:
-            self._loop_thread = hub.spawn(self._loop)
+            self.services.start()
         return thread
 
     def stop(self):
+        self.services.stop()
         if self.writer is not None:
             self.writer = None
             db_writer.release()  # the last user flushes what is queued
@@ -100,14 +109,9 @@ class TopologyPublisher(app_manager.OSKenApp):
     def _graph_changed(self, ev: ViewChange) -> None:
         self.pending.changed(time.monotonic())
 
-    def _loop(self) -> None:
-        while True:
-            hub.sleep(POLL)
-            try:
-                self._tick(time.monotonic())
-            except Exception as exc:  # keep feeding; loud in the error log and in GET /health
-                guard.failures.append(f"topology_publisher: {exc!r}")
-                guard.ERROR_LOG.exception("topology_publisher: writing the topology failed")
+    @set_ev_cls(EventFeedTick)
+    def _periodic(self, ev: EventFeedTick) -> None:
+        self.services.run("tick", lambda: self._tick(time.monotonic()))
 
     def _tick(self, now: float) -> None:
         """Publish if the changes are due (the writer thread's failure flag counts as one)."""
@@ -120,7 +124,7 @@ class TopologyPublisher(app_manager.OSKenApp):
 
     def publish(self) -> None:
         """Queue the current graph and circuits if they differ from what was last queued (the writer
-        thread writes them in order; on a failure :attr:`_rewrite` makes the next loop queue them again)."""
+        thread writes them in order; on a failure :attr:`_rewrite` makes the next tick queue them again)."""
         assert self.writer is not None
         graph, _problems = self.view.graph()
         data = graph.to_dict()

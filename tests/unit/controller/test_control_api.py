@@ -110,6 +110,18 @@ def test_switches_and_health(api):
     assert status == 200 and body["packet_switches"] == 1 and body["ots"] == 1
 
 
+def test_health_lists_every_running_service(api):
+    from app.controller.services import Scheduler, Service
+
+    sch = Scheduler("app", print, [Service("poll", object, 1.0)], spawn=lambda *a: None, sleep=lambda s: None)
+    sch.start()
+    try:
+        assert call(api, "GET", "/health")[1]["services"]["app.poll"]["runs"] == 0
+    finally:
+        sch.stop()
+    assert "app.poll" not in call(api, "GET", "/health")[1]["services"]
+
+
 def test_routes_and_validation(api):
     assert call(api, "GET", "/nope")[0] == 404
     assert call(api, "PUT", "/xcon")[0] == 405

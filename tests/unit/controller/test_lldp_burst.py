@@ -3,24 +3,36 @@ re-joins A:3 to C:1 while neither packet port changes state, so without this the
 the next periodic round (up to ``lldp_interval``) and the traffic stayed dark that long."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from os_ken.ofproto import ofproto_v1_3_parser
 
-from app.controller import events, lldp
+from app.controller import events, guard, lldp
 from app.controller.lldp import LldpDiscovery, parse_lldp
 from app.controller.model import OTS, PACKET, PortInfo, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OpenFlowSouthbound
+from tests.lib.timers import FakeTimers
 from tests.unit.controller.test_forwarding_arp import FakeDp
 
 
-def make(monkeypatch, sleep=lambda s: None):
-    spawned: list = []
-    monkeypatch.setattr(lldp, "hub", SimpleNamespace(spawn=lambda f, *a: spawned.append((f, a)), sleep=sleep))
+class Fakes(FakeTimers):
+    """The app's scheduler on fake time; :meth:`run_all` hands the events it posts to the app."""
+
+    def __init__(self, app: LldpDiscovery) -> None:
+        super().__init__()
+        self.app = app
+        app.services = self.scheduler(app.name, lldp.services(app.interval))
+
+    def __len__(self) -> int:
+        return len(self.spawned)
+
+    def run_all(self) -> None:
+        self.drain({lldp.EventLldpBurst: self.app._burst, lldp.EventLldpRound: self.app._periodic})
+
+
+def make(monkeypatch):
     view, sb = NetworkView(), OpenFlowSouthbound()
     a = SwitchInfo(0xA1, PACKET, 4, "A", {p: PortInfo(p, f"A-eth{p}", "00:00:00:00:00:0a", p != 4) for p in (1, 3, 4)})
     y = SwitchInfo(0xF02, OTS, 1, "Y", {p: PortInfo(p, f"ODU2-{p}", "02:00:00:00:0f:02", False) for p in (1, 4)})
@@ -28,7 +40,8 @@ def make(monkeypatch, sleep=lambda s: None):
     view.add_switch(y)
     dp = FakeDp(0xA1)
     sb.datapaths[0xA1] = dp
-    return LldpDiscovery(**{VIEW: view, SOUTHBOUND: sb}), dp, y, spawned
+    app = LldpDiscovery(**{VIEW: view, SOUTHBOUND: sb})
+    return app, dp, y, Fakes(app)
 
 
 def probed(dp) -> list[PortRef]:
@@ -41,8 +54,7 @@ def test_an_ots_port_coming_up_probes_every_up_packet_port_once(monkeypatch):
         old = y.ports[port]
         app._port_change(events.EventPortChange(y, old, PortInfo(port, old.name, old.hw_addr, True), 0.0))
     assert len(spawned) == 1 and probed(dp) == []
-    f, args = spawned.pop()
-    f(*args)
+    spawned.run_all()
     rounds = 1 + len(lldp.FOLLOW_UP_S)  # the burst and its follow-ups
     assert probed(dp) == [PortRef(0xA1, 1), PortRef(0xA1, 3)] * rounds  # A:4 is down: not probed
     old = y.ports[1]
@@ -55,20 +67,19 @@ def test_an_ots_port_going_dark_probes_nothing(monkeypatch):
     lit = PortInfo(1, "ODU2-1", "02:00:00:00:0f:02", True)
     app._port_change(events.EventPortChange(y, lit, PortInfo(1, "ODU2-1", "02:00:00:00:0f:02", False), 0.0))
     app._port_change(events.EventPortChange(y, lit, lit, 0.0))  # up before and after: nothing new
-    assert spawned == [] and probed(dp) == []
+    assert len(spawned) == 0 and probed(dp) == []
 
 
 def test_the_burst_is_probed_again_after_it_in_case_it_raced_the_light(monkeypatch):
     """A CI run lost the one burst of a router bypass (sent 0.4 ms after Y's ports came up) and the new
     link waited for the next round, dark for 1.1 s: the follow-ups probe again 20, 100 and 300 ms on."""
-    slept: list[float] = []
-    app, dp, y, spawned = make(monkeypatch, sleep=slept.append)
+    app, dp, y, spawned = make(monkeypatch)
+    slept = spawned.slept
     old = y.ports[1]
     app._port_change(events.EventPortChange(y, old, PortInfo(1, old.name, old.hw_addr, True), 0.0))
-    f, args = spawned.pop()
-    f(*args)
+    spawned.run_all()
     assert lldp.FOLLOW_UP_S == (0.02, 0.1, 0.3)
-    assert slept == [0, 0.02, pytest.approx(0.08), pytest.approx(0.2)]  # hub.sleep(0) first, then the gaps
+    assert slept == [0, 0.02, pytest.approx(0.08), pytest.approx(0.2)]  # posted at once, then the gaps
     assert len(probed(dp)) == 2 * 4
 
 
@@ -76,25 +87,40 @@ def test_a_newer_burst_takes_over_the_follow_ups(monkeypatch):
     """Two XCONs lit 50 ms apart: the first burst's follow-ups stop where the second's begin (one
     chain of follow-ups at a time, after the latest light)."""
     app, dp, y, spawned = make(monkeypatch)
-    state = {"n": 0}
-
-    def sleep(_s: float) -> None:
-        state["n"] += 1
-        if state["n"] == 2:  # during the first burst's first follow-up wait, another XCON is lit
-            app._bursts += 1
-
-    monkeypatch.setattr(lldp, "hub", SimpleNamespace(spawn=lambda f, *a: spawned.append((f, a)), sleep=sleep))
+    # during the first burst's first follow-up wait, another XCON is lit
+    spawned.after = {2: lambda: setattr(app, "_bursts", app._bursts + 1)}
     old = y.ports[1]
     app._port_change(events.EventPortChange(y, old, PortInfo(1, old.name, old.hw_addr, True), 0.0))
-    f, args = spawned.pop()
-    f(*args)
+    spawned.run_all()
     assert len(probed(dp)) == 2  # the first burst only: the newer one sends the follow-ups
 
 
 def test_a_stopped_app_sends_no_follow_ups(monkeypatch):
-    app, dp, y, spawned = make(monkeypatch, sleep=lambda s: setattr(app, "is_active", s == 0))
+    app, dp, y, spawned = make(monkeypatch)
+    spawned.after = {2: app.stop}  # stopped during the first follow-up's wait
     old = y.ports[1]
     app._port_change(events.EventPortChange(y, old, PortInfo(1, old.name, old.hw_addr, True), 0.0))
-    f, args = spawned.pop()
-    f(*args)
+    spawned.run_all()
     assert len(probed(dp)) == 2
+
+
+def test_the_periodic_round_probes_and_expires_and_a_failing_round_is_counted(monkeypatch):
+    app, dp, y, fakes = make(monkeypatch)
+    fakes.posted.append(lldp.EventLldpRound())
+    fakes.run_all()
+    assert probed(dp) == [PortRef(0xA1, 1), PortRef(0xA1, 3)]
+    before = len(guard.failures)
+    monkeypatch.setattr(app, "_probe_all", lambda: 1 / 0)
+    fakes.posted.append(lldp.EventLldpRound())
+    fakes.run_all()  # swallowed: the next round comes all the same
+    st = app.services.status()["mlte_lldp.round"]
+    assert st["runs"] == 2 and st["failures"] == 1 and "ZeroDivisionError" in st["last_error"]
+    assert "mlte_lldp.round" in guard.failures[-1]
+    del guard.failures[before:]
+    app.services.stop()
+
+
+def test_the_round_is_a_service_posted_at_start_and_every_interval():
+    rows = {s.name: s for s in lldp.services(1.5)}
+    assert rows["round"].event is lldp.EventLldpRound and rows["round"].interval == 1.5 and rows["round"].first == 0.0
+    assert rows["burst"].interval is None  # posted by the app itself (later)

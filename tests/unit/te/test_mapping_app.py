@@ -133,3 +133,20 @@ def test_a_short_interval_waits_until_no_rate_spans_a_move(app):
     assert a.settle_samples() == 5  # a 1-s rate window + the read after it
     a.interval = 2.0
     assert a.settle_samples() == 3
+
+
+def test_measuring_is_a_service_under_the_one_failure_policy(app, monkeypatch):
+    from app.controller import guard
+    from app.controller.mapping_app import EventMappingTick
+
+    a, _net, _routes = app
+    ticks: list[int] = []
+    monkeypatch.setattr(a, "_tick", lambda: ticks.append(1))
+    a._periodic(EventMappingTick())
+    before = len(guard.failures)
+    monkeypatch.setattr(a, "_tick", lambda: 1 / 0)
+    a._periodic(EventMappingTick())  # logged and counted, not raised: the next period comes
+    st = a.services.status()["mlte_mapping.tick"]
+    assert ticks == [1] and st["runs"] == 2 and st["failures"] == 1
+    assert guard.failures[-1].startswith("mlte_mapping.tick")
+    del guard.failures[before:]

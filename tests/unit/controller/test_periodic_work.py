@@ -1,0 +1,266 @@
+"""The apps' periodic work runs as services (app.controller.services): the monitor's poll ends on its
+last reply or on the reply deadline, its early windows follow, the settle timers are deadlines, and
+every run goes through the one failure policy (logged, counted, swallowed)."""
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from app.controller import (
+    db_writer,
+    guard,
+    monitor_app,
+    ots_driver,
+    reservations_app,
+    services,
+    topology_publisher,
+)
+from app.controller.api_routes import CONTEXT as ROUTES
+from app.controller.api_routes import ApiRoutes
+from app.controller.forwarding import EventSettled, Forwarding
+from app.controller.model import PACKET, PortInfo, SwitchInfo
+from app.controller.monitor_app import (
+    EventEarlyWindow,
+    EventEchoRound,
+    EventMonitorPoll,
+    EventProbeRound,
+    EventRepliesDue,
+    MonitorApp,
+)
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OpenFlowSouthbound
+from app.controller.ots_driver import EventOrphanCheck, OtsDriver
+from app.controller.services import Service
+from tests.lib.timers import FakeTimers
+from tests.unit.controller.test_forwarding_arp import FakeDp
+
+
+@pytest.fixture
+def failures():
+    """guard.failures as the test left it, restored afterwards."""
+    before = len(guard.failures)
+    yield guard.failures
+    del guard.failures[before:]
+
+
+# ---- the monitor's poll ----------------------------------------------------------------------------
+class Monitor:
+    def __init__(self, monkeypatch) -> None:  # noqa: ANN001
+        self.timers = FakeTimers(100.0)
+        monkeypatch.setattr(monitor_app, "time", SimpleNamespace(monotonic=self.timers.clock, time=time.time,
+                                                                 monotonic_ns=time.monotonic_ns))
+        view, sb = NetworkView(), OpenFlowSouthbound()
+        view.add_switch(SwitchInfo(0xA1, PACKET, 4, "A", {1: PortInfo(1, "A-eth1", "00:00:00:00:00:0a", True)}))
+        self.dp = FakeDp(0xA1)
+        sb.datapaths[0xA1] = self.dp
+        app = self.app = MonitorApp(**{VIEW: view, SOUTHBOUND: sb, ROUTES: ApiRoutes()})
+        app.interval, app.reply_timeout, app.first_window = 1.0, 0.4, 0.3
+        app.services = self.timers.scheduler(app.name, monitor_app.services(app.interval, 0.0))
+        app._replies_due = self.timers.deadline(EventRepliesDue)
+        app.core = SimpleNamespace(fresh=False)  # the early windows' question only (the tick is faked)
+        self.ticks: list[float] = []
+        self.early: list[float] = []
+        monkeypatch.setattr(app, "_tick", lambda: self.ticks.append(self.timers.t - 100.0))
+        monkeypatch.setattr(app, "_early", lambda: self.early.append(round(self.timers.t - 100.0, 6)))
+        self.handlers = {EventMonitorPoll: app._poll, EventRepliesDue: app._replies_late,
+                         EventEarlyWindow: app._early_window}
+
+    def reply(self, kind: str) -> None:
+        msg = SimpleNamespace(datapath=self.dp, buf=b"x" * 16, flags=0, body=[], xid=0)
+        {"queue": self.app._queue_stats, "port": self.app._port_stats}[kind](SimpleNamespace(msg=msg))
+
+    def drain(self) -> list:
+        return self.timers.drain(self.handlers)
+
+
+@pytest.fixture
+def mon(monkeypatch):
+    return Monitor(monkeypatch)
+
+
+def test_the_poll_asks_every_switch_and_ticks_on_its_last_reply(mon):
+    mon.app._poll(EventMonitorPoll())
+    assert len(mon.dp.sent) == 2 and mon.app._poll_open  # queue stats, then port stats
+    mon.reply("queue")
+    assert mon.ticks == []
+    mon.reply("port")
+    assert mon.ticks == [0.0] and not mon.app._poll_open  # at once: no fixed wait
+    mon.drain()  # the reply deadline fires later and finds the poll done
+    assert mon.ticks == [0.0] and mon.app.cost["replies_late"] == 0
+    assert mon.app.services.status()["mlte_monitor.poll"]["runs"] == 1
+
+
+def test_a_poll_whose_replies_are_late_ticks_at_the_reply_deadline(mon):
+    mon.app._poll(EventMonitorPoll())
+    mon.reply("queue")
+    mon.drain()
+    assert mon.ticks == [pytest.approx(0.4)]  # min(reply_timeout, interval / 2)
+    assert mon.app.cost["replies_late"] == 1
+    mon.reply("port")  # counts into the next tick's data, ticks nothing now
+    assert len(mon.ticks) == 1
+
+
+def test_the_reply_deadline_is_at_most_half_an_interval(mon):
+    mon.app.reply_timeout = 5.0
+    mon.app._poll(EventMonitorPoll())
+    mon.drain()
+    assert mon.ticks == [pytest.approx(0.5)]
+
+
+def test_early_windows_follow_a_tick_that_found_a_fresh_hot_circuit(mon):
+    mon.app.core.fresh = True
+    mon.app._poll(EventMonitorPoll())
+    mon.timers.spawned.clear()  # the reply deadline's thread: every reply comes (its clock would run ahead)
+    mon.reply("queue")
+    mon.reply("port")
+    mon.drain()
+    # the first after first_window, then every 0.1 s while within 0.85 interval of the poll's start
+    assert mon.early == pytest.approx([0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])
+
+
+def test_early_windows_stop_once_the_elephants_are_named(mon, monkeypatch):
+    mon.app.core.fresh = True
+    monkeypatch.setattr(mon.app, "_early", lambda: (mon.early.append(mon.timers.t),
+                                                    setattr(mon.app.core, "fresh", len(mon.early) < 2)))
+    mon.app._poll(EventMonitorPoll())
+    mon.timers.spawned.clear()  # the reply deadline's thread: every reply comes (its clock would run ahead)
+    mon.reply("queue")
+    mon.reply("port")
+    mon.drain()
+    assert len(mon.early) == 2
+
+
+def test_an_early_window_of_an_older_poll_is_dropped(mon):
+    mon.app._polls = 3
+    mon.app._early_window(EventEarlyWindow(2))
+    assert mon.early == []
+    mon.app._early_window(EventEarlyWindow(3))
+    assert mon.early == [0.0]
+
+
+def test_a_poll_still_open_ticks_before_the_next_begins(mon):
+    mon.app._poll(EventMonitorPoll())
+    mon.app._poll(EventMonitorPoll())
+    assert mon.ticks == [0.0] and mon.app.cost["replies_late"] == 2 and mon.app._poll_open
+
+
+def test_a_failing_tick_is_logged_counted_and_the_poll_goes_on(mon, monkeypatch, failures):
+    monkeypatch.setattr(mon.app, "_tick", lambda: 1 / 0)
+    mon.app._poll(EventMonitorPoll())
+    mon.reply("queue")
+    mon.reply("port")  # the reply handler itself does not fail
+    st = mon.app.services.status()["mlte_monitor.poll"]
+    assert st["failures"] == 1 and "ZeroDivisionError" in st["last_error"]
+    assert failures[-1].startswith("mlte_monitor.poll")
+    assert mon.app.services.tick("poll")  # the next period is posted
+
+
+def test_the_monitor_services():
+    rows = {s.name: s for s in monitor_app.services(2.0, 1.0)}
+    assert (rows["poll"].interval, rows["poll"].jitter, rows["poll"].first) == (2.0, 0.05, 0.0)
+    assert (rows["echo"].event, rows["echo"].first) == (EventEchoRound, 0.5)
+    assert (rows["probe"].event, rows["probe"].first) == (EventProbeRound, 1.0)
+    assert {s.name for s in monitor_app.services(2.0, 0.0)} == {"poll"}  # no latency probes
+
+
+def test_the_echo_and_probe_rounds_run_under_the_failure_policy(monkeypatch, failures):
+    app = MonitorApp(**{VIEW: NetworkView(), SOUTHBOUND: OpenFlowSouthbound(), ROUTES: ApiRoutes()})
+    timers = FakeTimers()
+    app.services = timers.scheduler(app.name, monitor_app.services(1.0, 1.0))
+    done: list[str] = []
+    monkeypatch.setattr(app, "_echo_round", lambda: done.append("echo"))
+    monkeypatch.setattr(app, "_probe_round", lambda: 1 / 0)
+    app._echo_period(EventEchoRound())
+    app._probe_period(EventProbeRound())
+    st = app.services.status()
+    assert done == ["echo"] and st["mlte_monitor.echo"]["runs"] == 1 and st["mlte_monitor.probe"]["failures"] == 1
+
+
+# ---- settle timers ---------------------------------------------------------------------------------
+def test_forwarding_settles_once_after_the_last_switch_entered():
+    timers = FakeTimers()
+    app = Forwarding(**{VIEW: NetworkView(), SOUTHBOUND: OpenFlowSouthbound()})
+    app._running = True
+    app._settled_due = timers.deadline(EventSettled)
+    app._hold(0.0)
+    app._hold(1.0)  # another switch: later still
+    assert len(timers.spawned) == 1
+    settled: list[float] = []
+    timers.drain({EventSettled: lambda ev: settled.append(timers.t)})
+    assert settled == [pytest.approx(1.0 + app.settle)]
+
+
+def test_the_ots_driver_decides_orphans_after_the_settle_time(monkeypatch):
+    timers = FakeTimers(100.0)
+    monkeypatch.setattr(ots_driver, "time", SimpleNamespace(monotonic=timers.clock, time=time.time))
+    driver = OtsDriver(**{VIEW: NetworkView(), SOUTHBOUND: OpenFlowSouthbound()})
+    driver._running = True
+    driver._orphan_timer = timers.deadline(EventOrphanCheck)
+    driver.orphans_decided = False
+    driver._schedule_orphan_check()
+    timers.drain({EventOrphanCheck: driver._orphan_check})
+    assert driver.orphans_decided and timers.t >= driver._orphan_due
+
+
+# ---- the DB feed and the DB writer's pump -----------------------------------------------------------
+def test_the_db_feed_tick_is_a_service(monkeypatch, failures):
+    app = topology_publisher.TopologyPublisher(**{VIEW: NetworkView()})
+    app.services = FakeTimers().scheduler(app.name, [Service("tick", topology_publisher.EventFeedTick, topology_publisher.POLL)])
+    seen: list[float] = []
+    monkeypatch.setattr(app, "_tick", seen.append)
+    app._periodic(topology_publisher.EventFeedTick())
+    monkeypatch.setattr(app, "_tick", lambda now: 1 / 0)
+    app._periodic(topology_publisher.EventFeedTick())
+    st = app.services.status()["mlte_topology_publisher.tick"]
+    assert len(seen) == 1 and st["runs"] == 2 and st["failures"] == 1
+
+
+class FakeWriter:
+    def __init__(self) -> None:
+        self.pumped = 0
+        self._closing = False
+        self.queued = 1
+
+    def pump(self, logger, failures) -> int:  # noqa: ANN001
+        self.pumped += 1
+        return 0
+
+    def pending(self) -> int:
+        return self.queued
+
+
+def test_the_db_writer_pump_runs_every_period_until_the_writer_closed():
+    timers = FakeTimers()
+    writer = FakeWriter()
+    sched = db_writer.pump_service(writer, timers.spawn, timers.sleep)  # type: ignore[arg-type]
+    sched.start()
+    (drive, args), = timers.spawned
+    timers.after = {3: lambda: setattr(writer, "_closing", True),  # the last user released it
+                    5: lambda: setattr(writer, "queued", 0)}  # everything written
+    drive(*args)
+    assert timers.slept[0] == db_writer.PUMP_S and not sched.active
+    assert writer.pumped == 5 + 1  # one per period, and a last one once closed and drained
+    assert sched.status()["db_writer.pump"]["runs"] == 5
+
+
+# ---- the reservation probes -------------------------------------------------------------------------
+def test_the_reservation_probes_are_sent_every_period_until_the_plan_ended(monkeypatch):
+    view, sb = NetworkView(), OpenFlowSouthbound()
+    view.add_switch(SwitchInfo(0xA1, PACKET, 4, "A", {1: PortInfo(1, "A-eth1", "00:00:00:00:00:0a", True)}))
+    dp = FakeDp(0xA1)
+    sb.datapaths[0xA1] = dp
+    app = reservations_app.ReservationsApp(**{VIEW: view, SOUTHBOUND: sb, ROUTES: ApiRoutes()})
+    timers = FakeTimers()
+    app._spawn, app._sleep = timers.spawn, timers.sleep
+    ingress = SimpleNamespace(switch="A", match_dict=lambda: {"in_port": 1})
+    halt = app._probes(SimpleNamespace(ingress=[ingress]))
+    (drive, args), = timers.spawned
+    sched = services.RUNNING[-1]  # the plan's own scheduler
+    timers.after = {4: halt}  # the plan ended while the driver slept: nothing more is sent
+    drive(*args)
+    assert timers.slept == [reservations_app.PROBE_INTERVAL] * 4
+    assert len(dp.sent) == 3 and sched not in services.RUNNING
