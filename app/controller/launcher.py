@@ -118,7 +118,7 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
     SETTINGS.ots = dict(cfg["ots"])
     SETTINGS.db_url = cfg.get("db", {}).get("url", "")
     SETTINGS.monitor = dict(cfg.get("monitor", {}))
-    SETTINGS.te = dict(cfg.get("te", {}))  # read by the TE app (docs/te-loop.md)  # read by the monitor app (docs/monitor.md)
+    SETTINGS.te = dict(cfg.get("te", {}))  # read by the TE, mapping and reservations apps (docs/te-loop.md)
     SETTINGS.names = dict(names or {})
     SETTINGS.host_names = {mac.lower(): n for mac, n in (host_names or {}).items()}
     if ctl["log_file"]:

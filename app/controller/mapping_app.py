@@ -60,7 +60,6 @@ from topology import rule_plan
 from topology.flow import FiveTuple
 
 LOG = logging.getLogger("mlte.controller.mapping")
-DEFAULTS = {"mapping": "static", "mapping_sites": [], "mapping_interval": 1.0}
 IDENT = 1  # cookie id of the (one) mapped site pair
 #: Seconds of counter reads one rate spans (OVS updates rule counters every ~0.5 s; see RateWindow).
 RATE_SPAN_S = 1.0
@@ -88,7 +87,7 @@ class MappingApp(app_manager.OSKenApp):
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         routes = kwargs.get(ROUTES)  # the shared table, empty (so falsy) until apps add to it
         self.routes: ApiRoutes = ApiRoutes() if routes is None else routes
-        cfg = {**DEFAULTS, **(getattr(SETTINGS, "te", None) or {})}
+        cfg = SETTINGS.section("te")  # one table: app/config.py
         self.policy = str(cfg["mapping"])
         self.sites = [str(s) for s in cfg["mapping_sites"]]
         self.interval = float(cfg["mapping_interval"])

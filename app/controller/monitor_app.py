@@ -153,11 +153,10 @@ class EventMonitor(event.EventBase):
 def monitor_settings() -> dict[str, Any]:
     """The ``[monitor]`` section: from the launcher's settings (``mlte -c FILE controller``), else
     from the TOML file named by ``MLTE_CONFIG``, else the defaults; missing keys are defaults."""
-    cfg = getattr(SETTINGS, "monitor", None)
-    if not cfg:
-        path = os.environ.get("MLTE_CONFIG", "")
-        cfg = load_config(path)["monitor"] if path else {}
-    return {**DEFAULTS["monitor"], **cfg}
+    if SETTINGS.monitor:
+        return SETTINGS.section("monitor")
+    path = os.environ.get("MLTE_CONFIG", "")
+    return {**DEFAULTS["monitor"], **(load_config(path)["monitor"] if path else {})}
 
 
 def agent_address(index: int) -> str:

@@ -95,7 +95,7 @@ class ReservationsApp(app_manager.OSKenApp):
             circuit_timeout_s=float(ctl.get("circuit_timeout", 10.0)),
             verify_timeout_s=float(ctl.get("verify_timeout", 3.0)),
             elastic={field: float(v) for key, field in ELASTIC_KEYS.items()
-                     if (v := (getattr(SETTINGS, "te", None) or {}).get(key)) is not None},
+                     if (v := SETTINGS.te.get(key)) is not None},
             active=kwargs.get(LIT_CONTEXT))
         self.routes[("GET", "/reservations")] = self.r_reservations
         self.adopted = False  # the store's installed ACTIVE reservations were taken over (first pass)

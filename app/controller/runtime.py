@@ -21,5 +21,10 @@ class Settings:
     names: dict[int, str] = field(default_factory=dict)  # dpid -> node name given by the lab
     host_names: dict[str, str] = field(default_factory=dict)  # host MAC (lower case) -> node name
 
+    def section(self, name: str) -> dict[str, Any]:
+        """The ``[name]`` section as every app reads it: app/config.py's defaults overlaid with what the
+        launcher set (the one way settings are read; a missing key is its default)."""
+        return {**DEFAULTS.get(name, {}), **(getattr(self, name, None) or {})}
+
 
 SETTINGS = Settings()

@@ -38,7 +38,6 @@ from os_ken.controller import event as osken_event
 from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
-from app.config import DEFAULTS as CONFIG_DEFAULTS
 from app.controller import events, guard
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
@@ -99,7 +98,7 @@ class TeApp(app_manager.OSKenApp):
         self.name = "mlte_te"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
-        cfg = {**CONFIG_DEFAULTS["te"], **(getattr(SETTINGS, "te", None) or {})}  # one table: app/config.py
+        cfg = SETTINGS.section("te")  # one table: app/config.py
         self.cfg = cfg
         self.decider = OffloadDecider(
             Damper(min_hold_s=float(cfg["min_hold_s"]), max_moves=int(cfg["max_moves"]),

@@ -11,10 +11,8 @@ from app.controller.runtime import SETTINGS
 @pytest.fixture
 def clean(monkeypatch):
     monkeypatch.delenv("MLTE_CONFIG", raising=False)
-    monkeypatch.delattr(SETTINGS, "monitor", raising=False)
+    monkeypatch.setattr(SETTINGS, "monitor", {})  # a controller started without [monitor] settings
     yield monkeypatch
-    if hasattr(SETTINGS, "monitor"):
-        del SETTINGS.monitor
 
 
 def test_defaults_without_launcher_or_file(clean):
