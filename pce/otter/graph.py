@@ -27,7 +27,9 @@ Circuit lighting (``lighting``): ``priced`` (default) puts every candidate circu
 with its paths' objective coefficients lowered by ``circuit_price`` (a relative price: a new
 circuit must beat an equally free lit path by that much), keeps the circuits that carry traffic
 (port conflicts resolved by ``pce.circuits.round_circuits``, most-used first), then solves again
-with only those. ``joint`` fixes the lit set first with the exact joint routing + lighting MIP
+with only those (with column generation: the dive runs on the initial master, then the chosen set is
+generated to the end; on small graphs the joint MIP's and the k code's lit sets are evaluated on
+that certified LP too and the best kept, ``JOINT_CHECK_SIZE``). ``joint`` fixes the lit set first with the exact joint routing + lighting MIP
 (``pce.circuits.plan_circuits``) on per-pair bandwidth totals. Priced is the default because the
 OTTER objective — tolerance, not only bandwidth — then decides which circuits are worth lighting,
 and it stays two LPs where the MIP grows with demands × arcs (measured in docs/otter.md).
@@ -51,6 +53,7 @@ import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -111,8 +114,9 @@ class CandidatePath:
     switches: tuple[str, ...]
     hops: tuple[Hop, ...]
 
-    @property
+    @cached_property
     def key(self) -> tuple[str, ...]:
+        """Hop ids in order (cached: column generation looks it up per aggregate and column)."""
         return tuple(h.id for h in self.hops)
 
     @property
