@@ -360,17 +360,10 @@ class ColumnGeneration:
         np.add.at(sums, np.repeat(np.arange(len(aggs)), [len(self.members[a]) for a in aggs]),
                   _scores(self.fs, mem, metrics))
         coefs = (sums / self.agg_bw[aggs][:, None]).tolist()
-        rows = [self.res.rows_of_path(p) for p in plist]
         out = []
-        for a, coef in zip(aggs.tolist(), coefs, strict=True):
-            for p, c, r in zip(plist, coef, rows, strict=True):
-                if (a, p.key) in self.has_col:
-                    continue
-                self.has_col.add((a, p.key))
-                self.col_agg.append(a)
-                self.col_path.append(p)
-                self.col_raw.append(c)
-                out.append((a, c * (1.0 - self.price) if p.circuits else c, r))
+        for n, p in enumerate(plist):
+            out += self._record(p, zip(aggs.tolist(), [row[n] for row in coefs], strict=True),
+                                self.res.rows_of_path(p))
         return out
 
     def restrict(self, allowed: Iterable[str] | None) -> None:
@@ -456,9 +449,11 @@ class ColumnGeneration:
             first = np.r_[True, ga[1:] != ga[:-1]]
             # only the aggregates that gain enter (fewer columns, a faster master); the others
             # price the path again next round if it comes to pay for them too
-            winners: dict[int, list[int]] = defaultdict(list)
-            for a, j in zip(ga[first].tolist(), gl[first].tolist(), strict=True):
-                winners[j].append(a)
+            # the unpriced coefficient of each winner is the score sum just computed (not scored again)
+            raw = (sums / self.agg_bw[ua])[good][order][first]
+            winners: dict[int, list[tuple[int, float]]] = defaultdict(list)
+            for a, j, c in zip(ga[first].tolist(), gl[first].tolist(), raw.tolist(), strict=True):
+                winners[j].append((a, c))
             for n, gi in enumerate(gis):
                 lo, hi = starts[n], starts[n + 1]
                 g, labs = self.groups[gi], found[self.groups[gi].dst]
@@ -468,13 +463,31 @@ class ColumnGeneration:
                     if p.key not in self.keys.setdefault(pair, set()):
                         self.keys[pair].add(p.key)
                         self.paths.setdefault(pair, []).append(p)
-                    new_cols += self.columns(gi, [p], np.array(winners[j], np.int64))
+                    new_cols += self._record(p, winners[j], self.res.rows_of_path(p))
         return new_cols
+
+    def _record(self, p: CandidatePath, coefs: Iterable[tuple[int, float]], rows: list[int]
+                ) -> list[tuple[int, float, list[int]]]:
+        """Master columns of path ``p`` for (aggregate, unpriced coefficient) pairs not yet in it."""
+        out = []
+        for a, c in coefs:
+            if (a, p.key) in self.has_col:
+                continue
+            self.has_col.add((a, p.key))
+            self.col_agg.append(a)
+            self.col_path.append(p)
+            self.col_raw.append(c)
+            out.append((a, c * (1.0 - self.price) if p.circuits else c, rows))
+        return out
 
     def resolve(self) -> None:
         """The master again, without pricing (after :meth:`restrict`; not certified)."""
         self.x, _z, _y, self.objective = self.master.solve()
         self.certified = False
+
+    def raw_objective(self) -> float:
+        """The master's optimum valued without the circuit price (what a placement reports)."""
+        return float(np.dot(self.col_raw, self.x)) if len(self.x) else 0.0
 
     def carried(self) -> dict[str, float]:
         """Mbit/s the master puts on each circuit, in order of first use by a column."""
