@@ -107,10 +107,18 @@ def _backend(args, solver: str) -> str:
 
 
 def _write(args, doc: dict) -> None:
+    from pce.cli_output import write_json_file
+
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(doc, fh, indent=2)
-            fh.write("\n")
+        write_json_file(args.json, doc, indent=2)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse unwritable --json/--export-instance paths before the (long) run, not after it."""
+    from pce.cli_output import check_writable
+
+    check_writable(args.json)
+    check_writable(args.export_instance, "--export-instance")
 
 
 def _sim(args: argparse.Namespace) -> int:
@@ -125,6 +133,7 @@ def _sim(args: argparse.Namespace) -> int:
     if args.scale <= 0 or args.rate <= 0 or args.duration <= 0 or args.warmup < 0 or args.cooldown < 0:
         raise InvalidInputError("--scale, --rate and --duration must be > 0, --warmup and --cooldown ≥ 0")
     delay = None if args.solve_delay == "measured" else _float(args.solve_delay, "--solve-delay")
+    _check_outputs(args)
     policies = [get_policy(p.strip()) for p in args.policies.split(",") if p.strip()]
     solver = _solver(args)
 
@@ -218,6 +227,7 @@ def _solve(args: argparse.Namespace) -> int:
     from pce.otter.scenario import generate_flows
 
     quiet_banner()
+    _check_outputs(args)
     if getattr(args, "graph", None):
         from pce.cli_otter_graph import solve_graph_command
 

@@ -49,12 +49,33 @@ def test_te_path_partitions_and_demand_scale(tmp_path) -> None:
         (["--topology", "sndlib/geant", "--capacity", "10", "--paths", "0"], "at least 1"),
         (["--topology", "sndlib/geant", "--capacity", "10", "--demand-scale", "-1"], "demand-scale"),
         (["--topology", "topozoo/Abilene", "--capacity", "10", "--demands", "sndlib"], "no demand matrix"),
+        (["--topology", "sndlib/geant", "--capacity", "10", "--split", "-0.5"], "--split must be >= 0"),
+        (["--topology", "sndlib/geant", "--capacity", "10", "--time-limit", "-1"], "--time-limit must be > 0"),
+        (["--topology", "sndlib/geant", "--capacity", "10", "--time-limit", "0"], "--time-limit must be > 0"),
     ],
 )
 def test_te_user_errors_exit_2_with_one_line(argv, message, capsys) -> None:
     assert main(["pce", "te", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_te_refuses_an_unwritable_json_path_before_solving(tmp_path, capsys, monkeypatch) -> None:
+    """A missing directory or a directory as --json is one line before the LP, not a traceback after it."""
+    import pce.te.solve
+
+    def solve_te(*args, **kwargs):
+        raise AssertionError("the LP ran before --json was checked")
+
+    monkeypatch.setattr(pce.te.solve, "solve_te", solve_te)
+    base = ["pce", "te", "--topology", "sndlib/geant", "--capacity", "100000", "-q"]
+    assert main([*base, "--json", str(tmp_path / "nonexistent" / "out.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nonexistent does not exist" in err and "--json" in err
+    assert main([*base, "--json", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a directory" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_topologies_lists_a_source(capsys) -> None:
