@@ -163,3 +163,22 @@ def test_cli_pin_gain_outside_0_1_is_refused(gain, capsys) -> None:
     assert main(["pce", "otter-solve", "--graph", "fig2", "--flows", str(EXAMPLE.parent / "flows-fig2.json"),
                  "--pin-gain", gain]) == 2
     assert "--pin-gain must be in 0..1" in capsys.readouterr().err
+
+
+def test_cli_says_when_the_objective_is_the_aggregated_lps(tmp_path, capsys) -> None:
+    """Issue 26 item 7: with flows merged (5 % buckets) the printed objective is the optimum of a
+    restricted LP; the output says so, and --aggregation-gap gives the exact optimum and the gap."""
+    exported = tmp_path / "inst.json"
+    common = ["pce", "otter-solve", "--sources", "2", "--dests", "2", "--paths", "2", "--scale", "0.01"]
+    assert main([*common, "--flows", "2000", "--export-instance", str(exported), "--aggregation-gap"]) == 0
+    agg = json.loads(capsys.readouterr().out)
+    assert agg["aggregates"] < agg["flows"] == 2000
+    assert agg["objective_of"].startswith("the aggregated LP (2000 flows in ") and "lower bound" in agg["objective_of"]
+    assert main(["pce", "otter-solve", "--instance", str(exported), "--no-aggregate"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert exact["objective_of"] == "the exact LP (one variable set per flow)" and "exact_objective" not in exact
+    assert agg["exact_objective"] == pytest.approx(exact["objective"], rel=1e-9)
+    assert agg["aggregation_gap"] == pytest.approx(exact["objective"] - agg["objective"], abs=1e-9)
+    assert agg["aggregation_gap"] >= -1e-6 * exact["objective"]  # a restriction: never above the exact optimum
+    assert main(["pce", "otter-solve", "--instance", str(exported), "--no-aggregate", "--aggregation-gap"]) == 2
+    assert "drop --no-aggregate" in capsys.readouterr().err
