@@ -166,7 +166,20 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if cfg["monitor"]["probe_interval"] < 0:
         raise ConfigError("[monitor] probe_interval must be >= 0 (0 = no latency probes)")
     _check_web(cfg["web"])
+    _check_pce(cfg["pce"])
     return cfg
+
+
+#: ``[pce] solver``: the LP solvers PuLP drives here (pce/highs.py and PuLP's bundled CBC).
+PCE_SOLVERS = ("highs", "cbc")
+
+
+def _check_pce(pce: dict[str, Any]) -> None:
+    """``[pce]``: the values ``mlte pce`` would refuse later (naming a flag the user never passed)."""
+    if pce["solver"] not in PCE_SOLVERS:
+        raise ConfigError(f'[pce] solver must be one of {", ".join(PCE_SOLVERS)}, got {pce["solver"]!r}')
+    if pce["k_paths"] < 1:
+        raise ConfigError(f"[pce] k_paths must be >= 1 (paths per demand), got {pce['k_paths']}")
 
 
 def _check_mapping(te: dict[str, Any]) -> None:
@@ -229,6 +242,12 @@ def load_config(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
         data = tomllib.loads(p.read_text())
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {p}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {p} is a directory; give a TOML file (see `mlte config show`)") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {p}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not a text (UTF-8) TOML file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: invalid TOML: {exc}") from None
     return merge_config(data)

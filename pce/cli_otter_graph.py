@@ -58,6 +58,8 @@ def solve_graph_command(args: argparse.Namespace) -> int:
         raise InvalidInputError("--graph needs --flows FILE (the flow list, docs/otter.md \"Graph mode\")")
     if args.k < 1 or args.per_pair < 1:
         raise InvalidInputError("--k and --per-pair must be ≥ 1")
+    if not 0 <= args.pin_gain <= 1:
+        raise InvalidInputError(f"--pin-gain must be in 0..1 (a share of satisfaction), got {args.pin_gain:g}")
     graph = load_graph(args.graph)
     flows, rules = flows_from_doc(read_json(args.flows), graph, args.flows, now=args.at)
     solver = args.solver or (getattr(args, "cfg", None) or {}).get("pce", {}).get("solver", "highs")

@@ -105,12 +105,21 @@ def _list(text: str) -> tuple[str, ...]:
 
 
 def _read_json(path: str, what: str) -> Any:
+    """The JSON list of a ``--bookings``/``--demands`` file; anything else is one line naming the file."""
     try:
-        return json.loads(Path(path).read_text())
+        doc = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise InvalidInputError(f"{what} file not found: {path}") from None
-    except json.JSONDecodeError as exc:
+    except IsADirectoryError:
+        raise InvalidInputError(f"{what} file {path} is a directory; give a JSON file") from None
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {what} file {path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"{path}: invalid JSON: {exc}") from None
+    if not isinstance(doc, list) or not all(isinstance(x, dict) for x in doc):
+        raise InvalidInputError(f"{path}: {what} must be a JSON list of objects, e.g. [{{\"id\": ...}}], "
+                                f"got {type(doc).__name__ if not isinstance(doc, list) else 'a list of non-objects'}")
+    return doc
 
 
 def _bookings(path: str | None) -> list[Any]:
@@ -131,6 +140,8 @@ def _bookings(path: str | None) -> list[Any]:
 def _path(args: argparse.Namespace) -> int:
     from pce import reservation as rsv
 
+    if args.k < 1:
+        raise InvalidInputError(f"--k must be >= 1 (paths to compute), got {args.k}")
     graph = load_graph(args.graph) if args.graph else topology_graph(args.topology, args.capacity)
     start = _time(args.start, time.time())
     end = _time(args.end, start + 3600.0)

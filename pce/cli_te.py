@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
@@ -77,6 +76,7 @@ def _cfg(args: argparse.Namespace, key: str, fallback: Any) -> Any:
 
 
 def run_te(args: argparse.Namespace) -> int:
+    from pce.cli_output import check_writable, write_json_file
     from pce.errors import InvalidInputError
     from pce.te.solve import solve_te
     from pce.topologies import load_demands, load_topology
@@ -89,6 +89,11 @@ def run_te(args: argparse.Namespace) -> int:
 
     if args.demand_scale <= 0:
         raise InvalidInputError(f"--demand-scale must be positive, got {args.demand_scale}")
+    if args.split < 0:
+        raise InvalidInputError(f"--split must be >= 0 (a fraction of extra demand pieces, e.g. 0.25), got {args.split}")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise InvalidInputError(f"--time-limit must be > 0 seconds, got {args.time_limit}")
+    check_writable(args.json)
     k = args.paths if args.paths is not None else int(_cfg(args, "k_paths", 4))
     solver = args.solver or str(_cfg(args, "solver", "highs"))
     graph = load_topology(args.topology, capacity=args.capacity)
@@ -108,8 +113,7 @@ def run_te(args: argparse.Namespace) -> int:
            **result.to_json(details=not args.summary_only)}
     doc["timings"]["end_to_end_s"] = time.perf_counter() - t0
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh)
+        write_json_file(args.json, doc)
         progress(f"wrote {args.json}")
     s = result.summary()
     print(f"{args.topology}: {s['objective']['name']} = {s['objective']['value']:.6g} "

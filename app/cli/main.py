@@ -14,6 +14,16 @@ import sys
 COMMAND_MODULES = ["controller", "lab", "plans", "topology", "pce", "monitor", "web", "config_cmd"]
 
 
+def _version() -> str:
+    """The installed distribution's version (setup.py is its one source)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"mlte {version('mlte')}"
+    except PackageNotFoundError:
+        return "mlte (not installed: run `pip install -e .` for a version)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mlte",
@@ -21,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-c", "--config", help="TOML config file (default: built-in defaults, see `mlte config show`)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
@@ -44,11 +55,33 @@ def _deepest(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpa
         parser = sub.choices[name]
 
 
+def _optional_subcommands(parser: argparse.ArgumentParser) -> None:
+    """Make every required subcommand level optional for argparse, marked ``mlte_required`` so
+    :func:`main` reports a missing one itself: a required level makes argparse stop at "the following
+    arguments are required" before it looks at the rest, so `mlte --bogus` never said "unknown option"."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if action.required:
+                action.required = False
+                action.mlte_required = True  # type: ignore[attr-defined]
+            for child in set(action.choices.values()):
+                _optional_subcommands(child)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    _optional_subcommands(parser)
     args, extra = parser.parse_known_args(argv)
+    deepest = _deepest(parser, args)
+    missing = next((a for a in deepest._actions if isinstance(a, argparse._SubParsersAction)
+                    and getattr(a, "mlte_required", False)), None)
+    if missing is not None:  # the command stops before its required subcommand
+        if extra:
+            deepest.error(f"unknown option {extra[0]} (see `{deepest.prog} --help`)")
+        deepest.error(f"the following arguments are required: {missing.metavar or missing.dest} "
+                      f"(see `{deepest.prog} --help`)")
     if extra:  # reported with the subcommand's usage, not the top level's
-        _deepest(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+        deepest.error(f"unrecognized arguments: {' '.join(extra)}")
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -157,9 +157,11 @@ def _detect_latency(args: argparse.Namespace) -> int:
 
 
 def _events(args: argparse.Namespace) -> int:
+    from app.cli.startup import check_database_exists
     from app.db.migrate import open_migrated
     from monitor.store import MonitorStore
 
+    check_database_exists(args.cfg["db"]["url"], "[db] url")  # reading must not create an empty one
     db = open_migrated(args.cfg["db"]["url"])
     try:
         store = MonitorStore(db.engine, float(args.cfg["monitor"]["retention_seconds"]))

@@ -48,10 +48,12 @@ def _fetch(args: argparse.Namespace) -> list[dict[str, Any]]:
             return ControllerClient(port=args.api_port, timeout=10).request("GET", "/plans" + q)
         except (ControlApiError, OSError) as exc:
             raise PlansError(f"control API on port {args.api_port}: {exc}") from None
+    from app.cli.startup import check_database_exists
     from app.db.migrate import open_migrated
     from app.db.provisioning import ProvisioningStore
 
     url = args.db or args.cfg["db"]["url"]
+    check_database_exists(url, "--db" if args.db else "[db] url")  # reading must not create an empty one
     if "://" not in url:
         url = f"sqlite:///{url}"
     try:

@@ -48,7 +48,28 @@ def check_bindable(host: str, port: int, host_setting: str, port_setting: str) -
                                f"is another server running there?)") from None
 
 
-def open_database(url: str, setting: str) -> Database:
+def check_database_exists(url: str, setting: str) -> None:
+    """Refuse a SQLite file that does not exist, for commands that only read: opening it would create
+    an empty database (and a mistyped ``--db`` would print "no users yet" instead of an error).
+    A server database (PostgreSQL) that is missing fails on connect anyway."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from app.db.engine import is_memory_sqlite, normalise_url
+
+    full = normalise_url(url)
+    if not full.startswith("sqlite") or is_memory_sqlite(full):
+        return
+    try:
+        path = make_url(full).database
+    except ArgumentError as exc:
+        raise StartupError(f"{setting} {_hide_password(url)}: not a database URL ({_reason(exc)})") from None
+    if path and not os.path.isfile(path):
+        raise StartupError(f"{setting} {_hide_password(url)}: no such database file {path!r} "
+                           f"(check the name; `mlte web` or `mlte controller` creates a new one)")
+
+
+def open_database(url: str, setting: str, *, must_exist: bool = False) -> Database:
     """Open ``url``, bring it to the newest schema and prove it takes writes; the caller disposes it.
 
     The write test updates the one ``admission_lock`` row to itself and rolls back: a read-only file,
@@ -61,6 +82,8 @@ def open_database(url: str, setting: str) -> Database:
     from app.db.migrate import SchemaTooNew, upgrade
 
     shown = _hide_password(url)
+    if must_exist:
+        check_database_exists(url, setting)
     try:
         db = Database(url)
     except NoSuchModuleError:

@@ -124,11 +124,15 @@ def _read_password(args: argparse.Namespace, *, prompt: bool, optional: bool) ->
     if args.password is not None:
         return check_password_text(args.password)
     if prompt and sys.stdin.isatty():
-        first = getpass.getpass(f"Password for {args.name}{' (empty: API tokens only)' if optional else ''}: ")
-        if not first and optional:
-            return None
-        check_password_text(first)
-        if getpass.getpass("Repeat the password: ") != first:
+        try:
+            first = getpass.getpass(f"Password for {args.name}{' (empty: API tokens only)' if optional else ''}: ")
+            if not first and optional:
+                return None
+            check_password_text(first)
+            again = getpass.getpass("Repeat the password: ")
+        except EOFError:  # Ctrl-D at the prompt: a cancel, not a traceback
+            raise MlteError("no password entered (end of input at the prompt); nothing changed") from None
+        if again != first:
             raise MlteError("the passwords differ; nothing changed")
         return first
     if optional:
@@ -146,7 +150,8 @@ def _user_session(args: argparse.Namespace) -> Iterator[Session]:
 
     url, setting = (args.user_db, "--db") if args.user_db else \
         (args.db, "--db") if getattr(args, "db", None) else (args.cfg["db"]["url"], "[db] url")
-    db = open_database(url, setting)
+    # only `user create` may make a new database; the others need an existing one (a typo is an error)
+    db = open_database(url, setting, must_exist=args.func is not _create_user)
     try:
         with db.session() as s:
             yield s

@@ -287,7 +287,7 @@ def document() -> dict[str, Any]:
                        (400, 401, 503), tag="network")},
         "/api/v1/circuits": {
             "get": _op("listCircuits", "Optical circuits and their XCONs", _json(_ref("CircuitList"), "circuits"), (400, 401),
-                       params=[_q("state", {"type": "string", "maxLength": 16})], tag="network")},
+                       params=[_q("state", {"type": "string", "enum": ["ACTIVE", "RELEASED"]})], tag="network")},
         "/api/v1/plans": {
             "get": _op("listPlans", "Update plans the controller executed (provision, release...), newest first",
                        _json(_ref("PlanList"), "plans"), (400, 401, 403, 404),

@@ -77,6 +77,8 @@ class Fields:
         """A finite number ≥ 0 (> 0 with ``positive``, any with ``signed``); null → ``null_is`` if given."""
         if value is None and null_is is not None:
             return null_is
+        if value is None:  # a missing field: name it as missing, not as "got None"
+            raise self.fail(path, "missing (or null); give a finite number")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.fail(path, f"expected a finite number, got {value!r}")
         if (value < 0 and not signed) or (positive and value == 0):

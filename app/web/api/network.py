@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from app.db.models import Circuit, Plan, Reservation
+from app.db.provisioning import INSTALLED, RELEASED
 from app.web.api import serialize
 from app.web.api.reservations import MAX_ID, load_reservation
 from app.web.auth import require_user
@@ -21,6 +22,8 @@ PACKET_NODES = ("packet", "host")
 OPTICAL_NODES = ("optical", "oport")
 PACKET_EDGES = ("packet", "access")
 OPTICAL_EDGES = ("optical", "xcon")
+#: ``Circuit.state`` values the controller records: the ``?state=`` filter of /circuits takes these only
+CIRCUIT_STATES = (INSTALLED, RELEASED)
 
 
 def layers(data: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +60,10 @@ def circuits():  # noqa: ANN201
             raise ApiError(f"unknown query parameter {key!r}", field=key)
     stmt = select(Circuit).options(selectinload(Circuit.xcons)).order_by(Circuit.id)
     if "state" in request.args:
-        stmt = stmt.where(Circuit.state == request.args["state"])
+        wanted = request.args["state"]
+        if wanted not in CIRCUIT_STATES:  # a typo must not look like "no circuits"
+            raise ApiError(f"state must be one of {', '.join(CIRCUIT_STATES)}, got {wanted[:40]!r}", field="state")
+        stmt = stmt.where(Circuit.state == wanted)
     return jsonify({"items": [serialize.circuit(c) for c in db.execute(stmt).scalars()]})
 
 

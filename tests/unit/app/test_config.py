@@ -32,6 +32,9 @@ def test_override_and_int_to_float(tmp_path):
         ({"monitor": {"ewma_alpha": 0.0}}, "ewma_alpha"),
         ({"ots": {"provision_delay_min": 0.3, "provision_delay_max": 0.2}}, "provision_delay_min"),
         ({"monitor": 3}, "[monitor] must be a table"),
+        ({"pce": {"k_paths": -3}}, "[pce] k_paths must be >= 1"),
+        ({"pce": {"k_paths": 0}}, "[pce] k_paths must be >= 1"),
+        ({"pce": {"solver": "gurobi"}}, "[pce] solver must be one of highs, cbc, got 'gurobi'"),
     ],
 )
 def test_bad_config_names_the_key(overrides, needle):
@@ -47,6 +50,12 @@ def test_missing_and_invalid_files(tmp_path):
     bad.write_text("[monitor\n")
     with pytest.raises(ConfigError, match="invalid TOML"):
         load_config(bad)
+    with pytest.raises(ConfigError, match="is a directory"):  # `mlte -c /some/dir`: one line, not IsADirectoryError
+        load_config(tmp_path)
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ConfigError, match="not a text"):
+        load_config(binary)
 
 
 def test_dump_round_trips(tmp_path):

@@ -30,5 +30,17 @@ def test_plans_errors_are_one_line(tmp_path, capsys):
     assert main(["plans", "--db", str(tmp_path / "no" / "such" / "dir.db")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "database" in err[0]
-    assert main(["plans", "--db", f"sqlite:///{tmp_path / 'e.db'}"]) == 0
+    empty = f"sqlite:///{tmp_path / 'e.db'}"
+    open_migrated(empty).dispose()
+    assert main(["plans", "--db", empty]) == 0
     assert "no plans recorded" in capsys.readouterr().out
+
+
+def test_plans_refuses_a_database_that_does_not_exist(tmp_path, capsys, monkeypatch):
+    """Reading must not create an empty database: a mistyped --db is one line, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    for db in ("missing.db", f"sqlite:///{tmp_path / 'missing2.db'}"):
+        assert main(["plans", "--db", db]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "no such database file" in err and f"--db {db}" in err
+    assert list(tmp_path.iterdir()) == []

@@ -91,8 +91,9 @@ def test_web_unwritable_sqlite(tmp_path, capsys, free_port) -> None:  # noqa: AN
         one_line_error(capsys, ["web", "--db", str(path), "--port", str(free_port)], f"--db {path}",
                        "cannot create or open the SQLite file")
         assert not path.exists()
-    main(["web", "user", "list", "--db", str(tmp_path / "ro.db")])  # a migrated database ...
-    capsys.readouterr()
+    from app.db.migrate import open_migrated
+
+    open_migrated(f"sqlite:///{tmp_path / 'ro.db'}").dispose()  # a migrated database ...
     ro = f"sqlite:///file:{tmp_path / 'ro.db'}?mode=ro&uri=true"  # ... opened read-only
     one_line_error(capsys, ["web", "--db", ro, "--port", str(free_port)], "--db", "not writable")
 

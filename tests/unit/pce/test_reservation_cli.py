@@ -61,3 +61,23 @@ def test_circuits_cli(capsys, tmp_path):
         rc, out, _ = run(capsys, "pce", "circuits", "--graph", "fig2", "--demands", str(dem), flag, "--json")
         plan = json.loads(out)
         assert rc == 0 and plan["served"] == {"d1": 8.0, "d2": 5.0} and len(plan["lit"]) == 2
+
+
+def test_k_below_one_is_refused(capsys):
+    for k in ("0", "-3"):
+        rc, out, err = run(capsys, "pce", "path", "--graph", "fig2", "--src", "A", "--dst", "C",
+                           "--bandwidth", "5", "--k", k)
+        assert rc == 2 and out == "" and f"--k must be >= 1 (paths to compute), got {k}" in err
+
+
+def test_demands_file_that_is_a_directory_or_an_object(capsys, tmp_path):
+    """One line naming the file, not IsADirectoryError or "string indices must be integers"."""
+    rc, _, err = run(capsys, "pce", "circuits", "--graph", "fig2", "--demands", str(tmp_path))
+    assert rc == 2 and f"demands file {tmp_path} is a directory" in err and err.count("\n") == 1
+    dem = tmp_path / "d.json"
+    dem.write_text(json.dumps({"id": "d1", "src": "h1", "dst": "h3", "bandwidth": 8}))
+    rc, _, err = run(capsys, "pce", "circuits", "--graph", "fig2", "--demands", str(dem))
+    assert rc == 2 and "demands must be a JSON list of objects" in err and "got dict" in err
+    dem.write_text(json.dumps([1, 2]))
+    rc, _, err = run(capsys, "pce", "circuits", "--graph", "fig2", "--demands", str(dem))
+    assert rc == 2 and "a list of non-objects" in err

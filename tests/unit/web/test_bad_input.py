@@ -150,3 +150,14 @@ def test_bidi_and_control_characters_are_refused_in_names(client, users, app) ->
     assert r.status_code == 201
     with app.extensions["mlte"].db.session() as s, pytest.raises(ApiError, match="U\\+202E"):
         create_user(s, "ad\u202emin")
+
+
+@pytest.mark.parametrize("state", ["BOGUS", "active", "HELD"])
+def test_circuit_list_rejects_an_unknown_state(client, users, state) -> None:  # noqa: ANN001
+    """Issue 26 item 4: ``/circuits?state=BOGUS`` answered 200 with an empty list, as if none existed."""
+    r = client.get(f"/api/v1/circuits?state={state}", headers=users.h("alice"))
+    err = r.get_json()["error"]
+    assert r.status_code == 400 and err["field"] == "state"
+    assert err["message"] == f"state must be one of ACTIVE, RELEASED, got {state!r}"
+    for ok in ("ACTIVE", "RELEASED"):
+        assert client.get(f"/api/v1/circuits?state={ok}", headers=users.h("alice")).status_code == 200

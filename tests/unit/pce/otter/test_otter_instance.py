@@ -79,10 +79,11 @@ def _base() -> dict:
     (lambda d: d["destinations"].append({"name": "dc-1"}), "destinations[3].name: duplicate name 'dc-1'"),
     (lambda d: d["flows"][3].update(id="ar-1"), "flows[3].id: duplicate id 'ar-1'"),
     (lambda d: d["flows"][3].update(profile="telepathy"), "flows[3].profile: unknown profile 'telepathy'"),
-    (lambda d: d["flows"][0]["loss"].pop("at"), "flows[0].loss.at: expected a finite number"),
+    (lambda d: d["flows"][0]["loss"].pop("at"), "flows[0].loss.at: missing (or null)"),
     (lambda d: d.update(version=2), "version: unsupported version 2"),
     (lambda d: d.pop("paths"), "paths: expected a list"),
-    (lambda d: d["paths"][5].pop("rtt_ms"), "paths[5].rtt_ms: expected a finite number, got None"),
+    (lambda d: d["paths"][5].pop("rtt_ms"), "paths[5].rtt_ms: missing (or null); give a finite number"),
+    (lambda d: d["flows"][0].pop("bw_mbps"), "flows[0].bw_mbps: missing (or null); give a finite number"),
 ])
 def test_bad_fields_name_their_path(edit, where: str) -> None:
     doc = copy.deepcopy(_base())
@@ -136,7 +137,48 @@ def test_cli_errors_one_line_exit_2_nothing_written(tmp_path, capsys) -> None:
     target = tmp_path / "missing-dir" / "x.json"
     assert main(["pce", "otter-solve", "--flows", "10", "--sources", "2", "--dests", "2", "--paths", "1",
                  "--export-instance", str(target)]) == 2
-    assert "cannot write" in capsys.readouterr().err and not target.parent.exists()
+    assert "missing-dir does not exist" in capsys.readouterr().err and not target.parent.exists()
     assert main(["pce", "otter-solve", "--instance", str(EXAMPLE), "--flows", "5"]) == 2
     assert main(["pce", "otter-solve", "--flows", "many"]) == 2
     assert "needs --graph" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["pce", "otter-solve", "--instance", str(EXAMPLE)],
+    ["pce", "otter-sim", "--instance", str(EXAMPLE), "--policies", "GREEDY", "--quiet"],
+    ["pce", "otter-solve", "--graph", "fig2", "--flows", str(EXAMPLE.parent / "flows-fig2.json")],
+])
+def test_cli_refuses_an_unwritable_json_before_running(command, tmp_path, capsys) -> None:
+    """--json to a missing directory or to a directory: one line, exit 2, before solving/simulating."""
+    assert main([*command, "--json", str(tmp_path / "nonexistent" / "x.json")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "nonexistent does not exist" in captured.err
+    assert main([*command, "--json", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "is a directory" in captured.err and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("gain", ["7", "-0.1"])
+def test_cli_pin_gain_outside_0_1_is_refused(gain, capsys) -> None:
+    assert main(["pce", "otter-solve", "--graph", "fig2", "--flows", str(EXAMPLE.parent / "flows-fig2.json"),
+                 "--pin-gain", gain]) == 2
+    assert "--pin-gain must be in 0..1" in capsys.readouterr().err
+
+
+def test_cli_says_when_the_objective_is_the_aggregated_lps(tmp_path, capsys) -> None:
+    """Issue 26 item 7: with flows merged (5 % buckets) the printed objective is the optimum of a
+    restricted LP; the output says so, and --aggregation-gap gives the exact optimum and the gap."""
+    exported = tmp_path / "inst.json"
+    common = ["pce", "otter-solve", "--sources", "2", "--dests", "2", "--paths", "2", "--scale", "0.01"]
+    assert main([*common, "--flows", "2000", "--export-instance", str(exported), "--aggregation-gap"]) == 0
+    agg = json.loads(capsys.readouterr().out)
+    assert agg["aggregates"] < agg["flows"] == 2000
+    assert agg["objective_of"].startswith("the aggregated LP (2000 flows in ") and "lower bound" in agg["objective_of"]
+    assert main(["pce", "otter-solve", "--instance", str(exported), "--no-aggregate"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert exact["objective_of"] == "the exact LP (one variable set per flow)" and "exact_objective" not in exact
+    assert agg["exact_objective"] == pytest.approx(exact["objective"], rel=1e-9)
+    assert agg["aggregation_gap"] == pytest.approx(exact["objective"] - agg["objective"], abs=1e-9)
+    assert agg["aggregation_gap"] >= -1e-6 * exact["objective"]  # a restriction: never above the exact optimum
+    assert main(["pce", "otter-solve", "--instance", str(exported), "--no-aggregate", "--aggregation-gap"]) == 2
+    assert "drop --no-aggregate" in capsys.readouterr().err

@@ -49,12 +49,33 @@ def test_te_path_partitions_and_demand_scale(tmp_path) -> None:
         (["--topology", "sndlib/geant", "--capacity", "10", "--paths", "0"], "at least 1"),
         (["--topology", "sndlib/geant", "--capacity", "10", "--demand-scale", "-1"], "demand-scale"),
         (["--topology", "topozoo/Abilene", "--capacity", "10", "--demands", "sndlib"], "no demand matrix"),
+        (["--topology", "sndlib/geant", "--capacity", "10", "--split", "-0.5"], "--split must be >= 0"),
+        (["--topology", "sndlib/geant", "--capacity", "10", "--time-limit", "-1"], "--time-limit must be > 0"),
+        (["--topology", "sndlib/geant", "--capacity", "10", "--time-limit", "0"], "--time-limit must be > 0"),
     ],
 )
 def test_te_user_errors_exit_2_with_one_line(argv, message, capsys) -> None:
     assert main(["pce", "te", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_te_refuses_an_unwritable_json_path_before_solving(tmp_path, capsys, monkeypatch) -> None:
+    """A missing directory or a directory as --json is one line before the LP, not a traceback after it."""
+    import pce.te.solve
+
+    def solve_te(*args, **kwargs):
+        raise AssertionError("the LP ran before --json was checked")
+
+    monkeypatch.setattr(pce.te.solve, "solve_te", solve_te)
+    base = ["pce", "te", "--topology", "sndlib/geant", "--capacity", "100000", "-q"]
+    assert main([*base, "--json", str(tmp_path / "nonexistent" / "out.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nonexistent does not exist" in err and "--json" in err
+    assert main([*base, "--json", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a directory" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_topologies_lists_a_source(capsys) -> None:
@@ -106,3 +127,24 @@ def test_te_topology_file_that_is_not_utf8(tmp_path, capsys) -> None:
     f.write_bytes(b"\xff\xfe{")
     assert main(["pce", "te", "--topology", str(f), "--capacity", "1", "-q"]) == 2
     assert "cannot read topology file" in capsys.readouterr().err
+
+
+def test_documented_geant_examples_are_feasible(tmp_path, capsys) -> None:
+    """Issue 26 item 8: README's `pce te ... sndlib/geant --capacity 10000` example printed OVERLOADED
+    (docs/te.md's 100000 too: MLU 3.68). Each documented GÉANT command runs as written (its --json
+    redirected) and routes every demand within capacity."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[4]
+    commands = [m.group(1) for doc in ("README.md", "docs/te.md")
+                for m in re.finditer(r"mlte (pce te --topology sndlib/geant [^#\n]*)", (root / doc).read_text())]
+    assert len(commands) >= 2, commands
+    for command in commands:
+        argv = shlex.split(command)
+        if "--json" in argv:
+            argv[argv.index("--json") + 1] = str(tmp_path / "out.json")
+        assert main([*argv, "-q"]) == 0, command
+        out = capsys.readouterr().out
+        assert "OVERLOADED" not in out and "(100.00%)" in out, (command, out)
