@@ -20,7 +20,7 @@ from app.db.models import Circuit, Plan, Reservation, User
 from app.db.states import CANCELLABLE_STATES, MODIFIABLE_STATES, STATES
 from app.web import monitor_read, service
 from app.web.api.network import layers
-from app.web.auth import check_owner, check_password, current_user
+from app.web.auth import check_owner, check_password, current_user, session_user, start_session
 from app.web.context import advance_if_due, graph, now, read_session, state, write_tx
 from app.web.drawing import CircuitLink, draw
 from app.web.errors import ApiError
@@ -89,8 +89,7 @@ def _endpoint(port: str, vlan: int | None) -> str:
 def _inject() -> dict[str, Any]:
     if flask_g.get("bare_error_page"):  # see render_error: no database reads
         return {"me": None, "action_form": None, "topology_source": None}
-    uid = session.get("user_id")
-    user = read_session().get(User, uid) if uid is not None else None
+    user = session_user(read_session())
     topo = state().topology.describe(read_session(), now()) if user is not None else None
     return {"me": user, "action_form": ActionForm(), "topology_source": topo}
 
@@ -114,8 +113,10 @@ def login():  # noqa: ANN201
         user = check_password(read_session(), form.username.data, form.password.data)
         if user is not None:
             throttle.succeeded(keys[0])
-            session.clear()
-            session["user_id"] = user.id
+            if user.disabled:
+                flash(f"user {user.name} is disabled: ask an admin to enable it", "error")
+                return render_template("login.html", form=form), 403
+            start_session(user)
             target = request.args.get("next", "")
             return redirect(target if _local_path(target) else url_for("ui.reservations"))
         throttle.failed(keys)
