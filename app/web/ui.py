@@ -10,7 +10,18 @@ from datetime import datetime, timezone
 from functools import wraps
 from typing import Any
 
-from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask import g as flask_g
 from flask_wtf import FlaskForm
 from sqlalchemy import select
@@ -131,6 +142,12 @@ def logout():  # noqa: ANN201
     return redirect(url_for("ui.login"))
 
 
+@ui_bp.get("/favicon.ico")
+def favicon():  # noqa: ANN201
+    """Browsers ask for /favicon.ico whatever the page links: the SVG icon, so no 404 is logged."""
+    return current_app.send_static_file("favicon.svg")
+
+
 @ui_bp.get("/")
 def index():  # noqa: ANN201
     return redirect(url_for("ui.reservations"))
@@ -248,7 +265,7 @@ def _load(user: User, res_id: int, db: Session | None = None) -> Reservation:
     """The reservation if ``user`` may see it; 404 / 403 pages otherwise."""
     res = (db or read_session()).get(Reservation, res_id) if 0 < res_id < 2**31 else None
     if res is None:
-        abort(404)
+        abort(404, description=f"no reservation {res_id}: see the list of reservations")
     try:
         check_owner(user, res)
     except ApiError:
