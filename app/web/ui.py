@@ -28,7 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.models import Circuit, Plan, Reservation, User
-from app.db.states import CANCELLABLE_STATES, MODIFIABLE_STATES, STATES
+from app.db.states import CANCELLABLE_STATES, MODIFIABLE_STATES, PROVISIONING, RESERVED, STATES
 from app.web import monitor_read, service
 from app.web.api.network import layers
 from app.web.auth import check_owner, check_password, current_user, session_user, start_session
@@ -417,10 +417,15 @@ def _circuit_links(live: list[Circuit]) -> tuple[CircuitLink, ...]:
                              c.z_end.rpartition(":")[0], f"circuit {c.name} ({c.capacity:g} Mbit/s)") for c in live)
 
 
-def _topology_view(db: Session, g: Any) -> dict[str, Any]:
+def _topology_view(db: Session, g: Any, user: User) -> dict[str, Any]:
     """What the topology page shows and its live part re-renders: the drawing with the lit circuits,
-    the circuits (lit, and the last released), the layer counts and the links the monitor samples."""
+    the circuits (lit, and the last released), the reservations booked but not lit yet (the user's
+    own; an admin's: all), the layer counts and the links the monitor samples."""
     live = _live_circuits(db)
+    booked = select(Reservation).where(Reservation.state.in_((RESERVED, PROVISIONING)))
+    if not user.is_admin:
+        booked = booked.where(Reservation.owner_id == user.id)
+    pending = list(db.execute(booked.order_by(Reservation.start_ts, Reservation.id).limit(20)).scalars())
     released = list(db.execute(select(Circuit).options(selectinload(Circuit.xcons))
                                .where(Circuit.state.not_in(LIVE_CIRCUIT_STATES))
                                .order_by(Circuit.updated_ts.desc(), Circuit.id.desc()).limit(10)).scalars())
@@ -433,7 +438,7 @@ def _topology_view(db: Session, g: Any) -> dict[str, Any]:
     links = _circuit_links(live)
     monitored = list(dict.fromkeys([*g.edges_of_kind("packet"), *(c.key for c in links)]))
     return {"drawing": draw(g, circuit_edges=_circuit_edges(g, live), circuit_links=links), "circuits": live,
-            "released": released, "layers": layers(data), "counts": counts, "monitored": monitored,
+            "released": released, "pending": pending, "layers": layers(data), "counts": counts, "monitored": monitored,
             "link_of": {c.id: link.key for c, link in zip(live, links, strict=True)}}
 
 
@@ -442,12 +447,13 @@ def _topology_view(db: Session, g: Any) -> dict[str, Any]:
 def topology(user: User):  # noqa: ANN201
     from app.web.topology_source import TopologyUnavailable
 
+    advance_if_due()  # a booked window that started shows as PROVISIONING
     db = read_session()
     try:
         g = graph(db)
     except TopologyUnavailable as exc:  # --topology controller before the controller wrote a snapshot
         return render_template("topology_missing.html", message=exc.message), 503
-    return render_template("topology.html", **_topology_view(db, g))
+    return render_template("topology.html", **_topology_view(db, g, user))
 
 
 @ui_bp.get("/topology/live")
@@ -458,12 +464,13 @@ def topology_live(user: User):  # noqa: ANN201
     open costs one small query set per poll and redraws only when a circuit or the graph changed."""
     from app.web.topology_source import TopologyUnavailable
 
+    advance_if_due()  # a booked window that started shows as PROVISIONING
     db = read_session()
     try:
         g = graph(db)
     except TopologyUnavailable as exc:
         return render_error(503, exc.message)
-    resp = make_response(render_template("_topology_live.html", **_topology_view(db, g)))
+    resp = make_response(render_template("_topology_live.html", **_topology_view(db, g, user)))
     resp.headers["Cache-Control"] = "no-cache"
     resp.add_etag()
     return resp.make_conditional(request)
@@ -472,5 +479,15 @@ def topology_live(user: User):  # noqa: ANN201
 @ui_bp.get("/events")
 @login_required
 def events(user: User):  # noqa: ANN201
-    rows = monitor_read.merged_events(read_session(), None, None, 200)
-    return render_template("events.html", rows=rows)
+    """The service's, controller's and monitor's events, and the plans the controller carried out (a
+    plan that failed or was rolled back is an event already; one that succeeded is only in ``plans``)."""
+    db = read_session()
+    rows = monitor_read.merged_events(db, None, None, 200)
+    plans = db.execute(select(Plan).where(Plan.state == "done").order_by(Plan.id.desc()).limit(200)).scalars()
+    rows += [{"ts": p.finished_at, "kind": "plan.done", "severity": "info",
+              "message": f"{p.kind} plan {p.id}{f' of reservation {p.reservation_id}' if p.reservation_id else ''} "
+                         f"done: {len(p.steps)} step{'s' if len(p.steps) != 1 else ''} in "
+                         f"{max(0.0, p.finished_at - p.started_at):.2f} s ({p.mode.replace('_', '-')})"}
+             for p in plans]
+    rows.sort(key=lambda r: r["ts"], reverse=True)
+    return render_template("events.html", rows=rows[:200])
