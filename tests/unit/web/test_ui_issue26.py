@@ -94,3 +94,21 @@ def test_modify_form_shows_the_end_as_the_page_writes_times(app) -> None:  # noq
                                                     "modify-end": later[:10] + " " + later[11:16]})
     assert r.status_code == 302
     assert c.get(f"/api/v1/reservations/{rid}", headers=h).get_json()["end"] == later[:17] + "00Z"  # to the minute
+
+
+def test_a_packet_link_over_another_switch_is_drawn_as_an_arc() -> None:
+    """A circuit A–C that LLDP reports as a packet link must not be drawn straight through B (its
+    label on top of B read as traffic via B); A–B, neighbours in the row, stays a straight line."""
+    from app.web.drawing import draw, layout
+    from topology.spec import fig2_testbed, spec_to_graph
+
+    g = spec_to_graph(fig2_testbed())
+    ac = g.add_packet_link("A", 3, "C", 1, capacity=10.0, source="lldp")
+    ab = g.add_packet_link("A", 4, "B", 1, capacity=10.0, source="lldp")
+    pos = layout(g)
+    assert pos["A"][1] == pos["B"][1] == pos["C"][1] and pos["A"][0] < pos["B"][0] < pos["C"][0]
+    lines = {ln["key"]: ln for ln in draw(g).lines}
+    assert lines[ac]["bend"] != 0
+    _x, label_y = lines[ac]["label"]
+    assert abs(label_y - pos["B"][1]) > 40  # the Mbit/s label is not on top of B
+    assert lines[ab]["bend"] == 0
