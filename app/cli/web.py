@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_serve)
     wsub = p.add_subparsers(dest="web_cmd", metavar="WEB_COMMAND")
 
-    user = wsub.add_parser("user", help="create, list and remove users; set passwords; issue and revoke API tokens")
+    user = wsub.add_parser("user", help="create, list, disable and remove users; set passwords and admins; "
+                                        "issue and revoke API tokens")
     usub = user.add_subparsers(dest="user_cmd", metavar="USER_COMMAND", required=True)
 
     create = usub.add_parser("create", help="create a user (password prompted on a terminal) and print an API token")
@@ -63,9 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     _db_arg(rm)
     rm.set_defaults(func=_remove_user)
 
-    nt = usub.add_parser("new-token", help="issue another API token (printed once)")
+    nt = usub.add_parser("new-token", aliases=["create-token"], help="issue another API token (printed once)")
     nt.add_argument("name")
     nt.add_argument("--label", help="name of the token, to revoke it later (default: token<N>)")
+    nt.add_argument("--expires-in", metavar="DAYS",
+                    help="the token is refused after DAYS days (a positive number; default: never expires)")
     _db_arg(nt)
     nt.set_defaults(func=_new_token)
 
@@ -77,9 +80,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     _db_arg(rt)
     rt.set_defaults(func=_revoke_token)
 
+    for verb, helptext in (("disable", "refuse the user's web login, sessions and API tokens (keeps its reservations)"),
+                           ("enable", "let a disabled user log in and use its API tokens again")):
+        en = usub.add_parser(verb, help=helptext)
+        en.add_argument("name")
+        _db_arg(en)
+        en.set_defaults(func=_set_enabled, enabled=verb == "enable")
+
+    adm = usub.add_parser("admin", help="promote (--on) or demote (--off) an admin; never the last one")
+    adm.add_argument("name")
+    onoff = adm.add_mutually_exclusive_group()
+    onoff.add_argument("--on", dest="admin", action="store_true", default=None, help="make the user an admin")
+    onoff.add_argument("--off", dest="admin", action="store_false", help="make the admin an ordinary user")
+    _db_arg(adm)
+    adm.set_defaults(func=_set_admin)
+
     alias = wsub.add_parser("create-user", help="same as `mlte web user create`, never prompts (scripts)")
     _create_args(alias)
     alias.set_defaults(func=_create_user, prompt=False)
+
+
+def _days(text: str) -> float:
+    """``--expires-in``: a positive, finite number of days (one-line error otherwise)."""
+    import math
+
+    from app.errors import MlteError
+
+    try:
+        days = float(text)
+    except ValueError:
+        raise MlteError(f"--expires-in {text!r} is not a number of days (e.g. 30 or 0.5)") from None
+    if not math.isfinite(days) or days <= 0:
+        raise MlteError(f"--expires-in {text!r}: give a positive number of days (omit it: never expires)")
+    return days
 
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
@@ -192,7 +225,34 @@ def _set_password(args: argparse.Namespace) -> int:
         password = _read_password(args, prompt=True, optional=False)
         assert password is not None
         set_password(s, args.name, password)
-    _note(f"password of {args.name} set; it can log in to the web UI")
+    _note(f"password of {args.name} set; it can log in to the web UI (its logged-in sessions were ended)")
+    return 0
+
+
+def _set_enabled(args: argparse.Namespace) -> int:
+    from app.web.users import set_disabled
+
+    with _user_session(args) as s:
+        changed = set_disabled(s, args.name, not args.enabled)
+    if not changed:
+        _note(f"{args.name} is {'enabled' if args.enabled else 'disabled'} already; nothing changed")
+    elif args.enabled:
+        _note(f"enabled {args.name}: its password and API tokens work again")
+    else:
+        _note(f"disabled {args.name}: web login, its sessions and API tokens are refused; reservations kept")
+    return 0
+
+
+def _set_admin(args: argparse.Namespace) -> int:
+    from app.errors import MlteError
+    from app.web.users import set_admin
+
+    if args.admin is None:
+        raise MlteError(f"say which: mlte web user admin {args.name} --on (promote) or --off (demote)")
+    with _user_session(args) as s:
+        changed = set_admin(s, args.name, args.admin)
+    what = "an admin" if args.admin else "not an admin"
+    _note(f"{args.name} is {what}{'' if changed else ' already; nothing changed'}")
     return 0
 
 
@@ -206,11 +266,28 @@ def _list_users(args: argparse.Namespace) -> int:
         return 0
     table = [("NAME", "ADMIN", "PASSWORD", "TOKENS", "CREATED")]
     table += [(r.name, "yes" if r.admin else "no", "yes" if r.has_password else "no", str(r.tokens),
-               datetime.fromtimestamp(r.created, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")) for r in rows]
+               _utc(r.created)) for r in rows]
+    _print_table(table)
+    tokens = [("USER", "TOKEN", "CREATED", "LAST USED", "EXPIRES")]
+    tokens += [(r.name, t.label or "-", _utc(t.created), _utc(t.last_used) if t.last_used else "never",
+                _utc(t.expires) if t.expires else "never") for r in rows for t in r.token_rows]
+    if len(tokens) > 1:
+        print()
+        _print_table(tokens)
+    disabled = [r.name for r in rows if r.disabled]
+    if disabled:
+        print(f"\nDISABLED: {', '.join(disabled)} (mlte web user enable NAME)")
+    return 0
+
+
+def _utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _print_table(table: list[tuple[str, ...]]) -> None:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-    return 0
 
 
 def _remove_user(args: argparse.Namespace) -> int:
@@ -223,10 +300,15 @@ def _remove_user(args: argparse.Namespace) -> int:
 
 
 def _new_token(args: argparse.Namespace) -> int:
+    import time
+
     from app.web.users import new_token
 
+    expires = None if args.expires_in is None else time.time() + _days(args.expires_in) * 86400
     with _user_session(args) as s:
-        label, token = new_token(s, args.name, args.label)
+        label, token = new_token(s, args.name, args.label, expires)
+    if expires is not None:
+        _note(f"API token {label!r} expires at {_utc(expires)}")
     _print_token(args.name, label, token)
     return 0
 

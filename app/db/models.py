@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, MetaData, String, Text, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from monitor.store import MonBase
@@ -37,6 +37,10 @@ class User(Base):
     password_hash: Mapped[str | None] = mapped_column(String(256), default=None)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[float] = mapped_column(Float)
+    # copied into the login session; raising it (new password, disabled) ends every session of the user
+    session_epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # refuses login, sessions and tokens; the user's reservations and audit entries stay
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user", cascade="all, delete-orphan")
 
@@ -51,6 +55,8 @@ class ApiToken(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     label: Mapped[str] = mapped_column(String(64), default="")
     created_at: Mapped[float] = mapped_column(Float)
+    last_used_at: Mapped[float | None] = mapped_column(Float, default=None)
+    expires_at: Mapped[float | None] = mapped_column(Float, default=None)  # null: never
 
     user: Mapped[User] = relationship(back_populates="tokens")
 

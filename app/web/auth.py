@@ -12,12 +12,14 @@ import secrets
 import time
 
 from flask import g, request, session
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.db.models import ApiToken, Reservation, User
+from app.web.context import now, state
 from app.web.errors import ApiError, Forbidden, Unauthorized
+from app.web.timeutil import to_iso
 
 
 def hash_token(token: str) -> str:
@@ -43,15 +45,68 @@ def create_user(db: Session, name: str, *, admin: bool = False, password: str | 
     return user, add_token(db, user, label)
 
 
-def add_token(db: Session, user: User, label: str = "") -> str:
+def add_token(db: Session, user: User, label: str = "", expires_at: float | None = None) -> str:
     token = "mlte_" + secrets.token_urlsafe(32)
-    db.add(ApiToken(user_id=user.id, token_hash=hash_token(token), label=label, created_at=time.time()))
+    db.add(ApiToken(user_id=user.id, token_hash=hash_token(token), label=label, created_at=time.time(),
+                    expires_at=expires_at))
     return token
 
 
-def user_for_token(db: Session, token: str) -> User | None:
+#: a token's last use is written at most this often (seconds): one write per request would queue
+#: every API call behind the database's write lock
+LAST_USE_RESOLUTION = 60.0
+
+
+def authenticate_token(db: Session, token: str) -> User:
+    """The user of a valid token; an unknown, expired or disabled user's token is a 401 saying which.
+    Records the token's last use (at :data:`LAST_USE_RESOLUTION`)."""
     row = db.execute(select(ApiToken).where(ApiToken.token_hash == hash_token(token))).scalar()
-    return None if row is None else row.user
+    if row is None:
+        raise Unauthorized("invalid API token", field="Authorization")
+    t = now()
+    if row.expires_at is not None and row.expires_at <= t:
+        raise Unauthorized(f"API token {row.label!r} of {row.user.name} expired at {to_iso(row.expires_at)}: "
+                           f"ask an admin for a new one (mlte web user new-token {row.user.name})",
+                           field="Authorization")
+    if row.user.disabled:
+        raise Unauthorized(f"user {row.user.name} is disabled: ask an admin to enable it "
+                           f"(mlte web user enable {row.user.name})", field="Authorization")
+    if row.last_used_at is None or t - row.last_used_at >= LAST_USE_RESOLUTION:
+        _record_use(row.id, t)
+    return row.user
+
+
+def _record_use(token_id: int, t: float) -> None:
+    """Write the last use in its own short transaction (the request's read session stays read-only)."""
+    st = state().db
+    with st.writer():
+        s = st.session()
+        try:
+            s.execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=t))
+            s.commit()
+        finally:
+            s.close()
+
+
+def start_session(user: User) -> None:
+    """Log ``user`` in: the session carries the user's epoch, so a later raise ends it."""
+    session.clear()
+    session["user_id"] = user.id
+    session["epoch"] = user.session_epoch
+
+
+def session_user(db: Session) -> User | None:
+    """The logged-in user of this request's session cookie; ``None`` (and the cookie cleared) when the
+    session ended: the password was changed, the user was disabled or removed."""
+    uid = session.get("user_id")
+    if uid is None:
+        return None
+    user = db.get(User, uid)
+    if user is None or user.disabled or session.get("epoch", 0) != user.session_epoch:
+        session.clear()
+        g.session_ended = True
+        return None
+    return user
 
 
 _DUMMY_HASH: list[str] = []
@@ -79,11 +134,9 @@ def current_user(db: Session, *, allow_session: bool) -> User | None:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("Authorization header must be 'Bearer <token>'", field="Authorization")
-        user = user_for_token(db, token.strip())
-        if user is None:
-            raise Unauthorized("invalid API token", field="Authorization")
-    elif allow_session and session.get("user_id") is not None:
-        user = db.get(User, session["user_id"])
+        user = authenticate_token(db, token.strip())
+    elif allow_session:
+        user = session_user(db)
     g.user = user
     return user
 
@@ -92,6 +145,9 @@ def require_user(db: Session, *, allow_session: bool = False) -> User:
     user = current_user(db, allow_session=allow_session)
     if user is None:
         how = "a bearer token or a login session" if allow_session else "a bearer token"
+        if g.get("session_ended"):
+            raise Unauthorized("the login session ended (password changed or user disabled): log in again",
+                               field="session")
         raise Unauthorized(f"authentication required: {how}", field="Authorization")
     return user
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -118,8 +118,10 @@ def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes
             cls.append("on-path")
         title = f"{key} ({kind}, {data.get('capacity', 0):g} Mbit/s)"
         bend = 0.0
-        if kind == "packet" and data.get("source") == "circuit":
-            bend = -70.0  # a circuit seen as a packet link arcs above the copper links
+        if kind == "packet" and (data.get("source") == "circuit" or _passes_over(pos, g, u, v)):
+            # a circuit seen as a packet link arcs above the copper links; so does any packet link
+            # whose straight line would run through another switch (A–C over B reads as "via B")
+            bend = -70.0
         elif kind == "optical":
             # fibres between far-apart OTSes arc away from the OTS row so they do not cross other OTSes
             above = [pos[n][1] < pos[g.nodes[n]["ots"]][1] - 1 for n in (u, v)]
@@ -143,6 +145,16 @@ def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes
     kind_order = {"optical": 0, "oport": 1, "packet": 2, "host": 3}
     d.nodes.sort(key=lambda nd: kind_order.get(nd["kind"], 9))
     return d
+
+
+def _passes_over(pos: dict[str, tuple[float, float]], g: Any, u: str, v: str) -> bool:
+    """Whether another packet switch sits on the straight line between ``u`` and ``v`` (same row)."""
+    (x1, y1), (x2, y2) = pos[u], pos[v]
+    if abs(y1 - y2) > 1:
+        return False
+    lo, hi = sorted((x1, x2))
+    return any(n not in (u, v) and abs(pos[n][1] - y1) <= 1 and lo < pos[n][0] < hi
+               for n, kind in g.nodes(data="kind") if kind == "packet")
 
 
 def _line(key: str, a: tuple[float, float], b: tuple[float, float], cls: str, title: str, bend: float, *,

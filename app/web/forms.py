@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from flask_wtf import FlaskForm
 from wtforms import (
+    DateTimeField,
     DateTimeLocalField,
     FloatField,
     IntegerField,
@@ -12,6 +13,7 @@ from wtforms import (
     TextAreaField,
 )
 from wtforms.validators import DataRequired, Length, NumberRange, Optional, Regexp
+from wtforms.widgets import TextInput
 
 from app.web.validation import ENDPOINT_RE, MAX_BANDWIDTH, MIN_BANDWIDTH
 
@@ -27,6 +29,16 @@ class MbpsField(FloatField):
         if self.raw_data:
             return self.raw_data[0]
         return "" if self.data is None else f"{self.data:.12g}"
+
+
+class UtcMinuteField(DateTimeField):
+    """A UTC time typed as text and shown as ``2026-11-27 19:11``, the way the rest of the page writes
+    times: a ``datetime-local`` input is shown in the browser's locale (``11/27/2026, 07:11 PM``)
+    next to UTC times. ``T`` between date and time is accepted too (what such an input sent)."""
+
+    def __init__(self, label: str, **kwargs) -> None:  # noqa: ANN003
+        kwargs.setdefault("render_kw", {"placeholder": "YYYY-MM-DD HH:MM", "inputmode": "numeric"})
+        super().__init__(label, format=["%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"], widget=TextInput(), **kwargs)
 
 
 class LoginForm(FlaskForm):
@@ -57,4 +69,4 @@ class ModifyForm(FlaskForm):
     """Change a reservation's bandwidth and/or end time (re-checked by admission control)."""
 
     bandwidth = MbpsField("Bandwidth (Mbit/s)", validators=[Optional(), _BANDWIDTH_RANGE])
-    end = DateTimeLocalField("End (UTC)", format="%Y-%m-%dT%H:%M", validators=[Optional()])
+    end = UtcMinuteField("End (UTC)", validators=[Optional()])

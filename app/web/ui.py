@@ -10,17 +10,28 @@ from datetime import datetime, timezone
 from functools import wraps
 from typing import Any
 
-from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask import g as flask_g
 from flask_wtf import FlaskForm
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.models import Circuit, Plan, Reservation, User
-from app.db.states import CANCELLABLE_STATES, MODIFIABLE_STATES, STATES
+from app.db.states import CANCELLABLE_STATES, MODIFIABLE_STATES, PROVISIONING, RESERVED, STATES
 from app.web import monitor_read, service
 from app.web.api.network import layers
-from app.web.auth import check_owner, check_password, current_user
+from app.web.auth import check_owner, check_password, current_user, session_user, start_session
 from app.web.context import advance_if_due, graph, now, read_session, state, write_tx
 from app.web.drawing import CircuitLink, draw
 from app.web.errors import ApiError
@@ -89,8 +100,7 @@ def _endpoint(port: str, vlan: int | None) -> str:
 def _inject() -> dict[str, Any]:
     if flask_g.get("bare_error_page"):  # see render_error: no database reads
         return {"me": None, "action_form": None, "topology_source": None}
-    uid = session.get("user_id")
-    user = read_session().get(User, uid) if uid is not None else None
+    user = session_user(read_session())
     topo = state().topology.describe(read_session(), now()) if user is not None else None
     return {"me": user, "action_form": ActionForm(), "topology_source": topo}
 
@@ -114,8 +124,10 @@ def login():  # noqa: ANN201
         user = check_password(read_session(), form.username.data, form.password.data)
         if user is not None:
             throttle.succeeded(keys[0])
-            session.clear()
-            session["user_id"] = user.id
+            if user.disabled:
+                flash(f"user {user.name} is disabled: ask an admin to enable it", "error")
+                return render_template("login.html", form=form), 403
+            start_session(user)
             target = request.args.get("next", "")
             return redirect(target if _local_path(target) else url_for("ui.reservations"))
         throttle.failed(keys)
@@ -128,6 +140,12 @@ def logout():  # noqa: ANN201
     if ActionForm().validate_on_submit():
         session.clear()
     return redirect(url_for("ui.login"))
+
+
+@ui_bp.get("/favicon.ico")
+def favicon():  # noqa: ANN201
+    """Browsers ask for /favicon.ico whatever the page links: the SVG icon, so no 404 is logged."""
+    return current_app.send_static_file("favicon.svg")
 
 
 @ui_bp.get("/")
@@ -247,7 +265,7 @@ def _load(user: User, res_id: int, db: Session | None = None) -> Reservation:
     """The reservation if ``user`` may see it; 404 / 403 pages otherwise."""
     res = (db or read_session()).get(Reservation, res_id) if 0 < res_id < 2**31 else None
     if res is None:
-        abort(404)
+        abort(404, description=f"no reservation {res_id}: see the list of reservations")
     try:
         check_owner(user, res)
     except ApiError:
@@ -399,10 +417,15 @@ def _circuit_links(live: list[Circuit]) -> tuple[CircuitLink, ...]:
                              c.z_end.rpartition(":")[0], f"circuit {c.name} ({c.capacity:g} Mbit/s)") for c in live)
 
 
-def _topology_view(db: Session, g: Any) -> dict[str, Any]:
+def _topology_view(db: Session, g: Any, user: User) -> dict[str, Any]:
     """What the topology page shows and its live part re-renders: the drawing with the lit circuits,
-    the circuits (lit, and the last released), the layer counts and the links the monitor samples."""
+    the circuits (lit, and the last released), the reservations booked but not lit yet (the user's
+    own; an admin's: all), the layer counts and the links the monitor samples."""
     live = _live_circuits(db)
+    booked = select(Reservation).where(Reservation.state.in_((RESERVED, PROVISIONING)))
+    if not user.is_admin:
+        booked = booked.where(Reservation.owner_id == user.id)
+    pending = list(db.execute(booked.order_by(Reservation.start_ts, Reservation.id).limit(20)).scalars())
     released = list(db.execute(select(Circuit).options(selectinload(Circuit.xcons))
                                .where(Circuit.state.not_in(LIVE_CIRCUIT_STATES))
                                .order_by(Circuit.updated_ts.desc(), Circuit.id.desc()).limit(10)).scalars())
@@ -415,7 +438,7 @@ def _topology_view(db: Session, g: Any) -> dict[str, Any]:
     links = _circuit_links(live)
     monitored = list(dict.fromkeys([*g.edges_of_kind("packet"), *(c.key for c in links)]))
     return {"drawing": draw(g, circuit_edges=_circuit_edges(g, live), circuit_links=links), "circuits": live,
-            "released": released, "layers": layers(data), "counts": counts, "monitored": monitored,
+            "released": released, "pending": pending, "layers": layers(data), "counts": counts, "monitored": monitored,
             "link_of": {c.id: link.key for c, link in zip(live, links, strict=True)}}
 
 
@@ -424,12 +447,13 @@ def _topology_view(db: Session, g: Any) -> dict[str, Any]:
 def topology(user: User):  # noqa: ANN201
     from app.web.topology_source import TopologyUnavailable
 
+    advance_if_due()  # a booked window that started shows as PROVISIONING
     db = read_session()
     try:
         g = graph(db)
     except TopologyUnavailable as exc:  # --topology controller before the controller wrote a snapshot
         return render_template("topology_missing.html", message=exc.message), 503
-    return render_template("topology.html", **_topology_view(db, g))
+    return render_template("topology.html", **_topology_view(db, g, user))
 
 
 @ui_bp.get("/topology/live")
@@ -440,12 +464,13 @@ def topology_live(user: User):  # noqa: ANN201
     open costs one small query set per poll and redraws only when a circuit or the graph changed."""
     from app.web.topology_source import TopologyUnavailable
 
+    advance_if_due()  # a booked window that started shows as PROVISIONING
     db = read_session()
     try:
         g = graph(db)
     except TopologyUnavailable as exc:
         return render_error(503, exc.message)
-    resp = make_response(render_template("_topology_live.html", **_topology_view(db, g)))
+    resp = make_response(render_template("_topology_live.html", **_topology_view(db, g, user)))
     resp.headers["Cache-Control"] = "no-cache"
     resp.add_etag()
     return resp.make_conditional(request)
@@ -454,5 +479,15 @@ def topology_live(user: User):  # noqa: ANN201
 @ui_bp.get("/events")
 @login_required
 def events(user: User):  # noqa: ANN201
-    rows = monitor_read.merged_events(read_session(), None, None, 200)
-    return render_template("events.html", rows=rows)
+    """The service's, controller's and monitor's events, and the plans the controller carried out (a
+    plan that failed or was rolled back is an event already; one that succeeded is only in ``plans``)."""
+    db = read_session()
+    rows = monitor_read.merged_events(db, None, None, 200)
+    plans = db.execute(select(Plan).where(Plan.state == "done").order_by(Plan.id.desc()).limit(200)).scalars()
+    rows += [{"ts": p.finished_at, "kind": "plan.done", "severity": "info",
+              "message": f"{p.kind} plan {p.id}{f' of reservation {p.reservation_id}' if p.reservation_id else ''} "
+                         f"done: {len(p.steps)} step{'s' if len(p.steps) != 1 else ''} in "
+                         f"{max(0.0, p.finished_at - p.started_at):.2f} s ({p.mode.replace('_', '-')})"}
+             for p in plans]
+    rows.sort(key=lambda r: r["ts"], reverse=True)
+    return render_template("events.html", rows=rows[:200])

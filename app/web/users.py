@@ -25,6 +25,16 @@ class UserAdminError(MlteError):
 
 
 @dataclass(frozen=True)
+class TokenRow:
+    """One token of a :class:`UserRow`: its label (what ``revoke-token`` asks for) and its use."""
+
+    label: str
+    created: float
+    last_used: float | None
+    expires: float | None
+
+
+@dataclass(frozen=True)
 class UserRow:
     """One line of ``mlte web user list``."""
 
@@ -33,6 +43,8 @@ class UserRow:
     has_password: bool
     tokens: int
     created: float
+    disabled: bool = False
+    token_rows: tuple[TokenRow, ...] = ()
 
 
 def get_user(db: Session, name: str) -> User:
@@ -56,14 +68,51 @@ def check_password_text(password: str) -> str:
 
 
 def set_password(db: Session, name: str, password: str) -> User:
+    """A new password ends the user's logged-in sessions (someone may have had the old one)."""
     user = get_user(db, name)
     user.password_hash = generate_password_hash(check_password_text(password))
+    user.session_epoch += 1
     return user
 
 
+def _enabled_admins(db: Session) -> int:
+    return db.execute(select(func.count()).select_from(User)
+                      .where(User.is_admin.is_(True), User.disabled.is_(False))).scalar_one()
+
+
+def set_disabled(db: Session, name: str, disabled: bool) -> bool:
+    """Disable (refuse login, sessions and tokens; keep reservations) or enable a user; return whether
+    anything changed. Disabling ends the sessions for good: enabling again does not revive them."""
+    user = get_user(db, name)
+    if user.disabled == disabled:
+        return False
+    if disabled and user.is_admin and _enabled_admins(db) <= 1:
+        raise UserAdminError(f"{name} is the last enabled admin: make another user admin first "
+                             f"(mlte web user admin NAME --on)")
+    user.disabled = disabled
+    if disabled:
+        user.session_epoch += 1
+    return True
+
+
+def set_admin(db: Session, name: str, admin: bool) -> bool:
+    """Promote or demote; never the last enabled admin (nobody could manage the others' reservations).
+    Return whether anything changed."""
+    user = get_user(db, name)
+    if bool(user.is_admin) == admin:
+        return False
+    if not admin and not user.disabled and _enabled_admins(db) <= 1:
+        raise UserAdminError(f"{name} is the last admin: make another user admin first (mlte web user admin NAME --on)")
+    user.is_admin = admin
+    return True
+
+
 def list_users(db: Session) -> list[UserRow]:
-    counts = dict(db.execute(select(ApiToken.user_id, func.count()).group_by(ApiToken.user_id)).all())
-    return [UserRow(u.name, bool(u.is_admin), bool(u.password_hash), int(counts.get(u.id, 0)), u.created_at)
+    tokens: dict[int, list[TokenRow]] = {}
+    for t in db.execute(select(ApiToken).order_by(ApiToken.created_at, ApiToken.id)).scalars():
+        tokens.setdefault(t.user_id, []).append(TokenRow(t.label, t.created_at, t.last_used_at, t.expires_at))
+    return [UserRow(u.name, bool(u.is_admin), bool(u.password_hash), len(tokens.get(u.id, [])), u.created_at,
+                    bool(u.disabled), tuple(tokens.get(u.id, [])))
             for u in db.execute(select(User).order_by(User.name)).scalars()]
 
 
@@ -85,9 +134,10 @@ def remove_user(db: Session, name: str, *, force: bool = False) -> None:
     db.delete(user)
 
 
-def new_token(db: Session, name: str, label: str | None = None) -> tuple[str, str]:
+def new_token(db: Session, name: str, label: str | None = None,
+              expires_at: float | None = None) -> tuple[str, str]:
     """A new token for ``name`` and its label; labels are unique per user so ``revoke-token NAME LABEL``
-    is unambiguous."""
+    is unambiguous. ``expires_at`` (epoch seconds; ``None``: never) ends its validity."""
     user = get_user(db, name)
     labels = set(db.execute(select(ApiToken.label).where(ApiToken.user_id == user.id)).scalars())
     if label is None:
@@ -99,7 +149,7 @@ def new_token(db: Session, name: str, label: str | None = None) -> tuple[str, st
         raise UserAdminError(f"the label must be 1..{MAX_LABEL} characters")
     if label in labels:
         raise UserAdminError(f"{name} already has a token labelled {label!r}: pick another --label or revoke it")
-    return label, add_token(db, user, label)
+    return label, add_token(db, user, label, expires_at)
 
 
 def revoke_tokens(db: Session, name: str, label: str | None) -> int:

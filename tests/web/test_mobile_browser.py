@@ -43,6 +43,21 @@ def test_pages_fit_a_phone(tmp_path: Path, browser_page) -> None:  # noqa: ANN00
         page.goto(url + "/reservations")
         page.locator("#reservation-list tbody a").first.click()
         page.wait_for_url(f"{url}/reservations/{res_id}")
+        # the list says that more columns are a swipe away (issue 26 item 6)
+        page.goto(url + "/reservations")
+        assert page.locator("#list-scroll-hint").is_visible()
+        assert page.evaluate("(e => e.scrollWidth > e.clientWidth)(document.querySelector('#reservation-list')"
+                             ".parentElement)")
+        # the drawing keeps a readable size and scrolls in its own box; the legend wraps, nothing cut
         page.goto(url + "/topology")
         box = page.locator("svg.topology").bounding_box()
-        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 375
+        assert box is not None and box["width"] >= 720
+        assert page.evaluate("(e => e.scrollWidth > e.clientWidth && e.clientWidth <= 375)"
+                             "(document.querySelector('.drawing-scroll'))")
+        assert page.locator(".scroll-hint").first.is_visible()
+        assert page.evaluate(OVERFLOW)
+        items = page.locator(".legend .item")
+        for i in range(items.count()):
+            item = items.nth(i).bounding_box()
+            assert item is not None and item["x"] >= 0 and item["x"] + item["width"] <= 375, items.nth(i).inner_text()
+        assert "red ≥ 70%)" in page.inner_text(".legend")

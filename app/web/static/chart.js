@@ -40,6 +40,9 @@ if (typeof module !== "undefined") { module.exports = MlteChart; }  // node, for
   if (!el) { return; }
   var api = el.getAttribute("data-api");
   var colors = ["#e0287a", "#2f6fde", "#12a150", "#b4532a", "#7b3fe4", "#0e9aa7", "#c28f00", "#555"];
+  // series after the first are dashed, each its own way, so two at equal rates (drawn on top of each
+  // other) still both show: the earlier one's colour shows through the later one's gaps
+  var dashes = ["", "8 5", "3 4", "12 4 3 4", "2 7", "16 6"];
   var NS = "http://www.w3.org/2000/svg";
   var W = 900, H = 240, L = 48, R = 12, T = 12, B = 28;
 
@@ -83,12 +86,20 @@ if (typeof module !== "undefined") { module.exports = MlteChart; }  // node, for
       var pts = (series[l] || []).map(function (p) { return x(Date.parse(p.time)).toFixed(1) + "," + y(p.mbps).toFixed(1); });
       samples += pts.length;
       var color = colors[i % colors.length];
+      var dash = dashes[i % dashes.length];
       if (pts.length) {
-        svg.appendChild(node("polyline", {"class": "series", points: pts.join(" "), stroke: color, "data-link": l}));
+        var line = node("polyline", {"class": "series", points: pts.join(" "), stroke: color, "data-link": l});
+        if (dash) { line.setAttribute("stroke-dasharray", dash); }
+        svg.appendChild(line);
       }
       var s = document.createElement("span");
       s.style.color = color;
-      s.textContent = "■ " + l;
+      var key = node("svg", {width: 24, height: 8, "class": "key", "aria-hidden": "true"});
+      var keyLine = node("line", {x1: 0, x2: 24, y1: 4, y2: 4, stroke: color, "stroke-width": 2});
+      if (dash) { keyLine.setAttribute("stroke-dasharray", dash); }
+      key.appendChild(keyLine);
+      s.appendChild(key);
+      s.appendChild(document.createTextNode(" " + l));
       legend.appendChild(s);
     });
     el.replaceChildren(svg, legend);

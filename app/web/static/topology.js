@@ -78,7 +78,7 @@
           if (chart && state) { chart.setAttribute("data-links", state.getAttribute("data-links")); }
           overlay();
         }
-        status.textContent = "live · " + new Date().toISOString().substr(11, 8) + " UTC";
+        status.textContent = (status.dataset.label || "live") + " · " + new Date().toISOString().substr(11, 8) + " UTC";
         status.classList.remove("lost");
       })
       .catch(function () {
