@@ -92,7 +92,9 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
         for h, ip in (("h1", "10.0.0.3"), ("h3", "10.0.0.1")):  # hosts announce themselves (ARP)
             session.lab.node(h).cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
         user = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "create-user", "lab", "--db", str(db)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        if user.returncode != 0:  # say why (a CalledProcessError alone hid it in a CI run)
+            raise RuntimeError(f"mlte web create-user failed ({user.returncode}): {user.stderr.strip()}")
         headers = {"Authorization": f"Bearer {user.stdout.strip().splitlines()[-1]}"}
         port = free_port()
         web_log = open(out / "web.log", "w")

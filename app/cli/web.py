@@ -187,6 +187,10 @@ def _user_session(args: argparse.Namespace) -> Iterator[Session]:
     db = open_database(url, setting, must_exist=args.func is not _create_user)
     try:
         with db.session() as s:
+            # the write lock first (SQLite: BEGIN IMMEDIATE), so a busy database is waited for: a read
+            # followed by a write in a deferred transaction fails at once ("database is locked") when a
+            # running controller committed in between (a CI run's lab lost its `create-user` that way)
+            db.lock_for_write(s)
             yield s
             s.commit()
     except SQLAlchemyError as exc:
