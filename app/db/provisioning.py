@@ -252,6 +252,12 @@ def _steps(raw: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _order(r: Reservation) -> ReservationOrder:
+    return ReservationOrder(id=r.id, name=r.name, src=r.src, src_vlan=r.src_vlan, dst=r.dst, dst_vlan=r.dst_vlan,
+                            bandwidth=r.bandwidth, mode=r.mode, start=r.start_ts, end=r.end_ts, path=r.path,
+                            ero=r.ero, protection=r.protection or "none")
+
+
 def _installation(circuits: Any, rules: Any) -> tuple[list[_CheckedCircuit], list[_CheckedRule]]:
     """Checked circuits (one mapping or a list) and rules of an installation; at least one of them."""
     if circuits is None:
@@ -319,10 +325,22 @@ class ProvisioningStore:
             rows = s.execute(select(Reservation).where(Reservation.state == PROVISIONING, Reservation.end_ts > now,
                                                        Reservation.start_ts <= now)
                              .order_by(Reservation.start_ts, Reservation.id)).scalars()
-            return [ReservationOrder(id=r.id, name=r.name, src=r.src, src_vlan=r.src_vlan, dst=r.dst,
-                                     dst_vlan=r.dst_vlan, bandwidth=r.bandwidth, mode=r.mode, start=r.start_ts,
-                                     end=r.end_ts, path=r.path, ero=r.ero, protection=r.protection or "none")
-                    for r in rows]
+            return [_order(r) for r in rows]
+
+    def orders(self, ids: Iterable[int]) -> list[ReservationOrder]:
+        """The reservations ``ids`` (those that exist), by id: what a restoration needs to re-route one."""
+        ids = sorted({_int(i, "reservation id", 1, MAX_ID) for i in ids})
+        with self.db.session() as s:
+            return [_order(r) for r in s.execute(select(Reservation).where(Reservation.id.in_(ids))
+                                                  .order_by(Reservation.id)).scalars()]
+
+    def to_restore(self, now: float) -> list[ReservationOrder]:
+        """RESTORING and DEGRADED reservations whose window is still running (to retry, or to resume
+        after a controller restart), oldest first."""
+        with self.db.session() as s:
+            return [_order(r) for r in s.execute(
+                select(Reservation).where(Reservation.state.in_((RESTORING, DEGRADED)), Reservation.end_ts > now)
+                .order_by(Reservation.id)).scalars()]
 
     def installed(self) -> list[Installation]:
         """Everything installed for reservations, whatever their state (to re-adopt after a restart)."""

@@ -87,3 +87,14 @@ def test_bad_restoration_input_writes_nothing(w: World) -> None:  # noqa: F811
     with pytest.raises(ProvisioningError):
         w.store.mark_restored(rid, [], [], NEW_PATH, TRY, T + 2)
     assert w.counts() == before and w.state(rid)[0] == RESTORING
+
+
+def test_orders_and_what_to_restore(w: World) -> None:  # noqa: F811
+    a, b, c = lit(w), lit(w), lit(w)
+    w.store.mark_restoring(a, "fibre cut", T + 1)
+    w.store.mark_restoring(b, "fibre cut", T + 1)
+    w.store.mark_degraded(b, "no path", TRY, T + 2)
+    assert [o.id for o in w.store.to_restore(T + 3)] == [a, b]
+    assert w.store.to_restore(T + 4000) == []  # their windows ended
+    (oc,) = w.store.orders([c, 99999])
+    assert (oc.id, oc.src, oc.dst, oc.protection, oc.path["edges"]) == (c, "A:1", "C:3", "none", PATH["edges"])
