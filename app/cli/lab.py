@@ -77,6 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the other with the same seed (default all)")
     p.add_argument("--demo", action="store_true", help="with `run` (elastic-offload): `make demo` — also the web "
                                                        "service, every event of the loop live, one short run")
+    p.add_argument("--topology", choices=["fig2", "mesh6"], help="with `run` (fibre-cut): the testbed "
+                                                                 "(default fig2)")
     p.add_argument("--paper-sizes", action="store_true", help="with `run` (big-vs-small): the paper's U(512 KB, "
                                                               "4 MB) small transfers, 100-s runs (about 7 min)")
     p.add_argument("--discover", action="store_true",
@@ -138,11 +140,12 @@ def _run_lab(args: argparse.Namespace) -> int:
 
 def _lab_options(args: argparse.Namespace, name: str, runner) -> dict:
     """The extra options given (``--runs``, ``--seeds``, ``--seed``, ``--te``, ``--demo``, ``--placement``,
-    ``--paper-sizes``), if the lab takes them."""
+    ``--paper-sizes``, ``--topology``), if the lab takes them."""
     import inspect
 
     given = {"runs": args.runs, "seeds": args.seeds, "seed": args.seed, "te": None if args.te is None else args.te == "on",
-             "demo": args.demo or None, "placement": args.placement, "paper_sizes": args.paper_sizes or None}
+             "demo": args.demo or None, "placement": args.placement, "paper_sizes": args.paper_sizes or None,
+             "topology": args.topology}
     given = {k: v for k, v in given.items() if v is not None}
     takes = inspect.signature(runner).parameters
     refused = [k for k in given if k not in takes]

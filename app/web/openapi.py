@@ -139,6 +139,21 @@ SCHEMAS: dict[str, Any] = {
             "properties": {"id": {"type": "integer"}, "time": _DT, "user_id": {"type": "integer", "nullable": True},
                            "action": _STR, "detail": {"type": "object"}}}}},
     },
+    "RestorationList": {
+        "type": "object", "required": ["items"],
+        "properties": {"items": {"type": "array", "items": {
+            "type": "object",
+            "required": ["id", "cause", "outcome", "reason", "attempt", "detected", "started", "finished", "took_s",
+                         "old_path", "new_path"],
+            "properties": {"id": {"type": "integer"}, "cause": _STR,
+                           "outcome": {"type": "string", "enum": ["restored", "degraded", "failed"]},
+                           "reason": _STR, "attempt": {"type": "integer"}, "detected": _DT, "started": _DT,
+                           "finished": {**_DT, "nullable": True},
+                           "took_s": {"type": "number", "nullable": True,
+                                      "description": "seconds from detection to the outcome"},
+                           "old_path": {"type": "array", "items": _STR},
+                           "new_path": {"type": "array", "items": _STR}}}}},
+    },
     "Available": {
         "type": "object", "required": ["src", "dst", "start", "end", "available", "path"],
         "properties": {"src": _STR, "dst": _STR, "start": _DT, "end": _DT, "available": {"type": "number"},
@@ -276,6 +291,10 @@ def document() -> dict[str, Any]:
                         body=_ref("FailRequest"))},
         "/api/v1/reservations/{res_id}/history": {
             "get": _op("reservationHistory", "Audit log of one reservation", _json(_ref("AuditList"), "entries"), (401, 403, 404),
+                       params=[_ID])},
+        "/api/v1/reservations/{res_id}/restorations": {
+            "get": _op("reservationRestorations", "How the controller repaired the reservation after failures "
+                       "(newest first)", _json(_ref("RestorationList"), "restorations"), (401, 403, 404),
                        params=[_ID])},
         "/api/v1/available": {
             "get": _op("availableBandwidth", "What-if: available bandwidth between two ports over a window",

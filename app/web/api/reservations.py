@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db.models import Reservation, User
+from app.db.models import Reservation, Restoration, User
 from app.web import admission, service
 from app.web.api import serialize
 from app.web.auth import check_owner, require_user
@@ -78,6 +79,17 @@ def reservation_history(res_id: int):  # noqa: ANN201
     load_reservation(db, res_id, user)
     rows = history(db, res_id)
     return jsonify({"items": [serialize.audit(a) for a in rows]})
+
+
+@bp.get("/reservations/<int:res_id>/restorations")
+def reservation_restorations(res_id: int):  # noqa: ANN201
+    """How the controller repaired this reservation after failures: cause, times, old → new path."""
+    user = require_user(read_session(), allow_session=True)
+    db = read_session()
+    load_reservation(db, res_id, user)
+    rows = db.execute(select(Restoration).where(Restoration.reservation_id == res_id)
+                      .order_by(Restoration.id.desc())).scalars()
+    return jsonify({"items": [serialize.restoration(r) for r in rows]})
 
 
 def _mutate(res_id: int, action: str):  # noqa: ANN202

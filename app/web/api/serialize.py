@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.db.models import AuditEntry, Circuit, Plan, Reservation, ReservationRule
+from app.db.models import AuditEntry, Circuit, Plan, Reservation, ReservationRule, Restoration
 from app.web.timeutil import to_iso
 
 
@@ -75,3 +75,11 @@ def event(e: dict[str, Any]) -> dict[str, Any]:
 
 def audit(a: AuditEntry) -> dict[str, Any]:
     return {"id": a.id, "time": to_iso(a.ts), "user_id": a.user_id, "action": a.action, "detail": a.detail}
+
+
+def restoration(r: Restoration) -> dict[str, Any]:
+    """One repair of a reservation after a failure (docs/failures.md)."""
+    return {"id": r.id, "cause": r.cause, "outcome": r.outcome, "reason": r.reason, "attempt": r.attempt,
+            "detected": to_iso(r.detected_ts), "started": to_iso(r.started_ts), "finished": to_iso(r.finished_ts),
+            "took_s": None if r.finished_ts is None else round(r.finished_ts - r.detected_ts, 3),
+            "old_path": list(r.old_path or []), "new_path": list(r.new_path or [])}

@@ -1,0 +1,274 @@
+"""Lab ``fibre-cut``: faults under lit reservations — detection, restoration, and what the probe lost.
+
+The operator's setting: the controller with its database, the reservation service (``mlte web``) and
+a testbed (Fig. 2, or ``mesh6`` with ``--topology mesh6``). A reservation h1 → h3 is lit; a probe
+sends one packet per millisecond through it; then each fault of the run is injected in turn, with
+the probe running: the fibre the reservation's path crosses is cut (and repaired after), in turn
+for every cut of the run, so each cut hits the path the last restoration chose; ``--quick`` cuts two
+fibres. The full run also powers off the OTS in the middle of the path (Fig. 2's Y, when the path
+crosses it), kills an OTS agent (its cross-connects stay lit: nothing may be lost) and takes a packet
+switch off its controller.
+
+Per fault and reservation (``events`` in ``results.json``): ``detect_s`` (cut → the controller's
+journal says the reservation is broken), ``restored_s`` (cut → the first probe packet after the
+loss arrives, over the new path), ``verified_s`` (cut → the controller verified the new path and
+marked it ACTIVE), ``probe_lost``, the reservation's states after the cut, and its path before and
+after. ``leftover`` checks that after every repair only the reservation's own XCONs are lit.
+Plot: ``fibre_cut.png`` (probe loss and restoration time per fault). docs/failures.md.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from app.controller.client import wait_until
+from app.web.timeutil import to_iso
+from mininet_labs import loss_probe
+from mininet_labs.reservation_lifecycle import ROOT, _get, _state
+
+PERIOD = 0.001  # s between probe packets (1 packet/ms)
+PROBE_PORT = 6003
+RESERVED_MBPS = 2.0
+TOPOLOGIES = ("fig2", "mesh6")
+#: (source host port, destination host port, destination IP) of the probed reservation per topology
+ENDS = {"fig2": ("A:1", "C:3", "h3", "10.0.0.3"), "mesh6": ("A:1", "C:1", "h3", "10.0.0.3")}
+
+
+def _dirs(out: Path, topology: str) -> tuple[Path, Any, Path, tuple[float, float]]:
+    """(out, spec, static file, provisioning delay) of the testbed."""
+    from mininet_labs.workdir import FIG2_DELAY
+    from topology.spec import fig2_testbed, spec_to_vendor_file
+    from topology.vendor_file import write_vendor_file
+
+    out = out.resolve()
+    (out / "work").mkdir(parents=True, exist_ok=True)
+    if topology == "mesh6":
+        from mininet_labs.mesh_spec import mesh6
+        spec = mesh6()
+    else:
+        spec = fig2_testbed()
+    static = out / f"{topology}-optical.json"
+    write_vendor_file(spec_to_vendor_file(spec, setup_time=sum(FIG2_DELAY) / 2), static)
+    return out, spec, static, FIG2_DELAY
+
+
+def _veth(lab: Any, port: str) -> str:
+    """The interface of OTS port ``X:3`` (its bridge port; the fibre is the veth pair behind it)."""
+    node, _, n = port.rpartition(":")
+    return lab.node(node).intfs[int(n)].name
+
+
+def _link(lab: Any, port: str, up: bool) -> float:
+    subprocess.run(["ip", "link", "set", _veth(lab, port), "up" if up else "down"], check=True, timeout=10)
+    return time.time()
+
+
+def _fibres(path: dict[str, Any]) -> list[tuple[str, str]]:
+    """The fibres a stored path crosses, as (OTS port, OTS port)."""
+    out = []
+    for e in path.get("edges") or []:
+        if e.startswith("optical:"):
+            a, b = e[len("optical:"):].split("-")
+            out.append((a, b))
+    return out
+
+
+def run(out: Path, *, quick: bool = False, topology: str = "fig2",
+        progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the lab; write ``out/results.json`` and ``out/fibre_cut.png``; return the results."""
+    from mininet_labs.labclock import LabClock
+    from mininet_labs.session import LabSession, free_port
+
+    if topology not in TOPOLOGIES:
+        raise ValueError(f"fibre-cut runs on {' or '.join(TOPOLOGIES)}, not {topology!r}")
+    out, spec, static, delay = _dirs(Path(out), topology)
+    db = out / "mlte.db"
+    for p in out.glob("mlte.db*"):
+        p.unlink()
+    src, dst, dst_host, dst_ip = ENDS[topology]
+    cuts = 2 if quick else 6
+    res: dict[str, Any] = {"lab": "fibre-cut", "quick": quick, "topology": topology, "events": [],
+                           "probe_period_s": PERIOD}
+    clock = LabClock(progress)
+    work = out / "work"
+    with clock.locked(), LabSession(spec, work, delay=delay, static_file=str(static),
+                                    controller_args=("--db-url", f"sqlite:///{db}")) as session:
+        clock.note(f"controller and {topology} testbed up")
+        h1, hd = session.lab.node("h1"), session.lab.node(dst_host)
+        for a, ip in ((h1, dst_ip), (hd, "10.0.0.1")):  # hosts announce themselves (ARP)
+            a.cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
+        user = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "create-user", "lab", "--db", str(db)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        if user.returncode != 0:
+            raise RuntimeError(f"mlte web create-user failed ({user.returncode}): {user.stderr.strip()}")
+        headers = {"Authorization": f"Bearer {user.stdout.strip().splitlines()[-1]}"}
+        port = free_port()
+        web_log = open(out / "web.log", "w")
+        web = subprocess.Popen([sys.executable, "-m", "app.cli.main", "web", "--db", str(db), "--host", "127.0.0.1",
+                                "--port", str(port), "--topology", "controller"], cwd=ROOT, stdout=web_log,
+                               stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}/api/v1"
+        try:
+            wait_until(lambda: _get(url + "/openapi.json", headers) is not None, 30, "the web service")
+            wait_until(lambda: ((_get(url + "/topology", headers) or {}).get("graph") or {}).get("nodes"), 30,
+                       "a topology snapshot")
+            start = time.time() + 3.0
+            r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
+                "name": "fibre-cut probe", "src": src, "dst": dst, "bandwidth": RESERVED_MBPS,
+                "start": to_iso(start), "end": to_iso(start + 3600)})
+            r.raise_for_status()
+            rid = r.json()["id"]
+            requests.post(f"{url}/reservations/{rid}/commit", headers=headers, timeout=30).raise_for_status()
+            state = wait_until(lambda: _state(url, headers, rid, ("ACTIVE", "FAILED")), 40, "ACTIVE")
+            if state != "ACTIVE":
+                raise RuntimeError(f"reservation {rid} {src} -> {dst} was not lit: {state}")
+            clock.note(f"reservation {rid} {src} -> {dst} ACTIVE")
+            res["reservation_id"] = rid
+            for n in range(cuts):
+                path = (_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}
+                fibres = _fibres(path)
+                if not fibres:
+                    clock.note(f"cut {n + 1}: the path crosses no fibre; stop")
+                    break
+                a, b = fibres[n % len(fibres)]
+                ev = _fault(session, (h1, hd, dst_ip), rid, f"fibre {a}-{b} cut", work, n,
+                            inject=lambda a=a: _link(session.lab, a, False),
+                            repair=lambda a=a: _link(session.lab, a, True),
+                            seconds=4.0 if quick else 6.0)
+                ev["old_path"] = path.get("edges") or []
+                ev["new_path"] = ((_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}).get("edges")
+                res["events"].append(ev)
+                clock.note(f"{ev['fault']}: detected {ev['detect_s']} s, probe back {ev['restored_s']} s, "
+                           f"verified {ev['verified_s']} s, {ev['probe_lost']} of {ev['probe_sent']} lost; "
+                           f"states {[s['state'] for s in ev['states']]}")
+            res["leftover"] = _leftover(session, url, headers, rid)
+            res["final_state"] = _state(url, headers, rid, None)
+            res["restorations"] = (_get(f"{url}/reservations/{rid}/restorations", headers) or {}).get("items")
+            requests.post(f"{url}/reservations/{rid}/cancel", headers=headers, timeout=30).raise_for_status()
+            res["released"] = bool(_within(lambda: not session.client.xcons(), 30))
+            res["controller_errors"] = session.controller_errors()
+        finally:
+            web.terminate()
+            try:
+                web.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                web.kill()
+            web_log.close()
+    res["summary"] = _summary(res["events"])
+    res["lab_seconds"] = clock.durations()
+    (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
+    _plot(res, out / "fibre_cut.png")
+    progress(f"wrote {out / 'results.json'} and {out / 'fibre_cut.png'}")
+    return res
+
+
+def _within(cond: Callable[[], Any], timeout: float) -> Any:
+    try:
+        return wait_until(cond, timeout, "condition")
+    except TimeoutError:
+        return None
+
+
+def _fault(session: Any, hosts: tuple[Any, Any, str], rid: int, what: str, work: Path, n: int, *,
+           inject: Callable[[], float], repair: Callable[[], float], seconds: float) -> dict[str, Any]:
+    """Run the probe (``hosts``: sender, receiver, receiver's IP), inject the fault a second in, wait
+    for the reservation to settle, then repair."""
+    h1, hd, dst_ip = hosts
+    got = work / f"probe-{n}.json"
+    recv = hd.popen([sys.executable, loss_probe.SCRIPT, "recv", str(PROBE_PORT), str(seconds + 2), str(got)],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    send = h1.popen([sys.executable, loss_probe.SCRIPT, "send", dst_ip, str(PROBE_PORT), str(seconds),
+                     str(PERIOD)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seq0 = max((e["seq"] for e in session.client.events(kind="reservation")), default=0)
+    time.sleep(1.0)
+    t_cut = inject()
+    settled = _within(lambda: _settled(session, rid, seq0), 10.0)
+    sent_out, _ = send.communicate(timeout=seconds + 30)
+    recv.communicate(timeout=seconds + 30)
+    t_repair = repair()
+    sent, t0 = sent_out.split()
+    probe = loss_probe.loss_after({int(k): tuple(v) for k, v in json.loads(got.read_text()).items()},
+                                  int(sent), float(t0), PERIOD, t_cut)
+    events = [e for e in session.client.events(since=seq0, kind="reservation") if e.get("reservation_id") == rid]
+    broken = next((e["t"] for e in events if e.get("event") == "broken"), None)
+    restored = next((e["t"] for e in events if e.get("event") == "reservation_restored"), None)
+    time.sleep(1.0)  # the repair settles before the next fault
+    return {"fault": what, "reservation": rid, "protection": "none", "at": t_cut, "repaired_at": t_repair,
+            "detect_s": None if broken is None else round(broken - t_cut, 4),
+            "verified_s": None if restored is None else round(restored - t_cut, 4),
+            "settled": settled, "states": _states(events, t_cut), **probe}
+
+
+def _settled(session: Any, rid: int, seq0: int) -> str | None:
+    """The reservation's outcome after the fault: restored, degraded (or None while restoring)."""
+    for e in session.client.events(since=seq0, kind="reservation"):
+        if e.get("reservation_id") == rid and e.get("event") in ("reservation_restored", "reservation_degraded"):
+            return str(e["event"]).removeprefix("reservation_")
+    return None
+
+
+def _states(events: list[dict], t_cut: float) -> list[dict[str, Any]]:
+    names = {"reservation_restoring": "RESTORING", "reservation_restored": "ACTIVE", "reservation_degraded": "DEGRADED"}
+    return [{"t": round(e["t"] - t_cut, 4), "state": names[e["event"]]} for e in events if e.get("event") in names]
+
+
+def _leftover(session: Any, url: str, headers: dict, rid: int) -> dict[str, Any]:
+    """After the repairs: the XCONs lit are exactly the reservation's own (nothing half-installed)."""
+    lit = session.client.request("GET", "/reservations", timeout=10).get("lit", {}).get(str(rid), {})
+    want = {f"{x['ots']}:{min(x['in_port'], x['out_port'])}<->{max(x['in_port'], x['out_port'])}"
+            for x in lit.get("xcons", [])}
+    have = {f"{x['ots']}:{min(x['in_port'], x['out_port'])}<->{max(x['in_port'], x['out_port'])}"
+            for x in session.client.xcons()}
+    return {"reservation_xcons": sorted(want), "lit_xcons": sorted(have), "extra": sorted(have - want),
+            "missing": sorted(want - have)}
+
+
+def _median(values: list[Any]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return round(statistics.median(vals), 4) if vals else None
+
+
+def _summary(events: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"faults": len(events), "restored": sum(1 for e in events if e.get("settled") == "restored"),
+            "median_detect_s": _median([e["detect_s"] for e in events]),
+            "median_restored_s": _median([e["restored_s"] for e in events]),
+            "median_verified_s": _median([e["verified_s"] for e in events]),
+            "median_probe_lost": _median([e["probe_lost"] for e in events])}
+
+
+def _plot(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    evs = res["events"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
+    labels = [f"{n + 1}: {e['fault'].replace(' cut', '')}" for n, e in enumerate(evs)]
+    ax1.bar(range(len(evs)), [e["probe_lost"] for e in evs], color="tab:red")
+    ax1.set_ylabel("probe packets lost (1 per ms)")
+    for ax in (ax1, ax2):
+        ax.set_xticks(range(len(evs)))
+        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=7)
+    width = 0.27
+    for k, (key, color) in enumerate((("detect_s", "tab:blue"), ("restored_s", "tab:green"),
+                                      ("verified_s", "tab:orange"))):
+        ax2.bar([i + (k - 1) * width for i in range(len(evs))], [e.get(key) or 0 for e in evs], width,
+                label=key, color=color)
+    ax2.set_ylabel("seconds after the fault")
+    ax2.legend(fontsize=7)
+    s = res.get("summary", {})
+    fig.suptitle(f"fibre-cut on {res['topology']}: median probe back {s.get('median_restored_s')} s, "
+                 f"verified {s.get('median_verified_s')} s", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
