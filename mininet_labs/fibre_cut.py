@@ -32,7 +32,9 @@ import requests
 from app.controller.client import wait_until
 from app.web.timeutil import to_iso
 from mininet_labs import loss_probe
-from mininet_labs.reservation_lifecycle import ROOT, _get, _state
+from mininet_labs.lab_web import get as _get
+from mininet_labs.lab_web import lab_web
+from mininet_labs.reservation_lifecycle import _state
 
 PERIOD = 0.001  # s between probe packets (1 packet/ms)
 PROBE_PORT = 6003
@@ -85,7 +87,7 @@ def run(out: Path, *, quick: bool = False, topology: str = "fig2",
         progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the lab; write ``out/results.json`` and ``out/fibre_cut.png``; return the results."""
     from mininet_labs.labclock import LabClock
-    from mininet_labs.session import LabSession, free_port
+    from mininet_labs.session import LabSession
 
     if topology not in TOPOLOGIES:
         raise ValueError(f"fibre-cut runs on {' or '.join(TOPOLOGIES)}, not {topology!r}")
@@ -105,21 +107,8 @@ def run(out: Path, *, quick: bool = False, topology: str = "fig2",
         h1, hd = session.lab.node("h1"), session.lab.node(dst_host)
         for a, ip in ((h1, dst_ip), (hd, "10.0.0.1")):  # hosts announce themselves (ARP)
             a.cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
-        user = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "create-user", "lab", "--db", str(db)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=60)
-        if user.returncode != 0:
-            raise RuntimeError(f"mlte web create-user failed ({user.returncode}): {user.stderr.strip()}")
-        headers = {"Authorization": f"Bearer {user.stdout.strip().splitlines()[-1]}"}
-        port = free_port()
-        web_log = open(out / "web.log", "w")
-        web = subprocess.Popen([sys.executable, "-m", "app.cli.main", "web", "--db", str(db), "--host", "127.0.0.1",
-                                "--port", str(port), "--topology", "controller"], cwd=ROOT, stdout=web_log,
-                               stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}/api/v1"
-        try:
-            wait_until(lambda: _get(url + "/openapi.json", headers) is not None, 30, "the web service")
-            wait_until(lambda: ((_get(url + "/topology", headers) or {}).get("graph") or {}).get("nodes"), 30,
-                       "a topology snapshot")
+        with lab_web(db, out / "web.log") as web:
+            url, headers = web.url, web.headers
             start = time.time() + 3.0
             r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
                 "name": "fibre-cut probe", "src": src, "dst": dst, "bandwidth": RESERVED_MBPS,
@@ -155,13 +144,6 @@ def run(out: Path, *, quick: bool = False, topology: str = "fig2",
             requests.post(f"{url}/reservations/{rid}/cancel", headers=headers, timeout=30).raise_for_status()
             res["released"] = bool(_within(lambda: not session.client.xcons(), 30))
             res["controller_errors"] = session.controller_errors()
-        finally:
-            web.terminate()
-            try:
-                web.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                web.kill()
-            web_log.close()
     res["summary"] = _summary(res["events"])
     res["lab_seconds"] = clock.durations()
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))

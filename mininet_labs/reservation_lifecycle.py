@@ -12,7 +12,6 @@ with the reason and leave nothing behind. Results: ``results.json`` and ``lifecy
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -24,9 +23,10 @@ import requests
 
 from app.controller.client import wait_until
 from app.web.timeutil import parse_iso, to_iso
+from mininet_labs.lab_web import get as _get
+from mininet_labs.lab_web import lab_web
 from topology import rule_plan
 
-ROOT = Path(__file__).resolve().parents[1]
 RESERVED_MBPS = 5.0
 
 
@@ -69,7 +69,7 @@ def _udp_mbps(session: Any, seconds: float, mbps: float) -> tuple[float, float]:
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the lab; write ``out/results.json`` and ``out/lifecycle.png``; return the results."""
     from mininet_labs.labclock import LabClock
-    from mininet_labs.session import LabSession, free_port
+    from mininet_labs.session import LabSession
     from mininet_labs.workdir import fig2_dirs
 
     dirs = fig2_dirs(out)  # the static file's fibres and adaptations: admission can route at once
@@ -91,21 +91,8 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
         note("controller and Fig. 2 testbed up")
         for h, ip in (("h1", "10.0.0.3"), ("h3", "10.0.0.1")):  # hosts announce themselves (ARP)
             session.lab.node(h).cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
-        user = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "create-user", "lab", "--db", str(db)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=60)
-        if user.returncode != 0:  # say why (a CalledProcessError alone hid it in a CI run)
-            raise RuntimeError(f"mlte web create-user failed ({user.returncode}): {user.stderr.strip()}")
-        headers = {"Authorization": f"Bearer {user.stdout.strip().splitlines()[-1]}"}
-        port = free_port()
-        web_log = open(out / "web.log", "w")
-        web = subprocess.Popen([sys.executable, "-m", "app.cli.main", "web", "--db", str(db), "--host",
-                                "127.0.0.1", "--port", str(port), "--topology", "controller"],
-                               cwd=ROOT, stdout=web_log, stderr=subprocess.STDOUT,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        url = f"http://127.0.0.1:{port}/api/v1"
-        try:
-            wait_until(lambda: _get(url + "/openapi.json", headers) is not None, 30, "the web service")
-            wait_until(lambda: ((_get(url + "/topology", headers) or {}).get("graph") or {}).get("nodes"), 30, "a topology snapshot")
+        with lab_web(db, out / "web.log") as web:
+            url, headers, port = web.url, web.headers, web.port
             note(f"web service on http://127.0.0.1:{port}")
             start = time.time() + lead
             r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
@@ -151,13 +138,6 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
                  f"{res['leftover_rules']}); final state {res['final_state']}")
             res["refused"] = _refused(session, url, headers, note)
             res["controller_errors"] = session.controller_errors()
-        finally:
-            web.terminate()
-            try:
-                web.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                web.kill()
-            web_log.close()
     res["timeline"] = [{"t": round(t, 3), "what": w} for t, w in marks]
     res["lab_seconds"] = clock.durations()
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
@@ -241,12 +221,6 @@ def _refused(session: Any, url: str, headers: dict, note: Callable[[str], None])
     return out
 
 
-def _get(url: str, headers: dict) -> Any:
-    try:
-        r = requests.get(url, headers=headers, timeout=5)
-        return r.json() if r.ok else None
-    except (requests.RequestException, ValueError):
-        return None
 
 
 def _state(url: str, headers: dict, rid: int, want: tuple[str, ...] | None) -> str | None:
