@@ -12,6 +12,10 @@ plans it returns through the live southbound, each in its own greenthread:
   ``split`` rules; each poll reads the link's whole load (the forwarding rules' bytes out of the old
   port plus the split rules' bytes, per direction) and, calm long enough, releases the circuit.
 
+A failure (docs/failures.md) that darkens an offload's circuit releases it in the same event
+(:meth:`app.te.decisions.OffloadDecider.broken`); its elephants fall back to the default path and the
+next imbalance places them again.
+
 The offload gain reads what each flow has sent from the monitor's fine data (``NetworkView.fine_flows``,
 the flowstats backend's per-flow byte counts). An elephant the gain turned down is judged again on
 each new count while it stays above the elephant threshold — a short flow ends first and is never
@@ -41,6 +45,7 @@ from os_ken.lib import hub
 from app.controller import events, guard
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
+from app.controller.failures import broken_by, failures_of
 from app.controller.guard import loud
 from app.controller.journal import JOURNAL
 from app.controller.monitor_app import EventMonitor
@@ -119,6 +124,7 @@ class TeApp(app_manager.OSKenApp):
         self._said: dict[str, str] = {}  # link -> kind of the last calm-poll decision journalled (no repeats)
         self.runner = shared_runner(kwargs, self, self.view, self.southbound)
         self.thresholds: dict[int, float] = {}  # offload id -> Mbit/s below which its elephants are gone
+        self.breaking: set[int] = set()  # offloads a failure darkened, being released
         self.counters: dict[int, tuple[float, int, int]] = {}  # offload id -> (t, bytes, polls below)
         # elephants the offload gain turned down -> (their event, the highest Mbit/s they have shown (named or
         # counted since), time of the count judged)
@@ -271,6 +277,28 @@ class TeApp(app_manager.OSKenApp):
         except Exception as exc:
             guard.failures.append(f"te: {exc!r}")
             guard.ERROR_LOG.exception("TE plan %s failed", d.plan.id)
+
+    # ---- failures: an offload whose circuit a failure darkened is released ---------------------------
+    @set_ev_cls([events.EventPortChange, events.EventSwitchLeave])
+    def _network_changed(self, ev: Any) -> None:
+        if not self.decider.offloads:
+            return
+        f = failures_of(self.view.switches.values())
+        if not f.ports:
+            return
+        for off in list(self.decider.offloads.values()):
+            cause = broken_by(off.xcons, off.ends, f)
+            if cause is not None and off.ident not in self.breaking:
+                self.breaking.add(off.ident)
+                d = self.decider.broken(off, cause)
+                self._note(d)
+                hub.spawn(self._run_broken, d, off.ident)
+
+    def _run_broken(self, d: Decision, ident: int) -> None:
+        try:
+            self._run(d)
+        finally:
+            self.breaking.discard(ident)
 
     # ---- elephant gone: the offload's own counters ---------------------------------------------------
     @set_ev_cls(EventTePoll)

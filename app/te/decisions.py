@@ -243,11 +243,19 @@ class OffloadDecider:
                 out.append(Decision(SKIP, f"{len(rest)} other elephant(s) still on circuit {off.circuit_id}",
                                     tuple(ev.flows)))
                 continue
-            plan = planner.release(off.xcons, list(off.egress), list(off.ingress), drain=False,
-                                   plan_id=f"release{off.ident}")
-            out.append(Decision(RELEASE, f"elephant gone: release circuit {off.circuit_id} and its rules",
-                                off.flows, plan, off))
+            out.append(self._release(off, "elephant gone"))
         return out
+
+    def broken(self, off: Offload, cause: str) -> Decision:
+        """A failure darkened the offload's circuit: release it. Its elephants go back to the default
+        path (forwarding re-routes around the failure); the next imbalance places them again."""
+        return self._release(off, f"failure ({cause})")
+
+    @staticmethod
+    def _release(off: Offload, why: str) -> Decision:
+        plan = planner.release(off.xcons, list(off.egress), list(off.ingress), drain=False,
+                               plan_id=f"release{off.ident}")
+        return Decision(RELEASE, f"{why}: release circuit {off.circuit_id} and its rules", off.flows, plan, off)
 
     # ---- what the executor did ------------------------------------------------------------------
     def done(self, d: Decision, ok: bool, now: float) -> None:

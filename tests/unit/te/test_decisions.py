@@ -136,3 +136,28 @@ def test_no_free_circuit_is_a_skip():
     d = OffloadDecider()
     (dec,) = d.on_event(imbalance(ELEPHANT), g, now=1.0, loads_mbps={"packet:A:3-B:1": 9.5})
     assert dec.kind == SKIP and ("no circuit" in dec.reason or "without a new circuit" in dec.reason)
+
+
+def test_an_offload_a_failure_darkened_is_released_and_the_elephant_falls_back(net):
+    """docs/failures.md: the offload's circuit crosses a cut fibre → a release decision (with the cause),
+    run on the fake network: the steer rules and the circuit go, the elephant is back on A-B-C."""
+    from app.controller.failures import Failures, broken_by
+
+    g = live_graph()
+    d = OffloadDecider(Damper(min_hold_s=30), stable_ms=5, verify_timeout_s=1.0)
+    (dec,) = d.on_event(imbalance(ELEPHANT), g, now=10.0, loads_mbps={"packet:A:3-B:1": 4.0},
+                        flow_bytes=lambda f: 50e6)
+    assert run(net, dec).state == "done"
+    d.done(dec, True, now=11.0)
+    off = dec.offload
+    xcon = off.xcons[0]
+    f = Failures({(xcon.ots, xcon.out_port): f"loss of light at {xcon.ots}:{xcon.out_port}"})
+    cause = broken_by(off.xcons, off.ends, f)
+    assert cause == f"loss of light at {xcon.ots}:{xcon.out_port}"
+    assert broken_by(off.xcons, off.ends, Failures({("Y", 1): "x"})) is None  # not on its circuit
+    rel = d.broken(off, cause)
+    assert rel.kind == RELEASE and cause in rel.reason and rel.offload is off
+    assert execute(rel.plan, net, run_parallel=threaded).state == "done"
+    d.done(rel, True, now=12.0)
+    assert not [r for r in net.all_flows() if r.band == "steer"] and d.offloads == {}
+    assert "B" in hops(net, "h1", pkt(ELEPHANT))
