@@ -172,7 +172,7 @@ def test_the_cli_passes_seed_and_seeds_and_the_lab_refuses_a_negative_first_seed
 
     from app.cli.lab import _lab_options
 
-    args = argparse.Namespace(runs=None, seeds=2, seed=3, te=None, demo=False, placement=None, paper_sizes=False,
+    args = argparse.Namespace(runs=None, seeds=2, seed=3, te=None, demo=False, placement=None, paper_sizes=False, topology=None,
                               quick=False)
     assert _lab_options(args, "multihoming", mh.run) == {"seeds": 2, "seed": 3}
     with pytest.raises(ValueError, match="first seed >= 0"):
