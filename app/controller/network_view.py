@@ -337,6 +337,18 @@ class NetworkView:
             self._emit(XconsChanged(dpid))
         return changed
 
+    def hold_xcons(self, dpid: int) -> None:
+        """OTS ``dpid`` left (or is back but not read back yet): its applied XCONs become "maybe applied".
+
+        An OTS whose agent or control channel died keeps its cross-connects lit, as hardware does, so its
+        ports must never look free meanwhile; the read-back after it reconnects settles each one
+        (:meth:`settle_unknown`, :meth:`set_xcons`). Not a graph input any more: nothing is planned
+        through an OTS the controller cannot program."""
+        applied = self._xcons.pop(dpid, None)
+        if applied:
+            self._unknown_xcons.setdefault(dpid, {}).update(applied)
+            self._emit(XconsChanged(dpid))
+
     def clear_xcons(self, dpid: int) -> None:
         """Forget every XCON of OTS ``dpid`` (it connected anew, or left): the read-back tells again."""
         had = bool(self._xcons.pop(dpid, None))

@@ -173,7 +173,7 @@ class OtsDriver(app_manager.OSKenApp):
                                              switching_time=0.001, name=ev.switch.name))
             return
         dpid = ev.switch.dpid
-        self.view.clear_xcons(dpid)
+        self.view.hold_xcons(dpid)  # busy until the read-back says what is lit (never reset to free)
         self.adopted[dpid] = set()
         self.southbound.send(dpid, [ofmsg.ots_caps_request()], kind="xcon")
         self._start_read_back(dpid)  # the XCONs outlive us: a restarted controller must know what is lit
@@ -203,7 +203,7 @@ class OtsDriver(app_manager.OSKenApp):
     @set_ev_cls(events.EventSwitchLeave)
     @loud
     def _switch_leave(self, ev: events.EventSwitchLeave) -> None:
-        self.view.clear_xcons(ev.switch.dpid)
+        self.view.hold_xcons(ev.switch.dpid)  # its XCONs stay lit without us: their ports stay busy
         self.adopted.pop(ev.switch.dpid, None)
         rb = self.readback.pop(ev.switch.dpid, None)
         if rb is not None:
@@ -233,6 +233,9 @@ class OtsDriver(app_manager.OSKenApp):
         self._adopt(ev.dpid, rb, entries)
 
     def _adopt(self, dpid: int, rb: _Readback, entries: list[tuple[int, int]]) -> None:
+        # what was held as maybe applied (the OTS left, or a barrier timed out) is settled by what it reports
+        held = {a: b for a, b in self.unknown.get(dpid, {}).items() if a not in rb.touched}
+        self.view.settle_unknown(dpid, held)
         new = reconcile.adopt_xcons(entries, self.xcons.get(dpid, {}), self.unknown.get(dpid, {}), rb.touched)
         self.view.set_xcons(dpid, new)  # the graph has XCONs it did not have
         self.adopted.setdefault(dpid, set()).update(new)

@@ -167,3 +167,19 @@ def test_get_xcon_marks_adopted_xcons_and_orphans_and_reports_orphans_once():
     assert entries[(1, 2)] == {"ots": "X", "in_port": 1, "out_port": 2, "adopted": True, "orphan": False}
     assert entries[(4, 5)]["orphan"] and entries[(5, 4)]["orphan"]
     assert driver.report_orphans() == []  # reported once
+
+
+def test_an_ots_that_left_keeps_its_ports_busy_until_the_read_back_settles_them():
+    """Issue 23 item 5: no amnesia. An OTS whose agent died keeps its XCONs lit, so while it is away and
+    until it is read back again its ports are busy; the read-back then says which are still lit (kept,
+    adopted) and which are gone (a powered-off OTS lost them: free again)."""
+    driver, dp, sw, posted = make_driver({1: 2, 2: 1, 3: 4, 4: 3})
+    driver._switch_enter(events.EventSwitchEnter(sw))
+    read_back(driver, posted)
+    driver._switch_leave(events.EventSwitchLeave(sw))
+    assert driver.busy_ports(X) == {1, 2, 3, 4} and X not in driver.xcons  # busy, but no graph input
+    dp.table = {1: 2, 2: 1}  # back, but it lost 3<->4 meanwhile
+    driver._switch_enter(events.EventSwitchEnter(sw))
+    assert driver.busy_ports(X) == {1, 2, 3, 4} and driver.reconciling(X)
+    read_back(driver, posted)
+    assert driver.xcons[X] == {1: 2, 2: 1} and driver.busy_ports(X) == {1, 2}
