@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from os_ken.base import app_manager
 from os_ken.controller import event as osken_event
@@ -21,6 +22,7 @@ from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
 from app.controller import db_writer, events
+from app.controller.failures import Failures, failures_of
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.lit_circuits import lit_circuits
 from app.controller.network_view import CONTEXT as VIEW
@@ -127,7 +129,7 @@ class TopologyPublisher(app_manager.OSKenApp):
         thread writes them in order; on a failure :attr:`_rewrite` makes the next tick queue them again)."""
         assert self.writer is not None
         graph, _problems = self.view.graph()
-        data = graph.to_dict()
+        data = mark_failures(graph.to_dict(), failures_of(self.view.switches.values()))
         if data != self.last_graph:
             self.writer.submit(db_writer.SNAPSHOT, FEED, lambda feed: feed.topology(data), self._failed)
             self.last_graph = data
@@ -146,3 +148,19 @@ class TopologyPublisher(app_manager.OSKenApp):
 
     def _failed(self, _exc: BaseException) -> None:
         self._rewrite = True  # runs in the writer thread: only a flag
+
+
+def mark_failures(data: dict[str, Any], f: Failures) -> dict[str, Any]:
+    """The published graph with what failed (docs/failures.md): a failed optical port's node and the
+    fibre or adaptation edges at it get ``failed`` (the reason), so the topology page can show them."""
+    failed = {f"{sw}:{p}": why for (sw, p), why in f.ports.items()}
+    if not failed:
+        return data
+    for node in data["nodes"]:
+        if node["id"] in failed:
+            node["failed"] = failed[node["id"]]
+    for link in data["links"]:
+        why = failed.get(link["u"]) or failed.get(link["v"])
+        if why and link.get("kind") in ("optical", "adaptation"):
+            link["failed"] = why
+    return data

@@ -107,3 +107,15 @@ def test_a_reservation_that_is_not_lit_is_left_alone(net):  # noqa: F811
     store.states[9] = "FINISHED"
     out = m.restore(stored_path(Order(9)), "loss of light at X:3", 100.0, avoid=())
     assert not out.ok and out.state == "NOT_LIT" and net.all_xcons() == set()
+
+
+def test_the_published_topology_marks_failed_ports_and_fibres() -> None:
+    from app.controller.topology_publisher import mark_failures
+
+    g = spec_to_graph(fig2_testbed())
+    data = mark_failures(g.to_dict(), Failures({("X", 3): "loss of light at X:3"}))
+    nodes = {n["id"]: n for n in data["nodes"]}
+    assert nodes["X:3"]["failed"] == "loss of light at X:3" and "failed" not in nodes["Z:3"]
+    failed = {lk["key"] for lk in data["links"] if lk.get("failed")}
+    assert failed == {"optical:X:3-Z:3"}
+    assert mark_failures(g.to_dict(), Failures()) == g.to_dict()
