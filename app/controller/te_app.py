@@ -124,7 +124,7 @@ class TeApp(app_manager.OSKenApp):
         self._said: dict[str, str] = {}  # link -> kind of the last calm-poll decision journalled (no repeats)
         self.runner = shared_runner(kwargs, self, self.view, self.southbound)
         self.thresholds: dict[int, float] = {}  # offload id -> Mbit/s below which its elephants are gone
-        self.breaking: set[int] = set()  # offloads a failure darkened, being released
+        self.releasing: set[int] = set()  # offloads being released (a teardown darkens ports on its way)
         self.counters: dict[int, tuple[float, int, int]] = {}  # offload id -> (t, bytes, polls below)
         # elephants the offload gain turned down -> (their event, the highest Mbit/s they have shown (named or
         # counted since), time of the count judged)
@@ -265,6 +265,8 @@ class TeApp(app_manager.OSKenApp):
             ident, ends, owner, opens, closes = d.offload.ident, d.offload.ends, f"te:{d.offload.ident}", OFFLOAD, RELEASE
             decider = self.decider
         assert d.plan is not None
+        if d.kind == RELEASE:
+            self.releasing.add(ident)
         try:
             rec = self.runner.run(d.plan, owner, "te", ports=ends if d.kind == opens else (),
                                   releases=d.kind == closes, context={"decision": d.kind, "offload": ident}).to_json()
@@ -277,6 +279,9 @@ class TeApp(app_manager.OSKenApp):
         except Exception as exc:
             guard.failures.append(f"te: {exc!r}")
             guard.ERROR_LOG.exception("TE plan %s failed", d.plan.id)
+        finally:
+            if d.kind == RELEASE:
+                self.releasing.discard(ident)
 
     # ---- failures: an offload whose circuit a failure darkened is released ---------------------------
     @set_ev_cls([events.EventPortChange, events.EventSwitchLeave])
@@ -288,17 +293,11 @@ class TeApp(app_manager.OSKenApp):
             return
         for off in list(self.decider.offloads.values()):
             cause = broken_by(off.xcons, off.ends, f)
-            if cause is not None and off.ident not in self.breaking:
-                self.breaking.add(off.ident)
+            if cause is not None and off.ident not in self.releasing:
+                self.releasing.add(off.ident)
                 d = self.decider.broken(off, cause)
                 self._note(d)
-                hub.spawn(self._run_broken, d, off.ident)
-
-    def _run_broken(self, d: Decision, ident: int) -> None:
-        try:
-            self._run(d)
-        finally:
-            self.breaking.discard(ident)
+                hub.spawn(self._run, d)
 
     # ---- elephant gone: the offload's own counters ---------------------------------------------------
     @set_ev_cls(EventTePoll)
