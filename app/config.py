@@ -37,6 +37,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "circuit_timeout": 10.0,  # seconds for a new circuit's ports to come up and its packet link to be seen
         "verify_timeout": 3.0,  # seconds for probe traffic to show on a new path's rule counters
         "state_file": "",  # JSON file keeping the optical scan's adaptations across restarts ("" = not kept)
+        "echo_interval": 2.0,  # seconds between ECHO_REQUESTs to every switch (a silent switch is dead ...)
+        "echo_misses": 3,  # ... after this many unanswered in a row; 0 = never (os-ken's default)
+        "restore": True,  # re-light reservations a failure broke, on a new path (docs/failures.md)
+        "restore_holdoff": 0.0,  # seconds to wait after a failure before restoring (a flapping port settles)
+        "restore_retry": 2.0,  # first back-off (s) of a DEGRADED reservation's retries; doubles up to 30 s
     },
     "ots": {
         "provision_delay_min": 0.150,  # seconds an XCON stays dark (drawn uniformly in [min, max])
@@ -149,6 +154,14 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for key in ("reservation_poll", "circuit_timeout", "verify_timeout"):
         if not 0 < cfg["controller"][key] < float("inf"):
             raise ConfigError(f"[controller] {key} must be a finite number of seconds > 0")
+    if not 0 < cfg["controller"]["echo_interval"] < float("inf"):
+        raise ConfigError("[controller] echo_interval must be a finite number of seconds > 0")
+    if cfg["controller"]["echo_misses"] < 0:
+        raise ConfigError("[controller] echo_misses must be >= 0 (0 = a silent switch is never dropped)")
+    if not 0 <= cfg["controller"]["restore_holdoff"] < float("inf"):
+        raise ConfigError("[controller] restore_holdoff must be a finite number of seconds >= 0")
+    if not 0 < cfg["controller"]["restore_retry"] < float("inf"):
+        raise ConfigError("[controller] restore_retry must be a finite number of seconds > 0")
     if not 0 <= cfg["controller"]["circuit_stable_ms"] < float("inf"):
         raise ConfigError("[controller] circuit_stable_ms must be a finite number >= 0")
     ots = cfg["ots"]

@@ -49,7 +49,7 @@ def _port_info(ofp, port) -> PortInfo:
     name = port.name.decode("utf-8", "replace") if isinstance(port.name, bytes) else str(port.name)
     up = not (port.state & ofp.OFPPS_LINK_DOWN) and not (port.config & ofp.OFPPC_PORT_DOWN)
     return PortInfo(port_no=port.port_no, name=name.rstrip("\x00"), hw_addr=port.hw_addr, up=up,
-                    speed_kbps=port_speed_kbps(ofp, port))
+                    speed_kbps=port_speed_kbps(ofp, port), admin_down=bool(port.config & ofp.OFPPC_PORT_DOWN))
 
 
 def classify(ofp_version: int, port_names: list[str]) -> str:

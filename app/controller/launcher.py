@@ -112,7 +112,7 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
     apps += [TE] if cfg.get("te", {}).get("enabled", False) and MONITOR in apps else []
     apps += [MAPPING] if cfg.get("te", {}).get("mapping_sites") else []
     apps += [m for m in (extra_apps or []) if m not in apps]
-    for mod in apps:
+    for mod in [*apps, "os_ken.controller.controller"]:  # the last: the echo options below
         importlib.import_module(mod)  # registers their options before parsing
     SETTINGS.controller = dict(ctl)
     SETTINGS.ots = dict(cfg["ots"])
@@ -132,6 +132,10 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
         ],
         project="os_ken",
     )
+    # a switch that stops answering is dropped (and its failure handled) after a few seconds, not
+    # never: os-ken's own echo loop closes the session (docs/failures.md)
+    oscfg.CONF.set_override("echo_request_interval", float(ctl["echo_interval"]))
+    oscfg.CONF.set_override("maximum_unreplied_echo_requests", int(ctl["echo_misses"]))
     _announce(f"mlte controller: OpenFlow on {ctl['listen_host']}:{ctl['listen_port']}, "
               f"control API on http://{ctl['api_host']}:{ctl['api_port']}")
     AppManager.run_apps(apps)

@@ -19,6 +19,9 @@ class PortInfo:
     hw_addr: str
     up: bool  # link up and not administratively down
     speed_kbps: int = 0  # current speed (OF1.3 curr_speed; OF1.0 from the ``curr`` feature bits); 0 = unknown
+    # administratively down (config PORT_DOWN): on an OTS a dark port (unused or darkened by loss of
+    # light), so a down OTS port with this False is a fault at that port (docs/failures.md)
+    admin_down: bool = False
 
 
 @dataclass

@@ -79,7 +79,7 @@ class Outcome:
     """What one provision or release did (also an event)."""
 
     reservation_id: int
-    action: str  # provision | release
+    action: str  # provision | release | restore
     ok: bool
     state: str  # the reservation's state afterwards as far as we know
     reason: str = ""
@@ -171,17 +171,27 @@ class ReservationManager:
                 c = None  # compute a new one
             if c is not None and not any(x.ports & self.busy_ports(x.ots) for x in c.xcons):
                 return c
+        try:
+            return self.circuit_around(order, ())[0]
+        except ReservationPathError as exc:
+            raise ReservationPathError(f"the stored path is taken and no other is free: {exc}") from None
+
+    def circuit_around(self, order: Any, avoid: Sequence[str]) -> tuple[ReservationCircuit, dict[str, Any]]:
+        """A new path from ``pce`` over the live graph, around every optical port another circuit holds
+        and the optical ports ``avoid`` (failed ones): the circuit and the path (``PathResult.to_dict``)."""
         from pce.errors import PceError
         from pce.reservation import PathRequest, compute_path
 
-        taken = tuple(sorted(f"{o}:{p}" for o in {n["ots"] for _, n in g.g.nodes(data=True) if n.get("kind") == "oport"}
-                             for p in self.busy_ports(o) if f"{o}:{p}" in g.g))
-        try:  # over the live graph, around every optical port another circuit holds
+        g = self.graph()
+        vlan = _vlan(order)
+        taken = {f"{o}:{p}" for o in {n["ots"] for _, n in g.g.nodes(data=True) if n.get("kind") == "oport"}
+                 for p in self.busy_ports(o) if f"{o}:{p}" in g.g}
+        try:
             res = compute_path(g, PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end,
-                                              exclude=taken))
+                                              exclude=tuple(sorted(taken | set(avoid)))))
         except PceError as exc:
-            raise ReservationPathError(f"the stored path is taken and no other is free: {exc}") from None
-        return circuit_for(g, order.id, order.src, order.dst, res.edges, vlan)
+            raise ReservationPathError(str(exc)) from None
+        return circuit_for(g, order.id, order.src, order.dst, res.edges, vlan), res.to_dict()
 
     # ---- provision -------------------------------------------------------------------------------
     def provision(self, order: Any) -> Outcome:
@@ -200,21 +210,9 @@ class ReservationManager:
             if refused:
                 self._remove_meters(c)
                 return self._failed(order.id, f"elastic: {refused}", {})
-        opts: dict[str, Any] = {"verify": self.verify, "stable_ms": self.timing["stable_ms"],
-                                "circuit_timeout_s": self.timing["circuit_timeout_s"],
-                                "verify_timeout_s": self.timing["verify_timeout_s"],
-                                "plan_id": f"res{order.id}-provision-{int(self.clock() * 1000)}"}
-        if pc is not None:
-            plan = protected_circuits.provision_plan(dataclasses.replace(pc, circuit=c), **opts)
-        else:
-            plan = planner.provision(c.xcons, c.packet_ports, list(c.segments), list(c.transit), list(c.ingress),
-                                     **opts)
-        # default forwarding must never put other traffic on the circuit, not even while it comes up: its
-        # ports are reserved before the plan runs (and given back if it fails)
-        record = self._run(plan, order.id, c, opens=True)
+        record = self._light(order.id, c, "provision", pc)
         if record.state != "done":
-            failed = next((s for s in record.steps if s.ok is False), None)
-            where = f"step {failed.id} ({failed.target}): {failed.error}" if failed is not None else record.error
+            where = failed_step(record)
             if state is not None:
                 self._remove_meters(c)
             return self._failed(order.id, f"provisioning failed at {where}; rolled back", record.to_json())
@@ -231,6 +229,24 @@ class ReservationManager:
         out = Outcome(order.id, "provision", True, "ACTIVE", plan=record.to_json())
         self.on_event("reservation_active", out.to_json() | {"circuit": c.to_json()})
         return out
+
+    def _light(self, res_id: int, c: ReservationCircuit, kind: str,
+               pc: protected_circuits.ProtectedCircuit | None = None) -> PlanRecord:
+        """Light ``c`` by an ordered plan (XCONs → circuit up → transit → ingress → verification);
+        ``pc``: ``c`` is a 1+1 pair, whose failover groups go in before the ingress rules.
+
+        Default forwarding must never put other traffic on the circuit, not even while it comes up:
+        its ports are reserved before the plan runs (and given back if it fails)."""
+        opts: dict[str, Any] = {"verify": self.verify, "stable_ms": self.timing["stable_ms"],
+                                "circuit_timeout_s": self.timing["circuit_timeout_s"],
+                                "verify_timeout_s": self.timing["verify_timeout_s"],
+                                "plan_id": f"res{res_id}-{kind}-{int(self.clock() * 1000)}"}
+        if pc is not None:
+            plan = protected_circuits.provision_plan(dataclasses.replace(pc, circuit=c), **opts)
+        else:
+            plan = planner.provision(c.xcons, c.packet_ports, list(c.segments), list(c.transit), list(c.ingress),
+                                     **opts)
+        return self._run(plan, res_id, c, opens=True)
 
     def _run(self, plan: Plan, res_id: int, c: ReservationCircuit, opens: bool) -> PlanRecord:
         """Run and record a plan that lights ``c`` (``opens``: its ports are reserved from before the
@@ -266,7 +282,8 @@ class ReservationManager:
 
     def release_circuit(self, res_id: int, c: ReservationCircuit, mark: bool = False) -> Outcome:
         plan = planner.release(c.xcons, list(c.transit), list(c.ingress), drain=False,
-                               groups=protected_circuits.groups_of(c), plan_id=f"res{res_id}-release-{int(self.clock() * 1000)}")
+                               groups=protected_circuits.groups_of(c),
+                               plan_id=f"res{res_id}-release-{int(self.clock() * 1000)}")
         record = self._run(plan, res_id, c, opens=False)
         data = record.to_json()
         ok = record.state == "done"
@@ -281,6 +298,68 @@ class ReservationManager:
                 self.run_db("mark_released", res_id, self.clock())
         out = Outcome(res_id, "release", ok, "RELEASED" if ok else "RELEASE_FAILED", record.error or "", data)
         self.on_event("reservation_released" if ok else "reservation_release_failed", out.to_json())
+        return out
+
+    # ---- restoration (docs/failures.md) -------------------------------------------------------------
+    def restore(self, order: Any, cause: str, detected: float, avoid: Sequence[str], attempt: int = 1) -> Outcome:
+        """Re-light a reservation a failure broke: ACTIVE (or DEGRADED) → RESTORING, the broken circuit
+        taken down (best effort: a switch that cannot answer keeps its part, which stays reserved until
+        it is reconciled), a new path around the failed optical ports ``avoid`` lit by an ordered plan
+        with data-plane verification → ACTIVE on it; DEGRADED with the reason when there is no path or
+        lighting it failed (nothing of it left installed; the caller retries with back-off)."""
+        started = self.clock()
+        if not self.run_db("mark_restoring", order.id, cause, started):
+            return Outcome(order.id, "restore", False, "NOT_LIT", "the reservation is not lit any more")
+        old_path = list((order.path or {}).get("edges") or [])
+        self.on_event("reservation_restoring", {"reservation_id": order.id, "cause": cause, "attempt": attempt})
+        broken = self.active.get(order.id)
+        elastic = self.elastic.get(order.id)
+        if broken is not None:
+            out = self.release_circuit(order.id, broken)  # (its meters go with it)
+            if not out.ok:  # what could not be removed stays reserved; the new path avoids its ports
+                self.active.pop(order.id, None)
+        try_ = {"cause": cause, "detected_ts": detected, "started_ts": started, "attempt": attempt,
+                "old_path": old_path}
+        try:
+            c, path = self.circuit_around(order, avoid)
+        except (ReservationPathError, ValueError) as exc:
+            return self._degraded(order.id, f"no path around the failure: {exc}", try_)
+        if getattr(order, "mode", "static") == "elastic":  # metered again at what it had
+            elastic = elastic or self._elastic_state(order)
+            c = metered(c, rule_plan.reservation_meter(order.id))
+            if refused := self._set_meters(c, elastic.provisioned_mbps):
+                self._remove_meters(c)
+                return self._degraded(order.id, f"elastic: {refused}", try_)
+        record = self._light(order.id, c, "restore")
+        if record.state != "done":
+            if elastic is not None:
+                self._remove_meters(c)
+            return self._degraded(order.id, f"lighting the new path failed at {failed_step(record)}; rolled back",
+                                  try_, record.to_json())
+        ok = self.run_db("mark_restored", order.id, circuit_records(c), [rule_record(r) for r in c.rules], path,
+                         {**try_, "new_path": list(path.get("edges") or [])}, self.clock())
+        self.active[order.id] = c
+        if elastic is not None:
+            self.elastic[order.id] = elastic
+        if not ok:  # cancelled or ended while we were restoring it: take it down again
+            out = self.release_circuit(order.id, c)
+            return Outcome(order.id, "restore", False, "RELEASED" if out.ok else "LEFT",
+                           "the reservation ended while it was being restored; released", record.to_json())
+        out = Outcome(order.id, "restore", True, "ACTIVE", plan=record.to_json())
+        self.on_event("reservation_restored", out.to_json() | {"cause": cause, "circuit": c.to_json(),
+                                                               "took_s": round(self.clock() - detected, 3)})
+        return out
+
+    def held(self, res_id: int, reason: str) -> Outcome:
+        """No restoration after all (the failure cleared during the hold-off, or the reservation is gone)."""
+        out = Outcome(res_id, "restore", True, "UNCHANGED", reason)
+        self.on_event("reservation_restore_skipped", out.to_json())
+        return out
+
+    def _degraded(self, res_id: int, reason: str, try_: dict[str, Any], plan: dict[str, Any] | None = None) -> Outcome:
+        self.run_db("mark_degraded", res_id, reason, try_, self.clock())
+        out = Outcome(res_id, "restore", False, "DEGRADED", reason, plan or {})
+        self.on_event("reservation_degraded", out.to_json())
         return out
 
     def adopt(self, inst: Any) -> None:
@@ -347,6 +426,12 @@ class ReservationManager:
             state.last = d.as_dict()
             out.append((res_id, d))
         return out
+
+
+def failed_step(record: PlanRecord) -> str:
+    """Where a plan failed: its first failed step and why (else the plan's own error)."""
+    failed = next((s for s in record.steps if s.ok is False), None)
+    return f"step {failed.id} ({failed.target}): {failed.error}" if failed is not None else str(record.error)
 
 
 def metered(c: ReservationCircuit, meter: int) -> ReservationCircuit:

@@ -15,6 +15,12 @@ the forwarding app keeps other traffic off them. Events: ``reservation`` and ``p
 :data:`app.controller.plan_log.PLANS`). Each pass of the loop also polls the lit *elastic*
 reservations (:meth:`ReservationManager.elastic_tick`: grow or shrink their meters by a unit);
 ``GET /reservations`` lists them under ``elastic`` with what is provisioned now.
+
+Failures (docs/failures.md): every port change and switch disconnect is checked, in its own event,
+against the lit reservations (:mod:`app.controller.failures`); each one a failure broke is restored
+(:meth:`ReservationManager.restore`, after ``[controller] restore_holdoff``) on a path around the
+failed ports; a DEGRADED one (no path left) is retried with back-off (``restore_retry`` doubling up
+to :data:`RETRY_MAX`) while the failure lasts, as are RESTORING ones a restarted controller finds.
 """
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ from os_ken.lib import hub
 from app.controller import db_writer, events, guard, ofmsg
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
+from app.controller.failures import Failures, broken_by, failures_of
 from app.controller.journal import JOURNAL
 from app.controller.live_southbound import LiveSouthbound, green_parallel
 from app.controller.network_view import CONTEXT as VIEW
@@ -48,6 +55,7 @@ STORE = "provisioning_store"  # the ProvisioningStore, a resource of the db_writ
 PROBE_ETHERTYPE = 0x88B6  # IEEE local experimental 2 (the monitor's latency probes use 0x88b5)
 PROBE_SRC = "03:4d:4c:54:45:50"  # group bit set: the forwarding app never learns it as a host
 PROBE_INTERVAL = 0.02
+RETRY_MAX = 30.0  # s: the longest back-off between restoration tries of a DEGRADED reservation
 #: ``[te]`` keys of elastic reservations -> :class:`app.te.elastic.ElasticState` fields
 ELASTIC_KEYS = {"elastic_unit_mbps": "unit_mbps", "elastic_grow_at": "grow_at", "elastic_shrink_at": "shrink_at",
                 "elastic_busy_intervals": "busy_intervals", "elastic_calm_intervals": "calm_intervals",
@@ -98,6 +106,10 @@ class ReservationsApp(app_manager.OSKenApp):
                      if (v := SETTINGS.te.get(key)) is not None},
             active=kwargs.get(LIT_CONTEXT))
         self.routes[("GET", "/reservations")] = self.r_reservations
+        self.restore_on = bool(ctl.get("restore", True))
+        self.holdoff = float(ctl.get("restore_holdoff", 0.0))
+        self.retry_s = float(ctl.get("restore_retry", 2.0))
+        self.retry: dict[int, tuple[float, int]] = {}  # DEGRADED / RESTORING: (next try at, attempt)
         self.adopted = False  # the store's installed ACTIVE reservations were taken over (first pass)
         # the first pass at once: a restarted controller adopts what is lit before anything else
         self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
@@ -153,6 +165,54 @@ class ReservationsApp(app_manager.OSKenApp):
         sched.start()
         return sched.stop
 
+    # ---- failures ----------------------------------------------------------------------------------
+    def failures(self) -> Failures:
+        static = self.view.static_graph
+        expected = static.nodes_of_kind("ots") if static is not None else ()
+        return failures_of(self.view.switches.values(), expected)
+
+    @set_ev_cls([events.EventPortChange, events.EventSwitchLeave, events.EventSwitchEnter])
+    def _network_changed(self, ev: Any) -> None:
+        """A port or switch changed: restore, in this event, every lit reservation a failure broke."""
+        if self.writer is None or not self.restore_on or not self.manager.active:
+            return
+        f = self.failures()
+        if not f.ports:
+            return
+        now = time.time()
+        for res_id, c in list(self.manager.active.items()):
+            cause = broken_by(c.xcons, c.packet_ports, f)
+            if cause is not None and res_id not in self.busy:
+                JOURNAL.add("reservation", event="broken", reservation_id=res_id, cause=cause)
+                self.busy.add(res_id)
+                hub.spawn(self._guarded, res_id, lambda rid, why=cause: self._restore(rid, why, now, 1), res_id)
+
+    def _restore(self, res_id: int, cause: str, detected: float, attempt: int) -> Any:
+        if self.holdoff > 0 and attempt == 1:  # a flapping port settles; then only if it is still broken
+            hub.sleep(self.holdoff)
+            c = self.manager.active.get(res_id)
+            if c is not None and broken_by(c.xcons, c.packet_ports, self.failures()) is None:
+                return self.manager.held(res_id, cause)
+        orders = self._db("orders", [res_id])
+        if not orders:
+            return self.manager.held(res_id, "no such reservation")
+        f = self.failures()
+        out = self.manager.restore(orders[0], cause, detected, f.exclude(self.view.graph()[0]), attempt)
+        if out.state == "DEGRADED":
+            self.retry[res_id] = (time.time() + min(RETRY_MAX, self.retry_s * 2 ** (attempt - 1)), attempt + 1)
+        else:
+            self.retry.pop(res_id, None)
+        return out
+
+    def _retry_degraded(self, now: float) -> None:
+        """Retry DEGRADED reservations whose back-off is over (and resume RESTORING ones a restart left)."""
+        for order in self._db("to_restore", now):
+            at, attempt = self.retry.setdefault(order.id, (now, 1))
+            if at <= now and order.id not in self.busy:
+                self.busy.add(order.id)
+                hub.spawn(self._guarded, order.id,
+                          lambda rid, a=attempt: self._restore(rid, f"retry {a} after a failure", now, a), order.id)
+
     # ---- the loop ----------------------------------------------------------------------------------
     @set_ev_cls(EventFollow)
     def _follow(self, ev: EventFollow) -> None:
@@ -176,6 +236,8 @@ class ReservationsApp(app_manager.OSKenApp):
             if inst.reservation_id not in self.busy:
                 self.busy.add(inst.reservation_id)
                 hub.spawn(self._guarded, inst.reservation_id, self.manager.release, inst)
+        if self.restore_on:
+            self._retry_degraded(now)
         self.manager.elastic_tick()  # elastic reservations follow their demand, a unit at a time
 
     def _guarded(self, res_id: int, fn: Any, arg: Any) -> None:
@@ -193,4 +255,6 @@ class ReservationsApp(app_manager.OSKenApp):
         return {"lit": {str(k): c.to_json() for k, c in sorted(self.manager.active.items())},
                 "elastic": {str(k): e.to_json() for k, e in sorted(self.manager.elastic.items())},
                 "busy": sorted(self.busy), "events": list(self.outcomes)[-50:],
+                "failures": {f"{sw}:{p}": why for (sw, p), why in sorted(self.failures().ports.items())},
+                "retry": {str(k): {"at": at, "attempt": a} for k, (at, a) in sorted(self.retry.items())},
                 "database": bool(SETTINGS.db_url)}

@@ -17,11 +17,13 @@ from app.db.models import AuditEntry, Event, Reservation
 from app.db.states import (
     ACTIVE,
     CANCELLED,
+    DEGRADED,
     FAILED,
     FINISHED,
     HELD,
     PROVISIONING,
     RESERVED,
+    RESTORING,
     check_transition,
 )
 
@@ -29,7 +31,7 @@ HOLD_EXPIRED = "hold expired"
 START_REACHED = "start time reached; waiting for the controller to light it"
 END_REACHED = "end time reached"
 #: states that end when the window ends
-_RUNNING = (RESERVED, PROVISIONING, ACTIVE)
+_RUNNING = (RESERVED, PROVISIONING, ACTIVE, RESTORING, DEGRADED)
 
 
 def audit(session: Session, user_id: int | None, action: str, res: Reservation, **detail: Any) -> None:
@@ -52,7 +54,7 @@ def transition(session: Session, user_id: int | None, res: Reservation, target: 
     session.flush()
     audit(session, user_id, "transition", res, **{"from": old, "to": target, "reason": reason, **detail})
     session.add(Event(ts=now, kind=f"reservation.{target.lower()}",
-                      severity="error" if target == FAILED else "info",
+                      severity="error" if target == FAILED else "warning" if target in (RESTORING, DEGRADED) else "info",
                       message=f"reservation {res.id} ({res.name}) {old} → {target}: {reason}",
                       detail={"reservation": res.id}))
     return old
@@ -69,7 +71,7 @@ def due_condition(now: float) -> ColumnElement[bool]:
 
 def advance(session: Session, now: float) -> int:
     """Time-driven transitions: expire holds, move started windows to PROVISIONING and ended ones
-    (RESERVED, PROVISIONING, ACTIVE) to FINISHED. Returns how many changed."""
+    (RESERVED, PROVISIONING, ACTIVE, RESTORING, DEGRADED) to FINISHED. Returns how many changed."""
     changed = 0
     for res in list(session.execute(select(Reservation).where(due_condition(now))
                                     .order_by(Reservation.id)).scalars()):

@@ -78,6 +78,8 @@ class Reservation(Base):
     start_ts: Mapped[float] = mapped_column(Float)
     end_ts: Mapped[float] = mapped_column(Float)
     mode: Mapped[str] = mapped_column(String(16), default="static")  # static | elastic
+    # "none" | "1+1": a 1+1 reservation is lit on a working and a fibre-disjoint protection path
+    protection: Mapped[str] = mapped_column(String(8), default="none", server_default="none")
     # Mbit/s the controller provides now (an elastic reservation's meter; null until lit, or static)
     provisioned_bw: Mapped[float | None] = mapped_column(Float, default=None)
     state: Mapped[str] = mapped_column(String(16), index=True)
@@ -197,6 +199,30 @@ class Event(Base):
     severity: Mapped[str] = mapped_column(String(16), default="info")  # info | warning | error
     message: Mapped[str] = mapped_column(Text)
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class Restoration(Base):
+    """One repair of a lit reservation after a failure broke its path (docs/failures.md).
+
+    ``cause``: what failed as the controller saw it (e.g. "fibre X:3"); ``detected_ts``: when the
+    controller learnt of it; ``finished_ts``: when the reservation was ACTIVE on a verified new path
+    (outcome "restored") or given up for now (outcome "degraded", retried later: a new row per try).
+    ``old_path`` / ``new_path``: edge keys.
+    """
+
+    __tablename__ = "restorations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    reservation_id: Mapped[int] = mapped_column(ForeignKey("reservations.id"), index=True)
+    cause: Mapped[str] = mapped_column(Text)
+    detected_ts: Mapped[float] = mapped_column(Float)
+    started_ts: Mapped[float] = mapped_column(Float)
+    finished_ts: Mapped[float | None] = mapped_column(Float, default=None)
+    outcome: Mapped[str] = mapped_column(String(16))  # restored | degraded | failed
+    reason: Mapped[str] = mapped_column(Text, default="")
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    old_path: Mapped[list[str]] = mapped_column(JSON, default=list)
+    new_path: Mapped[list[str]] = mapped_column(JSON, default=list)
 
 
 class TopologySnapshot(Base):

@@ -12,7 +12,12 @@ writer thread (docs/controller.md, "Database writes"). The cycle, per reservatio
 3. when the reservation is final (FINISHED, CANCELLED, FAILED) :meth:`~ProvisioningStore.to_release`
    lists what is still installed; the controller removes it and reports
    :meth:`~ProvisioningStore.mark_released`;
-4. after a restart :meth:`~ProvisioningStore.installed` lists everything installed, to re-adopt it.
+4. after a restart :meth:`~ProvisioningStore.installed` lists everything installed, to re-adopt it;
+5. a failure breaks a lit reservation's path (docs/failures.md): :meth:`~ProvisioningStore.mark_restoring`
+   (ACTIVE or DEGRADED → RESTORING), then :meth:`~ProvisioningStore.mark_restored` (→ ACTIVE on the new
+   path: the broken installation recorded as removed, the new one as installed) or
+   :meth:`~ProvisioningStore.mark_degraded` (→ DEGRADED: nothing lit, retried); each try is a
+   ``restorations`` row (:meth:`~ProvisioningStore.restorations`).
 
 The database always knows what the controller put into the network: ``mark_active`` records the
 installation even when the reservation was cancelled (or ended) in the meantime — it then answers
@@ -34,8 +39,8 @@ from sqlalchemy.orm import Session, selectinload
 
 from app.db import lifecycle
 from app.db.engine import Database
-from app.db.models import Circuit, Event, Plan, Reservation, ReservationRule, Xcon
-from app.db.states import ACTIVE, FAILED, FINAL_STATES, PROVISIONING
+from app.db.models import Circuit, Event, Plan, Reservation, ReservationRule, Restoration, Xcon
+from app.db.states import ACTIVE, DEGRADED, FAILED, FINAL_STATES, PROVISIONING, RESTORING
 
 INSTALLED, RELEASED = "ACTIVE", "RELEASED"  # Circuit.state of an installed / removed circuit
 PLAN_MODES = ("ordered", "one_shot")
@@ -44,6 +49,7 @@ STEP_KEYS = frozenset({"id", "kind", "target", "deps", "started_at", "finished_a
 PLAN_KEYS = frozenset({"kind", "mode", "reservation_id", "state", "error", "started_at", "finished_at", "steps"})
 CIRCUIT_KEYS = frozenset({"name", "a_end", "z_end", "capacity", "xcons"})
 RULE_KEYS = frozenset({"switch", "table", "priority", "cookie", "match", "actions"})
+RESTORATION_KEYS = frozenset({"cause", "detected_ts", "started_ts", "attempt", "old_path", "new_path", "reason"})
 MAX_PLANS = 1000
 MAX_ID = 2**31 - 1  # ids are 32-bit INTEGER columns on PostgreSQL
 BY_CONTROLLER = {"by": "controller"}
@@ -72,6 +78,7 @@ class ReservationOrder:
     end: float
     path: dict[str, Any] | None
     ero: list[str] | None
+    protection: str = "none"  # "none" | "1+1"
 
 
 @dataclass(frozen=True)
@@ -152,7 +159,11 @@ def _keys(d: Any, allowed: frozenset[str], required: frozenset[str], what: str) 
     return d
 
 
-def _check_circuit(c: Any, n: int) -> tuple[str, str, str, float, tuple[tuple[str, int, int], ...]]:
+_CheckedCircuit = tuple[str, str, str, float, tuple[tuple[str, int, int], ...]]
+_CheckedRule = tuple[str, int, int, int, dict[str, Any], list[Any]]
+
+
+def _check_circuit(c: Any, n: int) -> _CheckedCircuit:
     what = f"circuit {n}"
     d = _keys(c, CIRCUIT_KEYS, CIRCUIT_KEYS - {"name"}, what)
     a_end = _text(d["a_end"], f"{what}: a_end", 64)
@@ -174,7 +185,7 @@ def _check_circuit(c: Any, n: int) -> tuple[str, str, str, float, tuple[tuple[st
     return name, a_end, z_end, capacity, tuple(xcons)
 
 
-def _check_rule(r: Any, n: int) -> tuple[str, int, int, int, dict[str, Any], list[Any]]:
+def _check_rule(r: Any, n: int) -> _CheckedRule:
     what = f"rule {n}"
     d = _keys(r, RULE_KEYS, RULE_KEYS - {"table"}, what)
     switch = _text(d["switch"], f"{what}: switch", 64)
@@ -241,6 +252,49 @@ def _steps(raw: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _order(r: Reservation) -> ReservationOrder:
+    return ReservationOrder(id=r.id, name=r.name, src=r.src, src_vlan=r.src_vlan, dst=r.dst, dst_vlan=r.dst_vlan,
+                            bandwidth=r.bandwidth, mode=r.mode, start=r.start_ts, end=r.end_ts, path=r.path,
+                            ero=r.ero, protection=r.protection or "none")
+
+
+def _installation(circuits: Any, rules: Any) -> tuple[list[_CheckedCircuit], list[_CheckedRule]]:
+    """Checked circuits (one mapping or a list) and rules of an installation; at least one of them."""
+    if circuits is None:
+        circuits = []
+    elif isinstance(circuits, Mapping):
+        circuits = [circuits]
+    if isinstance(rules, (str, bytes, Mapping)) or not isinstance(rules, Sequence):
+        raise ProvisioningError("rules must be a list of rule mappings")
+    cs = [_check_circuit(c, n) for n, c in enumerate(circuits)]
+    rs = [_check_rule(r, n) for n, r in enumerate(rules)]
+    if not cs and not rs:
+        raise ProvisioningError("nothing installed: an installation needs at least one circuit or rule")
+    return cs, rs
+
+
+def _restoration(d: Any) -> dict[str, Any]:
+    """The fields of one ``restorations`` row, checked (cause, times, attempt, old and new path)."""
+    d = _keys(d, RESTORATION_KEYS, frozenset({"cause", "detected_ts", "started_ts"}), "restoration")
+    paths = {}
+    for key in ("old_path", "new_path"):
+        edges = d.get(key) or []
+        if isinstance(edges, (str, bytes)) or not isinstance(edges, Sequence):
+            raise ProvisioningError(f"restoration {key} must be a list of edge keys")
+        paths[key] = [_text(e, f"restoration {key} edge", 200) for e in edges]
+    return {"cause": _text(d["cause"], "restoration cause", 500), "detected_ts": _finite(d["detected_ts"], "detected_ts"),
+            "started_ts": _finite(d["started_ts"], "started_ts"), "attempt": _int(d.get("attempt", 1), "attempt", 1, MAX_ID),
+            "reason": _text(d["reason"], "restoration reason", 500) if d.get("reason") else "", **paths}
+
+
+def restoration_dict(r: Restoration) -> dict[str, Any]:
+    """A ``restorations`` row as the REST API and the web show it."""
+    return {"id": r.id, "reservation_id": r.reservation_id, "cause": r.cause, "detected_ts": r.detected_ts,
+            "started_ts": r.started_ts, "finished_ts": r.finished_ts, "outcome": r.outcome, "reason": r.reason,
+            "attempt": r.attempt, "old_path": list(r.old_path or []), "new_path": list(r.new_path or []),
+            "took_s": None if r.finished_ts is None else round(r.finished_ts - r.detected_ts, 3)}
+
+
 def plan_dict(p: Plan) -> dict[str, Any]:
     """A plan row as a plain dict (epoch-second times)."""
     return {"id": p.id, "kind": p.kind, "mode": p.mode, "reservation_id": p.reservation_id, "state": p.state,
@@ -271,9 +325,22 @@ class ProvisioningStore:
             rows = s.execute(select(Reservation).where(Reservation.state == PROVISIONING, Reservation.end_ts > now,
                                                        Reservation.start_ts <= now)
                              .order_by(Reservation.start_ts, Reservation.id)).scalars()
-            return [ReservationOrder(id=r.id, name=r.name, src=r.src, src_vlan=r.src_vlan, dst=r.dst,
-                                     dst_vlan=r.dst_vlan, bandwidth=r.bandwidth, mode=r.mode, start=r.start_ts,
-                                     end=r.end_ts, path=r.path, ero=r.ero) for r in rows]
+            return [_order(r) for r in rows]
+
+    def orders(self, ids: Iterable[int]) -> list[ReservationOrder]:
+        """The reservations ``ids`` (those that exist), by id: what a restoration needs to re-route one."""
+        ids = sorted({_int(i, "reservation id", 1, MAX_ID) for i in ids})
+        with self.db.session() as s:
+            return [_order(r) for r in s.execute(select(Reservation).where(Reservation.id.in_(ids))
+                                                  .order_by(Reservation.id)).scalars()]
+
+    def to_restore(self, now: float) -> list[ReservationOrder]:
+        """RESTORING and DEGRADED reservations whose window is still running (to retry, or to resume
+        after a controller restart), oldest first."""
+        with self.db.session() as s:
+            return [_order(r) for r in s.execute(
+                select(Reservation).where(Reservation.state.in_((RESTORING, DEGRADED)), Reservation.end_ts > now)
+                .order_by(Reservation.id)).scalars()]
 
     def installed(self) -> list[Installation]:
         """Everything installed for reservations, whatever their state (to re-adopt after a restart)."""
@@ -309,35 +376,13 @@ class ProvisioningStore:
         is recorded all the same and :meth:`to_release` lists it once the reservation is final.
         Raises :class:`ProvisioningError` for malformed input or an unknown reservation (nothing written).
         """
-        if circuits is None:
-            circuits = []
-        elif isinstance(circuits, Mapping):
-            circuits = [circuits]
-        if isinstance(rules, (str, bytes, Mapping)) or not isinstance(rules, Sequence):
-            raise ProvisioningError("rules must be a list of rule mappings")
-        cs = [_check_circuit(c, n) for n, c in enumerate(circuits)]
-        rs = [_check_rule(r, n) for n, r in enumerate(rules)]
-        if not cs and not rs:
-            raise ProvisioningError("nothing installed: mark_active needs at least one circuit or rule")
+        cs, rs = _installation(circuits, rules)
         now = _finite(now, "now")
         with self.db.locked() as s:
             res = self._get(s, res_id)
-            have_c = {circuit_key(c.a_end, c.z_end, [(x.ots, x.in_port, x.out_port) for x in c.xcons])
-                      for c in self._circuit_rows(s, res_id)}
-            have_r = {_rule_key(r.switch, r.table_id, r.priority, int(r.cookie, 16), r.match)
-                      for r in self._rule_rows(s, res_id)}
-            new_c = _unseen(cs, lambda c: circuit_key(c[1], c[2], c[4]), have_c)
-            new_r = _unseen(rs, lambda r: _rule_key(*r[:5]), have_r)
+            new_c, new_r = self._record_installation(s, res, cs, rs, now)
             if not new_c and not new_r:  # a retry of a call that was recorded
                 return res.state == ACTIVE
-            for name, a_end, z_end, capacity, xcons in new_c:
-                s.add(Circuit(reservation_id=res.id, name=name, a_end=a_end, z_end=z_end, capacity=capacity,
-                              state=INSTALLED, created_ts=now, updated_ts=now,
-                              xcons=[Xcon(ots=o, in_port=i, out_port=p, active=True) for o, i, p in xcons]))
-            for switch, table, priority, cookie, match, actions in new_r:
-                s.add(ReservationRule(reservation_id=res.id, switch=switch, table_id=table, priority=priority,
-                                      cookie=f"{cookie:016x}", match=match, actions=actions, installed=True,
-                                      installed_ts=now))
             detail = {"circuits": [c[0] for c in new_c], "rules": len(new_r), **BY_CONTROLLER}
             if res.state == PROVISIONING:
                 lifecycle.transition(s, None, res, ACTIVE, "lit by the controller", now, **detail)
@@ -375,21 +420,89 @@ class ProvisioningStore:
             res = self._get(s, res_id)
             if res.state not in FINAL_STATES:
                 return False
-            circuits, rules = self._circuit_rows(s, res_id), self._rule_rows(s, res_id)
+            circuits, rules = self._release_rows(s, res_id, now)
             if not circuits and not rules:
                 return True
-            for c in circuits:
-                c.state, c.updated_ts = RELEASED, now
-                for x in c.xcons:
-                    x.active = False
-            for r in rules:
-                r.installed, r.removed_ts = False, now
             detail = {"circuits": [c.name for c in circuits], "rules": len(rules), **BY_CONTROLLER}
             lifecycle.audit(s, None, "release", res, **detail)
             s.add(Event(ts=now, kind="reservation.released", severity="info",
                         message=f"reservation {res.id} ({res.name}): {len(circuits)} circuit(s) and {len(rules)} "
                                 "rule(s) removed from the network", detail={"reservation": res.id, **detail}))
             return True
+
+    # -- failures (docs/failures.md) ---------------------------------------------------------------
+    def mark_restoring(self, res_id: int, cause: str, now: float) -> bool:
+        """ACTIVE or DEGRADED → RESTORING: a failure broke its path (or a DEGRADED one is retried).
+
+        True if it is RESTORING afterwards (already RESTORING: nothing written); False for one that is
+        not lit (not yet ACTIVE, or final): there is nothing to restore."""
+        cause = _text(cause, "cause", 500)
+        now = _finite(now, "now")
+        with self.db.locked() as s:
+            res = self._get(s, res_id)
+            if res.state == RESTORING:
+                return True
+            if res.state not in (ACTIVE, DEGRADED):
+                return False
+            lifecycle.transition(s, None, res, RESTORING, cause, now, **BY_CONTROLLER)
+            return True
+
+    def mark_restored(self, res_id: int, circuits: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, Any]],
+                      path: Mapping[str, Any] | None, restoration: Mapping[str, Any], now: float) -> bool:
+        """RESTORING → ACTIVE on a new path: what was installed before is recorded as removed, the new
+        ``circuits`` and ``rules`` (as :meth:`mark_active`) as installed, ``path`` (when given) replaces
+        the stored one, and the try is a ``restorations`` row (outcome "restored").
+
+        False if it is no longer RESTORING (cancelled or ended meanwhile): the new installation is
+        recorded all the same, so :meth:`to_release` lists it and it is removed the normal way."""
+        cs, rs = _installation(circuits, rules)
+        row = _restoration(restoration)
+        if path is not None and not isinstance(path, Mapping):
+            raise ProvisioningError("path must be a mapping (a PathResult) or None")
+        now = _finite(now, "now")
+        with self.db.locked() as s:
+            res = self._get(s, res_id)
+            ok = res.state == RESTORING
+            if ok:
+                self._release_rows(s, res_id, now)
+            new_c, new_r = self._record_installation(s, res, cs, rs, now)
+            s.add(Restoration(reservation_id=res.id, finished_ts=now, outcome="restored", **row))
+            if not ok:
+                lifecycle.audit(s, None, "install", res, state=res.state, circuits=[c[0] for c in new_c],
+                                rules=len(new_r), **BY_CONTROLLER)
+                return False
+            if path is not None:
+                res.path = json.loads(json.dumps(dict(path)))
+            old = " → ".join(row["old_path"][:1] + row["old_path"][-1:])
+            lifecycle.transition(s, None, res, ACTIVE, f"restored on a new path after {row['cause']}", now,
+                                 circuits=[c[0] for c in new_c], rules=len(new_r), old_path=old, **BY_CONTROLLER)
+            return True
+
+    def mark_degraded(self, res_id: int, reason: str, restoration: Mapping[str, Any], now: float) -> bool:
+        """RESTORING → DEGRADED: no path now (or lighting it failed); nothing of it stays installed
+        (the broken installation is recorded as removed) and the controller retries with back-off
+        while the failure lasts. One ``restorations`` row (outcome "degraded"). False if it is no
+        longer RESTORING."""
+        reason = _text(reason, "reason", 500)
+        row = _restoration({**restoration, "reason": reason})
+        now = _finite(now, "now")
+        with self.db.locked() as s:
+            res = self._get(s, res_id)
+            if res.state != RESTORING:
+                return False
+            self._release_rows(s, res_id, now)
+            s.add(Restoration(reservation_id=res.id, finished_ts=now, outcome="degraded", **row))
+            lifecycle.transition(s, None, res, DEGRADED, reason, now, **BY_CONTROLLER)
+            return True
+
+    def restorations(self, reservation_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """Recorded restorations, newest first (optionally of one reservation)."""
+        _int(limit, "limit", 1, MAX_PLANS)
+        stmt = select(Restoration).order_by(Restoration.id.desc()).limit(limit)
+        if reservation_id is not None:
+            stmt = stmt.where(Restoration.reservation_id == _int(reservation_id, "reservation_id", 1, MAX_ID))
+        with self.db.session() as s:
+            return [restoration_dict(r) for r in s.execute(stmt).scalars()]
 
     def set_provisioned(self, res_id: int, mbps: float, now: float) -> bool:
         """Record the bandwidth the controller now gives ``res_id`` (an elastic reservation's meter).
@@ -473,6 +586,36 @@ class ProvisioningStore:
         return list(s.execute(select(ReservationRule).where(ReservationRule.reservation_id == res_id,
                                                             ReservationRule.installed.is_(True))
                               .order_by(ReservationRule.id)).scalars())
+
+    def _record_installation(self, s: Session, res: Reservation, cs: list[_CheckedCircuit], rs: list[_CheckedRule],
+                             now: float) -> tuple[list[_CheckedCircuit], list[_CheckedRule]]:
+        """Add the circuits and rules not yet recorded as installed for ``res``; returns those added."""
+        have_c = {circuit_key(c.a_end, c.z_end, [(x.ots, x.in_port, x.out_port) for x in c.xcons])
+                  for c in self._circuit_rows(s, res.id)}
+        have_r = {_rule_key(r.switch, r.table_id, r.priority, int(r.cookie, 16), r.match)
+                  for r in self._rule_rows(s, res.id)}
+        new_c = _unseen(cs, lambda c: circuit_key(c[1], c[2], c[4]), have_c)
+        new_r = _unseen(rs, lambda r: _rule_key(*r[:5]), have_r)
+        for name, a_end, z_end, capacity, xcons in new_c:
+            s.add(Circuit(reservation_id=res.id, name=name, a_end=a_end, z_end=z_end, capacity=capacity,
+                          state=INSTALLED, created_ts=now, updated_ts=now,
+                          xcons=[Xcon(ots=o, in_port=i, out_port=p, active=True) for o, i, p in xcons]))
+        for switch, table, priority, cookie, match, actions in new_r:
+            s.add(ReservationRule(reservation_id=res.id, switch=switch, table_id=table, priority=priority,
+                                  cookie=f"{cookie:016x}", match=match, actions=actions, installed=True,
+                                  installed_ts=now))
+        return new_c, new_r
+
+    def _release_rows(self, s: Session, res_id: int, now: float) -> tuple[list[Circuit], list[ReservationRule]]:
+        """Record every installed circuit and rule of ``res_id`` as removed; returns them."""
+        circuits, rules = self._circuit_rows(s, res_id), self._rule_rows(s, res_id)
+        for c in circuits:
+            c.state, c.updated_ts = RELEASED, now
+            for x in c.xcons:
+                x.active = False
+        for r in rules:
+            r.installed, r.removed_ts = False, now
+        return circuits, rules
 
     def _installations(self, s: Session, *, final_only: bool) -> list[Installation]:
         with_circuit = select(Circuit.reservation_id).where(Circuit.reservation_id.is_not(None),

@@ -105,6 +105,7 @@ class FakeNetwork:
         self.xcon: dict[str, dict[int, int]] = {}
         self.port_state: dict[Port, tuple[bool, float]] = {}
         self.forced_down: set[Port] = set()
+        self.cut: set[OPort] = set()  # OTS ports of cut fibres: no light crosses them
         # failure injection
         self._refuse_xcon: dict[str, tuple[frozenset[int] | None, str]] = {}
         self._refuse_flow: dict[str, str] = {}
@@ -225,6 +226,13 @@ class FakeNetwork:
         with self._lock:
             self.forced_down.add(port)
             self._changed(port[0], f"port {port[0]}:{port[1]} broken")
+
+    def cut_fibre(self, a: OPort, repair: bool = False) -> None:
+        """Cut (or repair) the fibre at OTS port ``a``: circuits across it go dark at both ends."""
+        ends = {a, self.fibre[a]}
+        with self._lock:
+            self.cut = self.cut - ends if repair else self.cut | ends
+            self._changed(a[0], f"fibre {a[0]}:{a[1]} {'repaired' if repair else 'cut'}")
 
     def flap(self, port: Port, times: int = 4, period_s: float = 0.01) -> None:
         """Toggle ``port`` down/up ``times`` times (even: ends as it began), one toggle per period."""
@@ -543,6 +551,8 @@ class FakeNetwork:
             nxt = (o[0], out)
             if nxt in self.adapt_rev:
                 return self.adapt_rev[nxt], hops
+            if nxt in self.cut:
+                return None, hops
             o = self.fibre.get(nxt)
         return None, hops
 

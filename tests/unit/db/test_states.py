@@ -1,6 +1,7 @@
 """The transition table: every (from, to) pair is either allowed by the table or refused with a reason.
 
-Only PROVISIONING leads to ACTIVE (the controller lit it); RESERVED never skips to ACTIVE."""
+Only PROVISIONING leads to ACTIVE (the controller lit it); RESERVED never skips to ACTIVE; only a lit
+reservation goes through RESTORING / DEGRADED."""
 from __future__ import annotations
 
 import itertools
@@ -10,11 +11,13 @@ import pytest
 from app.db.states import (
     ACTIVE,
     CANCELLED,
+    DEGRADED,
     FAILED,
     FINISHED,
     HELD,
     PROVISIONING,
     RESERVED,
+    RESTORING,
     STATES,
     TRANSITIONS,
     IllegalTransition,
@@ -25,7 +28,9 @@ EXPECTED = {
     (HELD, RESERVED), (HELD, CANCELLED), (HELD, FAILED),
     (RESERVED, PROVISIONING), (RESERVED, CANCELLED), (RESERVED, FAILED), (RESERVED, FINISHED),
     (PROVISIONING, ACTIVE), (PROVISIONING, FAILED), (PROVISIONING, CANCELLED), (PROVISIONING, FINISHED),
-    (ACTIVE, FINISHED), (ACTIVE, CANCELLED), (ACTIVE, FAILED),
+    (ACTIVE, FINISHED), (ACTIVE, CANCELLED), (ACTIVE, FAILED), (ACTIVE, RESTORING),
+    (RESTORING, ACTIVE), (RESTORING, DEGRADED), (RESTORING, FINISHED), (RESTORING, CANCELLED), (RESTORING, FAILED),
+    (DEGRADED, RESTORING), (DEGRADED, ACTIVE), (DEGRADED, FINISHED), (DEGRADED, CANCELLED), (DEGRADED, FAILED),
 }
 
 

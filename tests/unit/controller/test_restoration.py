@@ -1,0 +1,109 @@
+"""Restoration (docs/failures.md): failures read from port states, and a reservation a cut fibre broke
+re-lit on a path around it by the manager, over the fake Fig. 2 network — or DEGRADED with nothing
+left installed when no path is left."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.controller.failures import Failures, broken_by, failures_of
+from app.controller.model import OTS, PACKET, PortInfo, SwitchInfo
+from app.update.model import XconSpec
+from tests.unit.controller.test_reservations import FakeStore, Order, manager, net, stored_path  # noqa: F401
+from topology.spec import fig2_testbed, spec_to_graph
+
+
+def _port(n: int, up: bool, admin_down: bool = False) -> PortInfo:
+    return PortInfo(n, f"p{n}", "00:00:00:00:00:00", up, admin_down=admin_down)
+
+
+def test_a_fault_is_a_down_ots_port_that_is_not_dark_or_an_admin_down_packet_port() -> None:
+    x = SwitchInfo(0xF01, OTS, 1, "X", {1: _port(1, False, admin_down=True),  # darkened by loss of light
+                                       3: _port(3, False),  # link down, admin up: the fibre failed here
+                                       4: _port(4, False, admin_down=True),  # unused, dark
+                                       2: _port(2, True)})
+    a = SwitchInfo(0xA1, PACKET, 4, "A", {3: _port(3, False),  # dark circuit behind it: not a fault
+                                         4: _port(4, False, admin_down=True)})  # cable unplugged by somebody
+    f = failures_of([x, a], expected_ots=["X", "Y", "Z"])
+    assert set(f.ports) == {("X", 3), ("A", 4)} and f.unreachable == {"Y", "Z"}
+    g = spec_to_graph(fig2_testbed())
+    ex = set(f.exclude(g))
+    assert {"X:3", "Z:3", "X:4"} <= ex  # the failed port, its fibre's far end, A:4's OTS port
+    assert {"Y:1", "Y:4", "Z:2"} <= ex  # every port of the OTSes the controller cannot reach
+    assert "X:1" not in ex and "X:2" not in ex
+    assert broken_by([XconSpec("X", 1, 3)], [("A", 3), ("C", 1)], f) == "loss of light at X:3"
+    assert broken_by([XconSpec("X", 1, 2)], [("A", 3), ("B", 1)], f) is None
+    assert not Failures() and broken_by([XconSpec("X", 1, 3)], [], Failures()) is None
+
+
+@dataclass
+class RestoringStore(FakeStore):
+    restorations: list[dict] = field(default_factory=list)
+
+    def mark_restoring(self, res_id, cause, now):
+        if self.states.get(res_id) not in ("ACTIVE", "DEGRADED", "RESTORING"):
+            return False
+        self.states[res_id], self.reasons[res_id] = "RESTORING", cause
+        return True
+
+    def mark_restored(self, res_id, circuits, rules, path, restoration, now):
+        self.restorations.append({**restoration, "outcome": "restored", "finished_ts": now})
+        ok = self.mark_active(res_id, circuits, rules, now)
+        return ok
+
+    def mark_degraded(self, res_id, reason, restoration, now):
+        self.installed.pop(res_id, None)
+        self.restorations.append({**restoration, "outcome": "degraded", "reason": reason})
+        self.states[res_id], self.reasons[res_id] = "DEGRADED", reason
+        return True
+
+
+def test_a_cut_fibre_is_restored_on_a_path_around_it(net):  # noqa: F811
+    store = RestoringStore()
+    m, events = manager(net, store)
+    order = stored_path(Order(7))
+    assert m.provision(order).ok
+    assert {x.ots for x in m.active[7].xcons} == {"X", "Z"}  # X 1<->3, Z 3<->2: over the fibre X:3-Z:3
+    net.cut_fibre(("X", 3))
+    assert net.delivered_to("h1", {"eth_dst": "00:00:00:00:00:03"}) is None  # dark
+    out = m.restore(order, "loss of light at X:3", 100.0, avoid=("X:3", "Z:3"))
+    assert out.ok and out.state == "ACTIVE" and store.states[7] == "ACTIVE", out
+    used = {(x.ots, p) for x in m.active[7].xcons for p in x.ports}
+    assert not used & {("X", 3), ("Z", 3)}
+    assert all(not ({("X", 3), ("Z", 3)} & {(x.ots, p) for p in x.ports}) for x in net.all_xcons())
+    assert net.delivered_to("h1", {"eth_dst": "00:00:00:00:00:03"}) == "h3"
+    assert net.delivered_to("h3", {"eth_dst": "00:00:00:00:00:01"}) == "h1"
+    (row,) = store.restorations
+    assert row["outcome"] == "restored" and row["cause"] == "loss of light at X:3"
+    assert "optical:X:3-Z:3" in row["old_path"] and "optical:X:3-Z:3" not in row["new_path"]
+    kinds = [k for k, _ in events]
+    assert kinds.index("reservation_restoring") < kinds.index("reservation_restored")
+    assert [p["kind"] for p in store.plans[-2:]] == ["release", "provision"]  # old down, new lit and verified
+    assert any(s["kind"] == "verify" and s["ok"] for s in store.plans[-1]["steps"])
+
+
+def test_no_path_left_degrades_with_nothing_installed(net):  # noqa: F811
+    store = RestoringStore()
+    m, events = manager(net, store)
+    order = stored_path(Order(8))
+    assert m.provision(order).ok
+    every_fibre_of_x = ("X:2", "X:3", "X:5", "X:6", "Y:1", "Z:3", "Z:5", "Z:6")
+    for p in (2, 3, 5, 6):
+        net.cut_fibre(("X", p))
+    out = m.restore(order, "loss of light at X:3", 100.0, avoid=every_fibre_of_x)
+    assert not out.ok and out.state == "DEGRADED" and store.states[8] == "DEGRADED"
+    assert "no path" in store.reasons[8]
+    assert net.all_xcons() == set() and net.all_flows() == [] and 8 not in m.active
+    assert any(k == "reservation_degraded" for k, _ in events)
+    for p in (2, 3, 5, 6):  # repaired: the retry lights it again
+        net.cut_fibre(("X", p), repair=True)
+    out = m.restore(order, "retry 2 after a failure", 100.0, avoid=(), attempt=2)
+    assert out.ok and store.states[8] == "ACTIVE"
+    assert net.delivered_to("h1", {"eth_dst": "00:00:00:00:00:03"}) == "h3"
+
+
+def test_a_reservation_that_is_not_lit_is_left_alone(net):  # noqa: F811
+    store = RestoringStore()
+    m, _ = manager(net, store)
+    store.states[9] = "FINISHED"
+    out = m.restore(stored_path(Order(9)), "loss of light at X:3", 100.0, avoid=())
+    assert not out.ok and out.state == "NOT_LIT" and net.all_xcons() == set()
