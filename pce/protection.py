@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pce.bookings import Booking, BookingCalendar
-from pce.cspf import Route, fits
-from pce.errors import NoPathError
+from pce.bookings import Booking, BookingCalendar, as_calendar
+from pce.cspf import Route, fits, widest_by_threshold
+from pce.errors import NoPathError, PceError
 from pce.ksp import disjoint_routes
 from pce.reservation import (
     PathRequest,
@@ -37,6 +37,13 @@ from pce.reservation import (
 )
 
 PROTECTIONS = ("none", "1+1")
+#: the what-if's smallest probe (Mbit/s): any pair at all
+_LEAST_MBPS = 1e-6
+
+
+class NoProtectionError(NoPathError):
+    """A working path fits but no protection path shares no risk with it (or none is left after a failure)."""
+
 #: edge kinds a protection path must not share with the working path (access links are the endpoints')
 _CUT_KINDS = frozenset({"adaptation", "optical", "packet", "xcon"})
 
@@ -114,7 +121,7 @@ def _around(graph: Any, req: PathRequest, bookings: Any, avoid_edges: Iterable[s
 
 def _no_protection(p: _Problem, working: PathResult) -> NoPathError:
     why = _fail(p)
-    return NoPathError(f"1+1 protection: no protection path from {p.req.src} to {p.req.dst} sharing no fibre, "
+    return NoProtectionError(f"1+1 protection: no protection path from {p.req.src} to {p.req.dst} sharing no fibre, "
                        f"OTS port or adaptation port with the working path {' → '.join(working.nodes)}: {why}",
                        bottleneck=why.bottleneck, available=why.available)
 
@@ -164,7 +171,29 @@ def reprotect(graph: Any, req: PathRequest, surviving_edges: Iterable[str], fail
     p, route = _around(graph, req, bookings, list(surviving_edges), failed)
     if route is None:
         why = _fail(p)
-        raise NoPathError(f"1+1 re-protection: no new protection path from {req.src} to {req.dst} around the "
+        raise NoProtectionError(f"1+1 re-protection: no new protection path from {req.src} to {req.dst} around the "
                           f"surviving path and the failed {', '.join(sorted(failed)) or 'elements'}: {why}",
                           bottleneck=why.bottleneck, available=why.available)
     return _result(p, route)
+
+
+def available_protected(graph: Any, src: str, dst: str, start: float, end: float,
+                        bookings: Iterable[Booking] | BookingCalendar = ()) -> tuple[float, ProtectedPath | None]:
+    """What-if for 1+1: the most Mbit/s a working and a disjoint protection path could both carry
+    over the whole window, with that pair (``(0.0, None)`` if no disjoint pair exists).
+
+    A binary search over the distinct headrooms of the window (a pair that fits a width fits any
+    smaller one), each step one :func:`protected_paths`."""
+    cal = as_calendar(bookings)
+    p = _problem(graph, PathRequest(src, dst, 0.0, start, end, objective="widest"), cal, bandwidth_required=False)
+
+    def pair(width: float) -> ProtectedPath | None:
+        try:
+            return protected_paths(graph, PathRequest(src, dst, width, start, end, objective="widest"), cal)
+        except PceError:  # no pair that wide (or an unbounded width, which no request can name)
+            return None
+
+    best = widest_by_threshold(p.view, _LEAST_MBPS, pair)
+    if best is None:
+        return 0.0, None
+    return min(best.working.available, best.protection.available), best

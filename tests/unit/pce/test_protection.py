@@ -5,7 +5,7 @@ import pytest
 
 from mininet_labs.mesh_spec import mesh6
 from pce.errors import NoPathError, PceError
-from pce.protection import ProtectedPath, protected_paths, reprotect, shared_risks
+from pce.protection import ProtectedPath, available_protected, protected_paths, reprotect, shared_risks
 from pce.reservation import Booking, PathRequest, compute_path
 from topology.graph import MultiLayerGraph
 from topology.spec import fig2_testbed, spec_to_graph
@@ -109,3 +109,15 @@ def test_reprotect_routes_around_the_survivor_and_the_cut(fig2):
     with pytest.raises(NoPathError, match="re-protection"):
         reprotect(fig2, req(), pp.working.edges, failed=["A:1"])  # the endpoint port itself
     assert reprotect(fig2, req(), pp.working.edges, failed=["gone:fibre"]).edges == pp.protection.edges
+
+
+def test_what_if_for_one_plus_one_is_the_narrower_of_the_best_pair(fig2):
+    assert available_protected(fig2, "A:1", "C:3", 0.0, 100.0)[0] == 10.0
+    busy = Booking("other", 0.0, 100.0, 3.0, ("adaptation:A:4-X:4",), ())
+    bw, pp = available_protected(fig2, "A:1", "C:3", 0.0, 100.0, [busy])
+    assert bw == 7.0 and pp is not None and "adaptation:A:4-X:4" in pp.protection.edges
+    assert protected_paths(fig2, req(bw=7.0), [busy])  # the figure is one a request can get
+    with pytest.raises(NoPathError):
+        protected_paths(fig2, req(bw=7.5), [busy])
+    taken = Booking("other", 0.0, 100.0, 1.0, (), ("X:4",))
+    assert available_protected(fig2, "A:1", "C:3", 0.0, 100.0, [taken]) == (0.0, None)
