@@ -166,9 +166,12 @@ class LiveSouthbound:
                                lambda: ofmsg.failover_group(g.group_id, g.ports, command))
 
     def set_group(self, g: GroupSpec, barrier: bool = True) -> Outcome:
-        """Add the group (first time) or modify its buckets (OFPGC_ADD of an existing group is an error)."""
+        """Add the group (first time) or modify its buckets (OFPGC_ADD of an existing group is an error;
+        a group added before a restart of ours is modified once the switch says it exists)."""
         key = (g.switch, g.group_id)
         out = self._group(g, "modify" if key in self.groups else "add", barrier)
+        if not out.ok and "GROUP_EXISTS" in out.error:
+            out = self._group(g, "modify", barrier)
         if out.ok:
             self.groups.add(key)
         return out

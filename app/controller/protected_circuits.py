@@ -12,8 +12,10 @@ The result is one :class:`~app.controller.reservation_circuits.ReservationCircui
 XCONs, segments and rules; ingress rules naming the group) plus its groups, so the reservation
 manager records, adopts and releases it like any other; :func:`provision_plan` puts the groups in
 before the ingress rules and verifies on the working path only (the protection path carries no
-traffic while the working one is up); :func:`groups_of` gives the groups a release removes, after
-the ingress rules.
+traffic while the working one is up); :func:`groups_of` reads the groups back from a lit circuit
+(a release removes them after the ingress rules). After a failure the switches already carry the
+traffic on the survivor; :func:`reprotect_plans` then takes the failed path down and lights a new
+protection path (:func:`pce.protection.reprotect`), re-setting the groups survivor first.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from typing import Any
 
 from app.controller.reservation_circuits import ReservationCircuit, ReservationPathError, circuit_for
 from app.update import planner
-from app.update.model import FlowRule, GroupSpec
+from app.update.model import FlowRule, GroupSpec, IngressChange
 from app.update.plan import Plan
 from topology import rule_plan
 from topology.graph import MultiLayerGraph
@@ -111,6 +113,37 @@ def provision_plan(pc: ProtectedCircuit, **kw: Any) -> Plan:
 
 
 def groups_of(c: ReservationCircuit) -> tuple[GroupSpec, ...]:
-    """The groups a release removes (after the ingress rules that use them): one per ingress rule that
-    names a group. A delete needs only the switch and the id; the bucket is the rule's working port."""
-    return tuple(GroupSpec(r.switch, r.group, (r.out_port,)) for r in c.ingress if r.group is not None)
+    """The groups of a lit circuit (none unless 1+1), read back from its ingress rules: the rule's port
+    first, then the endpoint switch's other circuit port (the release removes them after the ingress
+    rules; a re-protection restores them on a roll-back)."""
+    out = []
+    for r in c.ingress:
+        if r.group is not None:
+            others = sorted(p for sw, p in c.packet_ports if sw == r.switch and p != r.out_port)
+            out.append(GroupSpec(r.switch, r.group, (r.out_port, *others)))
+    return tuple(out)
+
+
+def reprotect_plans(old: ReservationCircuit, new: ProtectedCircuit, **kw: Any) -> tuple[Plan, Plan]:
+    """After the working (or protection) path failed, the two plans that protect the reservation again:
+
+    1. take down what ``old`` (the lit pair) has and ``new`` does not keep: the failed path's XCONs and
+       rules. It carries no traffic (the ingress switches already send on the survivor), and its
+       ports may be what the new path needs, so this goes first (break before make);
+    2. light ``new.protection`` (XCONs → circuit up → its rules), re-set the groups with the
+       survivor first (``old``'s groups restored on a roll-back), re-write the ingress rules to name
+       the survivor as their first port, and verify on the survivor (``kw``: the planner's options).
+
+    ``new`` is :func:`protected_circuit` with the surviving path's edges as the working path and
+    :func:`pce.protection.reprotect`'s path as the protection path."""
+    keep_x, keep_r = set(new.circuit.xcons), set(new.circuit.rules)
+    down = planner.release([x for x in old.xcons if x not in keep_x], [r for r in old.transit if r not in keep_r],
+                           [], drain=False, plan_id=f"{kw.get('plan_id') or f'res{old.ident}-reprotect'}-down")
+    olds = {r.key(): r for r in old.ingress}
+    ingress = [IngressChange(r, olds.get(r.key())) for r in new.circuit.ingress]
+    lit = set(old.xcons)
+    up = planner.provision([x for x in new.protection.xcons if x not in lit], new.protection.packet_ports,
+                           list(new.protection.segments), [r for r in new.circuit.transit if r not in set(old.transit)],
+                           ingress, groups=new.groups, old_groups=groups_of(old),
+                           verify_rules=[*new.circuit.ingress, *new.working.transit], **kw)
+    return down, up

@@ -180,20 +180,38 @@ class FlowStep(Step):
 
 @dataclass(frozen=True, kw_only=True)
 class GroupStep(_AddRemove):
-    """Set or remove one fast-failover group (before the rules that output to it, after they are gone)."""
+    """Set or remove one fast-failover group (before the rules that output to it, after they are gone).
+
+    ``restore`` is the group a set overwrites (same switch and id), so undo puts it back: removing a
+    group would remove the rules that use it (OpenFlow 1.3 §6.5), traffic and all."""
 
     group: GroupSpec
+    restore: GroupSpec | None = None
     tag: ClassVar[str] = "group"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.restore is not None and (self.op != ADD or (self.restore.switch, self.restore.group_id) != (
+                self.group.switch, self.group.group_id)):
+            raise PlanError(f"step {self.id}: only a set restores a group, and only the one it overwrites")
 
     def target(self) -> str:
         return self.group.target()
 
+    def inverse(self) -> Step:
+        if self.restore is not None:
+            return GroupStep(id=_undo_id(self.id), op=ADD, group=self.restore)
+        return super().inverse()
+
     def _fields(self) -> dict[str, Any]:
-        return {"op": self.op, "group": self.group.to_json()}
+        return {"op": self.op, "group": self.group.to_json(),
+                "restore": None if self.restore is None else self.restore.to_json()}
 
     @classmethod
     def _from_json(cls, d: Mapping[str, Any]) -> Step:
-        return cls(id=d["id"], deps=frozenset(d.get("deps", ())), op=d["op"], group=GroupSpec.from_json(d["group"]))
+        restore = d.get("restore")
+        return cls(id=d["id"], deps=frozenset(d.get("deps", ())), op=d["op"], group=GroupSpec.from_json(d["group"]),
+                   restore=None if restore is None else GroupSpec.from_json(restore))
 
 
 def _ports(ports: Iterable[Port]) -> tuple[Port, ...]:

@@ -143,13 +143,14 @@ def provision(circuit_xcons: Sequence[XconSpec], circuit_ports: Sequence[Port], 
               stable_ms: float = DEFAULT_STABLE_MS, circuit_timeout_s: float = DEFAULT_CIRCUIT_TIMEOUT_S,
               verify_timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S, min_packets: int = DEFAULT_MIN_PACKETS,
               settle_ms: float = DEFAULT_SETTLE_MS, plan_id: str | None = None,
-              groups: Sequence[GroupSpec] = ()) -> Plan:
+              groups: Sequence[GroupSpec] = (), old_groups: Sequence[GroupSpec] = ()) -> Plan:
     """Set up a new path: XCONs → circuit-up → transit/egress rules and ``groups`` → ingress rules → verify.
 
     ``circuit_ports`` empty: the ends of ``circuit_links``. ``verify`` needs traffic (by default every
     new rule must count ``min_packets``); pass ``verify=False`` for a path nothing uses yet. ``groups``
-    (fast-failover groups the ingress rules output to) go in with the path, before the ingress. Any
-    failure rolls the whole plan back (no commit point)."""
+    (fast-failover groups the ingress rules output to) go in with the path, before the ingress;
+    ``old_groups`` are the ones they overwrite (a roll-back puts them back). Any failure rolls the
+    whole plan back (no commit point)."""
     settle = settle_ms / 1000.0
     _check_rule_keys(transit_rules, "transit rule")
     changes = _ingress(ingress_rules)
@@ -160,7 +161,8 @@ def provision(circuit_xcons: Sequence[XconSpec], circuit_ports: Sequence[Port], 
     if leftover:
         raise PlanError("provision cannot shadow an old ingress rule it never removes: use move()")
     path: list[Step] = [FlowStep(id=ids("path+", r.switch), deps=frozenset(up), op=ADD, rule=r, settle_s=settle)
-                        for r in transit_rules] + [s.with_deps(up) for s in pre] + _group_steps(groups, ADD, up)
+                        for r in transit_rules]
+    path += [s.with_deps(up) for s in pre] + _group_steps(groups, ADD, up, old_groups)
     path_ids = {s.id for s in path} or up  # the swap waits for the path (which waited for the circuit)
     swap = [s.with_deps(path_ids) for s in swap]
     default_verify = [c.new for c in changes] + list(transit_rules)
@@ -170,10 +172,13 @@ def provision(circuit_xcons: Sequence[XconSpec], circuit_ports: Sequence[Port], 
     return Plan(tuple(steps), "provision", **kw)
 
 
-def _group_steps(groups: Sequence[GroupSpec], op: str, deps: Iterable[str]) -> list[Step]:
+def _group_steps(groups: Sequence[GroupSpec], op: str, deps: Iterable[str], old: Sequence[GroupSpec] = ()
+                 ) -> list[Step]:
     _unique(groups, "group", key=lambda g: (g.switch, g.group_id))
+    was = {(g.switch, g.group_id): g for g in old}
     sign = "+" if op == ADD else "-"
-    return [GroupStep(id=f"group{sign}{g.switch}.{g.group_id}", deps=frozenset(deps), op=op, group=g) for g in groups]
+    return [GroupStep(id=f"group{sign}{g.switch}.{g.group_id}", deps=frozenset(deps), op=op, group=g,
+                      restore=was.get((g.switch, g.group_id))) for g in groups]
 
 
 def cross_connect(xcons: Sequence[XconSpec], *, parallel: bool = False, plan_id: str | None = None) -> Plan:

@@ -463,12 +463,13 @@ class FakeDatapath:
         self.sent.append(msg)
         try:
             self.table.apply(msg)
-        except FlowModError:
+        except FlowModError as exc:
             if self.on_error is None:
                 raise
-            err = self.ofproto.OFPET_GROUP_MOD_FAILED if type(msg).__name__ == "OFPGroupMod" else \
-                self.ofproto.OFPET_FLOW_MOD_FAILED
-            self.on_error(self.id, msg.xid, err, 0, self.ofproto.OFP_VERSION)
+            err, code = self.ofproto.OFPET_FLOW_MOD_FAILED, 0
+            if type(msg).__name__ == "OFPGroupMod":  # the group error the message names (OFPGMFC_...)
+                err, code = self.ofproto.OFPET_GROUP_MOD_FAILED, getattr(self.ofproto, str(exc).split(":")[0], 0)
+            self.on_error(self.id, msg.xid, err, code, self.ofproto.OFP_VERSION)
         if self.after_apply is not None:
             self.after_apply(self, msg)
         kind = type(msg).__name__

@@ -85,3 +85,6 @@ def test_the_live_southbound_adds_then_modifies_and_removes_groups():
     assert live.remove_flow(rule).ok and live.remove_group(g).ok
     assert dp.table.groups == {} and dp.table.rules == []
     assert live.set_group(g).ok  # gone: added again
+    restarted = LiveSouthbound(live.sb, live.view)  # a new adapter (a restart) knows no group of the switch
+    assert restarted.set_group(GroupSpec("A", 7, (4, 3))).ok  # ADD → GROUP_EXISTS → MODIFY
+    assert dp.table.live_bucket(7).watch_port == 4

@@ -18,8 +18,8 @@ from app.controller.ots_driver import OtsDriver
 from app.controller.reservation_circuits import ReservationPathError
 from app.update.executor import execute
 from app.update.model import GroupSpec, XconSpec
-from app.update.plan import INGRESS, FlowStep, GroupStep, VerifyStep
-from pce.protection import protected_paths
+from app.update.plan import INGRESS, FlowStep, GroupStep, VerifyStep, XconStep
+from pce.protection import protected_paths, reprotect
 from pce.reservation import PathRequest
 from tests.lib.offabric import OFFabric
 from tests.unit.controller.test_reservations import FakeStore, Order, manager, net  # noqa: F401
@@ -46,7 +46,7 @@ def test_both_paths_become_one_circuit_with_a_failover_group_at_each_end():
     assert set(pc.circuit.xcons) == {XconSpec("X", 1, 3), XconSpec("Z", 3, 2), XconSpec("X", 4, 5),
                                      XconSpec("Z", 5, 4)}
     assert pc.circuit.segments == ((("A", 3), ("C", 1)), (("A", 4), ("C", 2)))
-    assert pcs.groups_of(pc.circuit) == (GroupSpec("A", 9, (3,)), GroupSpec("C", 9, (1,)))
+    assert pcs.groups_of(pc.circuit) == pc.groups  # read back from the circuit alone (after a restart)
     g = spec_to_graph(fig2_testbed())
     working = protected_paths(g, PathRequest("A:1", "C:3", 5, 0, 3600)).working.edges
     with pytest.raises(ReservationPathError, match="not disjoint"):
@@ -93,6 +93,57 @@ def test_the_ingress_switch_fails_over_by_itself_when_the_working_port_goes_down
         assert fabric.table(sw).groups == {}
         assert fabric.table(sw).rules_with(rule_plan.RESERVATION.cookie(9), rule_plan.RESERVATION.mask(True)) == []
     assert fabric.far_end(("A", 3)) is None and fabric.far_end(("A", 4)) is None
+
+
+def test_after_a_cut_the_pair_is_protected_again_on_a_new_disjoint_path():
+    """Working path A:3 … X:3–Z:3 … C:1 cut: the switches fail over to A:4/C:2, pce finds a new path
+    around the survivor and the cut (by Y), the re-protection plans light it, and a second cut on the
+    survivor fails over to it, again with no controller message."""
+    fabric = OFFabric(fig2_testbed())
+    OtsDriver(**fabric.contexts())
+    fabric.auto_links = True
+    live = fabric.live()
+    g = spec_to_graph(fig2_testbed())
+    req = PathRequest("A:1", "C:3", 5, 0, 3600)
+    pp = protected_paths(g, req)
+    pc = pcs.protected_circuit(g, 9, "A:1", "C:3", pp.working.edges, pp.protection.edges)
+    assert execute(pcs.provision_plan(pc, verify=False, stable_ms=5, circuit_timeout_s=1.0), live,
+                   sleep=time.sleep).state == "done"
+    fabric.table("A").port_down(3)  # fibre X:3–Z:3 cut: both ends of the working circuit go dark
+    fabric.table("C").port_down(1)
+    h1_h3 = fabric.packet("h1", "h3", **TCP)
+    assert fabric.path("h1", h1_h3) == [("A", 1, 4), ("C", 2, 3)]
+    new_path = reprotect(g, req, pp.protection.edges, failed=["optical:X:3-Z:3"])
+    assert "optical:X:2-Y:1" in new_path.edges  # it reuses X:1 and Z:2 of the failed path
+    new = pcs.protected_circuit(g, 9, "A:1", "C:3", pp.protection.edges, new_path.edges)
+    down, up = pcs.reprotect_plans(pc.circuit, new, verify=False, stable_ms=5, circuit_timeout_s=1.0)
+    assert {s.xcon for s in down.steps if isinstance(s, XconStep)} == {XconSpec("X", 1, 3), XconSpec("Z", 3, 2)}
+    for plan in (down, up):
+        rec = execute(plan, live, sleep=time.sleep)
+        assert rec.state == "done", rec.error
+    assert fabric.table("A").live_bucket(9).watch_port == 4  # the survivor first now
+    assert [b.watch_port for b in fabric.table("C").groups[9]] == [2, 1]
+    fabric.table("A").port_down(3, down=False)  # the new circuit lights A:3 and C:1 again
+    fabric.table("C").port_down(1, down=False)
+    assert fabric.path("h1", h1_h3) == [("A", 1, 4), ("C", 2, 3)]  # traffic stayed on the survivor
+    before = sent(fabric)
+    fabric.table("A").port_down(4)  # now the survivor is cut too
+    assert fabric.path("h1", h1_h3) == [("A", 1, 3), ("C", 1, 3)]  # onto the new protection path (by Y)
+    assert fabric.far_end(("A", 3)) == ("C", 1) and sent(fabric) == before
+    assert pcs.groups_of(new.circuit) == new.groups
+
+
+def test_a_failed_reprotection_puts_the_old_groups_back():
+    pc = pair(9)
+    g = spec_to_graph(fig2_testbed())
+    req = PathRequest("A:1", "C:3", 5, 0, 3600)
+    pp = protected_paths(g, req)
+    new = pcs.protected_circuit(g, 9, "A:1", "C:3", pp.protection.edges,
+                                reprotect(g, req, pp.protection.edges, failed=["optical:X:3-Z:3"]).edges)
+    _down, up = pcs.reprotect_plans(pc.circuit, new, stable_ms=5)
+    sets = [s for s in up.steps if isinstance(s, GroupStep)]
+    assert {s.restore for s in sets} == set(pc.groups)
+    assert {s.inverse().group for s in sets} == set(pc.groups)  # undo re-sets them, never deletes
 
 
 def rv_release_plan(pc: pcs.ProtectedCircuit):

@@ -61,3 +61,16 @@ def test_a_failed_plan_rolls_its_group_back(make_net):
     rec = execute(planner.provision([], [], [], [], [ingress()], groups=[g], verify=False), net)
     assert rec.state == "rolled_back" and net.groups.get("A", {}) == {}
     assert [s.kind for s in rec.rollback] == ["group_remove"]
+
+
+def test_a_group_that_overwrites_another_restores_it_on_undo():
+    old, new = GroupSpec("A", 7, (3, 4)), GroupSpec("A", 7, (4, 3))
+    plan = planner.provision([], [], [], [], [ingress()], groups=[new], old_groups=[old], verify=False)
+    (gs,) = [s for s in plan.steps if isinstance(s, GroupStep)]
+    assert gs.restore == old and Plan.from_json(plan.to_json()) == plan
+    (back,) = plan.undo([gs.id]).steps
+    assert (back.kind, back.group) == ("group_add", old)  # set back, never deleted with its rules
+    with pytest.raises(ValueError, match="only the one it overwrites"):
+        GroupStep(id="g", op="add", group=new, restore=GroupSpec("C", 7, (1,)))
+    with pytest.raises(ValueError, match="only a set restores"):
+        GroupStep(id="g", op=REMOVE, group=new, restore=old)
