@@ -15,12 +15,14 @@ before the ingress rules and verifies on the working path only (the protection p
 traffic while the working one is up); :func:`groups_of` reads the groups back from a lit circuit
 (a release removes them after the ingress rules). After a failure the switches already carry the
 traffic on the survivor; :func:`reprotect_plans` then takes the failed path down and lights a new
-protection path (:func:`pce.protection.reprotect`), re-setting the groups survivor first.
+protection path (:func:`pce.protection.reprotect`), re-setting the groups survivor first;
+:func:`reprotection` is the whole decision for the restoration code (which path survived, the new
+path, the path to store, the plans).
 """
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,3 +149,46 @@ def reprotect_plans(old: ReservationCircuit, new: ProtectedCircuit, **kw: Any) -
                            ingress, groups=new.groups, old_groups=groups_of(old),
                            verify_rules=[*new.circuit.ingress, *new.working.transit], **kw)
     return down, up
+
+
+@dataclass(frozen=True)
+class Reprotection:
+    """What re-protecting a 1+1 reservation after a failure takes: the new pair, the path to store
+    (the survivor, the new protection path under ``"protection"``) and the two plans, in order."""
+
+    new: ProtectedCircuit
+    path: dict[str, Any]
+    down: Plan
+    up: Plan
+
+
+def reprotection(g: MultiLayerGraph, order: Any, lit: ReservationCircuit, avoid: Sequence[str],
+                 busy_ports: Callable[[str], set[int]] = lambda _ots: set(), **plan_kw: Any) -> Reprotection:
+    """Protect a lit 1+1 reservation again after the optical ports ``avoid`` failed (the restoration's
+    entry point): the stored path that crosses none of them survives (and becomes the working path),
+    :func:`pce.protection.reprotect` finds a new protection path around it, ``avoid`` and every port
+    another circuit holds (the failed path's own ports may be reused: :func:`reprotect_plans` takes it
+    down first). ReservationPathError when both paths are broken or no new protection path exists."""
+    from pce.errors import PceError
+    from pce.protection import reprotect
+    from pce.reservation import PathRequest
+
+    path = dict(order.path or {})
+    prot = dict(path.pop("protection", None) or {})
+    broken = set(avoid)
+    alive = [p for p in (path, prot) if p.get("edges") and not broken & set(p.get("oports") or ())]
+    if not alive:
+        raise ReservationPathError(f"both paths of the 1+1 pair are broken (failed: {', '.join(sorted(broken))})")
+    survivor = alive[0]
+    failed = prot if survivor is path else path
+    otss = {d["ots"] for _n, d in g.g.nodes(data=True) if d.get("kind") == "oport"}
+    taken = {f"{o}:{p}" for o in otss for p in busy_ports(o) if f"{o}:{p}" in g.g} - set(failed.get("oports") or ())
+    req = PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end, exclude=tuple(sorted(taken)))
+    try:
+        new_path = reprotect(g, req, survivor["edges"], failed=sorted(broken))
+    except PceError as exc:
+        raise ReservationPathError(str(exc)) from None
+    vlan = getattr(order, "src_vlan", None)
+    new = protected_circuit(g, order.id, order.src, order.dst, list(survivor["edges"]), new_path.edges, vlan)
+    down, up = reprotect_plans(lit, new, **plan_kw)
+    return Reprotection(new, {**survivor, "protection": new_path.to_dict()}, down, up)

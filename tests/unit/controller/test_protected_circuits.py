@@ -196,3 +196,26 @@ def test_a_protected_order_whose_pair_is_taken_gets_a_new_pair_or_fails(net):  #
     out = m.provision(protected_order(9))
     assert not out.ok and "no other pair" in store.reasons[9] and "1+1 protection" in store.reasons[9]
     assert net.all_xcons() == set() and net.all_flows() == []
+
+
+def test_reprotection_picks_the_survivor_and_routes_around_the_failure_and_other_circuits():
+    g = spec_to_graph(fig2_testbed())
+    order = protected_order(9)
+    pc = pcs.protected_circuit(g, 9, "A:1", "C:3", order.path["edges"], order.path["protection"]["edges"])
+    held = {"X": {1, 3, 4, 5}, "Z": {2, 3, 4, 5}}  # this reservation's own XCONs
+
+    def busy(ots, more=None):
+        return held.get(ots, set()) | (more or {}).get(ots, set())
+
+    r = pcs.reprotection(g, order, pc.circuit, ["X:3", "Z:3"], busy, verify=False)  # the working fibre
+    assert r.path["nodes"] == order.path["protection"]["nodes"]  # the protection path is the working one now
+    assert "optical:X:2-Y:1" in r.path["protection"]["edges"] and "X:1" in r.path["protection"]["oports"]
+    assert {s.xcon for s in r.down.steps if isinstance(s, XconStep)} == {XconSpec("X", 1, 3), XconSpec("Z", 3, 2)}
+    assert r.new.groups == (GroupSpec("A", 9, (4, 3)), GroupSpec("C", 9, (2, 1)))
+    r = pcs.reprotection(g, order, pc.circuit, ["X:5"], busy)  # the protection fibre: the working path stays
+    assert r.path["nodes"] == order.path["nodes"] and "X:5" not in r.path["protection"]["oports"]
+    assert r.new.groups == pc.groups
+    with pytest.raises(ReservationPathError, match="both paths"):
+        pcs.reprotection(g, order, pc.circuit, ["X:3", "X:5"], busy)
+    with pytest.raises(ReservationPathError, match="re-protection"):  # Y is another circuit's: no way round
+        pcs.reprotection(g, order, pc.circuit, ["X:3"], lambda ots: busy(ots, {"Y": {1, 4}}))
