@@ -23,7 +23,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pce.bookings import WindowUsage
 from pce.errors import InvalidInputError, UnknownTopologyError
@@ -460,7 +460,10 @@ def route_via(
     return route
 
 
-def widest_by_threshold(view: RoutingView, min_width: float, solve: Callable[[float], Route | None]) -> Route | None:
+_R = TypeVar("_R")
+
+
+def widest_by_threshold(view: RoutingView, min_width: float, solve: Callable[[float], _R | None]) -> _R | None:
     """Widest route: the largest arc-width threshold at which ``solve`` still finds a route.
 
     Feasibility only shrinks as the threshold grows, so a binary search over the distinct arc

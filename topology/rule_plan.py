@@ -37,6 +37,10 @@ Meters (OpenFlow 1.3, packet switches): an elastic reservation's ingress rules p
 :func:`reservation_meter` (the reservation id; one meter per switch), whose rate is the bandwidth
 provisioned for it so far.
 
+Groups (OpenFlow 1.3, packet switches): a 1+1 protected reservation's ingress rules output to
+fast-failover group :func:`reservation_group` (the reservation id; one group per switch), whose
+buckets are the working port, then the protection port.
+
 Plain values (no os-ken import), kept in ``topology/``, the bottom layer, because the controller
 apps, the update planner, the TE managers and the monitor (``monitor/flowstats.py``) all read it
 (docs/architecture.md, "Layers").
@@ -113,6 +117,16 @@ METER_MAX = 0xFFFF0000  # OFPM_MAX: the highest meter id of OpenFlow 1.3
 
 def reservation_meter(reservation_id: int) -> int:
     """The meter of an elastic reservation's ingress rules (its id: one reservation, one meter per switch)."""
+    if not 1 <= reservation_id < ID_LIMIT:
+        raise ValueError(f"reservation id {reservation_id} out of range 1..{ID_LIMIT - 1}")
+    return reservation_id
+
+
+GROUP_MAX = 0xFFFFFF00  # OFPG_MAX: the highest group id of OpenFlow 1.3
+
+
+def reservation_group(reservation_id: int) -> int:
+    """The fast-failover group of a 1+1 protected reservation's ingress rules (its id, like its meter)."""
     if not 1 <= reservation_id < ID_LIMIT:
         raise ValueError(f"reservation id {reservation_id} out of range 1..{ID_LIMIT - 1}")
     return reservation_id

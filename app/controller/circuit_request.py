@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.update import planner
-from app.update.model import FlowRule, Outcome, Port, XconSpec
+from app.update.model import FlowRule, GroupSpec, Outcome, Port, XconSpec
 from app.update.plan import Plan
 from app.update.southbound import Southbound
 
@@ -163,6 +163,11 @@ class DriverXcons:
 
     def remove_meter(self, switch: str, meter_id: int) -> Outcome:
         return Outcome.refused("a circuit request sets no meters")
+
+    def set_group(self, g: GroupSpec, barrier: bool = True) -> Outcome:
+        return Outcome.refused("a circuit request sets no groups")
+
+    remove_group = set_group
 
     def outcome(self) -> CircuitOutcome:
         """The HTTP answer: every hop's result, or after a failure what was rolled back and what is unknown."""

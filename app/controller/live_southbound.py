@@ -19,7 +19,7 @@ from app.controller import ofmsg
 from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import OpenFlowSouthbound
-from app.update.model import FlowRule, ModelError, Outcome, Port, XconSpec, normalise_match
+from app.update.model import FlowRule, GroupSpec, ModelError, Outcome, Port, XconSpec, normalise_match
 from topology.rule_plan import ALL_BITS, BANDS
 
 _BANDS = {b.name: b for b in BANDS}
@@ -46,6 +46,7 @@ class LiveSouthbound:
         self.sb = southbound
         self.view = view
         self.meters: set[tuple[str, int]] = set()  # (switch, meter id) added by us: the next set modifies
+        self.groups: set[tuple[str, int]] = set()  # (switch, group id) added by us: the next set modifies
 
     # ---- XCONs -----------------------------------------------------------------------------------
     @staticmethod
@@ -113,7 +114,7 @@ class LiveSouthbound:
             return Outcome.refused(f"unknown switch {r.switch}")
         return self._confirmed(sw.dpid, f"{r.switch} refused {r.target()}", barrier, lambda: ofmsg.band_rule(
             _BANDS[r.band], r.ident, r.priority, r.match_dict(), None if delete else r.out_port,
-            delete=delete, table=r.table, meter=None if delete else r.meter))
+            delete=delete, table=r.table, meter=None if delete else r.meter, group=None if delete else r.group))
 
     def _confirmed(self, dpid: int, refused: str, barrier: bool, build: Any) -> Outcome:
         """Send the message ``build()`` makes (with a barrier unless told not to) as an :class:`Outcome`."""
@@ -155,6 +156,29 @@ class LiveSouthbound:
     def remove_meter(self, switch: str, meter_id: int) -> Outcome:
         self.meters.discard((switch, meter_id))
         return self._meter(switch, meter_id, None, "delete")
+
+    # ---- fast-failover groups (1+1 protection) ---------------------------------------------------------
+    def _group(self, g: GroupSpec, command: str, barrier: bool) -> Outcome:
+        sw = self.view.by_name(g.switch)
+        if sw is None:
+            return Outcome.refused(f"unknown switch {g.switch}")
+        return self._confirmed(sw.dpid, f"{g.switch} refused group {g.group_id} {command}", barrier,
+                               lambda: ofmsg.failover_group(g.group_id, g.ports, command))
+
+    def set_group(self, g: GroupSpec, barrier: bool = True) -> Outcome:
+        """Add the group (first time) or modify its buckets (OFPGC_ADD of an existing group is an error;
+        a group added before a restart of ours is modified once the switch says it exists)."""
+        key = (g.switch, g.group_id)
+        out = self._group(g, "modify" if key in self.groups else "add", barrier)
+        if not out.ok and "GROUP_EXISTS" in out.error:
+            out = self._group(g, "modify", barrier)
+        if out.ok:
+            self.groups.add(key)
+        return out
+
+    def remove_group(self, g: GroupSpec, barrier: bool = True) -> Outcome:
+        self.groups.discard((g.switch, g.group_id))
+        return self._group(g, "delete", barrier)
 
     # ---- waits on the view -----------------------------------------------------------------------
     def wait_ports_up(self, ports: Sequence[Port], stable_s: float, timeout_s: float) -> Outcome:

@@ -92,17 +92,37 @@ def flow_delete_strict(cookie: int, priority: int, fields: Mapping[str, Any] | N
 
 
 def band_rule(band: Band, ident: int, priority: int, fields: Mapping[str, Any], out_port: int | None, *,
-              delete: bool = False, table: int | None = None, meter: int | None = None) -> Any:
-    """One rule of a :mod:`rule_plan` band: ADD (overwrite) ``fields -> [meter] output``, or with
-    ``delete`` a DELETE_STRICT of exactly that rule. ValueError for a priority outside the band."""
+              delete: bool = False, table: int | None = None, meter: int | None = None,
+              group: int | None = None) -> Any:
+    """One rule of a :mod:`rule_plan` band: ADD (overwrite) ``fields -> [meter] output`` (or, with
+    ``group``, ``-> group``), or with ``delete`` a DELETE_STRICT of exactly that rule. ValueError for a
+    priority outside the band."""
     if band.protocol != OF13:
         raise ValueError(f"band {band.name!r} is not an OpenFlow 1.3 band")
     band.priority(priority - band.low)  # refuses a priority outside the band
     table_id = band.table if table is None else table
     if delete:
         return flow_delete_strict(band.cookie(ident), priority, fields, table=table_id)
-    return flow_add(band.cookie(ident), priority, fields, [output(out_port)] if out_port is not None else [],
-                    table=table_id, meter=meter)
+    if group is not None:
+        actions = [to_group(group)]
+    else:
+        actions = [output(out_port)] if out_port is not None else []
+    return flow_add(band.cookie(ident), priority, fields, actions, table=table_id, meter=meter)
+
+
+def to_group(group_id: int) -> Any:
+    """Apply group ``group_id`` (a fast-failover group picks the output)."""
+    return parser13.OFPActionGroup(group_id)
+
+
+def failover_group(group_id: int, ports: Sequence[int], command: str) -> Any:
+    """OFPGC ``add`` / ``modify`` an OFPGT_FF group with one bucket per port (output to it, watching it),
+    in preference order, or ``delete`` it: the switch sends on the first bucket whose port is live."""
+    cmd = {"add": ofp13.OFPGC_ADD, "modify": ofp13.OFPGC_MODIFY, "delete": ofp13.OFPGC_DELETE}[command]
+    buckets = [] if command == "delete" else [
+        parser13.OFPBucket(weight=0, watch_port=p, watch_group=ofp13.OFPG_ANY, actions=[output(p)]) for p in ports]
+    return parser13.OFPGroupMod(datapath=None, command=cmd, type_=ofp13.OFPGT_FF, group_id=group_id,
+                                buckets=buckets)
 
 
 def meter_mod(meter_id: int, kbps: int | None, command: str) -> Any:

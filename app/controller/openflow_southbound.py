@@ -54,6 +54,8 @@ def error_names(err_type: int, code: int, version: int = ofproto_v1_0.OFP_VERSIO
         "OFPET_FLOW_MOD_FAILED": "OFPFMFC_",
         "OFPET_PORT_MOD_FAILED": "OFPPMFC_",
         "OFPET_QUEUE_OP_FAILED": "OFPQOFC_",
+        "OFPET_GROUP_MOD_FAILED": "OFPGMFC_",
+        "OFPET_METER_MOD_FAILED": "OFPMMFC_",
     }.get(type_name, "")
     code_name = next(
         (n for n in dir(ofp) if prefix and n.startswith(prefix) and getattr(ofp, n) == code), str(code)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
+from app.controller import protected_circuits
 from app.controller.reservation_circuits import (
     ReservationCircuit,
     ReservationPathError,
@@ -98,8 +99,9 @@ def _vlan(order: Any) -> int | None:
 def rule_record(r: FlowRule) -> dict[str, Any]:
     """A rule as the provisioning store keeps it (a metered rule: its meter first, as on the wire)."""
     meter = [{"meter": r.meter}] if r.meter is not None else []
+    group = {"group": r.group} if r.group is not None else {}  # a failover group; output: its working port
     return {"switch": r.switch, "table": r.table, "priority": r.priority, "cookie": r.cookie,
-            "match": r.match_dict(), "actions": [*meter, {"output": r.out_port}]}
+            "match": r.match_dict(), "actions": [*meter, {**group, "output": r.out_port}]}
 
 
 def rule_from_record(d: Any) -> FlowRule:
@@ -109,8 +111,9 @@ def rule_from_record(d: Any) -> FlowRule:
         raise ReservationPathError(f"stored rule on {d.switch} has a foreign cookie {int(d.cookie):#x}")
     out = next(int(a["output"]) for a in d.actions if isinstance(a, dict) and "output" in a)
     meter = next((int(a["meter"]) for a in d.actions if isinstance(a, dict) and "meter" in a), None)
+    group = next((int(a["group"]) for a in d.actions if isinstance(a, dict) and "group" in a), None)
     return FlowRule(d.switch, band.name, rule_plan.cookie_id(int(d.cookie)), int(d.priority),
-                    tuple(d.match.items()), out, int(d.table), meter)
+                    tuple(d.match.items()), out, int(d.table), meter, group)
 
 
 def circuit_records(c: ReservationCircuit) -> list[dict[str, Any]]:
@@ -192,8 +195,11 @@ class ReservationManager:
 
     # ---- provision -------------------------------------------------------------------------------
     def provision(self, order: Any) -> Outcome:
+        pc = None
         try:
-            c = self.circuit(order)
+            if protected_circuits.is_protected(order):  # 1+1: both paths lit, fast-failover groups at the ends
+                pc = protected_circuits.for_order(self.graph(), order, _vlan(order), self.busy_ports)
+            c = self.circuit(order) if pc is None else pc.circuit
         except (ReservationPathError, ValueError) as exc:
             return self._failed(order.id, f"no path: {exc}", {})
         state = None
@@ -204,7 +210,7 @@ class ReservationManager:
             if refused:
                 self._remove_meters(c)
                 return self._failed(order.id, f"elastic: {refused}", {})
-        record = self._light(order.id, c, "provision")
+        record = self._light(order.id, c, "provision", pc)
         if record.state != "done":
             where = failed_step(record)
             if state is not None:
@@ -224,16 +230,22 @@ class ReservationManager:
         self.on_event("reservation_active", out.to_json() | {"circuit": c.to_json()})
         return out
 
-    def _light(self, res_id: int, c: ReservationCircuit, kind: str) -> PlanRecord:
-        """Light ``c`` by an ordered plan (XCONs → circuit up → transit → ingress → verification).
+    def _light(self, res_id: int, c: ReservationCircuit, kind: str,
+               pc: protected_circuits.ProtectedCircuit | None = None) -> PlanRecord:
+        """Light ``c`` by an ordered plan (XCONs → circuit up → transit → ingress → verification);
+        ``pc``: ``c`` is a 1+1 pair, whose failover groups go in before the ingress rules.
 
         Default forwarding must never put other traffic on the circuit, not even while it comes up:
         its ports are reserved before the plan runs (and given back if it fails)."""
-        plan = planner.provision(c.xcons, c.packet_ports, list(c.segments), list(c.transit), list(c.ingress),
-                                 verify=self.verify, stable_ms=self.timing["stable_ms"],
-                                 circuit_timeout_s=self.timing["circuit_timeout_s"],
-                                 verify_timeout_s=self.timing["verify_timeout_s"],
-                                 plan_id=f"res{res_id}-{kind}-{int(self.clock() * 1000)}")
+        opts: dict[str, Any] = {"verify": self.verify, "stable_ms": self.timing["stable_ms"],
+                                "circuit_timeout_s": self.timing["circuit_timeout_s"],
+                                "verify_timeout_s": self.timing["verify_timeout_s"],
+                                "plan_id": f"res{res_id}-{kind}-{int(self.clock() * 1000)}"}
+        if pc is not None:
+            plan = protected_circuits.provision_plan(dataclasses.replace(pc, circuit=c), **opts)
+        else:
+            plan = planner.provision(c.xcons, c.packet_ports, list(c.segments), list(c.transit), list(c.ingress),
+                                     **opts)
         return self._run(plan, res_id, c, opens=True)
 
     def _run(self, plan: Plan, res_id: int, c: ReservationCircuit, opens: bool) -> PlanRecord:
@@ -270,6 +282,7 @@ class ReservationManager:
 
     def release_circuit(self, res_id: int, c: ReservationCircuit, mark: bool = False) -> Outcome:
         plan = planner.release(c.xcons, list(c.transit), list(c.ingress), drain=False,
+                               groups=protected_circuits.groups_of(c),
                                plan_id=f"res{res_id}-release-{int(self.clock() * 1000)}")
         record = self._run(plan, res_id, c, opens=False)
         data = record.to_json()

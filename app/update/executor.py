@@ -27,6 +27,7 @@ from app.update.plan import (
     CircuitUpStep,
     DrainStep,
     FlowStep,
+    GroupStep,
     Plan,
     Step,
     VerifyStep,
@@ -141,6 +142,8 @@ class _Run:
             if out.ok and barrier and s.settle_s > 0:
                 self.sleep(s.settle_s)  # the barrier reply precedes the datapath switch
             return out
+        if isinstance(s, GroupStep):
+            return (sb.set_group if s.op == ADD else sb.remove_group)(s.group, barrier=barrier)
         if isinstance(s, CircuitUpStep):
             return self.circuit_up(s)
         if isinstance(s, VerifyStep):

@@ -177,6 +177,9 @@ class FlowRule:
     out_port: int
     table: int = 0
     meter: int | None = None  # an OpenFlow 1.3 meter the rule's packets pass first (elastic reservations)
+    #: a fast-failover group the rule outputs to instead of ``out_port`` (1+1 protection); ``out_port`` is
+    #: then the group's first bucket, the working port
+    group: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.switch, str) or not self.switch:
@@ -204,6 +207,8 @@ class FlowRule:
             raise ModelError(f"{what}: output to its own in_port {self.out_port} (use OFPP_IN_PORT)")
         if self.meter is not None:
             _port(self.meter, f"{what}: meter", rule_plan.METER_MAX)
+        if self.group is not None:
+            _uint(self.group, f"{what}: group", rule_plan.GROUP_MAX)
 
     @property
     def cookie(self) -> int:
@@ -220,7 +225,8 @@ class FlowRule:
         m = ",".join(f"{k}={v:#06x}" if k == "eth_type" else f"{k}={v[0]}/{v[1]:#x}" if isinstance(v, tuple)
                      else f"{k}={v}" for k, v in self.match)
         meter = f" meter {self.meter}" if self.meter is not None else ""
-        return f"{self.switch}/{self.band}#{self.ident} p{self.priority} [{m}]{meter} -> {self.out_port}"
+        out = f"group {self.group} ({self.out_port} first)" if self.group is not None else self.out_port
+        return f"{self.switch}/{self.band}#{self.ident} p{self.priority} [{m}]{meter} -> {out}"
 
     def to_json(self) -> dict[str, Any]:
         d = {"switch": self.switch, "band": self.band, "ident": self.ident, "priority": self.priority,
@@ -228,16 +234,52 @@ class FlowRule:
              "out_port": self.out_port, "table": self.table, "cookie": f"{self.cookie:#018x}"}
         if self.meter is not None:
             d["meter"] = self.meter
+        if self.group is not None:
+            d["group"] = self.group
         return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> FlowRule:
         rule = cls(d["switch"], d["band"], d["ident"], d["priority"], tuple(d["match"].items()),
-                   d["out_port"], d.get("table", 0), d.get("meter"))
+                   d["out_port"], d.get("table", 0), d.get("meter"), d.get("group"))
         if "cookie" in d and int(d["cookie"], 16) != rule.cookie:
             raise ModelError(f"rule on {rule.switch}: cookie {d['cookie']} is not band {rule.band!r} "
                              f"id {rule.ident} ({rule.cookie:#018x})")
         return rule
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """An OpenFlow 1.3 fast-failover group on a packet switch: one bucket per port in ``ports``, each
+    outputting to and watching its port, so the switch sends on the first port that is up with no
+    controller in the loop (1+1 protection: the working port, then the protection port)."""
+
+    switch: str
+    group_id: int
+    ports: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.switch, str) or not self.switch:
+            raise ModelError(f"group: switch name {self.switch!r} must be a non-empty string")
+        what = f"group on {self.switch}"
+        _uint(self.group_id, what, rule_plan.GROUP_MAX)
+        object.__setattr__(self, "ports", tuple(self.ports))
+        if not self.ports:
+            raise ModelError(f"{what}: a fast-failover group needs at least one port")
+        for p in self.ports:
+            _port(p, what, OF13_PORT_MAX)
+        if len(set(self.ports)) != len(self.ports):
+            raise ModelError(f"{what}: port listed twice in {list(self.ports)}")
+
+    def target(self) -> str:
+        return f"{self.switch}/group {self.group_id} ff[{','.join(map(str, self.ports))}]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"switch": self.switch, "group_id": self.group_id, "ports": list(self.ports)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> GroupSpec:
+        return cls(d["switch"], d["group_id"], tuple(d["ports"]))
 
 
 @dataclass(frozen=True)

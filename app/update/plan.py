@@ -1,6 +1,6 @@
 """A plan: typed steps in a dependency graph, checked acyclic, with the inverse of every change.
 
-Steps that change the network (``XconStep``, ``FlowStep``) have an inverse, so a failed plan can be
+Steps that change the network (``XconStep``, ``FlowStep``, ``GroupStep``) have an inverse, so a failed plan can be
 rolled back by :meth:`Plan.undo`; steps that wait for the network (``CircuitUpStep``, ``VerifyStep``,
 ``DrainStep``) change nothing and have none. Steps with no dependency path between them may run in
 parallel. A plan is a value: the executor runs it, tests read its structure, ``to_json`` stores it.
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
-from app.update.model import FlowRule, Port, XconSpec, port_str
+from app.update.model import FlowRule, GroupSpec, Port, XconSpec, port_str
 
 ADD, REMOVE = "add", "remove"
 ORDERED, ONE_SHOT = "ordered", "one_shot"
@@ -85,12 +85,10 @@ def _undo_id(step_id: str) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class XconStep(Step):
-    """Add or remove one bidirectional XCON."""
+class _AddRemove(Step):
+    """A step that adds or removes one object (an XCON, a group); its inverse does the opposite."""
 
     op: str
-    xcon: XconSpec
-    tag: ClassVar[str] = "xcon"
     writes: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
@@ -99,13 +97,21 @@ class XconStep(Step):
 
     @property
     def kind(self) -> str:
-        return f"xcon_{self.op}"
+        return f"{self.tag}_{self.op}"
+
+    def inverse(self) -> Step:
+        return replace(self, id=_undo_id(self.id), deps=frozenset(), op=REMOVE if self.op == ADD else ADD)
+
+
+@dataclass(frozen=True, kw_only=True)
+class XconStep(_AddRemove):
+    """Add or remove one bidirectional XCON."""
+
+    xcon: XconSpec
+    tag: ClassVar[str] = "xcon"
 
     def target(self) -> str:
         return self.xcon.target()
-
-    def inverse(self) -> Step:
-        return XconStep(id=_undo_id(self.id), op=REMOVE if self.op == ADD else ADD, xcon=self.xcon)
 
     def _fields(self) -> dict[str, Any]:
         return {"op": self.op, "xcon": self.xcon.to_json()}
@@ -170,6 +176,42 @@ class FlowStep(Step):
         return cls(id=d["id"], deps=frozenset(d.get("deps", ())), op=d["op"], rule=FlowRule.from_json(d["rule"]),
                    restore=None if restore is None else FlowRule.from_json(restore), role=d.get("role", PATH),
                    settle_s=d.get("settle_s", 0.0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupStep(_AddRemove):
+    """Set or remove one fast-failover group (before the rules that output to it, after they are gone).
+
+    ``restore`` is the group a set overwrites (same switch and id), so undo puts it back: removing a
+    group would remove the rules that use it (OpenFlow 1.3 §6.5), traffic and all."""
+
+    group: GroupSpec
+    restore: GroupSpec | None = None
+    tag: ClassVar[str] = "group"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.restore is not None and (self.op != ADD or (self.restore.switch, self.restore.group_id) != (
+                self.group.switch, self.group.group_id)):
+            raise PlanError(f"step {self.id}: only a set restores a group, and only the one it overwrites")
+
+    def target(self) -> str:
+        return self.group.target()
+
+    def inverse(self) -> Step:
+        if self.restore is not None:
+            return GroupStep(id=_undo_id(self.id), op=ADD, group=self.restore)
+        return super().inverse()
+
+    def _fields(self) -> dict[str, Any]:
+        return {"op": self.op, "group": self.group.to_json(),
+                "restore": None if self.restore is None else self.restore.to_json()}
+
+    @classmethod
+    def _from_json(cls, d: Mapping[str, Any]) -> Step:
+        restore = d.get("restore")
+        return cls(id=d["id"], deps=frozenset(d.get("deps", ())), op=d["op"], group=GroupSpec.from_json(d["group"]),
+                   restore=None if restore is None else GroupSpec.from_json(restore))
 
 
 def _ports(ports: Iterable[Port]) -> tuple[Port, ...]:
@@ -275,7 +317,8 @@ class DrainStep(Step):
                    quiet_s=d["quiet_s"], timeout_s=d["timeout_s"])
 
 
-_STEP_TYPES: dict[str, type[Step]] = {c.tag: c for c in (XconStep, FlowStep, CircuitUpStep, VerifyStep, DrainStep)}
+_STEP_TYPES: dict[str, type[Step]] = {c.tag: c for c in (XconStep, FlowStep, GroupStep, CircuitUpStep, VerifyStep,
+                                                          DrainStep)}
 WAIT_TAGS = frozenset({CircuitUpStep.tag, DrainStep.tag})  # steps one-shot mode leaves out
 
 

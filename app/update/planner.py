@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from app.update.model import FlowRule, IngressChange, Port, XconSpec
+from app.update.model import FlowRule, GroupSpec, IngressChange, Port, XconSpec
 from app.update.plan import (
     ADD,
     INGRESS,
@@ -30,6 +30,7 @@ from app.update.plan import (
     CircuitUpStep,
     DrainStep,
     FlowStep,
+    GroupStep,
     Plan,
     PlanError,
     Step,
@@ -141,12 +142,15 @@ def provision(circuit_xcons: Sequence[XconSpec], circuit_ports: Sequence[Port], 
               verify: bool = True, verify_rules: Sequence[FlowRule] | None = None,
               stable_ms: float = DEFAULT_STABLE_MS, circuit_timeout_s: float = DEFAULT_CIRCUIT_TIMEOUT_S,
               verify_timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S, min_packets: int = DEFAULT_MIN_PACKETS,
-              settle_ms: float = DEFAULT_SETTLE_MS, plan_id: str | None = None) -> Plan:
-    """Set up a new path: XCONs → circuit-up → transit/egress rules → ingress rules → verify.
+              settle_ms: float = DEFAULT_SETTLE_MS, plan_id: str | None = None,
+              groups: Sequence[GroupSpec] = (), old_groups: Sequence[GroupSpec] = ()) -> Plan:
+    """Set up a new path: XCONs → circuit-up → transit/egress rules and ``groups`` → ingress rules → verify.
 
     ``circuit_ports`` empty: the ends of ``circuit_links``. ``verify`` needs traffic (by default every
-    new rule must count ``min_packets``); pass ``verify=False`` for a path nothing uses yet. Any
-    failure rolls the whole plan back (no commit point)."""
+    new rule must count ``min_packets``); pass ``verify=False`` for a path nothing uses yet. ``groups``
+    (fast-failover groups the ingress rules output to) go in with the path, before the ingress;
+    ``old_groups`` are the ones they overwrite (a roll-back puts them back). Any failure rolls the
+    whole plan back (no commit point)."""
     settle = settle_ms / 1000.0
     _check_rule_keys(transit_rules, "transit rule")
     changes = _ingress(ingress_rules)
@@ -156,8 +160,9 @@ def provision(circuit_xcons: Sequence[XconSpec], circuit_ports: Sequence[Port], 
     pre, swap, leftover = _ingress_steps(changes, ids, settle)
     if leftover:
         raise PlanError("provision cannot shadow an old ingress rule it never removes: use move()")
-    path = [FlowStep(id=ids("path+", r.switch), deps=frozenset(up), op=ADD, rule=r, settle_s=settle)
-            for r in transit_rules] + [s.with_deps(up) for s in pre]
+    path: list[Step] = [FlowStep(id=ids("path+", r.switch), deps=frozenset(up), op=ADD, rule=r, settle_s=settle)
+                        for r in transit_rules]
+    path += [s.with_deps(up) for s in pre] + _group_steps(groups, ADD, up, old_groups)
     path_ids = {s.id for s in path} or up  # the swap waits for the path (which waited for the circuit)
     swap = [s.with_deps(path_ids) for s in swap]
     default_verify = [c.new for c in changes] + list(transit_rules)
@@ -165,6 +170,15 @@ def provision(circuit_xcons: Sequence[XconSpec], circuit_ports: Sequence[Port], 
                                    {s.id for s in swap} or path_ids, min_packets, verify_timeout_s)
     kw: dict[str, Any] = {} if plan_id is None else {"id": plan_id}
     return Plan(tuple(steps), "provision", **kw)
+
+
+def _group_steps(groups: Sequence[GroupSpec], op: str, deps: Iterable[str], old: Sequence[GroupSpec] = ()
+                 ) -> list[Step]:
+    _unique(groups, "group", key=lambda g: (g.switch, g.group_id))
+    was = {(g.switch, g.group_id): g for g in old}
+    sign = "+" if op == ADD else "-"
+    return [GroupStep(id=f"group{sign}{g.switch}.{g.group_id}", deps=frozenset(deps), op=op, group=g,
+                      restore=was.get((g.switch, g.group_id))) for g in groups]
 
 
 def cross_connect(xcons: Sequence[XconSpec], *, parallel: bool = False, plan_id: str | None = None) -> Plan:
@@ -182,8 +196,10 @@ def cross_connect(xcons: Sequence[XconSpec], *, parallel: bool = False, plan_id:
 
 def release(circuit_xcons: Sequence[XconSpec], transit_rules: Sequence[FlowRule], ingress_rules: Sequence[FlowRule],
             *, drain: bool = True, quiet_ms: float = DEFAULT_QUIET_MS,
-            drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, plan_id: str | None = None) -> Plan:
-    """Tear a path down in reverse order: ingress rules → (drain) → transit/egress rules → XCONs.
+            drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, plan_id: str | None = None,
+            groups: Sequence[GroupSpec] = ()) -> Plan:
+    """Tear a path down in reverse order: ingress rules → (drain) → transit/egress rules and ``groups``
+    → XCONs.
 
     Commit point: the ingress removals. A failure before it reinstalls what went; after it, traffic
     no longer enters the path, so the rest is removed as far as possible and the plan reports failed."""
@@ -198,7 +214,9 @@ def release(circuit_xcons: Sequence[XconSpec], transit_rules: Sequence[FlowRule]
                       timeout_s=drain_timeout_s)
         steps.append(d)
         before = {d.id}
-    path = [FlowStep(id=ids("path-", r.switch), deps=frozenset(before), op=REMOVE, rule=r) for r in transit_rules]
+    path: list[Step] = [FlowStep(id=ids("path-", r.switch), deps=frozenset(before), op=REMOVE, rule=r)
+                        for r in transit_rules]
+    path += _group_steps(groups, REMOVE, before)
     steps += path
     before = {s.id for s in path} or before
     steps += [XconStep(id=_xcon_id("-", x), deps=frozenset(before), op=REMOVE, xcon=x) for x in circuit_xcons]

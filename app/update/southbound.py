@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from app.update.model import FlowRule, Outcome, Port, XconSpec
+from app.update.model import FlowRule, GroupSpec, Outcome, Port, XconSpec
 
 
 @runtime_checkable
@@ -69,4 +69,13 @@ class Southbound(Protocol):
 
     def remove_meter(self, switch: str, meter_id: int) -> Outcome:
         """Delete ``meter_id`` on ``switch`` (after the rules that used it are gone)."""
+        ...
+
+    def set_group(self, g: GroupSpec, barrier: bool = True) -> Outcome:
+        """Make ``g`` a fast-failover group on its switch (added the first time, modified after); with
+        ``barrier``, return on the BARRIER_REPLY. Rules that name it need it first."""
+        ...
+
+    def remove_group(self, g: GroupSpec, barrier: bool = True) -> Outcome:
+        """Delete group ``g.group_id`` on ``g.switch`` (after the rules that use it); absent is a success."""
         ...

@@ -20,6 +20,7 @@ from app.db.states import BOOKING_STATES, HELD
 from app.web.errors import ApiError, Conflict
 
 if TYPE_CHECKING:
+    from pce.protection import ProtectedPath
     from pce.reservation import Booking, PathResult
     from topology.graph import MultiLayerGraph
 
@@ -44,10 +45,22 @@ def to_booking(res: Reservation) -> Booking:
 
     path = res.path or {}
     return Booking(id=str(res.id), start=res.start_ts, end=res.end_ts, bandwidth=res.bandwidth,
-                   edges=tuple(path.get("edges", ())), oports=tuple(path.get("oports", ())))
+                   edges=tuple(dict.fromkeys(path_elements(path, "edges"))),
+                   oports=tuple(dict.fromkeys(path_elements(path, "oports"))))
 
 
-def path_to_json(result: PathResult) -> dict[str, Any]:
+def path_elements(path: dict[str, Any], what: str) -> list[str]:
+    """The ``edges`` or ``oports`` a stored path holds, its 1+1 protection path's included."""
+    return [*path.get(what, ()), *(path.get("protection") or {}).get(what, ())]
+
+
+def path_to_json(result: PathResult | ProtectedPath) -> dict[str, Any]:
+    """A path as stored and served; a 1+1 pair is the working path with the protection path under
+    ``"protection"``."""
+    from pce.protection import ProtectedPath
+
+    if isinstance(result, ProtectedPath):
+        return {**path_to_json(result.working), "protection": path_to_json(result.protection)}
     data = asdict(result)
     data["xcons"] = [list(x) for x in data.get("xcons", [])]
     return data
@@ -55,18 +68,21 @@ def path_to_json(result: PathResult) -> dict[str, Any]:
 
 def find_path(graph: MultiLayerGraph, session: Session, *, src: str, dst: str, bandwidth: float, start: float,
               end: float, now: float, ero: list[str] | None = None,
-              exclude_id: int | None = None) -> PathResult:
-    """Compute a path for the request against current bookings; raise an :class:`ApiError` if none."""
+              exclude_id: int | None = None, protection: str = "none") -> PathResult | ProtectedPath:
+    """Compute a path (``protection`` "1+1": a working and a fibre-disjoint protection path, both
+    booked) for the request against current bookings; raise an :class:`ApiError` if none."""
     from pce.errors import InvalidInputError, NoPathError, PceError, UnknownTopologyError
+    from pce.protection import NoProtectionError, protected_paths
     from pce.reservation import PathRequest, compute_path
 
     bookings = [to_booking(r) for r in overlapping(session, start, end, now, exclude_id)]
     req = PathRequest(src=src, dst=dst, bandwidth=bandwidth, start=start, end=end,
                       ero=tuple(ero) if ero else None)
     try:
-        return compute_path(graph, req, bookings)
+        return protected_paths(graph, req, bookings) if protection == "1+1" else compute_path(graph, req, bookings)
     except NoPathError as exc:
-        raise Conflict(f"not admitted: {exc}", field="ero" if ero else "bandwidth",
+        field = "protection" if isinstance(exc, NoProtectionError) else "ero" if ero else "bandwidth"
+        raise Conflict(f"not admitted: {exc}", field=field,
                        bottleneck=exc.bottleneck, available=exc.available) from None
     except UnknownTopologyError as exc:
         raise ApiError(str(exc), field=_field_for(str(exc), src, dst, ero)) from None
@@ -94,7 +110,7 @@ def check_on_path(graph: MultiLayerGraph, session: Session, *, path: dict[str, A
     view = RoutingView.build(graph, as_calendar(bookings).usage(start, end))
     worst: str | None = None
     worst_free = math.inf
-    for elem in dict.fromkeys([*path.get("edges", ()), *path.get("oports", ())]):
+    for elem in dict.fromkeys([*path_elements(path, "edges"), *path_elements(path, "oports")]):
         if elem not in view.headroom:
             raise Conflict(f"not admitted: {elem} on the reservation's path is no longer in the topology "
                            f"({what})", field=field, bottleneck=elem, available=0.0)
@@ -123,13 +139,17 @@ def _field_for(message: str, src: str, dst: str, ero: list[str] | None) -> str:
 
 
 def available(graph: MultiLayerGraph, session: Session, *, src: str, dst: str, start: float, end: float,
-              now: float) -> tuple[float, PathResult | None]:
-    """What-if: the most bandwidth a new reservation could get between ``src`` and ``dst``."""
+              now: float, protection: str = "none") -> tuple[float, PathResult | ProtectedPath | None]:
+    """What-if: the most bandwidth a new reservation could get between ``src`` and ``dst`` (with
+    ``protection`` "1+1": on both paths of a disjoint pair)."""
     from pce.errors import InvalidInputError, UnknownTopologyError
+    from pce.protection import available_protected
     from pce.reservation import available_bandwidth
 
     bookings = [to_booking(r) for r in overlapping(session, start, end, now)]
     try:
+        if protection == "1+1":
+            return available_protected(graph, src, dst, start, end, bookings)
         return available_bandwidth(graph, src, dst, start, end, bookings)
     except (UnknownTopologyError, InvalidInputError) as exc:
         raise ApiError(str(exc), field=_field_for(str(exc), src, dst, None)) from None

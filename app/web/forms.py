@@ -62,6 +62,8 @@ class ReservationForm(FlaskForm):
     start = DateTimeLocalField("Start (UTC)", format="%Y-%m-%dT%H:%M", validators=[Optional()])
     end = DateTimeLocalField("End (UTC)", format="%Y-%m-%dT%H:%M", validators=[DataRequired()])
     mode = SelectField("Mode", choices=["static", "elastic"], default="static")
+    protection = SelectField("Protection (1+1: also a fibre-disjoint path, the ingress switch fails over by itself)",
+                             choices=["none", "1+1"], default="none")
     ero = StringField("Explicit route (optional, node ids separated by spaces)", validators=[Optional(), Length(max=2000)])
 
 

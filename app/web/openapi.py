@@ -15,6 +15,9 @@ _DT = {"type": "string", "format": "date-time"}
 _NULLABLE_DT = {"type": "string", "format": "date-time", "nullable": True}
 _ENDPOINT = {"type": "string", "pattern": r"^[A-Za-z0-9_.\-]{1,48}:[0-9]{1,9}$", "example": "A:1"}
 _VLAN = {"type": "integer", "minimum": 1, "maximum": 4094, "nullable": True}
+_PROTECTION = {"type": "string", "enum": ["none", "1+1"],
+               "description": "1+1: a working and a fibre-disjoint protection path, both lit; the ingress switch "
+                              "fails over by itself (OpenFlow fast-failover group)"}
 _BANDWIDTH = {"type": "number", "minimum": MIN_BANDWIDTH, "maximum": MAX_BANDWIDTH,
               "description": f"Mbit/s, at least {MIN_BANDWIDTH:g}"}
 _ID = {"name": "res_id", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
@@ -75,6 +78,9 @@ SCHEMAS: dict[str, Any] = {
             "oports": {"type": "array", "items": _STR},
             "xcons": {"type": "array", "items": {"type": "array", "items": _STR}},
             "latency": {"type": "number"}, "available": {"type": "number"},
+            "protection": {"type": "object", "nullable": True,
+                           "description": "a 1+1 reservation's protection path (the same fields): it shares no "
+                                          "fibre, OTS port or adaptation port with this, the working path"},
         },
     },
     "ReservationCreate": {
@@ -90,6 +96,7 @@ SCHEMAS: dict[str, Any] = {
             "ero": {"type": "array", "minItems": 2, "maxItems": 64, "nullable": True,
                     "items": {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,64}$"},
                     "description": "explicit route: node ids the path must follow"},
+            "protection": {**_PROTECTION, "default": "none"},
         },
     },
     "ReservationModify": {
@@ -108,7 +115,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "id": {"type": "integer"}, "name": _STR, "description": _STR, "src": _STR, "src_vlan": _VLAN,
             "dst": _STR, "dst_vlan": _VLAN, "bandwidth": {"type": "number"}, "start": _DT, "end": _DT,
-            "mode": {"type": "string", "enum": ["static", "elastic"]},
+            "mode": {"type": "string", "enum": ["static", "elastic"]}, "protection": _PROTECTION,
             "state": {"type": "string", "enum": list(STATES)},
             "state_reason": {"type": "string", "description": "why it is in this state (the failure reason "
                                                               "of a FAILED reservation)"},
@@ -300,7 +307,9 @@ def document() -> dict[str, Any]:
             "get": _op("availableBandwidth", "What-if: available bandwidth between two ports over a window",
                        _json(_ref("Available"), "the widest feasible path"), (400, 401, 503),
                        params=[_q("src", _ENDPOINT, required=True), _q("dst", _ENDPOINT, required=True),
-                               _q("start", _DT, "default: now"), _q("end", _DT, required=True)])},
+                               _q("start", _DT, "default: now"), _q("end", _DT, required=True),
+                               _q("protection", {**_PROTECTION, "default": "none"},
+                                  "1+1: the most both paths of a disjoint pair carry (path.protection)")])},
         "/api/v1/topology": {
             "get": _op("getTopology", "The multi-layer topology (packet + optical layers)", _json(_ref("Topology"), "graph"),
                        (400, 401, 503), tag="network")},

@@ -51,16 +51,18 @@ def create(db: Session, graph: MultiLayerGraph, user: User, inp: ReservationInpu
         raise ApiError("src and dst are on the same switch: a local connection needs no network path",
                        field="dst")
     result = admission.find_path(graph, db, src=inp.src, dst=inp.dst, bandwidth=inp.bandwidth,
-                                 start=inp.start, end=inp.end, now=now, ero=inp.ero)
+                                 start=inp.start, end=inp.end, now=now, ero=inp.ero, protection=inp.protection)
+    path = admission.path_to_json(result)
     res = Reservation(name=inp.name, description=inp.description, src=inp.src, src_vlan=inp.src_vlan,
                       dst=inp.dst, dst_vlan=inp.dst_vlan, bandwidth=inp.bandwidth, start_ts=inp.start,
-                      end_ts=inp.end, mode=inp.mode, state=HELD, state_reason="held; commit before it expires",
-                      ero=inp.ero, path=admission.path_to_json(result), owner_id=user.id,
+                      end_ts=inp.end, mode=inp.mode, protection=inp.protection, state=HELD,
+                      state_reason="held; commit before it expires", ero=inp.ero, path=path, owner_id=user.id,
                       hold_expires_ts=now + hold_seconds, created_ts=now, updated_ts=now)
     db.add(res)
     db.flush()
+    pair = {"protection_path": path["protection"]["nodes"]} if "protection" in path else {}
     audit(db, user, "create", res, bandwidth=inp.bandwidth, src=inp.src, dst=inp.dst,
-          start=to_iso(inp.start), end=to_iso(inp.end), path=res.path["nodes"] if res.path else None)
+          start=to_iso(inp.start), end=to_iso(inp.end), path=path["nodes"], **pair)
     return res
 
 
@@ -104,12 +106,16 @@ def modify(db: Session, graph: MultiLayerGraph, user: User, res: Reservation, ba
                                          end=new_end, now=now, exclude_id=res.id,
                                          field="bandwidth" if bandwidth is not None else "end",
                                          what=f"a committed ({res.state}) reservation keeps its path")
+        kept = {"protection": res.path["protection"]} if res.path.get("protection") else {}  # checked with it
+        path = {**admission.path_to_json(result), **kept}
     else:
-        result = admission.find_path(graph, db, src=res.src, dst=res.dst, bandwidth=new_bw,
-                                     start=res.start_ts, end=new_end, now=now, ero=res.ero, exclude_id=res.id)
+        result_or_pair = admission.find_path(graph, db, src=res.src, dst=res.dst, bandwidth=new_bw,
+                                             start=res.start_ts, end=new_end, now=now, ero=res.ero,
+                                             exclude_id=res.id, protection=res.protection or "none")
+        path = admission.path_to_json(result_or_pair)
     old = {"bandwidth": res.bandwidth, "end": to_iso(res.end_ts)}
     res.bandwidth, res.end_ts = new_bw, new_end
-    res.path = admission.path_to_json(result)
+    res.path = path
     res.updated_ts = now
     db.flush()
     audit(db, user, "modify", res, old=old, new={"bandwidth": new_bw, "end": to_iso(new_end)})

@@ -181,6 +181,7 @@ def _form_to_body(form: ReservationForm) -> dict[str, Any]:
     body: dict[str, Any] = {"name": form.name.data, "description": form.description.data or "",
                             "src": form.src.data, "dst": form.dst.data, "bandwidth": form.bandwidth.data,
                             "end": _utc(form.end.data), "mode": form.mode.data,
+                            "protection": form.protection.data,
                             "src_vlan": form.src_vlan.data, "dst_vlan": form.dst_vlan.data}
     if form.start.data is not None:
         body["start"] = _utc(form.start.data)
@@ -218,6 +219,7 @@ def _prefill_clone(form: ReservationForm, src: Reservation, t: float) -> None:
     form.dst.data, form.dst_vlan.data = src.dst, src.dst_vlan
     form.bandwidth.data = src.bandwidth
     form.mode.data = src.mode
+    form.protection.data = src.protection or "none"
     form.ero.data = " ".join(src.ero or ())
     if src.start_ts > t:
         form.start.data, form.end.data = _form_minute(src.start_ts), _form_minute(src.end_ts)

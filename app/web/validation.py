@@ -22,11 +22,12 @@ MIN_BANDWIDTH = 0.001
 MAX_WINDOW = 366 * 86400.0  # a reservation lasts at most a year
 MAX_PAST = 300.0  # a start time may lie at most this far in the past (clock skew, slow forms)
 MODES = ("static", "elastic")
+PROTECTIONS = ("none", "1+1")  # 1+1: a working and a fibre-disjoint protection path, both lit
 #: 9999-01-01T00:00Z: later instants (e.g. 9999-12-31T23:00-12:00) have no ISO 8601 form in UTC
 MAX_TIMESTAMP = 253370764800.0
 
 CREATE_FIELDS = {"name", "description", "src", "src_vlan", "dst", "dst_vlan", "bandwidth", "start", "end",
-                 "mode", "ero"}
+                 "mode", "ero", "protection"}
 MODIFY_FIELDS = {"bandwidth", "end"}
 
 
@@ -43,6 +44,7 @@ class ReservationInput:
     end: float
     mode: str
     ero: list[str] | None
+    protection: str = "none"
 
 
 def _require_object(body: Any) -> dict[str, Any]:
@@ -121,6 +123,13 @@ def check_vlan(value: Any, field: str) -> int | None:
     return value
 
 
+def check_protection(value: Any) -> str:
+    if not isinstance(value, str) or value not in PROTECTIONS:
+        raise ApiError(f"protection must be one of {', '.join(repr(p) for p in PROTECTIONS)}, got {value!r}",
+                       field="protection")
+    return value
+
+
 def check_window(start: float, end: float, now: float, *, start_field: str = "start",
                  start_fixed: bool = False) -> None:
     """The window rules of every request that names one (create, modify, what-if), in one place.
@@ -160,6 +169,7 @@ def parse_create(body: Any, now: float) -> ReservationInput:
     mode = body.get("mode", "static")
     if mode not in MODES:
         raise ApiError(f"mode must be one of {', '.join(MODES)}", field="mode")
+    protection = check_protection(body.get("protection", "none"))
     ero = body.get("ero")
     if ero is not None:
         if not isinstance(ero, list) or not 2 <= len(ero) <= 64:
@@ -167,7 +177,8 @@ def parse_create(body: Any, now: float) -> ReservationInput:
         for hop in ero:
             if not isinstance(hop, str) or not NODE_RE.match(hop):
                 raise ApiError(f"ero hop {hop!r} is not a node id", field="ero")
-    return ReservationInput(name, description, src, src_vlan, dst, dst_vlan, bandwidth, start, end, mode, ero)
+    return ReservationInput(name, description, src, src_vlan, dst, dst_vlan, bandwidth, start, end, mode, ero,
+                            protection)
 
 
 def parse_modify(body: Any, start: float, now: float) -> tuple[float | None, float | None]:

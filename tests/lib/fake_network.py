@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.update.model import FlowRule, IngressChange, Outcome, Port, XconSpec, field_matches
+from app.update.model import FlowRule, GroupSpec, IngressChange, Outcome, Port, XconSpec, field_matches
 
 OPort = tuple[str, int]  # (OTS name, OTS port)
 Hop = tuple[str, int, int | None]  # (node, in_port, out_port); a host's hop is (host, 0, None)
@@ -100,6 +100,7 @@ class FakeNetwork:
         self.counters: dict[str, dict[tuple, int]] = {}
         self.byte_counters: dict[str, dict[tuple, int]] = {}  # a packet's "size" key (bytes), 0 if absent
         self.meters: dict[str, dict[int, float]] = {}  # switch -> meter id -> rate (kbit/s)
+        self.groups: dict[str, dict[int, tuple[int, ...]]] = {}  # switch -> fast-failover group -> its ports
         self._installed_seq: dict[tuple, int] = {}
         self.xcon: dict[str, dict[int, int]] = {}
         self.port_state: dict[Port, tuple[bool, float]] = {}
@@ -276,7 +277,7 @@ class FakeNetwork:
         """The port the datapath of ``switch`` sends ``packet`` (with its ``in_port``) to; None: no rule."""
         with self._lock:
             rule = self._lookup(switch, packet)
-            return None if rule is None else rule.out_port
+            return None if rule is None else self._out_port(rule)
 
     def trace(self, start: str | Port, packet: dict[str, Any]) -> TraceResult:
         """Walk ``packet`` from a host (name) or a switch port across switches, links and lit circuits."""
@@ -447,6 +448,25 @@ class FakeNetwork:
                     self._drop_barriers[node] = left - 1
             return True
 
+    # ------------------------------------------------------------------ groups (OpenFlow 1.3)
+    def set_group(self, g: GroupSpec, barrier: bool = True) -> Outcome:
+        """Add or modify a fast-failover group (the node answers after its latency)."""
+        return self._message(g.switch, "group_set", g.target(), barrier, 0.0,
+                             lambda: "" if g.switch in self.switches else "not a packet switch",
+                             lambda: self.groups.setdefault(g.switch, {}).__setitem__(g.group_id, g.ports))
+
+    def remove_group(self, g: GroupSpec, barrier: bool = True) -> Outcome:
+        return self._message(g.switch, "group_remove", g.target(), barrier, 0.0,
+                             lambda: "" if g.switch in self.switches else "not a packet switch",
+                             lambda: self.groups.get(g.switch, {}).pop(g.group_id, None))
+
+    def _out_port(self, r: FlowRule) -> int | None:
+        """Where a rule sends now: its port, or its fast-failover group's first live port (None: all down)."""
+        if r.group is None:
+            return r.out_port
+        ports = self.groups.get(r.switch, {}).get(r.group, ())
+        return next((p for p in ports if self.port_state.get((r.switch, p), (False, 0.0))[0]), None)
+
     # ------------------------------------------------------------------ internals: applying
     def _xcon_check(self, x: XconSpec) -> str:
         ports = self.ots.get(x.ots)
@@ -480,6 +500,8 @@ class FakeNetwork:
             return "not a packet switch"
         if adding and r.meter is not None and r.meter not in self.meters.get(r.switch, {}):
             return "OFPMMFC_UNKNOWN_METER"  # OVS refuses a rule whose meter does not exist
+        if adding and r.group is not None and r.group not in self.groups.get(r.switch, {}):
+            return "OFPBAC_BAD_OUT_GROUP"
         return self._refuse_flow.get(r.switch, "") if adding else ""
 
     def _flow_add(self, r: FlowRule) -> None:
@@ -587,7 +609,9 @@ class FakeNetwork:
             if count and sw not in self._frozen:
                 self.counters[sw][rule.key()] += 1
                 self.byte_counters[sw][rule.key()] += int(packet.get("size", 0))
-            out = rule.out_port
+            out = self._out_port(rule)
+            if out is None:
+                return BLACKHOLE
             hops.append((sw, in_port, out))
             if not self.port_state.get((sw, out), (False, 0.0))[0]:
                 return BLACKHOLE

@@ -18,7 +18,11 @@ Modelled, as far as the controller uses them:
 - OpenFlow 1.0 (an OTS): XCON FLOW_MODs ``in_port -> output`` (add, delete, delete-strict with
   ``out_port``); a match on anything but ``in_port`` is refused, as the OTS does.
 
-Groups are not modelled: the controller sends none (a GROUP_MOD raises).
+- Groups: GROUP_MOD add/modify/delete of fast-failover groups (OFPGT_FF; other types are refused): a
+  packet applying one leaves by the first bucket whose watch port is live (:meth:`FakeOFTable.port_down`
+  takes a port down as a cut would, with no message to the controller); a rule naming an unknown
+  group is refused, deleting a group deletes the rules that use it (OpenFlow 1.3 §6.5). Output to a
+  port that is down sends nothing.
 """
 from __future__ import annotations
 
@@ -139,6 +143,11 @@ class Rule:
         return any(type(a).__name__ == "OFPActionOutput" and a.port == port for a in self.actions())
 
     @property
+    def groups(self) -> set[int]:
+        """The groups the entry applies."""
+        return {a.group_id for a in self.actions() if type(a).__name__ == "OFPActionGroup"}
+
+    @property
     def meter(self) -> int | None:
         return next((i.meter_id for i in self.instructions if type(i).__name__ == "OFPInstructionMeter"), None)
 
@@ -168,6 +177,8 @@ class FakeOFTable:
         self.ports = set(ports)  # for FLOOD / ALL
         self.rules: list[Rule] = []
         self.meters: dict[int, int | None] = {}  # meter id -> drop rate in kbit/s
+        self.groups: dict[int, list] = {}  # fast-failover group id -> its buckets (OFPBucket), in order
+        self.down: set[int] = set()  # ports whose link is down (no light, no carrier)
         self.packet_outs: list[Result] = []  # each PACKET_OUT, resolved
         self.applied: list[Any] = []  # every message applied, in order
 
@@ -183,7 +194,7 @@ class FakeOFTable:
         elif kind == "OFPPacketOut":
             self._packet_out(msg)
         elif kind == "OFPGroupMod":
-            raise FlowModError("groups are not modelled (the controller sends none)")
+            self._group_mod(msg)
 
     def _flow_mod13(self, m: Any) -> None:
         match = {k: _field(k, v) for k, v in m.match.items()}
@@ -199,6 +210,9 @@ class FakeOFTable:
                 meter = getattr(inst, "meter_id", None)
                 if type(inst).__name__ == "OFPInstructionMeter" and meter not in self.meters:
                     raise FlowModError(f"OFPMMFC_UNKNOWN_METER: {meter}")
+                for a in getattr(inst, "actions", None) or ():
+                    if type(a).__name__ == "OFPActionGroup" and a.group_id not in self.groups:
+                        raise FlowModError(f"OFPBAC_BAD_OUT_GROUP: {a.group_id}")
             new = Rule(m.table_id, m.priority, match, m.cookie, list(m.instructions), m.idle_timeout)
             for i, old in enumerate(self.rules):
                 if (old.table, old.priority, old.match) == (new.table, new.priority, new.match):
@@ -263,6 +277,35 @@ class FakeOFTable:
         elif m.command == ofp13.OFPMC_DELETE:
             self.meters.pop(m.meter_id, None)
             self.rules = [r for r in self.rules if r.meter != m.meter_id]  # the switch deletes their rules too
+
+    def _group_mod(self, m: Any) -> None:
+        if m.command == ofp13.OFPGC_DELETE:
+            self.groups.pop(m.group_id, None)
+            self.rules = [r for r in self.rules if m.group_id not in r.groups]  # the switch deletes their rules too
+            return
+        if m.type != ofp13.OFPGT_FF:
+            raise FlowModError(f"OFPGMFC_BAD_TYPE: only fast-failover groups are modelled, not type {m.type}")
+        for b in m.buckets:
+            if b.watch_port == ofp13.OFPP_ANY:
+                raise FlowModError("OFPGMFC_BAD_WATCH: a fast-failover bucket needs a watch port")
+        if m.command == ofp13.OFPGC_ADD:
+            if m.group_id in self.groups:
+                raise FlowModError(f"OFPGMFC_GROUP_EXISTS: {m.group_id}")
+        elif m.command == ofp13.OFPGC_MODIFY:
+            if m.group_id not in self.groups:
+                raise FlowModError(f"OFPGMFC_UNKNOWN_GROUP: {m.group_id}")
+        else:
+            raise FlowModError(f"OFPGMFC_BAD_COMMAND: {m.command}")
+        self.groups[m.group_id] = list(m.buckets)
+
+    def port_down(self, port: int, down: bool = True) -> None:
+        """Take ``port``'s link down (or, ``down=False``, back up): what a fibre cut does to the switch.
+        Fast-failover groups see it at once; the controller hears nothing from this call."""
+        (self.down.add if down else self.down.discard)(port)
+
+    def live_bucket(self, group_id: int) -> Any:
+        """The bucket a fast-failover group uses now: the first whose watch port is up (None: all down)."""
+        return next((b for b in self.groups[group_id] if b.watch_port not in self.down), None)
 
     def _packet_out(self, m: Any) -> None:
         pkt = normalise_packet(packet_fields(bytes(m.data), m.in_port))
@@ -334,6 +377,12 @@ class FakeOFTable:
                 res.outputs += [(p, dict(pkt)) for p in self._ports_of(a.port, pkt)]
             elif kind == "OFPActionSetField":
                 pkt[a.key] = _int(a.key, a.value)
+            elif kind == "OFPActionGroup":
+                if a.group_id not in self.groups:
+                    raise FlowModError(f"rule uses group {a.group_id}, which is not set")
+                bucket = self.live_bucket(a.group_id)
+                if bucket is not None:
+                    self._actions(bucket.actions, dict(pkt), res)
             else:
                 raise FlowModError(f"action {kind} is not modelled")
 
@@ -344,7 +393,9 @@ class FakeOFTable:
         if port == ofp13.OFPP_IN_PORT:
             return [in_port] if in_port is not None else []
         if port in (ofp13.OFPP_FLOOD, ofp13.OFPP_ALL):
-            return sorted(p for p in self.ports if p != in_port)
+            return sorted(p for p in self.ports if p != in_port and p not in self.down)
+        if port in self.down:
+            return []  # no carrier: the frame is lost
         return [] if port == in_port else [port]  # never back out of the ingress port (only OFPP_IN_PORT does)
 
     def outputs(self, pkt: Mapping[str, Any]) -> set[int]:
@@ -412,10 +463,13 @@ class FakeDatapath:
         self.sent.append(msg)
         try:
             self.table.apply(msg)
-        except FlowModError:
+        except FlowModError as exc:
             if self.on_error is None:
                 raise
-            self.on_error(self.id, msg.xid, self.ofproto.OFPET_FLOW_MOD_FAILED, 0, self.ofproto.OFP_VERSION)
+            err, code = self.ofproto.OFPET_FLOW_MOD_FAILED, 0
+            if type(msg).__name__ == "OFPGroupMod":  # the group error the message names (OFPGMFC_...)
+                err, code = self.ofproto.OFPET_GROUP_MOD_FAILED, getattr(self.ofproto, str(exc).split(":")[0], 0)
+            self.on_error(self.id, msg.xid, err, code, self.ofproto.OFP_VERSION)
         if self.after_apply is not None:
             self.after_apply(self, msg)
         kind = type(msg).__name__

@@ -16,6 +16,7 @@ from app.web.timeutil import to_iso
 from app.web.topology_source import check_endpoint_in_graph
 from app.web.validation import (
     check_endpoint,
+    check_protection,
     check_string,
     check_time,
     check_window,
@@ -150,7 +151,7 @@ def what_if():  # noqa: ANN201
     require_user(db, allow_session=True)
     args = request.args.to_dict()
     for key in args:
-        if key not in ("src", "dst", "start", "end"):
+        if key not in ("src", "dst", "start", "end", "protection"):
             raise ApiError(f"unknown query parameter {key!r}", field=key)
     for key in ("src", "dst", "end"):
         if key not in args:
@@ -159,6 +160,7 @@ def what_if():  # noqa: ANN201
     dst = check_endpoint(args["dst"], "dst")
     if src == dst:
         raise ApiError("dst must differ from src", field="dst")
+    protection = check_protection(args.get("protection", "none"))
     t = now()
     start = check_time(args["start"], "start") if "start" in args else t
     end = check_time(args["end"], "end")
@@ -167,6 +169,6 @@ def what_if():  # noqa: ANN201
     check_endpoint_in_graph(g, src, "src")
     check_endpoint_in_graph(g, dst, "dst")
     advance_if_due()
-    bw, path = admission.available(g, db, src=src, dst=dst, start=start, end=end, now=t)
+    bw, path = admission.available(g, db, src=src, dst=dst, start=start, end=end, now=t, protection=protection)
     return jsonify({"src": src, "dst": dst, "start": to_iso(start), "end": to_iso(end), "available": bw,
                     "path": None if path is None else admission.path_to_json(path)})

@@ -20,6 +20,7 @@ def reservation(res: Reservation) -> dict[str, Any]:
         "start": to_iso(res.start_ts),
         "end": to_iso(res.end_ts),
         "mode": res.mode,
+        "protection": res.protection or "none",
         "state": res.state,
         "state_reason": res.state_reason,
         "ero": res.ero,

@@ -10,6 +10,7 @@
   btn.addEventListener("click", function () {
     var params = new URLSearchParams({src: val("src"), dst: val("dst"), end: utc(val("end"))});
     if (val("start")) { params.set("start", utc(val("start"))); }
+    if (val("protection") === "1+1") { params.set("protection", "1+1"); }
     out.textContent = "checking…";
     fetch(btn.getAttribute("data-api") + "?" + params.toString(), {credentials: "same-origin"})
       .then(function (r) { return r.json().then(function (d) { return {ok: r.ok, d: d}; }); })
@@ -17,7 +18,8 @@
         if (!res.ok) { out.textContent = res.d.error ? res.d.error.message : "error"; return; }
         var p = res.d.path;
         out.textContent = res.d.available.toFixed(2) + " Mbit/s available" +
-          (p ? " via " + p.nodes.join(" → ") + " (limited by " + p.bottleneck + ")" : " (not connected)");
+          (p ? " via " + p.nodes.join(" → ") + " (limited by " + p.bottleneck + ")" : " (not connected)") +
+          (p && p.protection ? ", protected via " + p.protection.nodes.join(" → ") : "");
       })
       .catch(function () { out.textContent = "request failed"; });
   });

@@ -42,6 +42,7 @@ def test_curl_examples_run(tmp_path) -> None:  # noqa: ANN001
     assert out.count('{"items":[]}') == 2  # no circuit, no plan
     assert '"bandwidth":6.0' in out and '"end":"2099-01-01T13:00:00Z"' in out
     assert '"total":1' in out and '"available":' in out
+    assert re.search(r'"protection":\{"available":10\.0,.*"nodes":\["A","X:\d","X:\d","Z:\d","Z:\d","C"\]', out)
     assert re.search(r'"field":"bandwidth".*\n+HTTP 409', out), out[-2500:]
     assert '"available":10.0,"bottleneck":"Z:4"' in out  # the path's real maximum, not the access link's 14
     assert re.search(r'"field":"end".*\n+HTTP 400', out)
