@@ -156,6 +156,8 @@ class ReservationManager:
         self.elastic_cfg: dict[str, float] = dict(elastic or {})
         self.elastic: dict[int, ElasticState] = {}
         self._bytes: dict[tuple[int, int], tuple[float, int]] = {}
+        # 1+1 reservations running on their surviving path with no new protection found (why), retried
+        self.unprotected: dict[int, str] = {}
 
     # ---- the path ---------------------------------------------------------------------------------
     def circuit(self, order: Any) -> ReservationCircuit:
@@ -192,6 +194,25 @@ class ReservationManager:
         except PceError as exc:
             raise ReservationPathError(str(exc)) from None
         return circuit_for(g, order.id, order.src, order.dst, res.edges, vlan), res.to_dict()
+
+    def pair_around(self, order: Any, avoid: Sequence[str]) -> tuple[protected_circuits.ProtectedCircuit, dict[str, Any]]:
+        """A new 1+1 pair around the optical ports ``avoid`` and those other circuits hold: the circuit
+        and the path to store (the working path, the protection path under ``"protection"``)."""
+        from pce.errors import PceError
+        from pce.protection import protected_paths
+        from pce.reservation import PathRequest
+
+        g = self.graph()
+        taken = {f"{o}:{p}" for o in {n["ots"] for _, n in g.g.nodes(data=True) if n.get("kind") == "oport"}
+                 for p in self.busy_ports(o) if f"{o}:{p}" in g.g}
+        try:
+            pair = protected_paths(g, PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end,
+                                                  exclude=tuple(sorted(taken | set(avoid)))))
+        except PceError as exc:
+            raise ReservationPathError(str(exc)) from None
+        pc = protected_circuits.protected_circuit(g, order.id, order.src, order.dst, pair.working.edges,
+                                                  pair.protection.edges, _vlan(order))
+        return pc, pair.to_dict()
 
     # ---- provision -------------------------------------------------------------------------------
     def provision(self, order: Any) -> Outcome:
@@ -237,16 +258,19 @@ class ReservationManager:
 
         Default forwarding must never put other traffic on the circuit, not even while it comes up:
         its ports are reserved before the plan runs (and given back if it fails)."""
-        opts: dict[str, Any] = {"verify": self.verify, "stable_ms": self.timing["stable_ms"],
-                                "circuit_timeout_s": self.timing["circuit_timeout_s"],
-                                "verify_timeout_s": self.timing["verify_timeout_s"],
-                                "plan_id": f"res{res_id}-{kind}-{int(self.clock() * 1000)}"}
+        opts = self._plan_options(res_id, kind)
         if pc is not None:
             plan = protected_circuits.provision_plan(dataclasses.replace(pc, circuit=c), **opts)
         else:
             plan = planner.provision(c.xcons, c.packet_ports, list(c.segments), list(c.transit), list(c.ingress),
                                      **opts)
         return self._run(plan, res_id, c, opens=True)
+
+    def _plan_options(self, res_id: int, kind: str) -> dict[str, Any]:
+        return {"verify": self.verify, "stable_ms": self.timing["stable_ms"],
+                "circuit_timeout_s": self.timing["circuit_timeout_s"],
+                "verify_timeout_s": self.timing["verify_timeout_s"],
+                "plan_id": f"res{res_id}-{kind}-{int(self.clock() * 1000)}"}
 
     def _run(self, plan: Plan, res_id: int, c: ReservationCircuit, opens: bool) -> PlanRecord:
         """Run and record a plan that lights ``c`` (``opens``: its ports are reserved from before the
@@ -292,6 +316,7 @@ class ReservationManager:
             if any(r.meter is not None for r in c.ingress):  # the rules are gone: now their meters can go
                 self._remove_meters(c)
             self.elastic.pop(res_id, None)
+            self.unprotected.pop(res_id, None)
             for key in [k for k in self._bytes if k[0] == res_id]:
                 del self._bytes[key]
             if mark:
@@ -308,11 +333,26 @@ class ReservationManager:
         with data-plane verification → ACTIVE on it; DEGRADED with the reason when there is no path or
         lighting it failed (nothing of it left installed; the caller retries with back-off)."""
         started = self.clock()
+        broken = self.active.get(order.id)
+        reprotect = None
+        if broken is not None and protected_circuits.is_protected(order):
+            try:  # the data plane already switched to the surviving path: protect it again
+                reprotect = protected_circuits.reprotection(self.graph(), order, broken, avoid, self.busy_ports,
+                                                            **self._plan_options(order.id, "reprotect"))
+            except ReservationPathError as exc:
+                if not str(exc).startswith("both paths"):  # the survivor carries on, unprotected for now
+                    self.unprotected[order.id] = str(exc)
+                    out = Outcome(order.id, "restore", False, "ACTIVE", f"running unprotected: {exc}")
+                    self.on_event("reservation_unprotected", out.to_json() | {"cause": cause})
+                    return out
         if not self.run_db("mark_restoring", order.id, cause, started):
             return Outcome(order.id, "restore", False, "NOT_LIT", "the reservation is not lit any more")
         old_path = list((order.path or {}).get("edges") or [])
         self.on_event("reservation_restoring", {"reservation_id": order.id, "cause": cause, "attempt": attempt})
-        broken = self.active.get(order.id)
+        if reprotect is not None and broken is not None:
+            return self._reprotect(order, broken, reprotect, cause, {
+                "cause": cause, "detected_ts": detected, "started_ts": started, "attempt": attempt,
+                "old_path": old_path})
         elastic = self.elastic.get(order.id)
         if broken is not None:
             out = self.release_circuit(order.id, broken)  # (its meters go with it)
@@ -320,8 +360,17 @@ class ReservationManager:
                 self.active.pop(order.id, None)
         try_ = {"cause": cause, "detected_ts": detected, "started_ts": started, "attempt": attempt,
                 "old_path": old_path}
+        pc = None
         try:
-            c, path = self.circuit_around(order, avoid)
+            if protected_circuits.is_protected(order):  # both paths broke: a new pair, else one path
+                try:
+                    pc, path = self.pair_around(order, avoid)
+                except ReservationPathError:
+                    pc = None
+            if pc is None:
+                c, path = self.circuit_around(order, avoid)
+            else:
+                c = pc.circuit
         except (ReservationPathError, ValueError) as exc:
             return self._degraded(order.id, f"no path around the failure: {exc}", try_)
         if getattr(order, "mode", "static") == "elastic":  # metered again at what it had
@@ -330,7 +379,7 @@ class ReservationManager:
             if refused := self._set_meters(c, elastic.provisioned_mbps):
                 self._remove_meters(c)
                 return self._degraded(order.id, f"elastic: {refused}", try_)
-        record = self._light(order.id, c, "restore")
+        record = self._light(order.id, c, "restore", pc)
         if record.state != "done":
             if elastic is not None:
                 self._remove_meters(c)
@@ -348,6 +397,30 @@ class ReservationManager:
         out = Outcome(order.id, "restore", True, "ACTIVE", plan=record.to_json())
         self.on_event("reservation_restored", out.to_json() | {"cause": cause, "circuit": c.to_json(),
                                                                "took_s": round(self.clock() - detected, 3)})
+        return out
+
+    def _reprotect(self, order: Any, lit: ReservationCircuit, r: protected_circuits.Reprotection, cause: str,
+                   try_: dict[str, Any]) -> Outcome:
+        """A 1+1 reservation whose one path failed: take that path down, light a new protection path
+        and re-set the failover groups, the survivor first (it carried the traffic all along)."""
+        down = self._run(r.down, order.id, lit, opens=False)
+        up = self._run(r.up, order.id, r.new.circuit, opens=True) if down.state == "done" else down
+        if up.state != "done":
+            return self._degraded(order.id, f"re-protecting failed at {failed_step(up)}", try_, up.to_json())
+        c = r.new.circuit
+        self.active[order.id] = c
+        self.unprotected.pop(order.id, None)
+        ok = self.run_db("mark_restored", order.id, circuit_records(c), [rule_record(x) for x in c.rules], r.path,
+                         {**try_, "new_path": list(r.path.get("edges") or [])
+                          + list((r.path.get("protection") or {}).get("edges") or [])}, self.clock())
+        if not ok:
+            out = self.release_circuit(order.id, c)
+            return Outcome(order.id, "restore", False, "RELEASED" if out.ok else "LEFT",
+                           "the reservation ended while it was being re-protected; released", up.to_json())
+        out = Outcome(order.id, "restore", True, "ACTIVE", plan=up.to_json())
+        self.on_event("reservation_restored", out.to_json() | {"cause": cause, "circuit": c.to_json(),
+                                                               "reprotected": True,
+                                                               "took_s": round(self.clock() - try_["detected_ts"], 3)})
         return out
 
     def held(self, res_id: int, reason: str) -> Outcome:

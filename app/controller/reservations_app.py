@@ -182,7 +182,7 @@ class ReservationsApp(app_manager.OSKenApp):
         now = time.time()
         for res_id, c in list(self.manager.active.items()):
             cause = broken_by(c.xcons, c.packet_ports, f)
-            if cause is not None and res_id not in self.busy:
+            if cause is not None and res_id not in self.busy and res_id not in self.manager.unprotected:
                 JOURNAL.add("reservation", event="broken", reservation_id=res_id, cause=cause)
                 self.busy.add(res_id)
                 hub.spawn(self._guarded, res_id, lambda rid, why=cause: self._restore(rid, why, now, 1), res_id)
@@ -198,15 +198,20 @@ class ReservationsApp(app_manager.OSKenApp):
             return self.manager.held(res_id, "no such reservation")
         f = self.failures()
         out = self.manager.restore(orders[0], cause, detected, f.exclude(self.view.graph()[0]), attempt)
-        if out.state == "DEGRADED":
+        if out.state == "DEGRADED" or res_id in self.manager.unprotected:
             self.retry[res_id] = (time.time() + min(RETRY_MAX, self.retry_s * 2 ** (attempt - 1)), attempt + 1)
         else:
             self.retry.pop(res_id, None)
         return out
 
     def _retry_degraded(self, now: float) -> None:
-        """Retry DEGRADED reservations whose back-off is over (and resume RESTORING ones a restart left)."""
-        for order in self._db("to_restore", now):
+        """Retry DEGRADED reservations whose back-off is over (and resume RESTORING ones a restart left),
+        and 1+1 ones running unprotected on their surviving path."""
+        waiting = list(self._db("to_restore", now))
+        unprotected = [i for i in self.manager.unprotected if self.retry.get(i, (now, 1))[0] <= now]
+        if unprotected:
+            waiting += self._db("orders", unprotected)
+        for order in waiting:
             at, attempt = self.retry.setdefault(order.id, (now, 1))
             if at <= now and order.id not in self.busy:
                 self.busy.add(order.id)

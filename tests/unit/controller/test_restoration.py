@@ -119,3 +119,50 @@ def test_the_published_topology_marks_failed_ports_and_fibres() -> None:
     failed = {lk["key"] for lk in data["links"] if lk.get("failed")}
     assert failed == {"optical:X:3-Z:3"}
     assert mark_failures(g.to_dict(), Failures()) == g.to_dict()
+
+
+def test_a_protected_reservation_fails_over_and_is_protected_again(net):  # noqa: F811
+    """1+1: the cut working path → the ingress switch already sends on the protection path (no
+    controller message); restore() then takes the broken path down and lights a new protection path
+    around the cut, disjoint from the survivor; a second cut fails over to it."""
+    from tests.unit.controller.test_protected_circuits import protected_order
+
+    store = RestoringStore()
+    m, events = manager(net, store)
+    order = protected_order(21)
+    assert m.provision(order).ok and store.states[21] == "ACTIVE"
+    working = [e for e in order.path["edges"] if e.startswith("optical:")]
+    a, b = working[0][len("optical:"):].split("-")
+    net.cut_fibre((a.split(":")[0], int(a.split(":")[1])))
+    assert net.delivered_to("h1", {"eth_dst": "00:00:00:00:00:03"}) == "h3"  # the group switched by itself
+    out = m.restore(order, f"loss of light at {a}", 100.0, avoid=(a, b))
+    assert out.ok and store.states[21] == "ACTIVE", out
+    (row,) = store.restorations
+    assert f"optical:{a}-{b}" not in row["new_path"]
+    assert any(k == "reservation_restored" and d.get("reprotected") for k, d in events)
+    lit = {(x.ots, p) for x in m.active[21].xcons for p in x.ports}
+    assert not lit & {(a.split(":")[0], int(a.split(":")[1])), (b.split(":")[0], int(b.split(":")[1]))}
+    assert net.delivered_to("h1", {"eth_dst": "00:00:00:00:00:03"}) == "h3"
+    # the survivor is now the working path; cut it: the new protection path takes over by itself
+    prot = [e for e in order.path["protection"]["edges"] if e.startswith("optical:")][0][len("optical:"):]
+    p1 = prot.split("-")[0]
+    net.cut_fibre((p1.split(":")[0], int(p1.split(":")[1])))
+    assert net.delivered_to("h1", {"eth_dst": "00:00:00:00:00:03"}) == "h3"
+
+
+def test_a_protected_reservation_with_no_new_protection_runs_unprotected(net):  # noqa: F811
+    from tests.unit.controller.test_protected_circuits import protected_order
+
+    store = RestoringStore()
+    m, events = manager(net, store)
+    order = protected_order(22)
+    assert m.provision(order).ok
+    working = [e for e in order.path["edges"] if e.startswith("optical:")][0][len("optical:"):]
+    a, b = working.split("-")
+    net.cut_fibre((a.split(":")[0], int(a.split(":")[1])))
+    every_other = ("X:2", "Y:1", "Y:4", "Z:1")  # no third way left beside the survivor
+    out = m.restore(order, f"loss of light at {a}", 100.0, avoid=(a, b, *every_other))
+    assert not out.ok and out.state == "ACTIVE" and "unprotected" in out.reason, out
+    assert store.states[22] == "ACTIVE" and 22 in m.unprotected
+    assert net.delivered_to("h1", {"eth_dst": "00:00:00:00:00:03"}) == "h3"  # on the survivor
+    assert any(k == "reservation_unprotected" for k, _ in events)
