@@ -18,12 +18,16 @@ What each fault does to the lab (what the agents and the controller then see):
   its cross-connects; the controller must provision again).
 - ``kill_agent`` / ``restart_agent``: only the agent process (SIGKILL); the bridge keeps its XCON
   flows and light, as hardware does when its control card dies; a restarted agent adopts them.
-- ``disconnect_switch`` / ``reconnect_switch``: ``ovs-vsctl del-controller`` on a packet switch (it
-  keeps forwarding with its flows: fail-mode secure), then the same controller records back.
+- ``disconnect_switch`` / ``reconnect_switch``: a packet switch loses its control channel (OVS closes
+  the session) and keeps forwarding with its flows (fail-mode secure), then gets the same controller
+  records back. Its controller is pointed at a closed local port rather than deleted: OVS flushes a
+  bridge's flows when it goes from having a controller to having none, or back (``bridge.c``; seen
+  here: ``del-controller`` left the flow table empty), which a lost control channel does not do.
 - ``flap_port``: a port's interface down, ``hold`` s, up again (any node: packet switch or OTS).
 """
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -202,8 +206,16 @@ def set_controller_args(bridge: str, records: Sequence[tuple[str, str | None]]) 
 _SAVED: dict[str, list[tuple[str, str | None]]] = {}  # bridge -> its controller records while disconnected
 
 
+def closed_port() -> int:
+    """A local TCP port nothing listens on right now (connections to it are refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def disconnect_switch(lab: LabNet | LabSession, name: str) -> float:
-    """Take packet switch ``name`` off its controller (``ovs-vsctl del-controller``); it keeps forwarding."""
+    """Take packet switch ``name`` off its controller (its controller records now point at a closed port);
+    it keeps its flows and forwards with them."""
     net = _net(lab)
     bridge = net.bridge(name)
     _node(net, name)
@@ -211,7 +223,8 @@ def disconnect_switch(lab: LabNet | LabSession, name: str) -> float:
     if not records:
         raise FaultError(f"{name} has no controller to disconnect from")
     _SAVED[bridge] = records
-    _run("ovs-vsctl", "--timeout=10", "del-controller", bridge)
+    _run("ovs-vsctl", "--timeout=10",
+         *set_controller_args(bridge, [(f"tcp:127.0.0.1:{closed_port()}", records[0][1])]))
     return time.monotonic()
 
 

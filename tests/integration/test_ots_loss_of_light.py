@@ -1,6 +1,7 @@
 """Loss of light, agent restart and OTS power on a small Mininet lab, through mininet_labs/faults.py.
 
-h1 - A:1 | A:3 - X:1 =XCON= X:3 ~fibre~ Z:3 =XCON= Z:2 - C:1 | C:3 - h3. The OTS agents are the lab's
+h1 - A:1 | A:3 - X:1 =X= X:3 ~fibre~ Y:1 =Y= Y:2 ~fibre~ Z:3 =Z= Z:2 - C:1 | C:3 - h3 (=N= an XCON
+on OTS N: a circuit over three OTSes, so a failure travels two hops each way). The OTS agents are the lab's
 own subprocesses (OtsSwitch), each pointed at a test-side OpenFlow 1.0 controller that provisions the
 XCONs; the packet switches forward with a NORMAL flow and report PORT_STATUS to test controllers too.
 Shows: a fibre cut and a flapped packet port darken the packet ports at both ends of the circuit and a
@@ -37,10 +38,10 @@ def spec() -> LabSpec:
              HostSpec("h3", "C", 3, "10.0.0.3", "00:00:00:00:00:03"))
     links = (LinkSpec("h1", 0, "A", 1, "access", 20), LinkSpec("h3", 0, "C", 3, "access", 20),
              LinkSpec("A", 3, "X", 1, "adaptation", 10), LinkSpec("C", 1, "Z", 2, "adaptation", 10),
-             LinkSpec("X", 3, "Z", 3, "optical", 10))
-    return LabSpec("los", (SwitchSpec("A", 0xA1), SwitchSpec("C", 0xC1)),
-                   (OtsSpec("X", 0x0F01, {1: "ODU2", 3: "ODU2"}), OtsSpec("Z", 0x0F03, {2: "ODU2", 3: "ODU2"})),
-                   hosts, links)
+             LinkSpec("X", 3, "Y", 1, "optical", 10), LinkSpec("Y", 2, "Z", 3, "optical", 10))
+    ots = (OtsSpec("X", 0x0F01, {1: "ODU2", 3: "ODU2"}), OtsSpec("Y", 0x0F02, {1: "ODU2", 2: "ODU2"}),
+           OtsSpec("Z", 0x0F03, {2: "ODU2", 3: "ODU2"}))
+    return LabSpec("los", (SwitchSpec("A", 0xA1), SwitchSpec("C", 0xC1)), ots, hosts, links)
 
 
 @dataclass
@@ -93,13 +94,13 @@ def wait_reconnected(ctl: Of10Controller, connections: int, timeout: float = 30.
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory) -> Iterator[Rig]:
     workdir = tmp_path_factory.mktemp("los")
-    ctl = {n: Of10Controller() for n in ("A", "C", "X", "Z")}
+    ctl = {n: Of10Controller() for n in ("A", "C", "X", "Y", "Z")}
     lab = LabNet(spec(), prefix=random_prefix(), controller=("127.0.0.1", free_port()), delay=(0.15, 0.22),
                  shaping=False, agent_log_dir=str(workdir))
     with net_lock():
         try:
             lab.start()
-            for n in ("X", "Z"):  # each agent to its own test controller
+            for n in ("X", "Y", "Z"):  # each agent to its own test controller
                 sw = lab.node(n)
                 sw.stop_agent()
                 sw.controller_target = f"127.0.0.1:{ctl[n].port}"
@@ -114,6 +115,7 @@ def rig(tmp_path_factory) -> Iterator[Rig]:
                 c.wait_connected(timeout=30)
             r = Rig(lab, ctl)
             r.circuit("X", 1, 3)
+            r.circuit("Y", 1, 2)
             r.circuit("Z", 2, 3)
             assert wait_ping(r.h("h1"), "10.0.0.3", timeout=20), "no traffic over the circuit"
             yield r
@@ -126,21 +128,23 @@ def rig(tmp_path_factory) -> Iterator[Rig]:
 def test_fibre_cut_darkens_both_ends_and_repair_restores_them(rig):
     a, c = rig.ctl["A"], rig.ctl["C"]
     marks = a.mark(), c.mark()
-    cut = faults.cut_fibre(rig.lab, "X:3", "Z:3")
+    cut = faults.cut_fibre(rig.lab, "X:3", "Y:1")
     down_a, down_c = port_change(a, 3, True, marks[0]), port_change(c, 1, True, marks[1])
     wait_status(rig.ctl["X"], 3, FAULT)
     wait_status(rig.ctl["X"], 1, LOS)
-    wait_status(rig.ctl["Z"], 3, FAULT)
+    wait_status(rig.ctl["Y"], 1, FAULT)
+    wait_status(rig.ctl["Y"], 2, LOS)
+    wait_status(rig.ctl["Z"], 3, FAULT)  # one hop further: Y darkened Y:2
     wait_status(rig.ctl["Z"], 2, LOS)
     assert not ping(rig.h("h1"), "10.0.0.3", wait=0.5)
     marks = a.mark(), c.mark()
-    repair = faults.repair_fibre(rig.lab, "X:3", "Z:3")
+    repair = faults.repair_fibre(rig.lab, "X:3", "Y:1")
     up_a, up_c = port_change(a, 3, False, marks[0]), port_change(c, 1, False, marks[1])
-    for ots, ports in (("X", (1, 3)), ("Z", (2, 3))):
+    for ots, ports in (("X", (1, 3)), ("Y", (1, 2)), ("Z", (2, 3))):
         for p in ports:
             wait_status(rig.ctl[ots], p, (0, 0))
     assert wait_ping(rig.h("h1"), "10.0.0.3", timeout=10)
-    print(f"\ncut X:3 -> A:3 down {1000 * (down_a - cut):.1f} ms, C:1 down {1000 * (down_c - cut):.1f} ms; "
+    print(f"\ncut X:3-Y:1 at X -> A:3 down {1000 * (down_a - cut):.1f} ms, C:1 down {1000 * (down_c - cut):.1f} ms; "
           f"repair -> A:3 up {1000 * (up_a - repair):.1f} ms, C:1 up {1000 * (up_c - repair):.1f} ms")
 
 
@@ -155,9 +159,10 @@ def test_a_packet_port_flap_travels_to_the_other_end(rig):
         slept.append(time.monotonic())
 
     down = faults.flap_port(rig.lab, "A:3", hold=0.0, sleep=hold)
-    port_change(c, 1, False, mark)
+    up = port_change(c, 1, False, mark)
     assert wait_ping(rig.h("h1"), "10.0.0.3", timeout=10)
-    print(f"\nA:3 down -> C:1 down {1000 * (slept[1] - down):.1f} ms (through X and Z)")
+    print(f"\nA:3 down -> C:1 down {1000 * (slept[1] - down):.1f} ms, A:3 set up -> C:1 up ≤ {1000 * (up - slept[1]):.1f} ms "
+          f"(through X, Y and Z)")
 
 
 def test_a_restarted_agent_keeps_its_xcons_and_traffic(rig):
@@ -180,33 +185,37 @@ def test_a_restarted_agent_keeps_its_xcons_and_traffic(rig):
 def test_power_off_darkens_every_port_and_power_on_has_no_xcons(rig):
     a, c = rig.ctl["A"], rig.ctl["C"]
     marks = a.mark(), c.mark()
-    off = faults.power_off_ots(rig.lab, "Z")
+    off = faults.power_off_ots(rig.lab, "Y")
     down_a, down_c = port_change(a, 3, True, marks[0]), port_change(c, 1, True, marks[1])
-    for p in (2, 3):
-        state = open(f"/sys/class/net/{faults.interface(rig.lab, f'Z:{p}')}/operstate").read().strip()
-        assert state == "down"
-    assert rig.flows("Z") == []
-    wait_status(rig.ctl["X"], 3, FAULT)
-    wait_status(rig.ctl["X"], 1, LOS)
-    connections = rig.ctl["Z"].connections
-    faults.power_on_ots(rig.lab, "Z")
-    wait_reconnected(rig.ctl["Z"], connections)
-    assert rig.ctl["Z"].stats(parser.OFPFlowStatsRequest(of10.DP, 0, parser.OFPMatch(), 0xFF, ofp.OFPP_NONE)) == []
-    assert all(p.config & ofp.OFPPC_PORT_DOWN for p in rig.ctl["Z"].features().ports.values())
+    for p in (1, 2):
+        with open(f"/sys/class/net/{faults.interface(rig.lab, f'Y:{p}')}/operstate") as f:
+            assert f.read().strip() == "down"
+    assert rig.flows("Y") == []
+    for ots, fibre_port, client_port in (("X", 3, 1), ("Z", 3, 2)):
+        wait_status(rig.ctl[ots], fibre_port, FAULT)
+        wait_status(rig.ctl[ots], client_port, LOS)
+    connections = rig.ctl["Y"].connections
+    faults.power_on_ots(rig.lab, "Y")
+    wait_reconnected(rig.ctl["Y"], connections)
+    assert rig.ctl["Y"].stats(parser.OFPFlowStatsRequest(of10.DP, 0, parser.OFPMatch(), 0xFF, ofp.OFPP_NONE)) == []
+    assert all(p.config & ofp.OFPPC_PORT_DOWN for p in rig.ctl["Y"].features().ports.values())
     marks = a.mark(), c.mark()
-    rig.circuit("Z", 2, 3)  # the controller provisions it again
+    rig.circuit("Y", 1, 2)  # the controller provisions it again
     port_change(a, 3, False, marks[0])
     port_change(c, 1, False, marks[1])
     assert wait_ping(rig.h("h1"), "10.0.0.3", timeout=10)
-    print(f"\npower off Z -> A:3 down {1000 * (down_a - off):.1f} ms, C:1 down {1000 * (down_c - off):.1f} ms")
+    print(f"\npower off Y -> A:3 down {1000 * (down_a - off):.1f} ms, C:1 down {1000 * (down_c - off):.1f} ms")
 
 
 def test_a_packet_switch_off_its_controller_keeps_forwarding(rig):
     a = rig.ctl["A"]
     ends = len(a.session_ends)
+    records = faults.controller_records(rig.lab.bridge("A"))
     faults.disconnect_switch(rig.lab, "A")
     a.wait_session_end(ends + 1)
     assert ping(rig.h("h1"), "10.0.0.3", count=3)
     connections = a.connections
     faults.reconnect_switch(rig.lab, "A")
     wait_reconnected(a, connections)
+    assert faults.controller_records(rig.lab.bridge("A")) == records
+    assert ping(rig.h("h1"), "10.0.0.3", count=3)
