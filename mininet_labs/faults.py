@@ -3,8 +3,9 @@ agent, take a packet switch off its controller and back, flap a port (docs/ots.m
 
 Each function acts on a running :class:`~mininet_labs.testbed.LabNet` (or a
 :class:`~mininet_labs.session.LabSession`'s) and returns the ``time.monotonic()`` at which the fault
-took effect: taken right after the command that makes it (``ip``, ``ovs-vsctl``, a signal) returned,
-so a detection or restoration time measured from it is not inflated by process start-up.
+took effect, taken just before the command that makes it (``ip``, ``ovs-vsctl``, a signal): a
+detection or restoration time measured from it is an upper bound, by the few ms a command takes to
+start (taken after it returned, the agents had sometimes already reacted: negative times).
 Ports are named as in the spec, ``"X:3"``; a fibre by the OTS ports at its two ends.
 
 What each fault does to the lab (what the agents and the controller then see):
@@ -98,10 +99,10 @@ def link_commands(intfs: Sequence[str], up: bool) -> str:
 
 
 def _ip_links(intfs: Sequence[str], up: bool) -> float:
-    """Set interfaces up/down in one ``ip`` process; the monotonic time right after it returned."""
+    """Set interfaces up/down in one ``ip`` process; the monotonic time just before it started."""
+    at = time.monotonic()
     res = subprocess.run(["ip", "-batch", "-"], input=link_commands(intfs, up), capture_output=True, text=True,
                          timeout=15)
-    at = time.monotonic()
     if res.returncode != 0:
         raise FaultError(f"ip link set {'up' if up else 'down'} {' '.join(intfs)}: {res.stderr.strip()}")
     return at
@@ -161,8 +162,9 @@ def power_on_ots(lab: LabNet | LabSession, name: str) -> float:
     sw.stop_agent(kill=True)
     _ip_links(_intfs(sw), up=False)
     _run("ovs-ofctl", "-O", "OpenFlow10", "del-flows", net.bridge(name))
+    at = time.monotonic()
     sw.start_agent()
-    return time.monotonic()
+    return at
 
 
 def kill_agent(lab: LabNet | LabSession, name: str) -> float:
@@ -170,14 +172,17 @@ def kill_agent(lab: LabNet | LabSession, name: str) -> float:
     sw = _ots(_net(lab), name)
     if sw.agent is None or sw.agent.poll() is not None:
         raise FaultError(f"the agent of {name} is not running")
+    at = time.monotonic()
     sw.stop_agent(kill=True)
-    return time.monotonic()
+    return at
 
 
 def restart_agent(lab: LabNet | LabSession, name: str) -> float:
     """Start the OTS agent again over the same bridge (it adopts the XCONs it finds there)."""
-    _ots(_net(lab), name).start_agent()
-    return time.monotonic()
+    sw = _ots(_net(lab), name)
+    at = time.monotonic()
+    sw.start_agent()
+    return at
 
 
 # ---- packet switch control channel -------------------------------------------------------------------
@@ -223,9 +228,10 @@ def disconnect_switch(lab: LabNet | LabSession, name: str) -> float:
     if not records:
         raise FaultError(f"{name} has no controller to disconnect from")
     _SAVED[bridge] = records
-    _run("ovs-vsctl", "--timeout=10",
-         *set_controller_args(bridge, [(f"tcp:127.0.0.1:{closed_port()}", records[0][1])]))
-    return time.monotonic()
+    args = set_controller_args(bridge, [(f"tcp:127.0.0.1:{closed_port()}", records[0][1])])
+    at = time.monotonic()
+    _run("ovs-vsctl", "--timeout=10", *args)
+    return at
 
 
 def reconnect_switch(lab: LabNet | LabSession, name: str) -> float:
@@ -235,5 +241,6 @@ def reconnect_switch(lab: LabNet | LabSession, name: str) -> float:
     records = _SAVED.pop(bridge, None)
     if records is None:
         raise FaultError(f"{name} was not disconnected with disconnect_switch")
+    at = time.monotonic()
     _run("ovs-vsctl", "--timeout=10", *set_controller_args(bridge, records))
-    return time.monotonic()
+    return at

@@ -553,7 +553,7 @@ class OtsAgent:
     def _ovs_port_changed(self, port_no: int) -> None:
         """OVS reported a port change (OVS reader thread): note it, then pass a loss of light on."""
         view = self._ovs_view(port_no)
-        if view is not None:
+        if view is not None and port_no in self.ports:
             with self._state_lock:
                 self._sense[port_no] = light.observe(self._sense.get(port_no, light.PortSense()), *view)
         self._set_light(self._update_los())
