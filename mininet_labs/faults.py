@@ -180,6 +180,8 @@ def kill_agent(lab: LabNet | LabSession, name: str) -> float:
 def restart_agent(lab: LabNet | LabSession, name: str) -> float:
     """Start the OTS agent again over the same bridge (it adopts the XCONs it finds there)."""
     sw = _ots(_net(lab), name)
+    if sw.agent is not None and sw.agent.poll() is None:
+        raise FaultError(f"the agent of {name} is still running")
     at = time.monotonic()
     sw.start_agent()
     return at
@@ -223,7 +225,8 @@ def disconnect_switch(lab: LabNet | LabSession, name: str) -> float:
     it keeps its flows and forwards with them."""
     net = _net(lab)
     bridge = net.bridge(name)
-    _node(net, name)
+    if isinstance(_node(net, name), OtsSwitch):
+        raise FaultError(f"{name} is an OTS: its control channel is its agent (kill_agent)")
     records = controller_records(bridge)
     if not records:
         raise FaultError(f"{name} has no controller to disconnect from")

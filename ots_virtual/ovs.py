@@ -80,10 +80,22 @@ def claim_bridge(bridge: str, port: int, wait_s: float = BRIDGE_WAIT_S,
           "--", "set", "bridge", bridge, "controller=@c", *extra)
 
 
+#: where a released bridge's controller points: a privileged port nothing listens on (tcpmux), so it
+#: connects nowhere. (OVS ignores ``unix:`` targets outside its run directory, which leaves the
+#: bridge with no controller.)
+RELEASED_TARGET = "tcp:127.0.0.1:1"
+
+
 def release_bridge(bridge: str) -> None:
-    """Remove the agent as the bridge's controller (flows stay; fail-mode secure keeps it closed)."""
+    """Stop being the bridge's controller; its XCON flows stay (fail-mode secure keeps it closed).
+
+    The controller record is pointed at :data:`RELEASED_TARGET` instead of deleted: OVS flushes every
+    flow of a bridge that goes from having a controller to having none (``ovs-vsctl del-controller``
+    emptied an OTS bridge here), and left pointing at the agent's old ephemeral port the bridge would
+    connect to whatever process binds that port next (another agent)."""
     try:
-        vsctl("del-controller", bridge)
+        vsctl("--", "--id=@c", "create", "controller", f'target="{RELEASED_TARGET}"',
+              "--", "set", "bridge", bridge, "controller=@c")
     except OvsError as exc:
         LOG.warning("releasing bridge %s: %s", bridge, exc)
 

@@ -7,6 +7,11 @@ XCONs; the packet switches forward with a NORMAL flow and report PORT_STATUS to 
 Shows: a fibre cut and a flapped packet port darken the packet ports at both ends of the circuit and a
 repair brings them back; a killed and restarted agent keeps its XCON flows, light and traffic; a
 powered-off OTS darkens every port and comes back with no XCONs. Prints the timings it saw.
+
+First, on Fig. 2 with the mlte controller (its own lab, before the module's): the optical scan still
+finds every adaptation with loss of light on; a fibre cut under circuit ``direct`` takes the packet
+ports at both ends down at the controller and a repair brings the packet link back; a killed and
+restarted agent's XCONs are read back and adopted by the connected controller.
 """
 from __future__ import annotations
 
@@ -19,18 +24,57 @@ import pytest
 from os_ken.ofproto import ofproto_v1_0 as ofp
 from os_ken.ofproto import ofproto_v1_0_parser as parser
 
+from app.controller.client import wait_until
 from mininet_labs import faults
+from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
 from mininet_labs.netlock import net_lock
-from mininet_labs.session import free_port, random_prefix
+from mininet_labs.session import LabSession, free_port, random_prefix
 from mininet_labs.testbed import LabNet, ping, wait_ping
 from ots_virtual import of10
 from tests.lib.of10_client import Of10Controller, xcon
-from topology.spec import HostSpec, LabSpec, LinkSpec, OtsSpec, SwitchSpec
+from topology.spec import HostSpec, LabSpec, LinkSpec, OtsSpec, SwitchSpec, fig2_testbed, spec_to_vendor_file
+from topology.vendor_file import write_vendor_file
 
 pytestmark = pytest.mark.integration
 
 FAULT = (0, ofp.OFPPS_LINK_DOWN)  # an OTS port in an XCON whose fibre/cable failed
 LOS = (ofp.OFPPC_PORT_DOWN, ofp.OFPPS_LINK_DOWN)  # an OTS port darkened by loss of light
+
+
+def packet_port_up(session: LabSession, switch: str, port: int) -> bool:
+    sw = next(s for s in session.client.switches() if s["name"] == switch)
+    return next(p["up"] for p in sw["ports"] if p["port_no"] == port)
+
+
+def test_fig2_controller_sees_the_cut_and_adopts_a_restarted_agents_xcons(tmp_path):
+    spec = fig2_testbed()
+    doc = spec_to_vendor_file(spec, setup_time=0.185)  # the operator's file: fibres only, as `mlte lab`
+    doc["adaptations"], doc["packet_switches"] = [], []
+    write_vendor_file(doc, tmp_path / "optical-domain.json")
+    with net_lock(), LabSession(spec, tmp_path, static_file=str(tmp_path / "optical-domain.json"),
+                                state_file="") as s:
+        scan = s.client.scan(timeout=120)
+        assert len(scan["adaptations"]) == 6 and scan["errors"] == []  # probes towards dark fibres still light
+        assert s.client.circuit(FIG2_CIRCUITS["direct"])["ok"]  # X:1-X:3 ~ Z:3-Z:2: packet link A:3-C:1
+        s.wait_links(directed(FIG2_CIRCUIT_LINKS["direct"]), timeout=20)
+        h1 = s.lab.node("h1")
+        assert wait_ping(h1, "10.0.0.3", 20)
+        faults.cut_fibre(s, "X:3", "Z:3")
+        wait_until(lambda: not packet_port_up(s, "A", 3) and not packet_port_up(s, "C", 1), 5,
+                   "A:3 and C:1 down at the controller")
+        assert not directed(FIG2_CIRCUIT_LINKS["direct"]) & s.seen_links()
+        faults.repair_fibre(s, "X:3", "Z:3")
+        s.wait_links(directed(FIG2_CIRCUIT_LINKS["direct"]), timeout=20)
+        assert wait_ping(h1, "10.0.0.3", 20)
+        faults.kill_agent(s, "X")
+        assert ping(h1, "10.0.0.3", count=3)
+        faults.restart_agent(s, "X")
+        s.wait_connected(30)
+        wait_until(lambda: {(x["in_port"], x["out_port"]) for x in s.client.xcons()
+                            if x["ots"] == "X" and x.get("adopted")} == {(1, 3), (3, 1)}, 15,
+                   "the restarted agent's XCONs adopted by the controller")
+        assert ping(h1, "10.0.0.3", count=3)
+        assert s.controller_errors() == "", s.controller_errors()
 
 
 def spec() -> LabSpec:
@@ -165,11 +209,17 @@ def test_a_packet_port_flap_travels_to_the_other_end(rig):
           f"(through X, Y and Z)")
 
 
-def test_a_restarted_agent_keeps_its_xcons_and_traffic(rig):
+@pytest.mark.parametrize("how", ["killed", "stopped"])
+def test_a_restarted_agent_keeps_its_xcons_and_traffic(rig, how):
+    """SIGKILL (a crash) or SIGTERM (the agent releases the bridge): the XCON flows stay either way."""
     a = rig.ctl["A"]
     before = rig.flows("X")
+    assert len(before) == 2
     mark = a.mark()
-    faults.kill_agent(rig.lab, "X")
+    if how == "killed":
+        faults.kill_agent(rig.lab, "X")
+    else:
+        rig.lab.node("X").stop_agent()
     assert rig.flows("X") == before and ping(rig.h("h1"), "10.0.0.3", count=3)  # hardware keeps its XCONs lit
     connections = rig.ctl["X"].connections
     faults.restart_agent(rig.lab, "X")

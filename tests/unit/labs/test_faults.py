@@ -103,6 +103,9 @@ def test_kill_and_restart_agent(lab):
         faults.kill_agent(lab.net, "X")
     faults.restart_agent(lab.net, "X")
     assert lab.nodes[PREFIX + "X"].calls == ["kill", "start"]
+    lab.nodes[PREFIX + "X"].agent = SimpleNamespace(poll=lambda: None)  # running again
+    with pytest.raises(faults.FaultError, match="still running"):
+        faults.restart_agent(lab.net, "X")
     with pytest.raises(faults.FaultError, match="not an OTS"):
         faults.kill_agent(lab.net, "A")
 
@@ -120,6 +123,8 @@ def test_disconnect_and_reconnect_keep_the_controller_records(lab, monkeypatch):
                               "--", "set", "bridge", PREFIX + "A", "controller=[@c0,@c1]"]
     with pytest.raises(faults.FaultError, match="not disconnected"):
         faults.reconnect_switch(lab.net, "A")
+    with pytest.raises(faults.FaultError, match="is an OTS"):
+        faults.disconnect_switch(lab.net, "X")
 
 
 def test_a_lab_that_is_not_running_is_refused():
