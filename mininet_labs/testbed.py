@@ -108,13 +108,21 @@ class OtsSwitch(OVSSwitch):
         self.unit_mbps = float(unit_mbps)
         self.agent_log = agent_log
         self.agent: subprocess.Popen | None = None
+        self.controller_target = "127.0.0.1:6653"  # HOST:PORT the agent dials
 
     def start(self, controllers):
         super().start([])  # the agent, not the controller, is this bridge's OpenFlow peer
         ctl = next((c for c in controllers if hasattr(c, "port")), None)
-        target = f"{ctl.IP()}:{ctl.port}" if ctl is not None else "127.0.0.1:6653"
+        if ctl is not None:
+            self.controller_target = f"{ctl.IP()}:{ctl.port}"
+        self.start_agent()
+
+    def start_agent(self) -> None:
+        """Start this switch's agent process (again, e.g. after :meth:`stop_agent` in a fault lab)."""
+        if self.agent is not None and self.agent.poll() is None:
+            raise RuntimeError(f"the OTS agent of {self.name} is already running (pid {self.agent.pid})")
         cmd = [agent_python(), "-m", "ots_virtual", "--bridge", self.name, "--dpid", f"0x{self.dpid}",
-               "--ports", self.ots_ports, "--controller", target, "--delay-min", str(self.delay[0]),
+               "--ports", self.ots_ports, "--controller", self.controller_target, "--delay-min", str(self.delay[0]),
                "--delay-max", str(self.delay[1]), "--unit-mbps", str(self.unit_mbps)]
         if self.agent_log:
             cmd += ["--log", self.agent_log]
@@ -128,12 +136,15 @@ class OtsSwitch(OVSSwitch):
             if self.agent_log:
                 err.close()
 
-    def stop_agent(self, timeout: float = 5.0) -> None:
-        """Stop this switch's agent by PID (SIGTERM, then SIGKILL)."""
+    def stop_agent(self, timeout: float = 5.0, kill: bool = False) -> None:
+        """Stop this switch's agent by PID (SIGTERM, then SIGKILL; ``kill``: SIGKILL at once, a crash)."""
         proc, self.agent = self.agent, None
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
+        if kill:
+            proc.kill()
+        else:
+            proc.terminate()
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:

@@ -2,5 +2,5 @@
 
 Modules: ``agent`` (OtsAgent: the process), ``rules`` (pure XCON checks), ``protocol`` (controller-side
 helpers for the capabilities VENDOR message), ``of10`` (wire helpers), ``ovs`` (the bridge underneath),
-``granularity`` (ODU sizes). User documentation: docs/ots.md.
+``granularity`` (ODU sizes), ``light`` (pure loss-of-light decisions). User documentation: docs/ots.md.
 """

@@ -15,6 +15,9 @@ next FLOW_MOD, so a two-way XCON sent before one barrier always gets one provisi
 Light model (docs/ots.md): a port is admin-down ("dark") unless it is in an applied XCON. A batch
 of changes darkens every affected port, removes deleted XCON flows, waits the provisioning delay
 (only if it sets up a circuit), installs the new flows, then lights the ports of applied XCONs.
+Loss of light (:mod:`ots_virtual.light`): a faulted port darkens its XCON partners until it recovers,
+so a cut travels hop by hop to the packet ports at both ends of the circuit. A restarted agent adopts
+the XCON flows it finds on the bridge instead of wiping them.
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
-from ots_virtual import of10, protocol
+from ots_virtual import light, of10, protocol
 from ots_virtual.granularity import GRANULARITY_UNITS, capacity_mbps, port_name, speed_bits
 from ots_virtual.ovs import OvsError, OvsLink, claim_bridge, release_bridge
 from ots_virtual.rules import Change, Xcon, XconRejected, XconTable, exact_fields
@@ -124,7 +127,12 @@ class OtsAgent:
         self.table = XconTable(ports)  # accepted XCONs (the controller's view)
         self._applied: dict[int, tuple[Xcon, float]] = {}  # in_port -> (xcon, time lit), the data plane
         self._dark: set[int] = set()  # ports held dark by a batch in progress
-        self._state_lock = threading.RLock()  # table, _applied, _dark
+        self._los: set[int] = set()  # ports held dark by loss of light on an XCON partner
+        self._sense: dict[int, light.PortSense] = {}  # what each port's light was told and seen to be
+        self._state_lock = threading.RLock()  # table, _applied, _dark, _los, _sense
+        self._light_lock = threading.Lock()  # held while computing and sending one port's light
+        self._adopt = True  # the first OVS session adopts the bridge's XCON flows (a restarted agent)
+        self.adopted: list[Xcon] = []  # XCONs taken over from the bridge at start-up
         self._apply_lock = threading.Lock()  # one writer to the bridge at a time (worker vs resync)
         self._sent: dict[int, tuple[int, int]] = {}  # port -> (config, state) last reported upstream
         self._report_lock = threading.Lock()  # guards _sent; held while computing and sending a PORT_STATUS
@@ -480,7 +488,35 @@ class OtsAgent:
     # --- ports and light ----------------------------------------------------------------------
 
     def _lit(self, port_no: int) -> bool:
-        return port_no not in self._dark and any(port_no in x.ports for x, _ in self._applied.values())
+        return (port_no not in self._dark and port_no not in self._los
+                and any(port_no in x.ports for x, _ in self._applied.values()))
+
+    @property
+    def los(self) -> set[int]:
+        """Ports darkened right now because an XCON partner lost its light."""
+        with self._state_lock:
+            return set(self._los)
+
+    def _ovs_view(self, port_no: int) -> tuple[bool, bool] | None:
+        """(admin up, link up) of a bridge port as OVS last reported it; None if the bridge has no such port."""
+        p = self.ovs.ports.get(port_no)
+        if p is None:
+            return None
+        return not p.config & ofp.OFPPC_PORT_DOWN, not p.state & ofp.OFPPS_LINK_DOWN
+
+    def _update_los(self) -> set[int]:
+        """Recompute the LOS set from the applied XCONs and OVS's port views; return the ports whose
+        LOS state changed (the caller sets their light)."""
+        with self._state_lock:
+            xcons = [x.ports for x, _ in self._applied.values()]
+            faulted = {p for p, s in self._sense.items()
+                       if (v := self._ovs_view(p)) is not None and light.lost(s, *v)}
+            new = light.next_los(xcons, self._dark, faulted, self._los)
+            changed = new ^ self._los
+            self._los = new
+        if changed:
+            LOG.info("loss of light: faulted ports %s, darkened %s", sorted(faulted - new), sorted(new))
+        return changed
 
     def virtual_port(self, port_no: int) -> of10.PhyPort:
         """The controller's view of one virtual port (name ``ODU2-3``, speed bits, light state)."""
@@ -488,9 +524,9 @@ class OtsAgent:
         speed = speed_bits(capacity_mbps(gran, self.unit_mbps))
         with self._state_lock:
             lit = self._lit(port_no)
-        ovs_port = self.ovs.ports.get(port_no)
+        view = self._ovs_view(port_no)
         config = 0 if lit else ofp.OFPPC_PORT_DOWN
-        link_down = not lit or ovs_port is None or bool(ovs_port.state & ofp.OFPPS_LINK_DOWN)
+        link_down = not lit or view is None or not all(view)
         hw = struct.pack("!BBHH", 0x02, 0x0F, self.dpid & 0xFFFF, port_no)
         return of10.PhyPort(port_no, hw, port_name(port_no, gran), config,
                             ofp.OFPPS_LINK_DOWN if link_down else 0, speed, speed, speed, 0)
@@ -515,17 +551,28 @@ class OtsAgent:
             self._send(session, of10.port_status(ofp.OFPPR_MODIFY, port))
 
     def _ovs_port_changed(self, port_no: int) -> None:
+        """OVS reported a port change (OVS reader thread): note it, then pass a loss of light on."""
+        view = self._ovs_view(port_no)
+        if view is not None and port_no in self.ports:
+            with self._state_lock:
+                self._sense[port_no] = light.observe(self._sense.get(port_no, light.PortSense()), *view)
+        self._set_light(self._update_los())
         self._report_port(port_no)
 
     def _set_light(self, ports: set[int]) -> None:
+        """Set each port's admin state from the model; a port someone else took down is never lit
+        (the operator's ``ip link set down`` sticks until ``up``)."""
         for p in sorted(ports):
-            with self._state_lock:
-                lit = self._lit(p)
-            if self.ovs.connected.is_set():
-                try:
-                    self.ovs.set_light(p, lit)
-                except OvsError as exc:
-                    LOG.warning("port %d light: %s", p, exc)
+            with self._light_lock:  # compute and send together: the last PortMod has the latest state
+                with self._state_lock:
+                    lit = self._lit(p)
+                    sense = self._sense.get(p, light.PortSense())
+                    self._sense[p] = light.command(sense, lit)
+                if self.ovs.connected.is_set() and not (lit and sense.held):
+                    try:
+                        self.ovs.set_light(p, lit)
+                    except OvsError as exc:
+                        LOG.warning("port %d light: %s", p, exc)
             self._report_port(p)
 
     # --- provisioning -------------------------------------------------------------------------
@@ -606,7 +653,7 @@ class OtsAgent:
                     counters = self.ovs.xcon_flow_counters()
                 except OvsError as exc:
                     LOG.warning("flow counters for FLOW_REMOVED: %s", exc)
-            self._set_light(affected)  # dark first: the attached packet ports see the link go down
+            self._set_light(affected | self._update_los())  # dark first: the attached packet ports see the link go down
             if self.ovs.connected.is_set():
                 for i in stale:
                     self._ovs_try(self.ovs.remove_xcon, i)
@@ -624,7 +671,7 @@ class OtsAgent:
                 for i, x in setup.items():
                     self._applied[i] = (x, now)
                 self._dark -= affected
-            self._set_light(affected)
+            self._set_light(affected | self._update_los())
             if self.ovs.connected.is_set():
                 self._ovs_try(self.ovs.barrier)
         for x, since, session in removed:
@@ -643,16 +690,45 @@ class OtsAgent:
             LOG.warning("%s%s: %s", fn.__name__, args, exc)
 
     def _resync(self) -> None:
-        """After (re)connecting to OVS: flows and port light from the applied XCONs."""
+        """After (re)connecting to OVS: flows and port light from the applied XCONs. The first session
+        of a fresh agent adopts the XCON flows on the bridge instead (an agent restarted over a live
+        bridge must not take its circuits down); a later one re-installs what this agent applied."""
         with self._apply_lock:
-            self.ovs.reset_flows()
-            with self._state_lock:
-                applied = [x for x, _ in self._applied.values()]
-            for x in applied:
-                self.ovs.install_xcon(x.in_port, x.out_port)
+            adopt, self._adopt = self._adopt, False
+            if not (adopt and self._adopt_bridge()):
+                self.ovs.reset_flows()
+                with self._state_lock:
+                    applied = [x for x, _ in self._applied.values()]
+                for x in applied:
+                    self.ovs.install_xcon(x.in_port, x.out_port)
             self.ovs.barrier()
-            self._set_light(set(self.ports))
+            self._set_light(set(self.ports) | self._update_los())
             self.ovs.barrier()
+
+    def _adopt_bridge(self) -> bool:
+        """Take over the XCON flows on the bridge as applied (lit) XCONs; False if there are none (or the
+        controller has already sent XCONs of its own), so the caller starts from a clean bridge."""
+        with self._state_lock:
+            if len(self.table) or self._applied:
+                return False
+        found = self.ovs.xcon_flows()
+        if not found:
+            return False
+        now = time.monotonic()
+        with self._state_lock:
+            adopted = [x for i, outs in sorted(found.items())
+                       if len(outs) == 1 and (x := self.table.adopt(i, outs[0])) is not None]
+            for x in adopted:
+                self._applied[x.in_port] = (x, now)
+            views = {p: v for p in self.ports if (v := self._ovs_view(p)) is not None}
+            self._sense.update(light.adopt([x.ports for x in adopted], views))
+        self.adopted = adopted
+        for i in sorted(set(found) - {x.in_port for x in adopted}):
+            self.ovs.remove_xcon(i)
+        self.ovs.install_drop_all()
+        LOG.info("adopted %d XCON(s) from bridge %s: %s", len(adopted), self.bridge,
+                 sorted((x.in_port, x.out_port) for x in adopted))
+        return True
 
 
 def check_keepalive(echo_interval: float, echo_timeout: float) -> None:

@@ -80,10 +80,22 @@ def claim_bridge(bridge: str, port: int, wait_s: float = BRIDGE_WAIT_S,
           "--", "set", "bridge", bridge, "controller=@c", *extra)
 
 
+#: where a released bridge's controller points: a privileged port nothing listens on (tcpmux), so it
+#: connects nowhere. (OVS ignores ``unix:`` targets outside its run directory, which leaves the
+#: bridge with no controller.)
+RELEASED_TARGET = "tcp:127.0.0.1:1"
+
+
 def release_bridge(bridge: str) -> None:
-    """Remove the agent as the bridge's controller (flows stay; fail-mode secure keeps it closed)."""
+    """Stop being the bridge's controller; its XCON flows stay (fail-mode secure keeps it closed).
+
+    The controller record is pointed at :data:`RELEASED_TARGET` instead of deleted: OVS flushes every
+    flow of a bridge that goes from having a controller to having none (``ovs-vsctl del-controller``
+    emptied an OTS bridge here), and left pointing at the agent's old ephemeral port the bridge would
+    connect to whatever process binds that port next (another agent)."""
     try:
-        vsctl("del-controller", bridge)
+        vsctl("--", "--id=@c", "create", "controller", f'target="{RELEASED_TARGET}"',
+              "--", "set", "bridge", bridge, "controller=@c")
     except OvsError as exc:
         LOG.warning("releasing bridge %s: %s", bridge, exc)
 
@@ -292,6 +304,10 @@ class OvsLink:
     def reset_flows(self) -> None:
         """Delete every flow and install the priority-0 drop-all (no PACKET_IN storm, nothing leaks)."""
         self.send(parser.OFPFlowMod(of10.DP, parser.OFPMatch(), command=ofp.OFPFC_DELETE))
+        self.install_drop_all()
+
+    def install_drop_all(self) -> None:
+        """The priority-0 drop-all under the XCON flows (an ADD of the same flow replaces it)."""
         self.send(parser.OFPFlowMod(of10.DP, parser.OFPMatch(), command=ofp.OFPFC_ADD, priority=0, actions=[]))
 
     def install_xcon(self, in_port: int, out_port: int) -> None:
@@ -319,12 +335,17 @@ class OvsLink:
         replies = self.request(parser.OFPPortStatsRequest(of10.DP, 0, ofp.OFPP_NONE))
         return {s.port_no: s for r in replies for s in r.body}
 
+    def _xcon_flow_stats(self) -> list[Any]:
+        """The bridge's flows at XCON priority that match an in_port (os-ken OFPFlowStats)."""
+        req = parser.OFPFlowStatsRequest(of10.DP, 0, parser.OFPMatch(), 0xFF, ofp.OFPP_NONE)
+        return [f for r in self.request(req) for f in r.body
+                if f.priority == XCON_PRIORITY and not f.match.wildcards & ofp.OFPFW_IN_PORT]
+
     def xcon_flow_counters(self) -> dict[int, tuple[int, int]]:
         """(packets, bytes) of each XCON flow on the bridge, by in_port."""
-        req = parser.OFPFlowStatsRequest(of10.DP, 0, parser.OFPMatch(), 0xFF, ofp.OFPP_NONE)
-        out: dict[int, tuple[int, int]] = {}
-        for r in self.request(req):
-            for f in r.body:
-                if f.priority == XCON_PRIORITY and not f.match.wildcards & ofp.OFPFW_IN_PORT:
-                    out[f.match.in_port] = (f.packet_count, f.byte_count)
-        return out
+        return {f.match.in_port: (f.packet_count, f.byte_count) for f in self._xcon_flow_stats()}
+
+    def xcon_flows(self) -> dict[int, list[int]]:
+        """The output ports of each XCON flow on the bridge, by in_port (what a restarted agent adopts)."""
+        return {f.match.in_port: [a.port for a in f.actions if isinstance(a, parser.OFPActionOutput)]
+                for f in self._xcon_flow_stats()}

@@ -124,6 +124,16 @@ class XconTable:
     def _output_owner(self, port: int) -> Xcon | None:
         return next((x for x in self._by_in.values() if x.out_port == port), None)
 
+    def adopt(self, in_port: int, out_port: int) -> Xcon | None:
+        """Take over an XCON found on the bridge (a restarted agent); None if it is no valid XCON here
+        (unknown port, granularity mismatch, or a port another XCON already uses that way)."""
+        if in_port not in self.ports or out_port not in self.ports or in_port == out_port:
+            return None
+        if self.ports[in_port] != self.ports[out_port] or in_port in self._by_in or self._output_owner(out_port):
+            return None
+        x = self._by_in[in_port] = Xcon(in_port, out_port)
+        return x
+
     # --- the checks ------------------------------------------------------------------------
 
     def apply_flow_mod(self, fm: FlowMod) -> list[Change]:

@@ -37,3 +37,13 @@ def test_a_bridge_that_never_comes_is_refused_after_the_wait(monkeypatch):
     with pytest.raises(ovs.OvsError, match=r"'nope' does not exist \(waited 1 s\)"):
         ovs.claim_bridge("nope", 6653, wait_s=1.0, sleep=slept.append)
     assert sum(slept) == pytest.approx(1.0) and calls["set"] == []
+
+
+def test_release_points_the_bridge_at_nothing_instead_of_deleting_its_controller(monkeypatch):
+    """del-controller would make OVS flush every XCON flow of the bridge (a bridge left with no controller)."""
+    calls = fake_vsctl(monkeypatch, appears_after=0)
+    ovs.release_bridge("v3X")
+    (args,) = calls["set"]
+    assert "del-controller" not in args
+    assert f'target="{ovs.RELEASED_TARGET}"' in args
+    assert args[-4:] == ("set", "bridge", "v3X", "controller=@c")
