@@ -31,7 +31,7 @@ import requests
 
 from app.controller.client import wait_until
 from app.web.timeutil import to_iso
-from mininet_labs import loss_probe
+from mininet_labs import faults, loss_probe
 from mininet_labs.lab_web import get as _get
 from mininet_labs.lab_web import lab_web
 from mininet_labs.reservation_lifecycle import _state
@@ -62,15 +62,11 @@ def _dirs(out: Path, topology: str) -> tuple[Path, Any, Path, tuple[float, float
     return out, spec, static, FIG2_DELAY
 
 
-def _veth(lab: Any, port: str) -> str:
-    """The interface of OTS port ``X:3`` (its bridge port; the fibre is the veth pair behind it)."""
-    node, _, n = port.rpartition(":")
-    return lab.node(node).intfs[int(n)].name
-
-
-def _link(lab: Any, port: str, up: bool) -> float:
-    subprocess.run(["ip", "link", "set", _veth(lab, port), "up" if up else "down"], check=True, timeout=10)
-    return time.time()
+def _wall(fault: Callable[..., Any], *args: Any) -> float:
+    """Inject a fault of :mod:`mininet_labs.faults`; the wall time just before it (the probe's clock)."""
+    t = time.time()
+    fault(*args)
+    return t
 
 
 def _fibres(path: dict[str, Any]) -> list[tuple[str, str]]:
@@ -129,8 +125,8 @@ def run(out: Path, *, quick: bool = False, topology: str = "fig2",
                     break
                 a, b = fibres[n % len(fibres)]
                 ev = _fault(session, (h1, hd, dst_ip), rid, f"fibre {a}-{b} cut", work, n,
-                            inject=lambda a=a: _link(session.lab, a, False),
-                            repair=lambda a=a: _link(session.lab, a, True),
+                            inject=lambda a=a, b=b: _wall(faults.cut_fibre, session, a, b),
+                            repair=lambda a=a, b=b: _wall(faults.repair_fibre, session, a, b),
                             seconds=4.0 if quick else 6.0)
                 ev["old_path"] = path.get("edges") or []
                 ev["new_path"] = ((_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}).get("edges")
