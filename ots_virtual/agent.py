@@ -524,8 +524,11 @@ class OtsAgent:
         speed = speed_bits(capacity_mbps(gran, self.unit_mbps))
         with self._state_lock:
             lit = self._lit(port_no)
+            # taken down by someone else (a cut): a fault, in an XCON or not, until it comes up again —
+            # so the controller keeps routing around it after it took the broken circuit down
+            held = self._sense.get(port_no, light.PortSense()).held
         view = self._ovs_view(port_no)
-        config = 0 if lit else ofp.OFPPC_PORT_DOWN
+        config = 0 if lit or held else ofp.OFPPC_PORT_DOWN
         link_down = not lit or view is None or not all(view)
         hw = struct.pack("!BBHH", 0x02, 0x0F, self.dpid & 0xFFFF, port_no)
         return of10.PhyPort(port_no, hw, port_name(port_no, gran), config,

@@ -98,6 +98,20 @@ def test_an_operator_down_sticks_and_survives_reprovisioning(rig):
     wait_reported(ctl, 1, LIT)
 
 
+def test_a_cut_port_stays_a_fault_after_its_xcon_is_gone_until_it_is_repaired(rig):
+    """The controller takes the broken circuit down: the cut end must still read as a fault (so new
+    paths keep away from the fibre) until somebody brings it up again; then it is dark like any unused port."""
+    agent, bridge, ctl = rig
+    bridge.set_admin(3, False)  # ip link set <port 3> down
+    wait_reported(ctl, 3, FAULT)
+    remove(ctl, 1, 3)
+    time.sleep(0.1)
+    wait_reported(ctl, 3, FAULT)
+    wait_reported(ctl, 1, DARK)  # the partner is just an unused port now
+    bridge.set_admin(3, True)  # repaired
+    wait_reported(ctl, 3, DARK)
+
+
 def test_deleting_the_xcon_ends_the_los(rig):
     agent, bridge, ctl = rig
     bridge.set_peer(3, False)
