@@ -92,7 +92,7 @@ def run(out: Path, *, quick: bool = False, topology: str = "fig2",
     for p in out.glob("mlte.db*"):
         p.unlink()
     src, dst, dst_host, dst_ip = ENDS[topology]
-    cuts = 2 if quick else 6
+    cuts = 2 if quick else 5
     res: dict[str, Any] = {"lab": "fibre-cut", "quick": quick, "topology": topology, "events": [],
                            "probe_period_s": PERIOD}
     clock = LabClock(progress)
@@ -105,40 +105,29 @@ def run(out: Path, *, quick: bool = False, topology: str = "fig2",
             a.cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
         with lab_web(db, out / "web.log") as web:
             url, headers = web.url, web.headers
-            start = time.time() + 3.0
-            r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
-                "name": "fibre-cut probe", "src": src, "dst": dst, "bandwidth": RESERVED_MBPS,
-                "start": to_iso(start), "end": to_iso(start + 3600)})
-            r.raise_for_status()
-            rid = r.json()["id"]
-            requests.post(f"{url}/reservations/{rid}/commit", headers=headers, timeout=30).raise_for_status()
-            state = wait_until(lambda: _state(url, headers, rid, ("ACTIVE", "FAILED")), 40, "ACTIVE")
-            if state != "ACTIVE":
-                raise RuntimeError(f"reservation {rid} {src} -> {dst} was not lit: {state}")
+            rid = _reserve(url, headers, "fibre-cut probe", src, dst, "none")
             clock.note(f"reservation {rid} {src} -> {dst} ACTIVE")
             res["reservation_id"] = rid
-            for n in range(cuts):
-                path = (_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}
-                fibres = _fibres(path)
-                if not fibres:
-                    clock.note(f"cut {n + 1}: the path crosses no fibre; stop")
-                    break
-                a, b = fibres[n % len(fibres)]
-                ev = _fault(session, (h1, hd, dst_ip), rid, f"fibre {a}-{b} cut", work, n,
-                            inject=lambda a=a, b=b: _wall(faults.cut_fibre, session, a, b),
-                            repair=lambda a=a, b=b: _wall(faults.repair_fibre, session, a, b),
-                            seconds=4.0 if quick else 6.0)
-                ev["old_path"] = path.get("edges") or []
-                ev["new_path"] = ((_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}).get("edges")
-                res["events"].append(ev)
-                clock.note(f"{ev['fault']}: detected {ev['detect_s']} s, probe back {ev['restored_s']} s, "
-                           f"verified {ev['verified_s']} s, {ev['probe_lost']} of {ev['probe_sent']} lost; "
-                           f"states {[s['state'] for s in ev['states']]}")
+            hosts = (h1, hd, dst_ip)
+            n = _cuts(session, url, headers, rid, hosts, work, 0, cuts, quick, clock.note, res["events"])
+            if not quick:  # the other faults of the failure model
+                n = _other_faults(session, rid, hosts, work, n, topology, clock.note, res["events"])
             res["leftover"] = _leftover(session, url, headers, rid)
             res["final_state"] = _state(url, headers, rid, None)
             res["restorations"] = (_get(f"{url}/reservations/{rid}/restorations", headers) or {}).get("items")
             requests.post(f"{url}/reservations/{rid}/cancel", headers=headers, timeout=30).raise_for_status()
             res["released"] = bool(_within(lambda: not session.client.xcons(), 30))
+            # 1+1: both paths lit, a fast-failover group at each end; the cut working path must cost
+            # almost nothing and need no controller message; the controller then protects it again
+            pid = _reserve(url, headers, "fibre-cut 1+1 probe", src, dst, "1+1")
+            clock.note(f"reservation {pid} {src} -> {dst} 1+1 ACTIVE")
+            res["protected_id"] = pid
+            _cuts(session, url, headers, pid, hosts, work, n, 1 if quick else 5, quick, clock.note, res["events"],
+                  protection="1+1")
+            res["protected_leftover"] = _leftover(session, url, headers, pid)
+            res["protected_final_state"] = _state(url, headers, pid, None)
+            requests.post(f"{url}/reservations/{pid}/cancel", headers=headers, timeout=30).raise_for_status()
+            res["protected_released"] = bool(_within(lambda: not session.client.xcons(), 30))
             res["controller_errors"] = session.controller_errors()
     res["summary"] = _summary(res["events"])
     res["lab_seconds"] = clock.durations()
@@ -146,6 +135,77 @@ def run(out: Path, *, quick: bool = False, topology: str = "fig2",
     _plot(res, out / "fibre_cut.png")
     progress(f"wrote {out / 'results.json'} and {out / 'fibre_cut.png'}")
     return res
+
+
+def _reserve(url: str, headers: dict, name: str, src: str, dst: str, protection: str) -> int:
+    """A reservation starting in 3 s for an hour, committed and waited for until ACTIVE."""
+    start = time.time() + 3.0
+    r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
+        "name": name, "src": src, "dst": dst, "bandwidth": RESERVED_MBPS, "protection": protection,
+        "start": to_iso(start), "end": to_iso(start + 3600)})
+    r.raise_for_status()
+    rid = int(r.json()["id"])
+    requests.post(f"{url}/reservations/{rid}/commit", headers=headers, timeout=30).raise_for_status()
+    state = wait_until(lambda: _state(url, headers, rid, ("ACTIVE", "FAILED")), 40, "ACTIVE")
+    if state != "ACTIVE":
+        raise RuntimeError(f"reservation {rid} ({name}) {src} -> {dst} was not lit: {state}")
+    return rid
+
+
+def _cuts(session: Any, url: str, headers: dict, rid: int, hosts: tuple[Any, Any, str], work: Path, n0: int,
+          count: int, quick: bool, note: Callable[[str], None], out: list[dict[str, Any]],
+          protection: str = "none") -> int:
+    """Cut ``count`` fibres of the reservation's (working) path in turn, each repaired before the next;
+    returns the next probe number."""
+    n = n0
+    for k in range(count):
+        path = (_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}
+        fibres = _fibres(path)
+        if not fibres:
+            note(f"cut {k + 1}: the path crosses no fibre; stop")
+            break
+        a, b = fibres[k % len(fibres)]
+        ev = _fault(session, hosts, rid, f"fibre {a}-{b} cut", work, n, protection=protection,
+                    inject=lambda a=a, b=b: _wall(faults.cut_fibre, session, a, b),
+                    repair=lambda a=a, b=b: _wall(faults.repair_fibre, session, a, b),
+                    seconds=4.0 if quick else 6.0)
+        n += 1
+        ev["old_path"] = path.get("edges") or []
+        ev["new_path"] = ((_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}).get("edges")
+        out.append(ev)
+        note(_line(ev))
+    return n
+
+
+def _other_faults(session: Any, rid: int, hosts: tuple[Any, Any, str], work: Path, n: int, topology: str,
+                  note: Callable[[str], None], out: list[dict[str, Any]]) -> int:
+    """An OTS agent killed (its XCONs stay lit: nothing may be lost), a packet switch off its
+    controller (fail-secure: nothing lost), and the OTS next to the destination powered off (no path
+    is left: DEGRADED, then lit again after the power comes back)."""
+    first_ots = "X"
+    last_ots = "Z" if topology == "fig2" else "Y"
+    dst_switch = "C"
+    plan = [(f"OTS {first_ots} agent killed", "none", lambda: _wall(faults.kill_agent, session, first_ots),
+             lambda: _wall(faults.restart_agent, session, first_ots)),
+            (f"switch {dst_switch} off its controller", "none",
+             lambda: _wall(faults.disconnect_switch, session, dst_switch),
+             lambda: _wall(faults.reconnect_switch, session, dst_switch)),
+            (f"OTS {last_ots} powered off", "degraded", lambda: _wall(faults.power_off_ots, session, last_ots),
+             lambda: _wall(faults.power_on_ots, session, last_ots))]
+    for what, expect, inject, repair in plan:
+        ev = _fault(session, hosts, rid, what, work, n, inject=inject, repair=repair, seconds=6.0, expect=expect)
+        n += 1
+        out.append(ev)
+        note(_line(ev))
+        time.sleep(3.0)  # a reconnected switch or agent is read back and reconciled before the next fault
+    return n
+
+
+def _line(ev: dict[str, Any]) -> str:
+    return (f"{ev['fault']} ({ev['protection']}): detected {ev['detect_s']} s, probe back {ev['restored_s']} s, "
+            f"verified {ev['verified_s']} s, {ev['probe_lost']} of {ev['probe_sent']} lost; "
+            f"states {[s['state'] for s in ev['states']]}"
+            + (f"; lit again {ev['back_after_repair_s']} s after the repair" if ev.get("back_after_repair_s") else ""))
 
 
 def _within(cond: Callable[[], Any], timeout: float) -> Any:
@@ -156,9 +216,11 @@ def _within(cond: Callable[[], Any], timeout: float) -> Any:
 
 
 def _fault(session: Any, hosts: tuple[Any, Any, str], rid: int, what: str, work: Path, n: int, *,
-           inject: Callable[[], float], repair: Callable[[], float], seconds: float) -> dict[str, Any]:
+           inject: Callable[[], float], repair: Callable[[], float], seconds: float, expect: str = "restored",
+           protection: str = "none") -> dict[str, Any]:
     """Run the probe (``hosts``: sender, receiver, receiver's IP), inject the fault a second in, wait
-    for the reservation to settle, then repair."""
+    for the reservation to settle (``expect``: "restored", "degraded" — then also until the repair
+    brought it back — or "none": nothing must happen), then repair."""
     h1, hd, dst_ip = hosts
     got = work / f"probe-{n}.json"
     recv = hd.popen([sys.executable, loss_probe.SCRIPT, "recv", str(PROBE_PORT), str(seconds + 2), str(got)],
@@ -166,30 +228,45 @@ def _fault(session: Any, hosts: tuple[Any, Any, str], rid: int, what: str, work:
     time.sleep(0.5)
     send = h1.popen([sys.executable, loss_probe.SCRIPT, "send", dst_ip, str(PROBE_PORT), str(seconds),
                      str(PERIOD)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seq0 = max((e["seq"] for e in session.client.events(kind="reservation")), default=0)
+    seq0 = max((e["seq"] for e in session.client.events()), default=0)
     time.sleep(1.0)
     t_cut = inject()
-    settled = _within(lambda: _settled(session, rid, seq0), 10.0)
+    settled = _within(lambda: _settled(session, rid, seq0), 10.0) if expect != "none" else None
     sent_out, _ = send.communicate(timeout=seconds + 30)
     recv.communicate(timeout=seconds + 30)
     t_repair = repair()
+    back = None
+    if settled == "degraded":  # retried with back-off: lit again once the repair left a path
+        back = _within(lambda: _back(session, rid, seq0), 45.0)
     sent, t0 = sent_out.split()
     probe = loss_probe.loss_after({int(k): tuple(v) for k, v in json.loads(got.read_text()).items()},
                                   int(sent), float(t0), PERIOD, t_cut)
     events = [e for e in session.client.events(since=seq0, kind="reservation") if e.get("reservation_id") == rid]
+    plans = [e for e in session.client.events(since=seq0, kind="plan") if e.get("reservation_id") == rid]
     broken = next((e["t"] for e in events if e.get("event") == "broken"), None)
     restored = next((e["t"] for e in events if e.get("event") == "reservation_restored"), None)
     time.sleep(1.0)  # the repair settles before the next fault
-    return {"fault": what, "reservation": rid, "protection": "none", "at": t_cut, "repaired_at": t_repair,
-            "detect_s": None if broken is None else round(broken - t_cut, 4),
+    return {"fault": what, "reservation": rid, "protection": protection, "expect": expect, "at": t_cut,
+            "repaired_at": t_repair, "detect_s": None if broken is None else round(broken - t_cut, 4),
             "verified_s": None if restored is None else round(restored - t_cut, 4),
+            "first_change_s": round(plans[0]["t"] - t_cut, 4) if plans else None,
+            "back_after_repair_s": None if back is None else round(back - t_repair, 4),
             "settled": settled, "states": _states(events, t_cut), **probe}
 
 
-def _settled(session: Any, rid: int, seq0: int) -> str | None:
-    """The reservation's outcome after the fault: restored, degraded (or None while restoring)."""
+def _back(session: Any, rid: int, seq0: int) -> float | None:
     for e in session.client.events(since=seq0, kind="reservation"):
-        if e.get("reservation_id") == rid and e.get("event") in ("reservation_restored", "reservation_degraded"):
+        if e.get("reservation_id") == rid and e.get("event") == "reservation_restored":
+            return float(e["t"])
+    return None
+
+
+def _settled(session: Any, rid: int, seq0: int) -> str | None:
+    """The reservation's outcome after the fault: restored, degraded, unprotected (a 1+1 one on its
+    survivor with no new protection path), or None while restoring."""
+    for e in session.client.events(since=seq0, kind="reservation"):
+        if e.get("reservation_id") == rid and e.get("event") in ("reservation_restored", "reservation_degraded",
+                                                                 "reservation_unprotected"):
             return str(e["event"]).removeprefix("reservation_")
     return None
 
@@ -215,12 +292,27 @@ def _median(values: list[Any]) -> float | None:
     return round(statistics.median(vals), 4) if vals else None
 
 
-def _summary(events: list[dict[str, Any]]) -> dict[str, Any]:
+def _group(events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"faults": len(events), "restored": sum(1 for e in events if e.get("settled") == "restored"),
             "median_detect_s": _median([e["detect_s"] for e in events]),
             "median_restored_s": _median([e["restored_s"] for e in events]),
             "median_verified_s": _median([e["verified_s"] for e in events]),
-            "median_probe_lost": _median([e["probe_lost"] for e in events])}
+            "median_probe_lost": _median([e["probe_lost"] for e in events]),
+            "max_probe_lost": max((e["probe_lost"] for e in events), default=None)}
+
+
+def _summary(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians per kind of fault: fibre cuts under the unprotected reservation, under the 1+1 one (with
+    whether its probe came back before the controller's first message), and the other faults."""
+    cuts = [e for e in events if e["protection"] == "none" and e["fault"].startswith("fibre")]
+    prot = [e for e in events if e["protection"] == "1+1"]
+    return {"faults": len(events), "restored": sum(1 for e in events if e.get("settled") == "restored"),
+            "unprotected_cuts": _group(cuts),
+            "protected_cuts": {**_group(prot), "data_plane_first": all(
+                e["restored_s"] is not None and e["first_change_s"] is not None
+                and e["restored_s"] < e["first_change_s"] for e in prot)},
+            "other": {e["fault"]: {k: e.get(k) for k in ("settled", "probe_lost", "detect_s", "back_after_repair_s")}
+                      for e in events if e not in cuts and e not in prot}}
 
 
 def _plot(res: dict[str, Any], path: Path) -> None:
@@ -231,8 +323,11 @@ def _plot(res: dict[str, Any], path: Path) -> None:
 
     evs = res["events"]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
-    labels = [f"{n + 1}: {e['fault'].replace(' cut', '')}" for n, e in enumerate(evs)]
-    ax1.bar(range(len(evs)), [e["probe_lost"] for e in evs], color="tab:red")
+    labels = [f"{n + 1}: {e['fault'].replace(' cut', '')}{' (1+1)' if e['protection'] == '1+1' else ''}"
+              for n, e in enumerate(evs)]
+    ax1.bar(range(len(evs)), [e["probe_lost"] for e in evs],
+            color=["tab:purple" if e["protection"] == "1+1" else "tab:red" for e in evs])
+    ax1.set_yscale("symlog")
     ax1.set_ylabel("probe packets lost (1 per ms)")
     for ax in (ax1, ax2):
         ax.set_xticks(range(len(evs)))
@@ -244,9 +339,10 @@ def _plot(res: dict[str, Any], path: Path) -> None:
                 label=key, color=color)
     ax2.set_ylabel("seconds after the fault")
     ax2.legend(fontsize=7)
-    s = res.get("summary", {})
-    fig.suptitle(f"fibre-cut on {res['topology']}: median probe back {s.get('median_restored_s')} s, "
-                 f"verified {s.get('median_verified_s')} s", fontsize=9)
+    u, p = res["summary"]["unprotected_cuts"], res["summary"]["protected_cuts"]
+    fig.suptitle(f"fibre-cut on {res['topology']}: unprotected — median probe back {u['median_restored_s']} s, "
+                 f"verified {u['median_verified_s']} s; 1+1 — median {p['median_probe_lost']} packets lost",
+                 fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

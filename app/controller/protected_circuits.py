@@ -181,6 +181,15 @@ def reprotection(g: MultiLayerGraph, order: Any, lit: ReservationCircuit, avoid:
         raise ReservationPathError(f"both paths of the 1+1 pair are broken (failed: {', '.join(sorted(broken))})")
     survivor = alive[0]
     failed = prot if survivor is path else path
+    g = g.copy()  # the failed path's XCONs (and the packet link LLDP may still show over them) go first
+    for a, b in failed.get("xcons") or []:  # (break before make): their ports are reusable
+        if g.active_xcon_at(a) is not None:
+            g.set_xcon_active(a, b, False)
+    for e in failed.get("edges") or []:
+        if e.startswith("adaptation:"):
+            sw, port = e[len("adaptation:"):].split("-")[0].rsplit(":", 1)
+            for key in g.edges_at_port(sw, int(port), kinds=("packet",)):
+                g.remove_edge(key)
     otss = {d["ots"] for _n, d in g.g.nodes(data=True) if d.get("kind") == "oport"}
     taken = {f"{o}:{p}" for o in otss for p in busy_ports(o) if f"{o}:{p}" in g.g} - set(failed.get("oports") or ())
     req = PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end, exclude=tuple(sorted(taken)))

@@ -163,6 +163,11 @@ class ReservationManager:
     def circuit(self, order: Any) -> ReservationCircuit:
         """The stored path, unless it no longer fits the network (an edge gone, e.g. a packet link that
         was another circuit, or one of its XCON ports taken now): then a new path from ``pce``."""
+        return self.lit_path(order)[0]
+
+    def lit_path(self, order: Any) -> tuple[ReservationCircuit, dict[str, Any] | None]:
+        """:meth:`circuit`, and the new path to store when it is not the stored one (else None), so the
+        database says what is lit (a restoration starts from it)."""
         g = self.graph()
         vlan = _vlan(order)
         edges = list((order.path or {}).get("edges") or [])
@@ -172,11 +177,29 @@ class ReservationManager:
             except ReservationPathError:  # the VLAN was checked above: the path does not walk on today's graph
                 c = None  # compute a new one
             if c is not None and not any(x.ports & self.busy_ports(x.ots) for x in c.xcons):
-                return c
+                return c, None
         try:
-            return self.circuit_around(order, ())[0]
+            return self.circuit_around(order, ())
         except ReservationPathError as exc:
             raise ReservationPathError(f"the stored path is taken and no other is free: {exc}") from None
+
+    def lit_pair(self, order: Any) -> tuple[protected_circuits.ProtectedCircuit, dict[str, Any] | None]:
+        """A 1+1 order's stored pair, unless it no longer fits the network: then a new pair (and its path
+        to store)."""
+        path = order.path or {}
+        work, prot = list(path.get("edges") or []), list((path.get("protection") or {}).get("edges") or [])
+        if work and prot:
+            try:
+                pc = protected_circuits.protected_circuit(self.graph(), order.id, order.src, order.dst, work, prot,
+                                                          _vlan(order))
+            except ReservationPathError:
+                pc = None
+            if pc is not None and not any(x.ports & self.busy_ports(x.ots) for x in pc.circuit.xcons):
+                return pc, None
+        try:
+            return self.pair_around(order, ())
+        except ReservationPathError as exc:
+            raise ReservationPathError(f"the stored protected paths are taken and no other pair is free: {exc}") from None
 
     def circuit_around(self, order: Any, avoid: Sequence[str]) -> tuple[ReservationCircuit, dict[str, Any]]:
         """A new path from ``pce`` over the live graph, around every optical port another circuit holds
@@ -219,8 +242,10 @@ class ReservationManager:
         pc = None
         try:
             if protected_circuits.is_protected(order):  # 1+1: both paths lit, fast-failover groups at the ends
-                pc = protected_circuits.for_order(self.graph(), order, _vlan(order), self.busy_ports)
-            c = self.circuit(order) if pc is None else pc.circuit
+                pc, new_path = self.lit_pair(order)
+                c = pc.circuit
+            else:
+                c, new_path = self.lit_path(order)
         except (ReservationPathError, ValueError) as exc:
             return self._failed(order.id, f"no path: {exc}", {})
         state = None
@@ -238,7 +263,7 @@ class ReservationManager:
                 self._remove_meters(c)
             return self._failed(order.id, f"provisioning failed at {where}; rolled back", record.to_json())
         lit = self.run_db("mark_active", order.id, circuit_records(c), [rule_record(r) for r in c.rules],
-                          self.clock())
+                          self.clock(), new_path)
         self.active[order.id] = c
         if state is not None:
             self.elastic[order.id] = state

@@ -363,7 +363,7 @@ class ProvisioningStore:
 
     # -- recording ---------------------------------------------------------------------------------
     def mark_active(self, res_id: int, circuits: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
-                    rules: Sequence[Mapping[str, Any]], now: float) -> bool:
+                    rules: Sequence[Mapping[str, Any]], now: float, path: Mapping[str, Any] | None = None) -> bool:
         """Record what the controller installed for ``res_id`` and move it PROVISIONING → ACTIVE.
 
         ``circuits``: one circuit or a list (a path can cross the optical layer more than once), each
@@ -375,8 +375,11 @@ class ProvisioningStore:
         False if it was no longer PROVISIONING (cancelled, ended or failed meanwhile): the installation
         is recorded all the same and :meth:`to_release` lists it once the reservation is final.
         Raises :class:`ProvisioningError` for malformed input or an unknown reservation (nothing written).
+        ``path``: the path lit, when it is not the stored one (the stored one was taken): it replaces it.
         """
         cs, rs = _installation(circuits, rules)
+        if path is not None and not isinstance(path, Mapping):
+            raise ProvisioningError("path must be a mapping (a PathResult) or None")
         now = _finite(now, "now")
         with self.db.locked() as s:
             res = self._get(s, res_id)
@@ -384,6 +387,8 @@ class ProvisioningStore:
             if not new_c and not new_r:  # a retry of a call that was recorded
                 return res.state == ACTIVE
             detail = {"circuits": [c[0] for c in new_c], "rules": len(new_r), **BY_CONTROLLER}
+            if path is not None:
+                res.path = json.loads(json.dumps(dict(path)))
             if res.state == PROVISIONING:
                 lifecycle.transition(s, None, res, ACTIVE, "lit by the controller", now, **detail)
                 return True

@@ -72,8 +72,11 @@ class FakeStore:
     installed: dict[int, Inst] = field(default_factory=dict)
     plans: list[dict] = field(default_factory=list)
     cancel_on_activate: bool = False
+    paths: dict[int, dict] = field(default_factory=dict)  # a path lit that was not the stored one
 
-    def mark_active(self, res_id, circuits, rules, now):
+    def mark_active(self, res_id, circuits, rules, now, path=None):
+        if path is not None:
+            self.paths[res_id] = path
         self.installed[res_id] = Inst(res_id, "ACTIVE", tuple(Circ(**c) for c in circuits),
                                       tuple(Rule(**r) for r in rules))
         if self.cancel_on_activate:

@@ -166,3 +166,40 @@ def test_a_protected_reservation_with_no_new_protection_runs_unprotected(net):  
     assert store.states[22] == "ACTIVE" and 22 in m.unprotected
     assert net.delivered_to("h1", {"eth_dst": "00:00:00:00:00:03"}) == "h3"  # on the survivor
     assert any(k == "reservation_unprotected" for k, _ in events)
+
+
+def test_a_reservation_lit_on_another_path_than_the_stored_one_records_it(net):  # noqa: F811
+    """The stored path's X 1<->3 is held by another circuit: the manager lights a new path and the store
+    is told that path (a restoration later starts from what is lit, not from a stale record)."""
+    store = RestoringStore()
+    m, _ = manager(net, store, busy_ports=lambda ots: {1, 3} if ots == "X" else set())
+    order = stored_path(Order(31))
+    assert m.provision(order).ok
+    assert "optical:X:3-Z:3" in order.path["edges"] and "optical:X:3-Z:3" not in store.paths[31]["edges"]
+
+
+def test_reprotection_reuses_the_failed_paths_ports_while_the_live_graph_still_shows_it_lit() -> None:
+    """At the moment of the cut the live graph still has the failed path's XCONs active and LLDP's packet
+    link over it; the new protection path may reuse its end ports (it is taken down first)."""
+    from types import SimpleNamespace
+
+    from app.controller import protected_circuits as pcs
+    from pce.protection import protected_paths
+    from pce.reservation import PathRequest
+
+    g = spec_to_graph(fig2_testbed())
+    path = protected_paths(g, PathRequest("A:1", "C:3", 2.0, 0, 3600)).to_dict()
+    lit = pcs.protected_circuit(g, 2, "A:1", "C:3", path["edges"], path["protection"]["edges"]).circuit
+    for x in lit.xcons:
+        g.set_xcon_active(f"{x.ots}:{x.in_port}", f"{x.ots}:{x.out_port}", True)
+    for (a, pa), (b, pb) in lit.segments:
+        g.add_packet_link(a, pa, b, pb, 10.0, source="lldp")
+    order = SimpleNamespace(id=2, src="A:1", dst="C:3", bandwidth=2.0, start=0, end=3600, path=path, src_vlan=None,
+                            protection="1+1")
+    busy = {x.ots: set() for x in lit.xcons}
+    for x in lit.xcons:
+        busy[x.ots] |= set(x.ports)
+    cut = [e for e in path["edges"] if e.startswith("optical:")][0][len("optical:"):].split("-")
+    r = pcs.reprotection(g, order, lit, cut, lambda o: busy.get(o, set()))
+    new = r.path["protection"]["edges"]
+    assert f"optical:{cut[0]}-{cut[1]}" not in new and any(e.startswith("adaptation:A:3") for e in new)

@@ -98,3 +98,15 @@ def test_orders_and_what_to_restore(w: World) -> None:  # noqa: F811
     assert w.store.to_restore(T + 4000) == []  # their windows ended
     (oc,) = w.store.orders([c, 99999])
     assert (oc.id, oc.src, oc.dst, oc.protection, oc.path["edges"]) == (c, "A:1", "C:3", "none", PATH["edges"])
+
+
+def test_mark_active_with_the_path_lit_replaces_the_stored_one(w: World) -> None:  # noqa: F811
+    from sqlalchemy import select
+
+    from app.db.models import Reservation
+    rid = w.reservation(PROVISIONING)
+    assert w.store.mark_active(rid, CIRCUIT, RULES, T, NEW_PATH)
+    with w.db.session() as s:
+        assert s.execute(select(Reservation.path).where(Reservation.id == rid)).scalar_one()["edges"] == NEW_PATH["edges"]
+    with pytest.raises(ProvisioningError):
+        w.store.mark_active(rid, CIRCUIT, RULES, T, ["not", "a", "mapping"])
