@@ -106,6 +106,8 @@ class ReservationsApp(app_manager.OSKenApp):
                      if (v := SETTINGS.te.get(key)) is not None},
             active=kwargs.get(LIT_CONTEXT))
         self.routes[("GET", "/reservations")] = self.r_reservations
+        self.routes[("POST", "/restoration")] = self.r_restoration
+        self.frozen = ""  # an operator froze restoration (why): failures are still read, nothing is re-routed
         self.restore_on = bool(ctl.get("restore", True))
         self.holdoff = float(ctl.get("restore_holdoff", 0.0))
         self.retry_s = float(ctl.get("restore_retry", 2.0))
@@ -174,7 +176,7 @@ class ReservationsApp(app_manager.OSKenApp):
     @set_ev_cls([events.EventPortChange, events.EventSwitchLeave, events.EventSwitchEnter])
     def _network_changed(self, ev: Any) -> None:
         """A port or switch changed: restore, in this event, every lit reservation a failure broke."""
-        if self.writer is None or not self.restore_on or not self.manager.active:
+        if self.writer is None or not self.restore_on or self.frozen or not self.manager.active:
             return
         f = self.failures()
         if not f.ports:
@@ -241,7 +243,7 @@ class ReservationsApp(app_manager.OSKenApp):
             if inst.reservation_id not in self.busy:
                 self.busy.add(inst.reservation_id)
                 hub.spawn(self._guarded, inst.reservation_id, self.manager.release, inst)
-        if self.restore_on:
+        if self.restore_on and not self.frozen:
             self._retry_degraded(now)
         self.manager.elastic_tick()  # elastic reservations follow their demand, a unit at a time
 
@@ -256,10 +258,28 @@ class ReservationsApp(app_manager.OSKenApp):
             self.busy.discard(res_id)
 
     # ---- control API -------------------------------------------------------------------------------
+    def r_restoration(self, q: dict, d: dict) -> dict:
+        """``POST /restoration {"frozen": true, "reason": "..."}``: an operator freeze (maintenance):
+        broken reservations are left as they are until ``{"frozen": false}``, which also catches up."""
+        from app.controller.control_api import ApiError
+
+        frozen = d.get("frozen")
+        if not isinstance(frozen, bool):
+            raise ApiError(400, "'frozen' must be true or false")
+        reason = d.get("reason", "frozen by the operator")
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > 200:
+            raise ApiError(400, "'reason' must be a non-empty string of at most 200 characters")
+        self.frozen = reason.strip() if frozen else ""
+        JOURNAL.add("reservation", event="restoration_frozen" if frozen else "restoration_thawed", reason=self.frozen)
+        if not frozen and self.writer is not None:
+            self._network_changed(None)  # what broke meanwhile is restored now
+        return {"frozen": bool(self.frozen), "reason": self.frozen}
+
     def r_reservations(self, q: dict, d: dict) -> dict:
         return {"lit": {str(k): c.to_json() for k, c in sorted(self.manager.active.items())},
                 "elastic": {str(k): e.to_json() for k, e in sorted(self.manager.elastic.items())},
                 "busy": sorted(self.busy), "events": list(self.outcomes)[-50:],
                 "failures": {f"{sw}:{p}": why for (sw, p), why in sorted(self.failures().ports.items())},
                 "retry": {str(k): {"at": at, "attempt": a} for k, (at, a) in sorted(self.retry.items())},
+                "restoration": {"enabled": self.restore_on, "frozen": bool(self.frozen), "reason": self.frozen},
                 "database": bool(SETTINGS.db_url)}

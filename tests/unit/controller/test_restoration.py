@@ -203,3 +203,46 @@ def test_reprotection_reuses_the_failed_paths_ports_while_the_live_graph_still_s
     r = pcs.reprotection(g, order, lit, cut, lambda o: busy.get(o, set()))
     new = r.path["protection"]["edges"]
     assert f"optical:{cut[0]}-{cut[1]}" not in new and any(e.startswith("adaptation:A:3") for e in new)
+
+
+def test_the_app_restores_what_a_fault_broke_in_the_same_event_unless_frozen(monkeypatch) -> None:
+    """reservations_app: a port change that is a fault under a lit reservation spawns its restoration at
+    once (the event itself); an operator freeze (POST /restoration) holds it, a thaw catches up."""
+    from types import SimpleNamespace
+
+    from app.controller import reservations_app
+    from app.controller.api_routes import CONTEXT as ROUTES
+    from app.controller.api_routes import ApiRoutes
+    from app.controller.control_api import ApiError
+    from app.controller.network_view import CONTEXT as VIEW
+    from app.controller.network_view import NetworkView
+    from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+    from app.controller.openflow_southbound import OpenFlowSouthbound
+    from app.controller.reservation_circuits import circuit_for
+
+    view = NetworkView()
+    view.add_switch(SwitchInfo(0xF01, OTS, 1, "X", {1: _port(1, True), 3: _port(3, True)}))
+    app = reservations_app.ReservationsApp(**{VIEW: view, SOUTHBOUND: OpenFlowSouthbound(), ROUTES: ApiRoutes()})
+    app.writer = SimpleNamespace()  # a database is configured (nothing is written in this test)
+    g = spec_to_graph(fig2_testbed())
+    app.manager.active[5] = circuit_for(g, 5, "A:1", "C:3", stored_path(Order(5)).path["edges"], None)
+    spawned: list = []
+    monkeypatch.setattr(reservations_app.hub, "spawn", lambda fn, *a: spawned.append((fn, a)))
+    app._network_changed(None)
+    assert spawned == []  # nothing failed
+    view.set_port(0xF01, 3, _port(3, False), 1.0)  # X:3 link down, admin up: the fibre failed here
+    assert app.r_restoration({}, {"frozen": True, "reason": "maintenance"}) == {"frozen": True, "reason": "maintenance"}
+    app._network_changed(None)
+    assert spawned == [] and app.r_reservations({}, {})["restoration"]["frozen"] is True
+    assert app.r_reservations({}, {})["failures"] == {"X:3": "loss of light at X:3"}
+    app.r_restoration({}, {"frozen": False})  # thawed: what broke meanwhile is restored now
+    assert len(spawned) == 1 and spawned[0][1][0] == 5 and 5 in app.busy
+    app._network_changed(None)
+    assert len(spawned) == 1  # already being restored
+    for bad in ({}, {"frozen": "yes"}, {"frozen": True, "reason": ""}):
+        try:
+            app.r_restoration({}, bad)
+        except ApiError as exc:
+            assert exc.status == 400
+        else:
+            raise AssertionError(f"accepted {bad}")
