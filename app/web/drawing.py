@@ -3,7 +3,9 @@
 Two bands: the packet layer (switches, hosts above them) on top, the optical layer (OTS boxes with
 their ports around them) below; adaptation links cross between the bands. Horizontal order comes
 from a seeded spring layout of the graph with every OTS port folded into its OTS, so neighbours sit
-near each other and the picture is the same on every request.
+near each other and the picture is the same on every request. What the controller marked as failed
+(``failed``: the reason, on optical ports and the fibres and adaptation links at them,
+docs/failures.md) is drawn as such and listed in :attr:`Drawing.failed`.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ class Drawing:
     nodes: list[dict] = field(default_factory=list)
     lines: list[dict] = field(default_factory=list)
     boxes: list[dict] = field(default_factory=list)
+    #: what the graph marks as failed: ``{"what": "fibre X:3–Z:3", "key", "reason"}``, fibres first
+    failed: list[dict] = field(default_factory=list)
 
 
 def _owner(graph: MultiLayerGraph, node: str) -> str:
@@ -117,6 +121,11 @@ def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes
         if key in on_path:
             cls.append("on-path")
         title = f"{key} ({kind}, {data.get('capacity', 0):g} Mbit/s)"
+        if data.get("failed"):
+            cls.append("failed")
+            title += f" — failed: {data['failed']}"
+            d.failed.append({"what": _failed_edge(kind, u, v, data.get("ports") or {}), "key": key,
+                             "reason": str(data["failed"])})
         bend = 0.0
         if kind == "packet" and (data.get("source") == "circuit" or _passes_over(pos, g, u, v)):
             # a circuit seen as a packet link arcs above the copper links; so does any packet link
@@ -139,12 +148,24 @@ def draw(graph: MultiLayerGraph, *, path_edges: tuple[str, ...] = (), path_nodes
         x, y = pos[n]
         kind = data.get("kind", "")
         label = f"{data['ots']}:{data['port']}" if kind == "oport" else n
+        title = f"{n} ({kind}, {data.get('granularity', '')})" if kind == "oport" else f"{n} ({kind})"
+        failed = str(data.get("failed") or "")
+        if failed:
+            title += f" — failed: {failed}"
+            d.failed.append({"what": f"port {n}", "key": n, "reason": failed})
         d.nodes.append({"id": n, "x": x, "y": y, "kind": kind, "label": label, "short": str(data.get("port", n)),
-                        "on_path": n in marked, "title": f"{n} ({kind}, {data.get('granularity', '')})"
-                        if kind == "oport" else f"{n} ({kind})"})
+                        "on_path": n in marked, "title": title, "failed": failed})
     kind_order = {"optical": 0, "oport": 1, "packet": 2, "host": 3}
     d.nodes.sort(key=lambda nd: kind_order.get(nd["kind"], 9))
+    d.failed.sort(key=lambda f: (not f["what"].startswith("fibre"), f["what"]))
     return d
+
+
+def _failed_edge(kind: str, u: str, v: str, ports: dict[str, Any]) -> str:
+    """How the failures list names a failed edge by its ends: ``fibre X:3–Z:3``, ``adaptation A:3–X:1``
+    (a switch end with its port)."""
+    a, b = sorted(f"{n}:{ports[n]}" if ports.get(n) is not None else n for n in (u, v))
+    return f"{'fibre' if kind == 'optical' else kind} {a}–{b}"
 
 
 def _passes_over(pos: dict[str, tuple[float, float]], g: Any, u: str, v: str) -> bool:

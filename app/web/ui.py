@@ -28,8 +28,16 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.models import Circuit, Plan, Reservation, User
-from app.db.states import CANCELLABLE_STATES, MODIFIABLE_STATES, PROVISIONING, RESERVED, STATES
-from app.web import monitor_read, service
+from app.db.states import (
+    CANCELLABLE_STATES,
+    DEGRADED,
+    MODIFIABLE_STATES,
+    PROVISIONING,
+    RESERVED,
+    RESTORING,
+    STATES,
+)
+from app.web import monitor_read, restorations, service
 from app.web.api.network import layers
 from app.web.auth import check_owner, check_password, current_user, session_user, start_session
 from app.web.context import advance_if_due, graph, now, read_session, state, write_tx
@@ -298,6 +306,7 @@ def _detail_page(res: Reservation, modify_form: ModifyForm, status: int = 200): 
     plans = db.execute(select(Plan).where(Plan.reservation_id == res.id).order_by(Plan.id.desc()).limit(20)).scalars()
     return render_template("reservation_detail.html", res=res, drawing=drawing, history=rows,
                            chart_links=chart_links, modify_form=modify_form, plans=list(plans),
+                           restorations=restorations.rows(db, g, res.id),
                            modifiable=res.state in MODIFIABLE_STATES, cancellable=CANCELLABLE_STATES), status
 
 
@@ -421,10 +430,11 @@ def _circuit_links(live: list[Circuit]) -> tuple[CircuitLink, ...]:
 
 def _topology_view(db: Session, g: Any, user: User) -> dict[str, Any]:
     """What the topology page shows and its live part re-renders: the drawing with the lit circuits,
-    the circuits (lit, and the last released), the reservations booked but not lit yet (the user's
-    own; an admin's: all), the layer counts and the links the monitor samples."""
+    the circuits (lit, and the last released), the reservations booked but not lit yet or no longer
+    (a failure broke their path: RESTORING, DEGRADED; the user's own; an admin's: all), the layer counts
+    and the links the monitor samples."""
     live = _live_circuits(db)
-    booked = select(Reservation).where(Reservation.state.in_((RESERVED, PROVISIONING)))
+    booked = select(Reservation).where(Reservation.state.in_((RESERVED, PROVISIONING, RESTORING, DEGRADED)))
     if not user.is_admin:
         booked = booked.where(Reservation.owner_id == user.id)
     pending = list(db.execute(booked.order_by(Reservation.start_ts, Reservation.id).limit(20)).scalars())

@@ -19,7 +19,7 @@ def sh_blocks() -> list[str]:
 
 def test_doc_has_examples_for_every_operation() -> None:
     script = "\n".join(sh_blocks())
-    for needle in ("/commit", "/cancel", "-X PATCH", "/history", "/api/v1/available", "/api/v1/topology",
+    for needle in ("/commit", "/cancel", "-X PATCH", "/history", "/restorations", "/api/v1/available", "/api/v1/topology",
                    "/api/v1/circuits", "/api/v1/plans", "/api/v1/utilization", "/api/v1/events", "-G \"$MLTE/api/v1/reservations\""):
         assert needle in script, needle
 
@@ -39,7 +39,7 @@ def test_curl_examples_run(tmp_path) -> None:  # noqa: ANN001
     assert "HELD ['A'" in proc.stderr  # the create example prints state and path
     assert '"state":"RESERVED"' in out and '"state":"CANCELLED"' in out
     assert '"circuits":[]' in out and '"rules":[]' in out  # nothing lit
-    assert out.count('{"items":[]}') == 2  # no circuit, no plan
+    assert out.count('{"items":[]}') == 3  # no restoration, no circuit, no plan
     assert '"bandwidth":6.0' in out and '"end":"2099-01-01T13:00:00Z"' in out
     assert '"total":1' in out and '"available":' in out
     assert re.search(r'"protection":\{"available":10\.0,.*"nodes":\["A","X:\d","X:\d","Z:\d","Z:\d","C"\]', out)
