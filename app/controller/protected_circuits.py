@@ -29,7 +29,7 @@ from typing import Any
 from app.controller.reservation_circuits import ReservationCircuit, ReservationPathError, circuit_for
 from app.update import planner
 from app.update.model import FlowRule, GroupSpec, IngressChange
-from app.update.plan import Plan
+from app.update.plan import ADD, GroupStep, Plan
 from topology import rule_plan
 from topology.graph import MultiLayerGraph
 
@@ -141,6 +141,7 @@ def reprotect_plans(old: ReservationCircuit, new: ProtectedCircuit, **kw: Any) -
     keep_x, keep_r = set(new.circuit.xcons), set(new.circuit.rules)
     down = planner.release([x for x in old.xcons if x not in keep_x], [r for r in old.transit if r not in keep_r],
                            [], drain=False, plan_id=f"{kw.get('plan_id') or f'res{old.ident}-reprotect'}-down")
+    down = _pinned(down, new.groups, groups_of(old))
     olds = {r.key(): r for r in old.ingress}
     ingress = [IngressChange(r, olds.get(r.key())) for r in new.circuit.ingress]
     lit = set(old.xcons)
@@ -149,6 +150,18 @@ def reprotect_plans(old: ReservationCircuit, new: ProtectedCircuit, **kw: Any) -
                            ingress, groups=new.groups, old_groups=groups_of(old),
                            verify_rules=[*new.circuit.ingress, *new.working.transit], **kw)
     return down, up
+
+
+def _pinned(plan: Plan, groups: Sequence[GroupSpec], old: Sequence[GroupSpec]) -> Plan:
+    """``plan`` after the groups are first pinned to the survivor alone (their first port): otherwise
+    the new protection path's end port, lit again by its new XCON before its rules are in, would
+    come back up as the groups' first live bucket and the switch would send traffic into it."""
+    was = {(g.switch, g.group_id): g for g in old}
+    pins = [GroupStep(id=f"pin{g.switch}.{g.group_id}", op=ADD, group=GroupSpec(g.switch, g.group_id, g.ports[:1]),
+                      restore=was.get((g.switch, g.group_id))) for g in groups]
+    ids = frozenset(p.id for p in pins)
+    steps = [*pins, *(s if s.deps else dataclasses.replace(s, deps=ids) for s in plan.steps)]
+    return dataclasses.replace(plan, steps=tuple(steps))
 
 
 @dataclass(frozen=True)

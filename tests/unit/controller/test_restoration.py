@@ -246,3 +246,28 @@ def test_the_app_restores_what_a_fault_broke_in_the_same_event_unless_frozen(mon
             assert exc.status == 400
         else:
             raise AssertionError(f"accepted {bad}")
+
+
+def test_reprotection_pins_the_groups_to_the_survivor_before_anything_else() -> None:
+    """The new protection path's end port comes up again when its XCON is lit, before its rules are in:
+    the groups must not fail back onto it meanwhile, so the first steps set them to the survivor alone."""
+    from app.controller import protected_circuits as pcs
+    from app.update.plan import GroupStep
+    from pce.protection import protected_paths, reprotect
+    from pce.reservation import PathRequest
+
+    g = spec_to_graph(fig2_testbed())
+    pair = protected_paths(g, PathRequest("A:1", "C:3", 2.0, 0, 3600))
+    old = pcs.protected_circuit(g, 4, "A:1", "C:3", pair.working.edges, pair.protection.edges)
+    cut = [e for e in pair.working.edges if e.startswith("optical:")][0][len("optical:"):].split("-")
+    new_prot = reprotect(g, PathRequest("A:1", "C:3", 2.0, 0, 3600), pair.protection.edges, failed=cut)
+    new = pcs.protected_circuit(g, 4, "A:1", "C:3", pair.protection.edges, new_prot.edges)
+    down, up = pcs.reprotect_plans(old.circuit, new)
+    pins = [s for s in down.steps if isinstance(s, GroupStep)]
+    assert {(p.group.switch, p.group.ports) for p in pins} == {("A", (4,)), ("C", (2,))}
+    assert all(not p.deps for p in pins)
+    pin_ids = {p.id for p in pins}
+    assert all(s.deps for s in down.steps if s not in pins)  # everything else after the pins
+    assert all(not s.deps or s.deps & pin_ids or s.deps - pin_ids for s in down.steps)
+    final = [s for s in up.steps if isinstance(s, GroupStep)]
+    assert {(s.group.switch, s.group.ports) for s in final} == {("A", (4, 3)), ("C", (2, 1))}
