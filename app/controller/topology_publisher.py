@@ -152,7 +152,8 @@ class TopologyPublisher(app_manager.OSKenApp):
 
 def mark_failures(data: dict[str, Any], f: Failures) -> dict[str, Any]:
     """The published graph with what failed (docs/failures.md): a failed optical port's node and the
-    fibre or adaptation edges at it get ``failed`` (the reason), so the topology page can show them."""
+    fibre or adaptation edges at it, and the adaptation edge at a failed packet port, get ``failed``
+    (the reason), so the topology page can show them."""
     failed = {f"{sw}:{p}": why for (sw, p), why in f.ports.items()}
     if not failed:
         return data
@@ -160,7 +161,11 @@ def mark_failures(data: dict[str, Any], f: Failures) -> dict[str, Any]:
         if node["id"] in failed:
             node["failed"] = failed[node["id"]]
     for link in data["links"]:
-        why = failed.get(link["u"]) or failed.get(link["v"])
-        if why and link.get("kind") in ("optical", "adaptation"):
+        if link.get("kind") not in ("optical", "adaptation"):
+            continue
+        # an OTS port by its node; a packet port (a switch node has no port nodes) by the link's end port
+        ends = [f"{n}:{p}" for n, p in (link.get("ports") or {}).items()]
+        why = next((failed[e] for e in (link["u"], link["v"], *ends) if e in failed), None)
+        if why:
             link["failed"] = why
     return data

@@ -119,6 +119,9 @@ def test_the_published_topology_marks_failed_ports_and_fibres() -> None:
     failed = {lk["key"] for lk in data["links"] if lk.get("failed")}
     assert failed == {"optical:X:3-Z:3"}
     assert mark_failures(g.to_dict(), Failures()) == g.to_dict()
+    data = mark_failures(g.to_dict(), Failures({("A", 4): "A:4 administratively down"}))
+    assert {lk["key"]: lk["failed"] for lk in data["links"] if lk.get("failed")} == {
+        "adaptation:A:4-X:4": "A:4 administratively down"}
 
 
 def test_a_protected_reservation_fails_over_and_is_protected_again(net):  # noqa: F811
