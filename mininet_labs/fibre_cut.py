@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,7 @@ def run(out: Path, *, quick: bool = False, topology: str = "fig2",
     with clock.locked(), LabSession(spec, work, delay=delay, static_file=str(static),
                                     controller_args=("--db-url", f"sqlite:///{db}")) as session:
         clock.note(f"controller and {topology} testbed up")
+        assert session.lab is not None
         h1, hd = session.lab.node("h1"), session.lab.node(dst_host)
         for a, ip in ((h1, dst_ip), (hd, "10.0.0.1")):  # hosts announce themselves (ARP)
             a.cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
@@ -166,8 +168,8 @@ def _cuts(session: Any, url: str, headers: dict, rid: int, hosts: tuple[Any, Any
             break
         a, b = fibres[k % len(fibres)]
         ev = _fault(session, hosts, rid, f"fibre {a}-{b} cut", work, n, protection=protection,
-                    inject=lambda a=a, b=b: _wall(faults.cut_fibre, session, a, b),
-                    repair=lambda a=a, b=b: _wall(faults.repair_fibre, session, a, b),
+                    inject=partial(_wall, faults.cut_fibre, session, a, b),
+                    repair=partial(_wall, faults.repair_fibre, session, a, b),
                     seconds=4.0 if quick else 6.0)
         n += 1
         ev["old_path"] = path.get("edges") or []

@@ -59,6 +59,7 @@ def loss_after(got: Mapping[int, tuple[float, float]], sent: int, t0: float, per
         longest = max(longest, run + 1)
     if missing and not longest:
         longest = 1
+    restored: float | None
     if not after:
         restored = 0.0
     else:
