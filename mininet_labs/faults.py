@@ -19,6 +19,8 @@ What each fault does to the lab (what the agents and the controller then see):
   its cross-connects; the controller must provision again).
 - ``kill_agent`` / ``restart_agent``: only the agent process (SIGKILL); the bridge keeps its XCON
   flows and light, as hardware does when its control card dies; a restarted agent adopts them.
+- ``freeze_agent``: SIGSTOP / SIGCONT the agent — a *silent* switch whose TCP session stays open, which
+  only the controller's echo timeout (``[controller] echo_interval`` × ``echo_misses``) notices.
 - ``disconnect_switch`` / ``reconnect_switch``: a packet switch loses its control channel (OVS closes
   the session) and keeps forwarding with its flows (fail-mode secure), then gets the same controller
   records back. Its controller is pointed at a closed local port rather than deleted: OVS flushes a
@@ -28,6 +30,8 @@ What each fault does to the lab (what the agents and the controller then see):
 """
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -174,6 +178,17 @@ def kill_agent(lab: LabNet | LabSession, name: str) -> float:
         raise FaultError(f"the agent of {name} is not running")
     at = time.monotonic()
     sw.stop_agent(kill=True)
+    return at
+
+
+def freeze_agent(lab: LabNet | LabSession, name: str, frozen: bool = True) -> float:
+    """SIGSTOP (``frozen``) or SIGCONT the OTS agent: a *silent* switch — its TCP session stays open but
+    nothing answers, so only the controller's echo timeout can tell it is gone. The XCONs stay lit."""
+    sw = _ots(_net(lab), name)
+    if sw.agent is None or sw.agent.poll() is not None:
+        raise FaultError(f"the agent of {name} is not running")
+    at = time.monotonic()
+    os.kill(sw.agent.pid, signal.SIGSTOP if frozen else signal.SIGCONT)
     return at
 
 

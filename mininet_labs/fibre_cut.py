@@ -181,21 +181,26 @@ def _cuts(session: Any, url: str, headers: dict, rid: int, hosts: tuple[Any, Any
 
 def _other_faults(session: Any, rid: int, hosts: tuple[Any, Any, str], work: Path, n: int, topology: str,
                   note: Callable[[str], None], out: list[dict[str, Any]]) -> int:
-    """An OTS agent killed (its XCONs stay lit: nothing may be lost), a packet switch off its
-    controller (fail-secure: nothing lost), and the OTS next to the destination powered off (no path
-    is left: DEGRADED, then lit again after the power comes back)."""
+    """An OTS agent killed (its XCONs stay lit: nothing may be lost), the same agent frozen (a silent
+    switch: the echo timeout drops it, ``switch_left_s``), a packet switch off its controller
+    (fail-secure: nothing lost), and the OTS next to the destination powered off (no path is left:
+    DEGRADED, then lit again after the power comes back)."""
     first_ots = "X"
     last_ots = "Z" if topology == "fig2" else "Y"
     dst_switch = "C"
     plan = [(f"OTS {first_ots} agent killed", "none", lambda: _wall(faults.kill_agent, session, first_ots),
              lambda: _wall(faults.restart_agent, session, first_ots)),
+            (f"OTS {first_ots} agent frozen (silent)", "none",
+             lambda: _wall(faults.freeze_agent, session, first_ots, True),
+             lambda: _wall(faults.freeze_agent, session, first_ots, False)),
             (f"switch {dst_switch} off its controller", "none",
              lambda: _wall(faults.disconnect_switch, session, dst_switch),
              lambda: _wall(faults.reconnect_switch, session, dst_switch)),
             (f"OTS {last_ots} powered off", "degraded", lambda: _wall(faults.power_off_ots, session, last_ots),
              lambda: _wall(faults.power_on_ots, session, last_ots))]
     for what, expect, inject, repair in plan:
-        ev = _fault(session, hosts, rid, what, work, n, inject=inject, repair=repair, seconds=6.0, expect=expect)
+        seconds = 12.0 if "silent" in what else 6.0  # the echo timeout takes a few seconds to drop it
+        ev = _fault(session, hosts, rid, what, work, n, inject=inject, repair=repair, seconds=seconds, expect=expect)
         n += 1
         out.append(ev)
         note(_line(ev))
@@ -246,12 +251,14 @@ def _fault(session: Any, hosts: tuple[Any, Any, str], rid: int, what: str, work:
     events = [e for e in session.client.events(since=seq0, kind="reservation") if e.get("reservation_id") == rid]
     plans = [e for e in session.client.events(since=seq0, kind="plan") if e.get("reservation_id") == rid]
     broken = next((e["t"] for e in events if e.get("event") == "broken"), None)
+    left = [e["t"] for e in session.client.events(since=seq0, kind="switch_leave")]
     restored = next((e["t"] for e in events if e.get("event") == "reservation_restored"), None)
     time.sleep(1.0)  # the repair settles before the next fault
     return {"fault": what, "reservation": rid, "protection": protection, "expect": expect, "at": t_cut,
             "repaired_at": t_repair, "detect_s": None if broken is None else round(broken - t_cut, 4),
             "verified_s": None if restored is None else round(restored - t_cut, 4),
             "first_change_s": round(plans[0]["t"] - t_cut, 4) if plans else None,
+            "switch_left_s": round(left[0] - t_cut, 4) if left else None,
             "back_after_repair_s": None if back is None else round(back - t_repair, 4),
             "settled": settled, "states": _states(events, t_cut), **probe}
 
@@ -313,7 +320,8 @@ def _summary(events: list[dict[str, Any]]) -> dict[str, Any]:
             "protected_cuts": {**_group(prot), "data_plane_first": all(
                 e["restored_s"] is not None and e["first_change_s"] is not None
                 and e["restored_s"] < e["first_change_s"] for e in prot)},
-            "other": {e["fault"]: {k: e.get(k) for k in ("settled", "probe_lost", "detect_s", "back_after_repair_s")}
+            "other": {e["fault"]: {k: e.get(k) for k in ("settled", "probe_lost", "detect_s", "back_after_repair_s",
+                                                         "switch_left_s")}
                       for e in events if e not in cuts and e not in prot}}
 
 
