@@ -3,9 +3,7 @@ it grows a unit at a time while h1 sends more than it has, never beyond its gran
 unit once the traffic stops; the API shows the provisioned bandwidth throughout."""
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 import time
 
@@ -14,7 +12,9 @@ import requests
 
 from app.controller.client import wait_until
 from app.web.timeutil import to_iso
-from mininet_labs.reservation_lifecycle import ROOT, _get, _state, _udp_mbps
+from mininet_labs.lab_web import get as _get
+from mininet_labs.lab_web import lab_web
+from mininet_labs.reservation_lifecycle import _state, _udp_mbps
 from topology import rule_plan
 
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ def metered_rule_bytes(session, switch: str, meter: int) -> int:
 
 def test_an_elastic_reservation_grows_and_shrinks_within_its_grant(tmp_path):
     from mininet_labs.netlock import net_lock
-    from mininet_labs.session import LabSession, free_port
+    from mininet_labs.session import LabSession
     from topology.spec import fig2_testbed, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
@@ -57,18 +57,8 @@ def test_an_elastic_reservation_grows_and_shrinks_within_its_grant(tmp_path):
                                 controller_args=("--db-url", f"sqlite:///{db}")) as session:
         for h, ip in (("h1", "10.0.0.3"), ("h3", "10.0.0.1")):
             session.lab.node(h).cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
-        user = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "create-user", "lab", "--db", str(db)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
-        headers = {"Authorization": f"Bearer {user.stdout.strip().splitlines()[-1]}"}
-        port = free_port()
-        web = subprocess.Popen([sys.executable, "-m", "app.cli.main", "web", "--db", str(db), "--host", "127.0.0.1",
-                                "--port", str(port), "--topology", "controller"], cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        url = f"http://127.0.0.1:{port}/api/v1"
-        try:
-            wait_until(lambda: ((_get(url + "/topology", headers) or {}).get("graph") or {}).get("nodes"), 60,
-                       "a topology snapshot")
+        with lab_web(db, tmp_path / "web.log") as web:
+            url, headers = web.url, web.headers
             start = time.time() + 4
             r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
                 "name": "elastic h1-h3", "src": "A:1", "dst": "C:3", "bandwidth": GRANT, "mode": "elastic",
@@ -120,6 +110,3 @@ def test_an_elastic_reservation_grows_and_shrinks_within_its_grant(tmp_path):
             requests.post(f"{url}/reservations/{rid}/cancel", headers=headers, timeout=30).raise_for_status()
             wait_until(lambda: meter_rates(session, "A", meter) == [], 30, "the meter removed with the rules")
             assert session.controller_errors() == "", session.controller_errors()
-        finally:
-            web.terminate()
-            web.wait(timeout=15)
