@@ -82,6 +82,10 @@ def _fibres(path: dict[str, Any]) -> list[tuple[str, str]]:
 
 def run(out: Path, *, quick: bool = False, topology: str = "fig2",
         progress: Callable[[str], None] = print) -> dict[str, Any]:
+    return _run(out, quick=quick, topology=topology, progress=progress, offload=topology == "fig2")
+
+
+def _run(out: Path, *, quick: bool, topology: str, progress: Callable[[str], None], offload: bool) -> dict[str, Any]:
     """Run the lab; write ``out/results.json`` and ``out/fibre_cut.png``; return the results."""
     from mininet_labs.labclock import LabClock
     from mininet_labs.session import LabSession
@@ -131,12 +135,71 @@ def run(out: Path, *, quick: bool = False, topology: str = "fig2",
             requests.post(f"{url}/reservations/{pid}/cancel", headers=headers, timeout=30).raise_for_status()
             res["protected_released"] = bool(_within(lambda: not session.client.xcons(), 30))
             res["controller_errors"] = session.controller_errors()
+    if offload:  # a second testbed: the TE loop on, an elephant offloaded, then its circuit's fibre cut
+        res["offload"] = _offload_cut(out / "te", progress)
     res["summary"] = _summary(res["events"])
     res["lab_seconds"] = clock.durations()
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
     _plot(res, out / "fibre_cut.png")
     progress(f"wrote {out / 'results.json'} and {out / 'fibre_cut.png'}")
     return res
+
+
+def _offload_cut(work: Path, progress: Callable[[str], None]) -> dict[str, Any]:
+    """The elastic-offload lab's setting (Fig. 2, circuit 'initial' lit, monitor Ts = 1 s, TE loop on):
+    small transfers h2 → h4 and an elephant h1 → h3 that the loop offloads onto a temporary circuit;
+    once it is there, a fibre of that circuit is cut. The offload must be released in the failure's
+    event (``te_decision`` with the cause, ``te_done`` release) and nothing of it left; the elephant
+    falls back to the static path."""
+    import threading
+
+    from mininet_labs import elastic_offload as eo
+    from topology.spec import fig2_testbed, spec_to_graph
+
+    clock = eo._Clock(progress)
+    ph = eo.Phases(True)
+    out: dict[str, Any] = {}
+    g = spec_to_graph(fig2_testbed())
+    with eo._session(work, enabled=True, demo=False, clock=clock) as (lab, _web):
+        since = lab.client.events()[-1]["seq"]
+        done: dict[str, Any] = {}
+
+        def workload() -> None:
+            try:
+                done["run"] = eo._one_run(lab, work, ph, 1, clock, eo._Live(clock, verbose=False), te=True)
+            except Exception as exc:  # noqa: BLE001 - recorded: the cut is what this phase measures
+                done["error"] = repr(exc)
+
+        th = threading.Thread(target=workload, daemon=True)
+        th.start()
+        offs = _within(lambda: lab.client.request("GET", "/te").get("offloads") or None, ph.warmup + ph.elephant + 5)
+        if not offs:
+            th.join(timeout=60)
+            return {"offloaded": False, "error": done.get("error", "the elephant was not offloaded")}
+        off = next(iter(offs.values()))
+        ports = [f"{x['ots']}:{x['out_port']}" for x in off["xcons"]]
+        a = next(p for p in ports if g.fibre_peer(p) is not None)
+        b = g.fibre_peer(a)
+        assert b is not None
+        clock.note(f"elephant offloaded onto {off['circuit']}; cutting its fibre {a}-{b}")
+        t_cut = _wall(faults.cut_fibre, lab, a, b)
+
+        def released() -> float | None:
+            rel = [e for e in lab.client.events(since, "te_done") if e["decision"] == "release" and e["ok"]]
+            return float(rel[0]["t"]) if rel and not lab.client.request("GET", "/te").get("offloads") else None
+
+        t_rel = _within(released, 15)
+        why = [e.get("reason", "") for e in lab.client.events(since, "te_decision") if e.get("decision") == "release"]
+        th.join(timeout=60)
+        faults.repair_fibre(lab, a, b)
+        left = {f"{x['ots']}:{x['in_port']}" for x in lab.client.xcons()}
+        out = {"offloaded": True, "circuit": off["circuit"], "fibre": f"{a}-{b}",
+               "released_s": None if t_rel is None else round(t_rel - t_cut, 4),
+               "release_reason": why[0] if why else None,
+               "offload_xcons_left": sorted(set(ports) & left), "workload_error": done.get("error"),
+               "controller_errors": lab.controller_errors()}
+        clock.note(f"offload released {out['released_s']} s after the cut ({out['release_reason']})")
+    return out
 
 
 def _reserve(url: str, headers: dict, name: str, src: str, dst: str, protection: str) -> int:

@@ -3,8 +3,9 @@
 light propagates to the packet ports), the reservation restored on a verified path around the cut
 (its stored path changed, a restorations row), nothing half-installed after the repairs. Then a 1+1
 reservation whose working fibre is cut: the probe comes back before the controller sends anything
-(the fast-failover group), and the controller protects it again. Times are recorded, not asserted
-(a busy machine)."""
+(the fast-failover group), and the controller protects it again. Then an elephant the TE loop
+offloaded: its circuit's fibre cut, the offload released. Times are recorded, not asserted (a busy
+machine)."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.lab("fibre-cut")
-@pytest.mark.timeout(900)  # includes waiting for the network lock
+@pytest.mark.timeout(1200)  # includes waiting for the network lock
 def test_cut_fibres_are_detected_and_the_reservation_is_restored_around_them(tmp_path):
     from mininet_labs.fibre_cut import run
 
@@ -43,6 +44,10 @@ def test_cut_fibres_are_detected_and_the_reservation_is_restored_around_them(tmp
     assert protected["probe_lost"] < unprotected[0]["probe_lost"], protected
     assert res["summary"]["protected_cuts"]["data_plane_first"] is True
     assert res["protected_leftover"]["extra"] == [] and res["protected_released"] is True
+    off = res["offload"]  # the TE loop's offload, its fibre cut: released in the failure's event
+    assert off["offloaded"] is True, off
+    assert off["released_s"] is not None and "failure" in (off["release_reason"] or ""), off
+    assert off["offload_xcons_left"] == [] and off["controller_errors"] == "", off
     assert res["summary"]["restored"] == 3
     assert json.loads((tmp_path / "results.json").read_text())["summary"]["faults"] == 3
     assert (tmp_path / "fibre_cut.png").stat().st_size > 0
