@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 from typing import Any
 
 from os_ken.base import app_manager
@@ -91,6 +92,7 @@ class TopologyPublisher(app_manager.OSKenApp):
         self.writes = 0
         self._rewrite = False  # set by the writer thread when a write failed for good: write again
         self.pending = Debounce()
+        self.faults: dict[str, str] = {}  # failed ports last written as events (port -> why)
         self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
                                   [Service("tick", EventFeedTick, POLL)], spawn=hub.spawn, sleep=hub.sleep)
 
@@ -110,6 +112,34 @@ class TopologyPublisher(app_manager.OSKenApp):
     @set_ev_cls(events.GRAPH_EVENTS)
     def _graph_changed(self, ev: ViewChange) -> None:
         self.pending.changed(time.monotonic())
+
+    @set_ev_cls([events.EventPortChange, events.EventSwitchLeave, events.EventSwitchEnter])
+    def _faults_changed(self, ev: ViewChange) -> None:
+        """A failed port is an ``events`` row (``network.fault``, warning) when it fails and
+        (``network.repair``) when it is back, so the events page tells the story (docs/failures.md)."""
+        if self.writer is None:
+            return
+        now = {f"{sw}:{p}": why for (sw, p), why in failures_of(self.view.switches.values()).ports.items()}
+        rows = [("network.fault", "warning", f"{port}: {why}", port) for port, why in sorted(now.items())
+                if port not in self.faults]
+        rows += [("network.repair", "info", f"{port} back ({why} cleared)", port)
+                 for port, why in sorted(self.faults.items()) if port not in now]
+        self.faults = now
+        for kind, severity, message, port in rows:
+            self.writer.submit(db_writer.EVENT, FEED, partial(_write_event, kind, message, severity, {"port": port}),
+                               self._failed)
+
+    @set_ev_cls(events.EventDecision)
+    def _te_decision(self, ev: events.EventDecision) -> None:
+        """Each decision of the TE loop (offload, release, skip, grow...) as an ``events`` row: the web's
+        events page shows what the loop did and why (``te.<decision>``)."""
+        if self.writer is None:
+            return
+        d = dict(ev.data)
+        kind = str(d.get("decision") or "decision")
+        detail = {k: d[k] for k in ("flows", "plan", "offload") if d.get(k) is not None}
+        self.writer.submit(db_writer.EVENT, FEED, partial(_write_event, f"te.{kind}", str(d.get("reason") or kind),
+                                                          "info", detail), self._failed)
 
     @set_ev_cls(EventFeedTick)
     def _periodic(self, ev: EventFeedTick) -> None:
@@ -148,6 +178,10 @@ class TopologyPublisher(app_manager.OSKenApp):
 
     def _failed(self, _exc: BaseException) -> None:
         self._rewrite = True  # runs in the writer thread: only a flag
+
+
+def _write_event(kind: str, message: str, severity: str, detail: dict[str, Any], feed: Any) -> None:
+    feed.event(kind, message, severity=severity, **detail)  # in the writer thread
 
 
 def mark_failures(data: dict[str, Any], f: Failures) -> dict[str, Any]:

@@ -90,3 +90,47 @@ def test_the_feed_subscribes_to_every_graph_event():
     assert set(handled) == set(events.GRAPH_EVENTS)
     link = PacketLink(PortRef(1, 1), PortRef(2, 1))
     assert events.event_of(events.view_changes.LinkAdded(link)).__class__ in handled
+
+
+class RecordingFeed:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, dict]] = []
+
+    def event(self, kind, message, *, severity="info", **detail) -> None:  # noqa: ANN001
+        self.rows.append((kind, severity, message, detail))
+
+
+class RunningWriter(FakeWriter):
+    """Runs each job against a recording feed (what the writer thread does with the real one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.feed = RecordingFeed()
+
+    def submit(self, kind, resource, job, on_error=None) -> None:  # noqa: ANN001
+        super().submit(kind, resource, job, on_error)
+        job(self.feed)
+
+
+def test_faults_repairs_and_te_decisions_become_events_rows(feed):
+    """docs/failures.md: the events page tells what failed and came back, and what the TE loop did."""
+    from app.controller.model import OTS
+
+    feed.writer = RunningWriter()
+    ports = {3: PortInfo(3, "ODU2-3", "02:0f:00:00:0f:01", True)}
+    feed.view.add_switch(SwitchInfo(0xF01, OTS, 1, "X", ports))
+    feed._faults_changed(None)
+    assert feed.writer.feed.rows == []
+    feed.view.set_port(0xF01, 3, PortInfo(3, "ODU2-3", "02:0f:00:00:0f:01", False), 1.0)  # cut at X:3
+    feed._faults_changed(None)
+    feed._faults_changed(None)  # the same fault again: one row only
+    feed.view.set_port(0xF01, 3, PortInfo(3, "ODU2-3", "02:0f:00:00:0f:01", False, admin_down=True), 2.0)  # repaired
+    feed._faults_changed(None)
+    assert [(k, s) for k, s, _m, _d in feed.writer.feed.rows] == [("network.fault", "warning"), ("network.repair", "info")]
+    assert feed.writer.feed.rows[0][2] == "X:3: loss of light at X:3" and feed.writer.feed.rows[0][3] == {"port": "X:3"}
+    feed._te_decision(events.EventDecision({"decision": "release", "reason": "failure (loss of light at Z:3)",
+                                            "flows": ["a"], "plan": "release1", "offload": 1}))
+    kind, severity, message, detail = feed.writer.feed.rows[-1]
+    assert (kind, severity, message) == ("te.release", "info", "failure (loss of light at Z:3)")
+    assert detail == {"flows": ["a"], "plan": "release1", "offload": 1}
+    assert feed.writer.jobs.count("event") == 3
