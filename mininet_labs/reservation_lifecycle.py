@@ -172,7 +172,11 @@ def _restart(session: Any, url: str, headers: dict, rid: int, work: Path,
             xcons = session.client.xcons()
         except Exception:  # noqa: BLE001 - the API is still coming up
             return None
-        return (lit, xcons) if str(rid) in lit and any(x.get("adopted") for x in xcons) else None
+        if str(rid) not in lit:
+            return None
+        # every XCON of the circuit, both directions: the OTSes reconnect (and are read back) one by one
+        want = 2 * len(lit[str(rid)].get("xcons") or [])
+        return (lit, xcons) if want and sum(1 for x in xcons if x.get("adopted")) >= want else None
 
     got = _within(adopted, 30, "the reservation and its XCONs adopted")
     t_adopted = time.time()
