@@ -53,9 +53,6 @@ class Failures:
             out.update(n for n in g.nodes_of_kind("oport") if g.g.nodes[n].get("ots") == ots)
         return tuple(sorted(out))
 
-    def describe(self, port: Port) -> str:
-        return self.ports.get(port, "")
-
 
 def port_fault(sw: SwitchInfo, port_no: int) -> str | None:
     """Why port ``port_no`` of ``sw`` counts as failed (None: it does not)."""

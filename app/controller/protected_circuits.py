@@ -26,7 +26,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.controller.reservation_circuits import ReservationCircuit, ReservationPathError, circuit_for
+from app.controller.reservation_circuits import (
+    ReservationCircuit,
+    ReservationPathError,
+    circuit_for,
+    held_oports,
+)
 from app.update import planner
 from app.update.model import FlowRule, GroupSpec, IngressChange
 from app.update.plan import ADD, GroupStep, Plan
@@ -76,33 +81,6 @@ def protected_circuit(g: MultiLayerGraph, ident: int, src: str, dst: str, workin
                               work.segment_xcons + prot.segment_xcons, work.transit + prot.transit,
                               tuple(ingress), min(work.capacity, prot.capacity))
     return ProtectedCircuit(both, tuple(groups), work, prot)
-
-
-def for_order(g: MultiLayerGraph, order: Any, vlan: int | None,
-              busy_ports: Callable[[str], set[int]] = lambda _ots: set()) -> ProtectedCircuit:
-    """The stored pair of a 1+1 order, unless it no longer walks on ``g`` or one of its XCON ports is
-    held by another circuit: then a new pair from :func:`pce.protection.protected_paths` around them."""
-    path = order.path or {}
-    work, prot = list(path.get("edges") or []), list((path.get("protection") or {}).get("edges") or [])
-    if work and prot:
-        try:
-            pc = protected_circuit(g, order.id, order.src, order.dst, work, prot, vlan)
-        except ReservationPathError:
-            pc = None
-        if pc is not None and not any(x.ports & busy_ports(x.ots) for x in pc.circuit.xcons):
-            return pc
-    from pce.errors import PceError
-    from pce.protection import protected_paths
-    from pce.reservation import PathRequest
-
-    otss = {d["ots"] for _n, d in g.g.nodes(data=True) if d.get("kind") == "oport"}
-    taken = tuple(sorted(f"{o}:{p}" for o in otss for p in busy_ports(o) if f"{o}:{p}" in g.g))
-    try:
-        pair = protected_paths(g, PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end,
-                                              exclude=taken))
-    except PceError as exc:
-        raise ReservationPathError(f"the stored protected paths are taken and no other pair is free: {exc}") from None
-    return protected_circuit(g, order.id, order.src, order.dst, pair.working.edges, pair.protection.edges, vlan)
 
 
 def provision_plan(pc: ProtectedCircuit, **kw: Any) -> Plan:
@@ -203,8 +181,7 @@ def reprotection(g: MultiLayerGraph, order: Any, lit: ReservationCircuit, avoid:
             sw, port = e[len("adaptation:"):].split("-")[0].rsplit(":", 1)
             for key in g.edges_at_port(sw, int(port), kinds=("packet",)):
                 g.remove_edge(key)
-    otss = {d["ots"] for _n, d in g.g.nodes(data=True) if d.get("kind") == "oport"}
-    taken = {f"{o}:{p}" for o in otss for p in busy_ports(o) if f"{o}:{p}" in g.g} - set(failed.get("oports") or ())
+    taken = held_oports(g, busy_ports) - set(failed.get("oports") or ())
     req = PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end, exclude=tuple(sorted(taken)))
     try:
         new_path = reprotect(g, req, survivor["edges"], failed=sorted(broken))

@@ -14,7 +14,7 @@ ports (:attr:`ReservationCircuit.packet_ports`).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.update.model import FlowRule, Port, XconSpec
@@ -143,6 +143,12 @@ def circuit_for(g: MultiLayerGraph, ident: int, src: str, dst: str, edges: Seque
 
 #: the ``_CONTEXTS`` key of :class:`LitReservations`
 LIT_CONTEXT = "mlte_lit_reservations"
+
+
+def held_oports(g: MultiLayerGraph, busy_ports: Callable[[str], set[int]]) -> set[str]:
+    """The optical ports of ``g`` (node ids, ``"X:3"``) that a circuit holds now: a new path avoids them."""
+    otss = {d["ots"] for _n, d in g.g.nodes(data=True) if d.get("kind") == "oport"}
+    return {f"{o}:{p}" for o in otss for p in busy_ports(o) if f"{o}:{p}" in g.g}
 
 
 class LitReservations(dict[int, ReservationCircuit]):

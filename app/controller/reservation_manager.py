@@ -37,6 +37,7 @@ from app.controller.reservation_circuits import (
     ReservationPathError,
     check_vlan,
     circuit_for,
+    held_oports,
 )
 from app.te.elastic import HOLD, ElasticDecision, ElasticState, kbps, rate_mbps
 from app.update import model, planner
@@ -209,8 +210,7 @@ class ReservationManager:
 
         g = self.graph()
         vlan = _vlan(order)
-        taken = {f"{o}:{p}" for o in {n["ots"] for _, n in g.g.nodes(data=True) if n.get("kind") == "oport"}
-                 for p in self.busy_ports(o) if f"{o}:{p}" in g.g}
+        taken = held_oports(g, self.busy_ports)
         try:
             res = compute_path(g, PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end,
                                               exclude=tuple(sorted(taken | set(avoid)))))
@@ -226,8 +226,7 @@ class ReservationManager:
         from pce.reservation import PathRequest
 
         g = self.graph()
-        taken = {f"{o}:{p}" for o in {n["ots"] for _, n in g.g.nodes(data=True) if n.get("kind") == "oport"}
-                 for p in self.busy_ports(o) if f"{o}:{p}" in g.g}
+        taken = held_oports(g, self.busy_ports)
         try:
             pair = protected_paths(g, PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end,
                                                   exclude=tuple(sorted(taken | set(avoid)))))
