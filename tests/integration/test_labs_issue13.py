@@ -44,7 +44,11 @@ def test_the_long_flows_share_falls_as_small_transfers_grow(tmp_path):
     assert res["controller_errors"] == "", res["controller_errors"]
     runs = {r["c"]: r for r in res["runs"]}
     assert set(runs) == {4, 32}
-    assert all(r["small_done"] > 0 and r["long_flow_mbps"] > 0 for r in runs.values()), runs
+    assert all(r["small_done"] > 0 for r in runs.values()), runs
+    # the long flow ran; at C = 32 it may be starved outright (0.32 Mbit/s on a quiet machine, 17 % of the
+    # loaded pings lost: one CI run on a busy machine measured 0 after the warm-up, its RTO backed off past
+    # the 8-s run), which is the lab's point, not a failure: its share falling is asserted below
+    assert runs[4]["long_flow_mbps"] > 0 and runs[32]["long_flow_mbps"] >= 0, runs
     # they are *small* transfers: even at C = 32 every slot turned over at least once within the run (at
     # the paper's 512 KB-4 MB on this 10 Mbit/s circuit none of 32 did in 15 s: C long flows instead)
     assert runs[32]["small_done"] >= 32, runs[32]
