@@ -109,6 +109,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "solver": "highs",  # highs | cbc
         "k_paths": 4,
     },
+    "ha": {
+        "etcd": [],  # etcd client URLs (e.g. ["http://127.0.0.1:2379"]): several controllers, one elected leader; [] = one controller
+        "key": "/mlte/leader",  # the election key in etcd (one per mlte deployment)
+        "ttl": 1.0,  # lease TTL (s): a dead or frozen leader loses mastership this long after its last keep-alive
+        "name": "",  # this controller's name in the election ("" = hostname:listen_port)
+    },
     "db": {
         "url": "sqlite:///mlte.db",  # SQLAlchemy URL; postgresql+psycopg://user@host/db for PostgreSQL
     },
@@ -178,6 +184,10 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
     _check_growth_elastic(cfg["te"])
     if cfg["monitor"]["probe_interval"] < 0:
         raise ConfigError("[monitor] probe_interval must be >= 0 (0 = no latency probes)")
+    if not 0 < cfg["ha"]["ttl"] < float("inf"):
+        raise ConfigError("[ha] ttl must be a finite number of seconds > 0")
+    if not all(isinstance(e, str) and e.startswith(("http://", "https://")) for e in cfg["ha"]["etcd"]):
+        raise ConfigError('[ha] etcd must be a list of etcd client URLs such as "http://127.0.0.1:2379"')
     _check_web(cfg["web"])
     _check_pce(cfg["pce"])
     return cfg

@@ -108,13 +108,13 @@ class OtsSwitch(OVSSwitch):
         self.unit_mbps = float(unit_mbps)
         self.agent_log = agent_log
         self.agent: subprocess.Popen | None = None
-        self.controller_target = "127.0.0.1:6653"  # HOST:PORT the agent dials
+        self.controller_targets = ["127.0.0.1:6653"]  # HOST:PORT the agent dials (every controller of the lab)
 
     def start(self, controllers):
         super().start([])  # the agent, not the controller, is this bridge's OpenFlow peer
-        ctl = next((c for c in controllers if hasattr(c, "port")), None)
-        if ctl is not None:
-            self.controller_target = f"{ctl.IP()}:{ctl.port}"
+        targets = [f"{c.IP()}:{c.port}" for c in controllers if hasattr(c, "port")]
+        if targets:
+            self.controller_targets = targets
         self.start_agent()
 
     def start_agent(self) -> None:
@@ -122,7 +122,8 @@ class OtsSwitch(OVSSwitch):
         if self.agent is not None and self.agent.poll() is None:
             raise RuntimeError(f"the OTS agent of {self.name} is already running (pid {self.agent.pid})")
         cmd = [agent_python(), "-m", "ots_virtual", "--bridge", self.name, "--dpid", f"0x{self.dpid}",
-               "--ports", self.ots_ports, "--controller", self.controller_target, "--delay-min", str(self.delay[0]),
+               "--ports", self.ots_ports, *[a for t in self.controller_targets for a in ("--controller", t)],
+               "--delay-min", str(self.delay[0]),
                "--delay-max", str(self.delay[1]), "--unit-mbps", str(self.unit_mbps)]
         if self.agent_log:
             cmd += ["--log", self.agent_log]
@@ -207,10 +208,13 @@ class LabNet:
     """
 
     def __init__(self, spec: LabSpec, prefix: str = "", controller: tuple[str, int] = ("127.0.0.1", 6653),
-                 delay: tuple[float, float] = (0.150, 0.220), shaping: bool = True, agent_log_dir: str = "") -> None:
+                 delay: tuple[float, float] = (0.150, 0.220), shaping: bool = True, agent_log_dir: str = "",
+                 controllers: list[tuple[str, int]] | None = None) -> None:
         self.spec = spec
         self.prefix = prefix
         self.controller = controller
+        # several controllers (docs/operations.md): every packet switch and OTS agent connects to each
+        self.controllers = list(controllers) if controllers else [controller]
         self.delay = delay
         self.shaping = shaping
         self.agent_log_dir = agent_log_dir
@@ -230,7 +234,8 @@ class LabNet:
                         agent_log_dir=self.agent_log_dir)
         self.net = Mininet(topo=topo, controller=None, build=False, autoSetMacs=False, autoStaticArp=False,
                            waitConnected=False)
-        self.net.addController(ExternalController(self.prefix + "c0", ip=self.controller[0], port=self.controller[1]))
+        for i, (host, port) in enumerate(self.controllers):
+            self.net.addController(ExternalController(f"{self.prefix}c{i}", ip=host, port=port))
         self._sweep()  # leftovers with exactly our names (a crashed earlier run) would break the build
         try:
             self.net.build()

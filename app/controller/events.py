@@ -89,6 +89,15 @@ class EventDecision(event.EventBase):
         self.data = data
 
 
+class EventMastership(event.EventBase):
+    """This controller became master (``master``, under ``epoch``) or stopped being it (several
+    controllers, app/controller/mastership_app.py): apps take over or fall quiet."""
+
+    def __init__(self, master: bool, epoch: int | None, reason: str) -> None:
+        super().__init__()
+        self.master, self.epoch, self.reason = master, epoch, reason
+
+
 class EventReservation(event.EventBase):
     """A reservation was lit, failed, or released (``kind``: reservation_active, reservation_failed,
     reservation_released, reservation_release_failed); ``data`` is a small JSON-able dict."""

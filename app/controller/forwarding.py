@@ -37,6 +37,8 @@ from app.controller.driver_errors import DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
+from app.controller.mastership import CONTEXT as MASTERSHIP
+from app.controller.mastership import Mastership
 from app.controller.model import PACKET, HostInfo, PortRef
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
@@ -101,11 +103,13 @@ def forwarding_flow_mod(mac: str, port: int | None):
 
 class Forwarding(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, MASTERSHIP: Mastership}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_forwarding"
+        # several controllers: a follower plans nothing and sends nothing; it takes over when elected
+        self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.hosts: Mapping[str, HostInfo] = self.view.hosts  # the view owns them; we learn them
@@ -162,6 +166,8 @@ class Forwarding(app_manager.OSKenApp):
         self._replan()
 
     def _replan(self) -> None:
+        if not self.mastership.acting():
+            return
         t0 = time.monotonic()
         links = self.view.usable_links()  # never over a circuit a plan or a reservation holds
         self._graph = link_graph(self._packet_dpids(), links)
@@ -198,7 +204,23 @@ class Forwarding(app_manager.OSKenApp):
     def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
         if ev.switch.kind != PACKET:
             return
-        dpid = ev.switch.dpid
+        if not self.mastership.acting():  # a follower: what the switch holds is read when we take over
+            self.installed[ev.switch.dpid] = {}
+            self.adopted[ev.switch.dpid] = {}
+            return
+        self._take_switch(ev.switch.dpid)
+
+    @set_ev_cls(events.EventMastership)
+    @loud
+    def _mastership(self, ev: events.EventMastership) -> None:
+        """Elected: every packet switch is read back and adopted as if it had just connected (held until
+        the topology settled), then planned; deposed: nothing more leaves (the gate is closed)."""
+        if ev.master:
+            for dpid in self._packet_dpids():
+                if self.southbound.datapath(dpid) is not None:
+                    self._take_switch(dpid)
+
+    def _take_switch(self, dpid: int) -> None:
         dp = self.southbound.datapath(dpid)
         # no wipe: the switch keeps forwarding with the rules it has (a controller restart must not
         # cut traffic); read them back and adopt them, held until the topology settled
@@ -326,6 +348,8 @@ class Forwarding(app_manager.OSKenApp):
         return out
 
     def _packet_out(self, ref: PortRef, data: bytes) -> None:
+        if not self.mastership.acting():
+            return
         dp = self.southbound.datapath(ref.dpid)
         if dp is None:
             return

@@ -18,6 +18,7 @@ from typing import Any
 
 APPS = [
     "app.controller.openflow_southbound",
+    "app.controller.mastership_app",
     "app.controller.inventory",
     "app.controller.lldp",
     "app.controller.forwarding",
@@ -118,6 +119,7 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
     SETTINGS.ots = dict(cfg["ots"])
     SETTINGS.db_url = cfg.get("db", {}).get("url", "")
     SETTINGS.monitor = dict(cfg.get("monitor", {}))
+    SETTINGS.ha = dict(cfg.get("ha", {}))  # several controllers: the election (docs/operations.md)
     SETTINGS.te = dict(cfg.get("te", {}))  # read by the TE, mapping and reservations apps (docs/te-loop.md)
     SETTINGS.names = dict(names or {})
     SETTINGS.host_names = {mac.lower(): n for mac, n in (host_names or {}).items()}

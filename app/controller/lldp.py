@@ -32,7 +32,9 @@ from app.controller import events, ofmsg
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
-from app.controller.model import PACKET, PacketLink, PortRef
+from app.controller.mastership import CONTEXT as MASTERSHIP
+from app.controller.mastership import Mastership
+from app.controller.model import PACKET, PacketLink, PortRef, SwitchInfo
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
@@ -100,11 +102,12 @@ def services(interval: float) -> list[Service]:
 
 class LldpDiscovery(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, MASTERSHIP: Mastership}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_lldp"
+        self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()  # a follower sends no LLDP
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.interval = float(SETTINGS.controller["lldp_interval"])
@@ -176,7 +179,7 @@ class LldpDiscovery(app_manager.OSKenApp):
 
     def _send(self, dpid: int, port_no: int, hw_addr: str) -> None:
         dp = self.southbound.datapath(dpid)
-        if dp is None:
+        if dp is None or not self.mastership.acting():
             return
         self.southbound.send(dp, [ofmsg.packet_out(port_no, lldp_frame(dpid, port_no, hw_addr))], kind="lldp")
 
@@ -187,12 +190,24 @@ class LldpDiscovery(app_manager.OSKenApp):
     @set_ev_cls(events.EventSwitchEnter)
     @loud
     def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
-        if ev.switch.kind != PACKET:
+        if ev.switch.kind != PACKET or not self.mastership.acting():
             return
-        self.southbound.send(ev.switch.dpid, [lldp_trap()], kind="lldp")
-        for port in ev.switch.ports.values():
+        self._take_switch(ev.switch)
+
+    def _take_switch(self, sw: SwitchInfo) -> None:
+        self.southbound.send(sw.dpid, [lldp_trap()], kind="lldp")
+        for port in sw.ports.values():
             if port.up:
-                self._send(ev.switch.dpid, port.port_no, port.hw_addr)
+                self._send(sw.dpid, port.port_no, port.hw_addr)
+
+    @set_ev_cls(events.EventMastership)
+    @loud
+    def _mastership(self, ev: events.EventMastership) -> None:
+        """Elected: trap and probe every packet switch now (a follower learnt no links: it sent no LLDP)."""
+        if ev.master:
+            for sw in self.view.of_kind(PACKET):
+                if self.southbound.datapath(sw.dpid) is not None:
+                    self._take_switch(sw)
 
     @set_ev_cls(events.EventSwitchLeave)
     @loud

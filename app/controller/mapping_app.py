@@ -34,6 +34,8 @@ from os_ken.lib import hub
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.journal import JOURNAL
+from app.controller.mastership import CONTEXT as MASTERSHIP
+from app.controller.mastership import Mastership
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
@@ -77,12 +79,14 @@ class EventMappingTick(osken_event.EventBase):
 
 class MappingApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner,
+                 MASTERSHIP: Mastership}
     _EVENTS = [*RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_mapping"
+        self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()  # a follower does not remap
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         routes = kwargs.get(ROUTES)  # the shared table, empty (so falsy) until apps add to it
@@ -257,7 +261,7 @@ class MappingApp(app_manager.OSKenApp):
 
     def _tick(self) -> None:
         mapper = self._ensure_mapper()
-        if mapper is None or self._busy:
+        if mapper is None or self._busy or not self.mastership.acting():
             return
         now = time.monotonic()
         rates, rtts = self._rates(mapper, now), self._rtts(mapper)

@@ -46,6 +46,8 @@ from app.controller.api_routes import ApiRoutes
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
+from app.controller.mastership import CONTEXT as MASTERSHIP
+from app.controller.mastership import Mastership
 from app.controller.model import PACKET
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
@@ -167,11 +169,13 @@ def agent_address(index: int) -> str:
 class MonitorApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _EVENTS = [EventMonitor]
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, MASTERSHIP: Mastership}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_monitor"
+        # a follower polls counters (reads) but installs no rules and sends no probes
+        self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.routes: ApiRoutes = r if (r := kwargs.get(ROUTES)) is not None else ApiRoutes()
@@ -331,6 +335,8 @@ class MonitorApp(app_manager.OSKenApp):
 
     def _send(self, dp, msg, kind: str = "coarse") -> None:
         """Send and count the OpenFlow bytes (``GET /monitor/cost``; sending serializes into ``buf``)."""
+        if ofmsg.is_change(msg) and not self.mastership.acting():
+            return
         self.southbound.send(dp, [msg], kind=f"monitor_{kind}")
         self.cost[f"{kind}_sent"] += len(msg.buf or b"")
 
@@ -590,7 +596,8 @@ class MonitorApp(app_manager.OSKenApp):
 
     @set_ev_cls(EventProbeRound)
     def _probe_period(self, ev: EventProbeRound) -> None:
-        self.services.run("probe", self._probe_round)
+        if self.mastership.acting():
+            self.services.run("probe", self._probe_round)
 
     def _echo_round(self) -> None:
         """ECHO to every packet switch: the control-channel delay subtracted from probe times."""

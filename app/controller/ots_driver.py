@@ -178,6 +178,19 @@ class OtsDriver(app_manager.OSKenApp):
         self.southbound.send(dpid, [ofmsg.ots_caps_request()], kind="xcon")
         self._start_read_back(dpid)  # the XCONs outlive us: a restarted controller must know what is lit
 
+    @set_ev_cls(events.EventMastership)
+    @loud
+    def _mastership(self, ev: events.EventMastership) -> None:
+        """Elected: what every OTS holds now is read back and settled as after a reconnect (a follower saw
+        only the XCONs there when it connected; the old leader changed them since)."""
+        if not ev.master:
+            return
+        for sw in self.view.of_kind(OTS):
+            if self.southbound.datapath(sw.dpid) is not None:
+                self.view.hold_xcons(sw.dpid)
+                self.adopted[sw.dpid] = set()
+                self._start_read_back(sw.dpid)
+
     def _start_read_back(self, dpid: int) -> _Readback:
         old = self.readback.pop(dpid, None)
         if old is not None:

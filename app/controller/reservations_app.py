@@ -40,6 +40,8 @@ from app.controller.api_routes import ApiRoutes
 from app.controller.failures import Failures, broken_by, failures_of
 from app.controller.journal import JOURNAL
 from app.controller.live_southbound import LiveSouthbound, green_parallel
+from app.controller.mastership import CONTEXT as MASTERSHIP
+from app.controller.mastership import Mastership
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
@@ -76,12 +78,14 @@ def probe_frame() -> bytes:
 class ReservationsApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner,
-                 LIT_CONTEXT: LitReservations}
+                 LIT_CONTEXT: LitReservations, MASTERSHIP: Mastership}
     _EVENTS = [events.EventReservation, *RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_reservations"
+        # several controllers: only the leader lights, releases and restores; a new leader adopts first
+        self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.routes: ApiRoutes = r if (r := kwargs.get(ROUTES)) is not None else ApiRoutes()
@@ -176,7 +180,8 @@ class ReservationsApp(app_manager.OSKenApp):
     @set_ev_cls([events.EventPortChange, events.EventSwitchLeave, events.EventSwitchEnter])
     def _network_changed(self, ev: Any) -> None:
         """A port or switch changed: restore, in this event, every lit reservation a failure broke."""
-        if self.writer is None or not self.restore_on or self.frozen or not self.manager.active:
+        if self.writer is None or not self.restore_on or self.frozen or not self.manager.active \
+                or not self.mastership.acting():
             return
         f = self.failures()
         if not f.ports:
@@ -225,8 +230,17 @@ class ReservationsApp(app_manager.OSKenApp):
     def _follow(self, ev: EventFollow) -> None:
         self.services.run("follow", self._follow_once)
 
+    @set_ev_cls(events.EventMastership)
+    def _mastership(self, ev: events.EventMastership) -> None:
+        """Deposed: forget what we lit (the next leader adopts it from the database); elected: the next
+        pass adopts the lit reservations first, then follows the database."""
+        if not ev.master:
+            self.manager.active.clear()
+            self.retry.clear()
+        self.adopted = False
+
     def _follow_once(self) -> None:
-        if self.writer is None:
+        if self.writer is None or not self.mastership.acting():
             return
         if not self.adopted:
             for inst in self._db("installed"):

@@ -18,6 +18,7 @@ class Settings:
     db_url: str = ""  # capability store ("" = in-memory only)
     monitor: dict[str, Any] = field(default_factory=dict)  # [monitor], read by the monitor app (docs/monitor.md)
     te: dict[str, Any] = field(default_factory=dict)  # [te], read by the TE app (docs/te-loop.md)
+    ha: dict[str, Any] = field(default_factory=dict)  # [ha]: several controllers (app/controller/mastership_app.py)
     names: dict[int, str] = field(default_factory=dict)  # dpid -> node name given by the lab
     host_names: dict[str, str] = field(default_factory=dict)  # host MAC (lower case) -> node name
 

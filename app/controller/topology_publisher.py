@@ -26,6 +26,8 @@ from app.controller import db_writer, events
 from app.controller.failures import Failures, failures_of
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.lit_circuits import lit_circuits
+from app.controller.mastership import CONTEXT as MASTERSHIP
+from app.controller.mastership import Mastership
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
@@ -73,12 +75,13 @@ class EventFeedTick(osken_event.EventBase):
 
 class TopologyPublisher(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView}
+    _CONTEXTS = {VIEW: NetworkView, MASTERSHIP: Mastership}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_topology_publisher"
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()  # a follower writes no snapshots
         # the Feed is opened and used in the controller's writer thread only (db_writer): a locked
         # database must not stall the hub
         self.writer: db_writer.DbWriter | None = None
@@ -117,7 +120,7 @@ class TopologyPublisher(app_manager.OSKenApp):
     def _faults_changed(self, ev: ViewChange) -> None:
         """A failed port is an ``events`` row (``network.fault``, warning) when it fails and
         (``network.repair``) when it is back, so the events page tells the story (docs/failures.md)."""
-        if self.writer is None:
+        if self.writer is None or not self.mastership.acting():
             return
         now = {f"{sw}:{p}": why for (sw, p), why in failures_of(self.view.switches.values()).ports.items()}
         rows = [("network.fault", "warning", f"{port}: {why}", port) for port, why in sorted(now.items())
@@ -151,7 +154,7 @@ class TopologyPublisher(app_manager.OSKenApp):
             self._rewrite = False
             self.last_graph = self.last_circuits = None
             self.pending.again(now)
-        if self.pending.due(now, busy=self.view.scanning):
+        if self.pending.due(now, busy=self.view.scanning) and self.mastership.acting():  # the leader writes
             self.publish()
 
     def publish(self) -> None:

@@ -149,7 +149,7 @@ def rig(tmp_path_factory) -> Iterator[Rig]:
             for n in ("X", "Y", "Z"):  # each agent to its own test controller
                 sw = lab.node(n)
                 sw.stop_agent()
-                sw.controller_target = f"127.0.0.1:{ctl[n].port}"
+                sw.controller_targets = [f"127.0.0.1:{ctl[n].port}"]
                 sw.start_agent()
             for n in ("A", "C"):
                 br = lab.bridge(n)

@@ -1,0 +1,142 @@
+"""Mastership shim (thin os-ken app, always loaded): the election, the gate and the switches' roles.
+
+The plain :class:`~app.controller.mastership.Mastership` (context ``mlte_mastership``) is the gate of
+the one send path from the start. With ``[ha] etcd`` set, this app runs the election loop
+(``app.ha.election.run``) in a greenthread; on each transition it
+
+- as the new leader: tells every connected switch MASTER with ``generation_id = epoch`` (a switch that
+  answers "stale" deposes us at once), then announces :class:`EventMastership` so the apps take over
+  (they read the switches back and resume from the database);
+- as a follower (or deposed): announces it; the gate is already closed (it asks the lease's local
+  deadline on every send), and a new leader's MASTER request demotes us at every switch anyway.
+
+A switch that connects gets the role this controller holds now. One controller (no ``[ha] etcd``)
+sends no role request at all: its switches keep the default role (equal), as before.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import Any
+
+from os_ken.base import app_manager
+from os_ken.controller.handler import set_ev_cls
+from os_ken.lib import hub
+
+from app.controller import events
+from app.controller.api_routes import CONTEXT as ROUTES
+from app.controller.api_routes import ApiRoutes
+from app.controller.driver_errors import DriverError
+from app.controller.guard import loud
+from app.controller.journal import JOURNAL
+from app.controller.mastership import CONTEXT, Change, Mastership, role_messages
+from app.controller.network_view import CONTEXT as VIEW
+from app.controller.network_view import NetworkView
+from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound, error_names
+from app.controller.runtime import SETTINGS
+
+LOG = logging.getLogger("mlte.controller.mastership")
+
+
+class MastershipApp(app_manager.OSKenApp):
+    OFP_VERSIONS = OFP_VERSIONS
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, CONTEXT: Mastership}
+    _EVENTS = [events.EventMastership]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = "mlte_mastership"
+        self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
+        self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
+        routes = kwargs.get(ROUTES)
+        self.routes: ApiRoutes = ApiRoutes() if routes is None else routes
+        self.mastership: Mastership = kwargs.get(CONTEXT) or Mastership()
+        self.southbound.gate = self.mastership.is_master
+        self.mastership.subscribe(self._changed)
+        cfg = SETTINGS.section("ha")
+        self.endpoints = [str(e) for e in cfg["etcd"]]
+        self.key = str(cfg["key"])
+        self.ttl = float(cfg["ttl"])
+        ctl = SETTINGS.section("controller")
+        self.candidate = str(cfg["name"]) or f"{socket.gethostname()}:{ctl['listen_port']}"
+        self.election: Any = None
+        self._stop = threading.Event()
+        self.role_errors = 0
+        self.routes.add("GET", "/mastership", lambda q, d: self.status())
+
+    def start(self):
+        thread = super().start()
+        if self.endpoints:
+            from app.ha.election import Election, run
+
+            self.election = Election(self.endpoints, key=self.key, candidate=self.candidate, ttl=self.ttl)
+            self.mastership.elected_mode(self.election.is_leader)
+            hub.spawn(run, self.election, self.mastership.elected, self.mastership.deposed, hub.sleep,
+                      self._stop.is_set)
+            LOG.info("mastership: candidate %s in the election at %s (key %s, ttl %.1fs)",
+                     self.candidate, ",".join(self.endpoints), self.key, self.ttl)
+        return thread
+
+    def stop(self):
+        self._stop.set()
+        if self.election is not None:
+            try:
+                self.election.resign()
+            except Exception as exc:  # etcd gone: the lease expires by itself
+                LOG.info("mastership: resign failed (%s); the lease expires by itself", exc)
+        super().stop()
+
+    def status(self) -> dict[str, Any]:
+        out = self.mastership.to_json()
+        out.update(candidate=self.candidate, etcd=self.endpoints, role_errors=self.role_errors,
+                   refused_by_type=dict(self.southbound.refused_by_type))
+        if self.election is not None:
+            try:
+                leader = self.election.leader()
+            except Exception as exc:
+                out["leader"] = {"error": str(exc)}
+            else:
+                out["leader"] = None if leader is None else {"name": leader[0], "epoch": leader[1]}
+        return out
+
+    # ---- transitions ---------------------------------------------------------------------------------
+    def _changed(self, change: Change) -> None:
+        """Called by the Mastership (on the election's greenthread): roles to every switch, then the event."""
+        JOURNAL.add("mastership", master=change.master, epoch=change.epoch, reason=change.reason,
+                    candidate=self.candidate)
+        LOG.warning("mastership: %s", change.reason)
+        if change.master:
+            for dpid in list(self.southbound.datapaths):
+                hub.spawn(self._send_role, dpid)
+        self.send_event_to_observers(events.EventMastership(change.master, change.epoch, change.reason))
+
+    @set_ev_cls(events.EventSwitchEnter)
+    @loud
+    def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
+        if self.mastership.mode != "single":
+            hub.spawn(self._send_role, ev.switch.dpid)
+
+    def _send_role(self, dpid: int) -> None:
+        """Our role at one switch now; an error (a stale generation) means a newer leader exists."""
+        sw = self.view.switches.get(dpid)
+        dp = self.southbound.datapath(dpid)
+        if sw is None or dp is None:
+            return
+        role, generation = self.mastership.role(), self.mastership.generation()
+        try:
+            res = self.southbound.confirm(dpid, role_messages(sw.ofp_version, role, generation), kind="role")
+        except DriverError as exc:
+            LOG.info("mastership: role %s to %016x not confirmed (%s)", role, dpid, exc)
+            return
+        if res.errors:
+            self.role_errors += 1
+            names = [error_names(e.type, e.code, e.version) for e in res.errors]
+            LOG.warning("mastership: %s refused role %s generation %d: %s", sw.name, role, generation, names)
+            JOURNAL.add("role_refused", node=sw.name, dpid=dpid, role=role, generation=generation,
+                        errors=[f"{t}/{c}" for t, c in names])
+            if role == "master":
+                self.mastership.saw_epoch(generation + 1, f"switch {sw.name}")
+        else:
+            JOURNAL.add("role", node=sw.name, dpid=dpid, role=role, generation=generation)
