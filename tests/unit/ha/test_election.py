@@ -333,3 +333,31 @@ def test_server_stops_by_pid_and_cleans_up() -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert not server.base.exists()
+
+
+def test_a_dead_endpoint_is_skipped_for_the_next(shared_etcd: EtcdServer, key: str) -> None:
+    from app.ha.etcd_server import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}"
+    a = Election([dead, shared_etcd.endpoint], key=key, candidate="a")
+    epoch = a.campaign()
+    assert epoch is not None and a.keepalive()
+    assert a.leader() == ("a", epoch)
+    assert a.resign() is True
+
+
+def test_run_calls_each_callback_once_per_transition(shared_etcd: EtcdServer, key: str) -> None:
+    calls: list[tuple[str, object]] = []
+    slept: list[float] = []
+    e = Election(shared_etcd.endpoint, key=key, candidate="a")
+    rounds = iter(range(12))
+
+    def sleep(s: float) -> None:  # the injected sleep: real time passes, the loop stops after 12 rounds
+        slept.append(s)
+        time.sleep(s)
+
+    run(e, lambda ep: calls.append(("elected", ep)), lambda why: calls.append(("deposed", why)),
+        sleep=sleep, stop=lambda: next(rounds, None) is None)
+    assert [c[0] for c in calls] == ["elected", "deposed"]
+    assert calls[1][1] == "stopped" and len(slept) == 12 and set(slept) == {e.ttl / 4}
+    assert e.leader() is None  # stopping while leader resigned: the key went at once
