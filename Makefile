@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: bootstrap demo test test-labs test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay clean
+.PHONY: bootstrap demo test test-labs test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay bench-ha clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh --with-web
@@ -35,7 +35,7 @@ lint: bootstrap
 	.venv/bin/lint-imports
 	$(PY) -m mypy
 
-bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay
+bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay bench-ha
 
 bench-pce: bootstrap
 	$(PY) bench/run.py pce
@@ -54,6 +54,10 @@ bench-ctl: bootstrap
 
 bench-delay: bootstrap
 	$(PY) bench/run.py delay
+
+# the leader election alone (app/ha, a private etcd): takeover after a leader's death or resignation
+bench-ha: bootstrap
+	$(PY) bench/run.py ha
 
 clean:
 	rm -rf demo-out .pytest_cache

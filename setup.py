@@ -31,6 +31,7 @@ setup(
         "psycopg[binary]>=3.1",
         "PyYAML>=6.0",
         "requests>=2.31",
+        "etcd3gw>=2.7",
     ],
     extras_require={
         "dev": [

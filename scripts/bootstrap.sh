@@ -10,6 +10,9 @@ for a in "$@"; do [ "$a" = "--with-web" ] && WITH_WEB=1; done
 log() { printf '[bootstrap] %s\n' "$*"; }
 
 PKGS=(openvswitch-switch mininet iputils-ping ethtool iperf3 python3-venv python3-dev iproute2 procps curl gcc libc6-dev)
+# etcd for the leader election of several controllers (app/ha): the labs and tests start their own
+# private etcd as a plain process (app/ha/etcd_server.py); apt's service is not used
+PKGS+=(etcd-server)
 [ "$WITH_WEB" = 1 ] && PKGS+=(postgresql chromium)
 missing=()
 for p in "${PKGS[@]}"; do
