@@ -26,10 +26,12 @@ may change the switch: a SLAVE's FLOW_MOD, PORT_MOD and PACKET_OUT get BAD_REQUE
 """
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import random
 import select
+import socket
 import ssl
 import struct
 import threading
@@ -163,6 +165,7 @@ class OtsAgent:
         self._work: queue.Queue[tuple[str, Any, int, float]] = queue.Queue()
         self._stop = threading.Event()
         self._live: dict[int, _Session] = {}  # session number -> session, every controller connected now
+        self._connecting: dict[Target, socket.socket] = {}  # sockets still in their TCP/TLS handshake
         self._sessions = 0  # sessions opened so far (numbers them)
         self._up_lock = threading.Lock()  # guards _live and _sessions
         self._switch_config = (ofp.OFPC_FRAG_NORMAL, 128)
@@ -205,8 +208,11 @@ class OtsAgent:
         self._work.put(("stop", None, 0, time.monotonic()))
         with self._up_lock:
             live = list(self._live.values())
+            connecting = list(self._connecting.values())
         for session in live:
             session.chan.close()
+        for sock in connecting:  # a handshake that hangs would hold its thread for CONNECT_TIMEOUT
+            _abort(sock)
         if self._claim:
             release_bridge(self.bridge)
         self.ovs.stop()
@@ -234,12 +240,12 @@ class OtsAgent:
         last_failure = ""
         while not self._stop.is_set():
             try:
-                chan = connect(target, self.tls)
+                chan = connect(target, self.tls, connecting=functools.partial(self._handshaking, target))
             except OSError as exc:
-                reason = describe_failure(target, exc)
+                reason = describe_failure(target, exc, first=True)
                 # one line per attempt; a new reason (e.g. a refused certificate) is a warning
                 level = logging.WARNING if reason != last_failure and target.tls else logging.INFO
-                LOG.log(level, "controller %s unreachable (%s); retry in %.2fs", target, reason, backoff)
+                LOG.log(level, "controller %s unreachable: %s; retry in %.2fs", target, reason, backoff)
                 last_failure = reason
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
@@ -263,6 +269,15 @@ class OtsAgent:
                 LOG.info("controller %s session ended; reconnect in %.2fs", target, backoff)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
+
+    def _handshaking(self, target: Target, sock: socket.socket | None) -> None:
+        with self._up_lock:
+            if sock is None:
+                self._connecting.pop(target, None)
+            else:
+                self._connecting[target] = sock
+        if sock is not None and self._stop.is_set():
+            _abort(sock)
 
     def _end_session(self, session: _Session) -> None:
         with self._up_lock:
@@ -317,7 +332,7 @@ class OtsAgent:
     def _serve(self, session: _Session) -> None:
         reader = of10.MessageReader(of10.check_request_header, of10.check_request)
         now = time.monotonic()
-        keep = {"rx": now, "echo": now + self.echo_interval}
+        keep = {"rx": now, "echo": now + self.echo_interval, "got": 0.0}  # got: bytes have arrived
         try:
             while not self._stop.is_set():
                 if not self._wait_readable(session, keep, reader):
@@ -328,6 +343,7 @@ class OtsAgent:
                 if not data:
                     return
                 keep["rx"] = time.monotonic()  # any message proves the controller alive
+                keep["got"] = 1.0
                 for raw in reader.feed(data):
                     try:
                         self._handle(raw, session)
@@ -350,8 +366,13 @@ class OtsAgent:
             LOG.warning("controller %s session unusable (%s); reconnecting", session.target, exc)
             self._linger_close(session)
         except OSError as exc:
-            if not self._stop.is_set():
-                LOG.info("controller %s connection lost: %s", session.target, describe_failure(session.target, exc))
+            if self._stop.is_set():
+                return
+            first = not keep["got"]
+            # a TLS session refused at its start (e.g. our certificate) is worth a warning
+            LOG.log(logging.WARNING if session.chan.tls and first or isinstance(exc, ssl.SSLError) else logging.INFO,
+                    "controller %s connection lost: %s", session.target,
+                    describe_failure(session.target, exc, first=first))
 
     def _linger_close(self, session: _Session) -> None:
         """Close after an ERROR so that the controller reads it: send FIN, then read and discard what
@@ -420,12 +441,12 @@ class OtsAgent:
         if t == ofp.OFPT_ECHO_REQUEST:
             self._send(session, of10.echo_reply(h.xid, raw[ofp.OFP_HEADER_SIZE:]))
         elif t == ofp.OFPT_FEATURES_REQUEST:
+            session.featured = True  # before the reply: whoever reads the reply sees the agent connected
+            self.connected_upstream.set()
             with self._report_lock:
                 ports = [self.virtual_port(p) for p in sorted(self.ports)]
                 session.sent.update({p.port_no: (p.config, p.state) for p in ports})
                 self._send(session, of10.features_reply(h.xid, self.dpid, ports))
-            session.featured = True
-            self.connected_upstream.set()
         elif t == ofp.OFPT_GET_CONFIG_REQUEST:
             self._send(session, of10.get_config_reply(h.xid, *self._switch_config))
         elif t == ofp.OFPT_SET_CONFIG:
@@ -857,3 +878,10 @@ def _targets(controller: tuple[str, int] | Target | Sequence[tuple[str, int] | T
     if not targets:
         raise UpstreamConfigError("no controller given")
     return targets
+
+
+def _abort(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass

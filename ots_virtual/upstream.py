@@ -18,6 +18,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +69,8 @@ def parse_target(text: str) -> Target:
         raise UpstreamConfigError(f"controller port {port} out of range 1..65535")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
+    elif ":" in host:
+        raise UpstreamConfigError(f"controller must be [tcp:|ssl:]HOST:PORT (an IPv6 host in brackets), got {text!r}")
     return Target(host or "127.0.0.1", int(port), tls)
 
 
@@ -125,14 +128,28 @@ def _reason(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc)
 
 
-def describe_failure(target: Target, exc: OSError) -> str:
-    """One line saying why a connection attempt failed (a refused certificate says which side to fix)."""
+#: how a TLS session looks when the controller hangs up on it (e.g. after refusing our certificate)
+_HUNG_UP = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError, BrokenPipeError)
+
+
+def describe_failure(target: Target, exc: OSError, first: bool = False) -> str:
+    """One line saying why a session could not start or ended (a refused certificate says which side
+    to fix). ``first``: nothing had arrived on the session yet. With TLS 1.3 the client's handshake
+    ends before the server has checked the client's certificate, so a controller refusing ours shows
+    up as its alert, or, when its close overtakes the alert, only as a hang-up."""
     if isinstance(exc, ssl.SSLCertVerificationError):
         return (f"TLS: the certificate of controller {target} was refused ({exc.verify_message}); "
                 f"is it signed by the CA given to the agent?")
+    text = _reason(exc) if isinstance(exc, ssl.SSLError) else exc.strerror or str(exc) or type(exc).__name__
+    reason = str(getattr(exc, "reason", "") or "")
+    if "ALERT" in reason and any(w in reason for w in ("UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_REQUIRED")):
+        return f"TLS: controller {target} refused the agent's certificate ({text}); is it signed by the CA the controller trusts?"
+    if target.tls and first and isinstance(exc, _HUNG_UP):
+        return (f"TLS: controller {target} hung up before its first message ({text}); "
+                f"did it refuse the agent's certificate?")
     if isinstance(exc, ssl.SSLError):
-        return f"TLS handshake with {target} failed: {_reason(exc)}"
-    return exc.strerror or str(exc) or type(exc).__name__
+        return f"TLS handshake with {target} failed: {text}"
+    return text
 
 
 class Channel:
@@ -210,10 +227,15 @@ class Channel:
         self.sock.close()
 
 
-def connect(target: Target, tls: ssl.SSLContext | None, timeout: float = CONNECT_TIMEOUT) -> Channel:
+def connect(target: Target, tls: ssl.SSLContext | None, timeout: float = CONNECT_TIMEOUT,
+            connecting: Callable[[socket.socket | None], None] | None = None) -> Channel:
     """A session to ``target`` (TLS handshake done for ``ssl:``) that has already sent our HELLO: it
-    must come first, and the session is published to the other threads (PORT_STATUS) only after this."""
+    must come first, and the session is published to the other threads (PORT_STATUS) only after this.
+    ``connecting`` is told the TCP socket while the handshake runs (and None after), so that the
+    agent's stop() can break a handshake that hangs."""
     sock = socket.create_connection(target.address, timeout=timeout)
+    if connecting is not None:
+        connecting(sock)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if target.tls:
@@ -227,4 +249,7 @@ def connect(target: Target, tls: ssl.SSLContext | None, timeout: float = CONNECT
         except OSError:
             pass
         raise
+    finally:
+        if connecting is not None:
+            connecting(None)
     return Channel(sock)
