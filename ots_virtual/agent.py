@@ -543,8 +543,9 @@ class OtsAgent:
                      session.target)
         LOG.info("controller %s is now %s (generation %s)", session.target, roles.NAMES[decision.role],
                  decision.generation_id)
-        # the reply has the request's form: with mlte's generation id if the request carried one
-        gen = None if req.generation_id is None else decision.generation_id
+        # the reply has the request's form: with mlte's generation id if the request carried one (the
+        # switch's current one; 0 while there is none, as Open vSwitch answers an OF1.3 role request)
+        gen = None if req.generation_id is None else decision.generation_id or 0
         self._send(session, roles.encode(roles.NXT_ROLE_REPLY, h.xid, decision.role, gen))
 
     def capabilities(self) -> protocol.Capabilities:

@@ -182,6 +182,8 @@ def test_plain_nicira_request_gets_a_plain_reply(ctls, agent):
     assert reply.msg.data.role == roles.SLAVE  # os-ken parses it as NXTRoleReply
     assert role_of(reply) == roles.RoleMessage(roles.NXT_ROLE_REPLY, roles.SLAVE, None)
     assert role_of(ask_role(a, roles.OTHER)).role == roles.OTHER  # back to full access
+    assert role_of(ask_role(a, roles.OTHER, 3)) == roles.RoleMessage(roles.NXT_ROLE_REPLY, roles.OTHER, 0)  # none set
+    assert agent.roles.generation_id is None  # an OTHER request does not set it
     a.send(xcon(1, 2))
     a.barrier()
     assert xcons(a) == [(1, 2)]
