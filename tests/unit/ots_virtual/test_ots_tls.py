@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import logging
+import select
 import socket
 import ssl
 import threading
@@ -24,7 +25,7 @@ from os_ken.ofproto import ofproto_v1_0 as ofp
 from ots_virtual import of10
 from ots_virtual.__main__ import main
 from ots_virtual.agent import OtsAgent
-from ots_virtual.upstream import Target, TlsFiles, UpstreamConfigError, parse_targets
+from ots_virtual.upstream import Target, TlsFiles, UpstreamConfigError, connect, parse_targets
 
 PORTS = {1: "ODU2", 2: "ODU2"}
 
@@ -258,6 +259,52 @@ def test_one_tls_and_one_plain_controller(pki, controllers, agents):
         assert plain.features().datapath_id == 0x0F32
     finally:
         plain.close()
+
+
+def test_a_tls_channel_is_read_and_written_from_several_threads(pki):
+    """The agent's pattern over TLS: one thread reads while several write whole messages (an SSL
+    object must never be used by two threads at once); an echo server sends everything back."""
+    good = pki["good"]
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(*good.issue("controller", server=True))
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def echo() -> None:
+        raw, _ = listener.accept()
+        with ctx.wrap_socket(raw, server_side=True) as tls:
+            tls.settimeout(10)
+            while data := tls.recv(65536):
+                tls.sendall(data)
+
+    server = threading.Thread(target=echo, daemon=True)
+    server.start()
+    chan = connect(Target("127.0.0.1", listener.getsockname()[1], tls=True), TlsFiles.from_dir(str(good.dir)).context())
+    writers, per_writer = 4, 200
+    threads = [threading.Thread(target=lambda n=n: [chan.send(of10.message(4, n << 16 | i, bytes([n]) * 500), 10)
+                                                    for i in range(per_writer)]) for n in range(writers)]
+    for t in threads:
+        t.start()
+    frames = of10.MessageReader()
+    msgs: list[bytes] = []
+    deadline = time.monotonic() + 20
+    while len(msgs) < 1 + writers * per_writer and time.monotonic() < deadline:  # + our HELLO, echoed
+        if not chan.pending():
+            select.select([chan], [], [], 0.1)
+        data = chan.recv()
+        if data:
+            msgs.extend(frames.feed(data))
+    for t in threads:
+        t.join(timeout=10)
+    chan.close()
+    listener.close()
+    assert len(msgs) == 1 + writers * per_writer
+    by_writer: dict[int, list[int]] = {}
+    for m in msgs:
+        if m[1] == 4:
+            xid = int.from_bytes(m[4:8], "big")
+            by_writer.setdefault(xid >> 16, []).append(xid & 0xFFFF)
+            assert m[8:] == bytes([xid >> 16]) * 500
+    assert by_writer == {n: list(range(per_writer)) for n in range(writers)}
 
 
 def test_tls_options_are_checked(pki, tmp_path, capsys):
