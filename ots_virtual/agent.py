@@ -733,6 +733,8 @@ class OtsAgent:
                 pending.extend((c, session) for c in arg)
                 last = at
                 continue
+            if kind == "session-end" and all(s != session for _, s in pending):
+                continue  # another controller's session ended: the batch under way is not its
             if pending:  # a barrier, wait_idle or the end of the session closes the batch
                 self._run_batch(pending, first, kind)
                 pending = []

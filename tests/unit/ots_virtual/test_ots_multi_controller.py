@@ -225,3 +225,23 @@ def test_a_controller_that_is_down_does_not_hold_up_the_other(ctls):
         assert xcons(b) == [(1, 2)]
     finally:
         agent.stop()
+
+
+def test_another_controllers_session_end_does_not_split_a_batch(ctls):
+    """A two-way XCON from A before its barrier stays one batch even if B's session ends meanwhile."""
+    a, b = ctls
+    agent = OtsAgent("ut-multi3", 0x0F23, PORTS, [a.address, b.address], delay=lambda: DELAY, claim=False,
+                     ovs_wait=0, batch_idle=2.0, batch_max=5.0)
+    agent.start()
+    try:
+        a.wait_connected()
+        b.wait_connected()
+        a.send(xcon(1, 2))
+        wait_until(lambda: len(agent.table) == 1)
+        b.disconnect()
+        wait_until(lambda: b.connections == 2)  # B's session ended (and came back)
+        a.send(xcon(2, 1))
+        a.barrier()
+        assert [(x.changes, x.closed_by) for x in agent.batches] == [(2, "barrier")]
+    finally:
+        agent.stop()
