@@ -2,5 +2,7 @@
 
 Modules: ``agent`` (OtsAgent: the process), ``rules`` (pure XCON checks), ``protocol`` (controller-side
 helpers for the capabilities VENDOR message), ``of10`` (wire helpers), ``ovs`` (the bridge underneath),
-``granularity`` (ODU sizes), ``light`` (pure loss-of-light decisions). User documentation: docs/ots.md.
+``granularity`` (ODU sizes), ``light`` (pure loss-of-light decisions), ``roles`` (Nicira controller roles
+and mlte's generation id), ``upstream`` (controller targets, TLS, the per-session channel).
+User documentation: docs/ots.md.
 """

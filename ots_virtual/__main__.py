@@ -10,15 +10,34 @@ import threading
 
 from ots_virtual.agent import ECHO_INTERVAL, ECHO_TIMEOUT, READ_TIMEOUT, OtsAgent, check_keepalive
 from ots_virtual.granularity import PortSpecError, parse_ports
+from ots_virtual.upstream import TLS_NAME, TlsFiles, UpstreamConfigError, parse_targets
+
+DEFAULT_CONTROLLER = "127.0.0.1:6653"
 
 
-def _controller(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"controller must be HOST:PORT, got {text!r}")
-    if not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"controller port {port} out of range 1..65535")
-    return host or "127.0.0.1", int(port)
+def _controllers(text: str) -> str:
+    """argparse type: check one ``--controller`` value (it may list several, comma-separated)."""
+    try:
+        parse_targets([text])
+    except UpstreamConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def tls_files(args: argparse.Namespace) -> TlsFiles | None:
+    """The TLS files from ``--tls DIR`` and/or ``--ssl-ca/--ssl-cert/--ssl-key`` (an explicit file
+    wins over the directory's); None if none is given. UpstreamConfigError if some are missing."""
+    base = TlsFiles.from_dir(args.tls, args.tls_name) if args.tls else None
+    ca = args.ssl_ca or (base.ca if base else None)
+    cert = args.ssl_cert or (base.cert if base else None)
+    key = args.ssl_key or (base.key if base else None)
+    if not (ca or cert or key):
+        return None
+    missing = [opt for opt, v in (("--ssl-ca", ca), ("--ssl-cert", cert), ("--ssl-key", key)) if not v]
+    if missing:
+        raise UpstreamConfigError(f"TLS needs a CA, a certificate and a key: {', '.join(missing)} missing")
+    assert ca and cert and key
+    return TlsFiles(ca, cert, key)
 
 
 def _listen_port(text: str) -> int:
@@ -55,7 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dpid", required=True, type=_dpid, help="datapath id reported to the controller")
     p.add_argument("--ports", required=True,
                    help="virtual ports: <of_port>:<granularity>,... e.g. 1:ODU2,2:ODU2,6:ODU0")
-    p.add_argument("--controller", default="127.0.0.1:6653", type=_controller, help="HOST:PORT (default %(default)s)")
+    p.add_argument("--controller", action="append", type=_controllers, metavar="[tcp:|ssl:]HOST:PORT",
+                   help=f"a controller to connect to; repeat it (or separate with commas) for several, "
+                        f"each gets its own session (default {DEFAULT_CONTROLLER})")
+    p.add_argument("--tls", metavar="DIR", default="",
+                   help=f"TLS files of `mlte pki init DIR`: DIR/ca-cert.pem, DIR/NAME-cert.pem, DIR/NAME-key.pem "
+                        f"(NAME from --tls-name, default {TLS_NAME})")
+    p.add_argument("--tls-name", default=TLS_NAME, metavar="NAME", help="certificate name inside --tls DIR")
+    p.add_argument("--ssl-ca", default="", metavar="FILE", help="CA certificate that signs the controllers (PEM)")
+    p.add_argument("--ssl-cert", default="", metavar="FILE", help="the agent's client certificate (PEM)")
+    p.add_argument("--ssl-key", default="", metavar="FILE", help="the agent's private key (PEM)")
     p.add_argument("--delay-min", type=_seconds, default=0.150, help="provisioning delay lower bound, s (default 0.150)")
     p.add_argument("--delay-max", type=_seconds, default=0.220, help="provisioning delay upper bound, s (default 0.220)")
     p.add_argument("--unit-mbps", type=_seconds, default=1.0, help="Mbit/s per bandwidth unit (default 1; ODU2 = 10 units)")
@@ -97,9 +125,14 @@ def main(argv: list[str] | None = None) -> int:
             check_keepalive(args.echo_interval, args.echo_timeout)
         except ValueError as exc:
             raise PortSpecError(f"--echo-interval/--echo-timeout: {exc}") from None
-        agent = OtsAgent(args.bridge, args.dpid, ports, args.controller, args.delay_min, args.delay_max,
+        controllers = parse_targets(args.controller or [DEFAULT_CONTROLLER])
+        files = tls_files(args)
+        if files is not None and not any(c.tls for c in controllers):
+            raise UpstreamConfigError("TLS files given but no ssl:HOST:PORT controller")
+        tls = files.context() if files is not None else None
+        agent = OtsAgent(args.bridge, args.dpid, ports, controllers, args.delay_min, args.delay_max,
                          args.unit_mbps, listen_port=args.listen_port, echo_interval=args.echo_interval,
-                         echo_timeout=args.echo_timeout, read_timeout=args.read_timeout)
+                         echo_timeout=args.echo_timeout, read_timeout=args.read_timeout, tls=tls)
         agent.start()
     except Exception as exc:
         if getattr(exc, "user_error", False):
@@ -109,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
-    logging.getLogger("ots_virtual").info("OTS %s (dpid %#x) up; OVS connects to 127.0.0.1:%d",
-                                          args.bridge, args.dpid, agent.ovs_port)
+    logging.getLogger("ots_virtual").info("OTS %s (dpid %#x) up; OVS connects to 127.0.0.1:%d; controllers %s",
+                                          args.bridge, args.dpid, agent.ovs_port,
+                                          ", ".join(str(c) for c in agent.controllers))
     done.wait()
     agent.stop()
     return 0

@@ -1,7 +1,7 @@
 """The virtual OTS agent: an OpenFlow 1.0 switch upstream, the controller of one OVS bridge downstream.
 
-Threads: the upstream session (connect with backoff, read, answer), the OVS link (accept, read),
-and one provisioning worker that applies accepted XCON changes in arrival order. FLOW_MODs are
+Threads: one upstream session per controller (connect with backoff, read, answer), the OVS link
+(accept, read), and one provisioning worker that applies accepted XCON changes in arrival order. FLOW_MODs are
 checked the moment they arrive (:mod:`ots_virtual.rules`, against the accepted table, so a second
 rule on a busy port is refused even while the first one is still dark); BARRIER_REQUESTs go
 through the worker's queue, so their reply leaves only after every XCON before them is lit.
@@ -18,28 +18,36 @@ of changes darkens every affected port, removes deleted XCON flows, waits the pr
 Loss of light (:mod:`ots_virtual.light`): a faulted port darkens its XCON partners until it recovers,
 so a cut travels hop by hop to the packet ports at both ends of the circuit. A restarted agent adopts
 the XCON flows it finds on the bridge instead of wiping them.
+
+Several controllers (docs/ots.md, "Several controllers and roles"): as Open vSwitch, the agent keeps
+a session to every controller listed; replies go to the session that asked, PORT_STATUS to every
+session, FLOW_REMOVED to every session but SLAVEs. Nicira roles (:mod:`ots_virtual.roles`) decide who
+may change the switch: a SLAVE's FLOW_MOD, PORT_MOD and PACKET_OUT get BAD_REQUEST / EPERM.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import random
 import select
 import socket
+import ssl
 import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from os_ken.ofproto import ofproto_v1_0 as ofp
 
-from ots_virtual import light, of10, protocol
+from ots_virtual import light, of10, protocol, roles
 from ots_virtual.granularity import GRANULARITY_UNITS, capacity_mbps, port_name, speed_bits
 from ots_virtual.ovs import OvsError, OvsLink, claim_bridge, release_bridge
 from ots_virtual.rules import Change, Xcon, XconRejected, XconTable, exact_fields
+from ots_virtual.upstream import Channel, Target, UpstreamConfigError, connect, describe_failure
 
 LOG = logging.getLogger("ots_virtual.agent")
 
@@ -53,6 +61,9 @@ LINGER = 1.0  # s: after a stream error, how long the agent reads and discards b
 BATCH_IDLE = 0.1  # s: with no barrier following, a batch closes after this long without a new change
 BATCH_MAX = 1.0  # s: ... or this long after its first change, so a stream without barriers still moves
 BATCH_LOG = 256  # batches kept in OtsAgent.batches
+SEND_TIMEOUT = 10.0  # s: a controller that has not made room for a message in this long loses its session
+#: messages that change the switch: refused from a SLAVE session (Open vSwitch's reject_slave_controller)
+CHANGES = frozenset({ofp.OFPT_FLOW_MOD, ofp.OFPT_PORT_MOD, ofp.OFPT_PACKET_OUT})
 
 
 class _CloseSession(Exception):
@@ -71,12 +82,15 @@ class Batch:
     closed_by: str  # "barrier", "idle", "max", "wait_idle" or "session-end"
 
 
-@dataclass
+@dataclass(eq=False)
 class _Session:
-    """One upstream TCP session; replies queued by an older session are dropped."""
+    """One upstream session; a reply queued for a session that has ended is dropped."""
 
-    sock: socket.socket
+    chan: Channel
     number: int
+    target: Target
+    sent: dict[int, tuple[int, int]] = field(default_factory=dict)  # port -> (config, state) last reported
+    featured: bool = False  # has answered a FEATURES_REQUEST (the controller knows the switch)
 
 
 class OtsAgent:
@@ -93,14 +107,20 @@ class OtsAgent:
     first change (module docstring); :attr:`batches` logs the latest batches for tests and labs.
     A broken byte stream from the controller (:func:`of10.check_request_header`, or a message still
     incomplete ``read_timeout`` s after its first byte) gets an OFPT_ERROR and ends the session.
+
+    ``controller``: one ``(host, port)`` or :class:`Target`, or a list of them (a session to each, each
+    with its own backoff and keepalive); ``tls``: the client context for ``ssl:`` targets
+    (:meth:`ots_virtual.upstream.TlsFiles.context`). :attr:`roles` holds each session's role.
     """
 
-    def __init__(self, bridge: str, dpid: int, ports: dict[int, str], controller: tuple[str, int],
+    def __init__(self, bridge: str, dpid: int, ports: dict[int, str],
+                 controller: tuple[str, int] | Target | Sequence[tuple[str, int] | Target],
                  delay_min: float = 0.150, delay_max: float = 0.220, unit_mbps: float = 1.0,
                  listen_port: int = 0, delay: Callable[[], float] | None = None, claim: bool = True,
                  ovs_wait: float = 10.0, echo_interval: float = ECHO_INTERVAL,
                  echo_timeout: float = ECHO_TIMEOUT, batch_idle: float = BATCH_IDLE,
-                 batch_max: float = BATCH_MAX, read_timeout: float = READ_TIMEOUT) -> None:
+                 batch_max: float = BATCH_MAX, read_timeout: float = READ_TIMEOUT,
+                 tls: ssl.SSLContext | None = None) -> None:
         if not 0 <= delay_min <= delay_max:
             raise ValueError("need 0 <= delay_min <= delay_max")
         if not 0 <= batch_idle <= batch_max:
@@ -118,7 +138,13 @@ class OtsAgent:
         self.keepalive_drops = 0  # sessions closed because the controller went silent
         self.bridge = bridge
         self.dpid = dpid
-        self.controller = controller
+        self.controllers = _targets(controller)
+        self.controller = self.controllers[0].address  # the first (the only one of a single-controller agent)
+        self.tls = tls
+        if tls is None and any(t.tls for t in self.controllers):
+            raise UpstreamConfigError("an ssl: controller needs TLS files (--ssl-ca, --ssl-cert, --ssl-key or --tls)")
+        self.roles = roles.Roles()
+        self.slave_refusals = 0  # changes refused because their session was a SLAVE
         self.unit_mbps = unit_mbps
         self.delay_min, self.delay_max = delay_min, delay_max
         self._delay = delay or (lambda: random.uniform(self.delay_min, self.delay_max))
@@ -134,14 +160,14 @@ class OtsAgent:
         self._adopt = True  # the first OVS session adopts the bridge's XCON flows (a restarted agent)
         self.adopted: list[Xcon] = []  # XCONs taken over from the bridge at start-up
         self._apply_lock = threading.Lock()  # one writer to the bridge at a time (worker vs resync)
-        self._sent: dict[int, tuple[int, int]] = {}  # port -> (config, state) last reported upstream
-        self._report_lock = threading.Lock()  # guards _sent; held while computing and sending a PORT_STATUS
+        self._report_lock = threading.Lock()  # guards each session's ``sent``; held while computing and sending
         # worker queue: (kind, argument, session number, arrival time)
         self._work: queue.Queue[tuple[str, Any, int, float]] = queue.Queue()
         self._stop = threading.Event()
-        self._session: _Session | None = None
-        self._sessions = 0
-        self._up_lock = threading.Lock()
+        self._live: dict[int, _Session] = {}  # session number -> session, every controller connected now
+        self._connecting: dict[Target, socket.socket] = {}  # sockets still in their TCP/TLS handshake
+        self._sessions = 0  # sessions opened so far (numbers them)
+        self._up_lock = threading.Lock()  # guards _live and _sessions
         self._switch_config = (ofp.OFPC_FRAG_NORMAL, 128)
         self._threads: list[threading.Thread] = []
         self.ovs = OvsLink(self._resync, self._ovs_port_changed, listen_port)
@@ -167,8 +193,12 @@ class OtsAgent:
             except BaseException:  # e.g. no such bridge: do not leave the listener and its thread behind
                 self.ovs.stop()
                 raise
-        for target, name in ((self._worker, "ots-worker"), (self._upstream_loop, "ots-upstream")):
-            t = threading.Thread(target=target, name=f"{name}-{self.bridge}", daemon=True)
+        t = threading.Thread(target=self._worker, name=f"ots-worker-{self.bridge}", daemon=True)
+        t.start()
+        self._threads.append(t)
+        for n, target in enumerate(self.controllers):
+            t = threading.Thread(target=self._upstream_loop, args=(target,), name=f"ots-upstream{n}-{self.bridge}",
+                                 daemon=True)
             t.start()
             self._threads.append(t)
 
@@ -177,9 +207,12 @@ class OtsAgent:
         self._stop.set()
         self._work.put(("stop", None, 0, time.monotonic()))
         with self._up_lock:
-            session = self._session
-        if session is not None:
-            _close(session.sock)
+            live = list(self._live.values())
+            connecting = list(self._connecting.values())
+        for session in live:
+            session.chan.close()
+        for sock in connecting:  # a handshake that hangs would hold its thread for CONNECT_TIMEOUT
+            _abort(sock)
         if self._claim:
             release_bridge(self.bridge)
         self.ovs.stop()
@@ -194,7 +227,8 @@ class OtsAgent:
 
     # --- upstream session ---------------------------------------------------------------------
 
-    def _upstream_loop(self) -> None:
+    def _upstream_loop(self, target: Target) -> None:
+        """One controller's session, for the agent's lifetime: connect, serve, reconnect with backoff."""
         # the controller should see the OTS only once its data plane answers (bounded wait)
         deadline = time.monotonic() + self._ovs_wait
         while not self.ovs.ready.wait(0.1) and not self._stop.is_set() and time.monotonic() < deadline:
@@ -203,38 +237,58 @@ class OtsAgent:
             LOG.warning("OVS bridge %s has not connected after %.0fs; connecting upstream anyway",
                         self.bridge, self._ovs_wait)
         backoff = BACKOFF_MIN
+        last_failure = ""
         while not self._stop.is_set():
             try:
-                sock = _connect(self.controller)
+                chan = connect(target, self.tls, connecting=functools.partial(self._handshaking, target))
             except OSError as exc:
-                LOG.info("controller %s:%d unreachable (%s); retry in %.2fs", *self.controller, exc, backoff)
+                reason = describe_failure(target, exc, first=True)
+                # one line per attempt; a new reason (e.g. a refused certificate) is a warning
+                level = logging.WARNING if reason != last_failure and target.tls else logging.INFO
+                LOG.log(level, "controller %s unreachable: %s; retry in %.2fs", target, reason, backoff)
+                last_failure = reason
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
                 continue
-            with self._report_lock:  # the new controller has been told nothing yet
-                self._sent.clear()
+            last_failure = ""
             with self._up_lock:
                 self._sessions += 1
-                session = _Session(sock, self._sessions)
-                self._session = session
+                session = _Session(chan, self._sessions, target)
+                self.roles.add(session.number)  # a new session is OTHER (the controller has told it nothing)
+                self._live[session.number] = session
             if self._stop.is_set():  # stop() ran while we were connecting
-                _close(sock)
+                self._end_session(session)
                 return
+            LOG.info("controller %s connected (session %d)", target, session.number)
             started = time.monotonic()
             self._serve(session)
-            with self._up_lock:
-                if self._session is session:
-                    self._session = None
-            # changes of this session still waiting for a barrier are applied now, not after batch_idle
-            self._work.put(("session-end", None, session.number, time.monotonic()))
-            self.connected_upstream.clear()
-            _close(sock)
+            self._end_session(session)
             if time.monotonic() - started > 5:
                 backoff = BACKOFF_MIN
             if not self._stop.is_set():
-                LOG.info("controller session ended; reconnect in %.2fs", backoff)
+                LOG.info("controller %s session ended; reconnect in %.2fs", target, backoff)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
+
+    def _handshaking(self, target: Target, sock: socket.socket | None) -> None:
+        with self._up_lock:
+            if sock is None:
+                self._connecting.pop(target, None)
+            else:
+                self._connecting[target] = sock
+        if sock is not None and self._stop.is_set():
+            _abort(sock)
+
+    def _end_session(self, session: _Session) -> None:
+        with self._up_lock:
+            self._live.pop(session.number, None)
+            featured = any(s.featured for s in self._live.values())
+        self.roles.remove(session.number)
+        # changes of this session still waiting for a barrier are applied now, not after batch_idle
+        self._work.put(("session-end", None, session.number, time.monotonic()))
+        if not featured:
+            self.connected_upstream.clear()
+        session.chan.close()
 
     def _wait_readable(self, session: _Session, keep: dict[str, float], reader: of10.MessageReader) -> bool:
         """Wait until the session has data (True). Keepalive: send ECHO_REQUESTs while it is quiet;
@@ -242,6 +296,8 @@ class OtsAgent:
         Raise FramingError once a message has been incomplete for ``read_timeout`` s."""
         keepalive = self.echo_interval > 0
         while not self._stop.is_set():
+            if session.chan.pending():  # TLS: a record already decrypted, select() would not see it
+                return True
             now = time.monotonic()
             deadlines = []
             if reader.partial_since is not None:
@@ -255,8 +311,8 @@ class OtsAgent:
             if keepalive:
                 if now - keep["rx"] >= self.echo_timeout:
                     self.keepalive_drops += 1
-                    LOG.warning("controller %s:%d silent for %.1fs (no reply to ECHO_REQUEST); reconnecting",
-                                *self.controller, now - keep["rx"])
+                    LOG.warning("controller %s silent for %.1fs (no reply to ECHO_REQUEST); reconnecting",
+                                session.target, now - keep["rx"])
                     return False
                 if now >= keep["echo"]:
                     self.echo_requests += 1
@@ -266,7 +322,7 @@ class OtsAgent:
                 deadlines += [keep["echo"], keep["rx"] + self.echo_timeout]
             wait = max(0.0, min(deadlines) - now) if deadlines else None
             try:
-                ready, _, _ = select.select([session.sock], [], [], wait)
+                ready, _, _ = select.select([session.chan], [], [], wait)
             except (ValueError, OSError):  # closed by stop()
                 return False
             if ready:
@@ -276,15 +332,18 @@ class OtsAgent:
     def _serve(self, session: _Session) -> None:
         reader = of10.MessageReader(of10.check_request_header, of10.check_request)
         now = time.monotonic()
-        keep = {"rx": now, "echo": now + self.echo_interval}
+        keep = {"rx": now, "echo": now + self.echo_interval, "got": 0.0}  # got: bytes have arrived
         try:
             while not self._stop.is_set():
                 if not self._wait_readable(session, keep, reader):
                     return
-                data = session.sock.recv(65536)
+                data = session.chan.recv()
+                if data is None:  # nothing yet (e.g. half a TLS record)
+                    continue
                 if not data:
                     return
                 keep["rx"] = time.monotonic()  # any message proves the controller alive
+                keep["got"] = 1.0
                 for raw in reader.feed(data):
                     try:
                         self._handle(raw, session)
@@ -304,39 +363,60 @@ class OtsAgent:
             self._send(session, of10.error(exc.xid, exc.err_type, exc.code, exc.data))
             self._linger_close(session)
         except _CloseSession as exc:
-            LOG.warning("controller session unusable (%s); reconnecting", exc)
+            LOG.warning("controller %s session unusable (%s); reconnecting", session.target, exc)
             self._linger_close(session)
         except OSError as exc:
-            if not self._stop.is_set():
-                LOG.info("controller connection lost: %s", exc)
+            if self._stop.is_set():
+                return
+            first = not keep["got"]
+            # a TLS session refused at its start (e.g. our certificate) is worth a warning
+            LOG.log(logging.WARNING if session.chan.tls and first or isinstance(exc, ssl.SSLError) else logging.INFO,
+                    "controller %s connection lost: %s", session.target,
+                    describe_failure(session.target, exc, first=first))
 
     def _linger_close(self, session: _Session) -> None:
         """Close after an ERROR so that the controller reads it: send FIN, then read and discard what
         it still sends (up to EOF or :data:`LINGER` s) instead of closing with unread data, which
         makes the kernel answer with a RST that can destroy the ERROR before the controller reads it."""
         with self._up_lock:
-            if self._session is session:
-                self._session = None  # nothing else is sent on this socket
+            self._live.pop(session.number, None)  # nothing else is sent on this session
         try:
-            session.sock.shutdown(socket.SHUT_WR)
+            session.chan.shutdown_write()
             deadline = time.monotonic() + LINGER
             while not self._stop.is_set():
                 left = deadline - time.monotonic()
-                if left <= 0 or not select.select([session.sock], [], [], left)[0] or not session.sock.recv(65536):
+                if left <= 0:
+                    break
+                if not session.chan.pending() and not select.select([session.chan], [], [], left)[0]:
+                    break
+                if session.chan.recv() == b"":
                     break
         except (OSError, ValueError):
             pass
 
     def _send(self, session: _Session | int, data: bytes) -> None:
+        """Send to one session if it is still connected (a reply to a session that ended is dropped).
+        A controller that does not take the message within SEND_TIMEOUT s loses its session."""
         number = session if isinstance(session, int) else session.number
         with self._up_lock:
-            current = self._session
-            if current is None or current.number != number:
-                return
-            try:
-                current.sock.sendall(data)
-            except OSError as exc:
-                LOG.info("send to controller failed: %s", exc)
+            current = self._live.get(number)
+        if current is None:
+            return
+        try:
+            current.chan.send(data, SEND_TIMEOUT)
+        except OSError as exc:
+            LOG.warning("send to controller %s failed (%s); closing its session", current.target, exc)
+            current.chan.abort()
+
+    def _sessions_now(self) -> list[_Session]:
+        with self._up_lock:
+            return list(self._live.values())
+
+    def _broadcast(self, data: bytes, slaves: bool = True) -> None:
+        """An asynchronous message to every session (``slaves`` False: all but the SLAVEs)."""
+        for s in self._sessions_now():
+            if slaves or self.roles.role(s.number) != roles.SLAVE:
+                self._send(s, data)
 
     def _error(self, session: _Session, raw: bytes, err_type: int, code: int) -> None:
         self._send(session, of10.error(of10.parse_header(raw).xid, err_type, code, raw))
@@ -352,18 +432,27 @@ class OtsAgent:
                 raise _CloseSession(f"controller speaks OpenFlow version {h.version}")
             return
         t = h.msg_type
+        if t in CHANGES and not self.roles.may_change(session.number):
+            # Open vSwitch refuses a slave's changes before looking at them (OF1.0: BAD_REQUEST / EPERM)
+            self.slave_refusals += 1
+            LOG.info("refused message type %d xid %#x from SLAVE controller %s", t, h.xid, session.target)
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM)
+            return
         if t == ofp.OFPT_ECHO_REQUEST:
             self._send(session, of10.echo_reply(h.xid, raw[ofp.OFP_HEADER_SIZE:]))
         elif t == ofp.OFPT_FEATURES_REQUEST:
+            session.featured = True  # before the reply: whoever reads the reply sees the agent connected
+            self.connected_upstream.set()
             with self._report_lock:
                 ports = [self.virtual_port(p) for p in sorted(self.ports)]
-                self._sent.update({p.port_no: (p.config, p.state) for p in ports})
+                session.sent.update({p.port_no: (p.config, p.state) for p in ports})
                 self._send(session, of10.features_reply(h.xid, self.dpid, ports))
-            self.connected_upstream.set()
         elif t == ofp.OFPT_GET_CONFIG_REQUEST:
             self._send(session, of10.get_config_reply(h.xid, *self._switch_config))
         elif t == ofp.OFPT_SET_CONFIG:
-            self._switch_config = of10.decode_set_config(raw)
+            config = of10.decode_set_config(raw)
+            if self.roles.may_change(session.number):  # a SLAVE's is ignored, as Open vSwitch ignores its flags
+                self._switch_config = config
         elif t == ofp.OFPT_FLOW_MOD:
             self._flow_mod(raw, session)
         elif t == ofp.OFPT_BARRIER_REQUEST:
@@ -412,6 +501,12 @@ class OtsAgent:
     def _vendor(self, raw: bytes, session: _Session) -> None:
         h = of10.parse_header(raw)
         vendor_id, payload = of10.decode_vendor(raw)
+        if vendor_id == roles.NX_VENDOR_ID:
+            if roles.is_role_message(raw) and raw[15] == roles.NXT_ROLE_REQUEST:
+                self._role_request(raw, session)
+            else:
+                self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_SUBTYPE)
+            return
         if vendor_id != protocol.MLTE_VENDOR_ID:
             self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VENDOR)
             return
@@ -421,6 +516,37 @@ class OtsAgent:
             return
         body = protocol.vendor_payload(protocol.CAPS_REPLY, self.capabilities().to_json().encode())
         self._send(session, of10.vendor(h.xid, protocol.MLTE_VENDOR_ID, body))
+
+    def _role_request(self, raw: bytes, session: _Session) -> None:
+        """NXT_ROLE_REQUEST (docs/ots.md, "Several controllers and roles"): set the session's role and
+        answer with NXT_ROLE_REPLY; a bad length, an unknown role or a stale generation get an ERROR."""
+        h = of10.parse_header(raw)
+        try:
+            req = roles.decode(raw)
+        except roles.RoleFormatError as exc:
+            LOG.info("role request from %s: %s", session.target, exc)
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_LEN)
+            return
+        if req.role not in roles.NAMES:
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, roles.NXBRC_BAD_ROLE)
+            return
+        decision = self.roles.request(session.number, req.role, req.generation_id)
+        if decision.stale:
+            LOG.warning("controller %s asked to be %s with stale generation %d (current %d): refused, made SLAVE",
+                        session.target, roles.NAMES[req.role], req.generation_id, decision.generation_id)
+            self._error(session, raw, ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM)
+            return
+        for number in decision.demoted:
+            with self._up_lock:
+                other = self._live.get(number)
+            LOG.info("controller %s is now SLAVE (%s became MASTER)", other.target if other else number,
+                     session.target)
+        LOG.info("controller %s is now %s (generation %s)", session.target, roles.NAMES[decision.role],
+                 decision.generation_id)
+        # the reply has the request's form: with mlte's generation id if the request carried one (the
+        # switch's current one; 0 while there is none, as Open vSwitch answers an OF1.3 role request)
+        gen = None if req.generation_id is None else decision.generation_id or 0
+        self._send(session, roles.encode(roles.NXT_ROLE_REPLY, h.xid, decision.role, gen))
 
     def capabilities(self) -> protocol.Capabilities:
         ports = {p: protocol.PortCaps(g, GRANULARITY_UNITS[g], capacity_mbps(g, self.unit_mbps))
@@ -543,15 +669,15 @@ class OtsAgent:
         if port_no not in self.ports:
             return
         with self._report_lock:
-            with self._up_lock:
-                session = self._session
-            if session is None:
+            sessions = self._sessions_now()
+            if not sessions:
                 return
             port = self.virtual_port(port_no)
-            if self._sent.get(port_no) == (port.config, port.state):
-                return
-            self._sent[port_no] = (port.config, port.state)
-            self._send(session, of10.port_status(ofp.OFPPR_MODIFY, port))
+            msg = of10.port_status(ofp.OFPPR_MODIFY, port)
+            for session in sessions:  # every controller, SLAVEs too (they keep their view warm)
+                if session.sent.get(port_no) != (port.config, port.state):
+                    session.sent[port_no] = (port.config, port.state)
+                    self._send(session, msg)
 
     def _ovs_port_changed(self, port_no: int) -> None:
         """OVS reported a port change (OVS reader thread): note it, then pass a loss of light on."""
@@ -607,6 +733,8 @@ class OtsAgent:
                 pending.extend((c, session) for c in arg)
                 last = at
                 continue
+            if kind == "session-end" and all(s != session for _, s in pending):
+                continue  # another controller's session ended: the batch under way is not its
             if pending:  # a barrier, wait_idle or the end of the session closes the batch
                 self._run_batch(pending, first, kind)
                 pending = []
@@ -677,11 +805,11 @@ class OtsAgent:
             self._set_light(affected | self._update_los())
             if self.ovs.connected.is_set():
                 self._ovs_try(self.ovs.barrier)
-        for x, since, session in removed:
-            if x.send_flow_removed:
+        for x, since, _ in removed:
+            if x.send_flow_removed:  # to every controller but the SLAVEs (Open vSwitch's default)
                 pk, by = counters.get(x.in_port, (0, 0))
-                self._send(session, of10.flow_removed(x.in_port, x.cookie, x.priority, ofp.OFPRR_DELETE,
-                                                      time.monotonic() - since, pk, by))
+                self._broadcast(of10.flow_removed(x.in_port, x.cookie, x.priority, ofp.OFPRR_DELETE,
+                                                  time.monotonic() - since, pk, by), slaves=False)
         LOG.info("applied %d change(s) after %.3fs dark; XCONs now %s", len(batch), delay,
                  sorted((x.in_port, x.out_port) for x, _ in self._applied.values()))
         return delay
@@ -742,23 +870,21 @@ def check_keepalive(echo_interval: float, echo_timeout: float) -> None:
         raise ValueError(f"echo timeout ({echo_timeout}s) must be longer than the echo interval ({echo_interval}s)")
 
 
-def _connect(address: tuple[str, int]) -> socket.socket:
-    """A TCP session to the controller that has already sent our HELLO (it must come first: the
-    session is published to the other threads, e.g. for PORT_STATUS, only after this)."""
-    sock = socket.create_connection(address, timeout=5)
-    try:
-        sock.settimeout(None)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.sendall(of10.hello(0))
-    except OSError:
-        _close(sock)
-        raise
-    return sock
+def _targets(controller: tuple[str, int] | Target | Sequence[tuple[str, int] | Target]) -> list[Target]:
+    """The controllers to connect to, from one ``(host, port)`` / Target or a list of them."""
+    if isinstance(controller, Target) or (isinstance(controller, tuple) and len(controller) == 2
+                                          and isinstance(controller[0], str)):
+        items: list[Any] = [controller]
+    else:
+        items = list(controller)
+    targets = [c if isinstance(c, Target) else Target(str(c[0]), int(c[1])) for c in items]
+    if not targets:
+        raise UpstreamConfigError("no controller given")
+    return targets
 
 
-def _close(sock: socket.socket) -> None:
+def _abort(sock: socket.socket) -> None:
     try:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
-    sock.close()

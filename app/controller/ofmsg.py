@@ -18,6 +18,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp13
 from os_ken.ofproto import ofproto_v1_3_parser as parser13
 
 from ots_virtual import protocol as ots_protocol
+from ots_virtual import roles as ots_roles
 from topology.rule_plan import ALL_BITS, OF13, Band
 
 OF10_VERSION = ofp10.OFP_VERSION
@@ -218,3 +219,12 @@ def xcon_flow_mod(command: int, in_port: int | None, out_port: int | None, cooki
 def ots_caps_request() -> Any:
     """The OTS's capability request (an MLTE vendor message, :mod:`ots_virtual.protocol`)."""
     return ots_protocol.caps_request(None)
+
+
+def nx_role_request(role: str, generation_id: int | None = None) -> Any:
+    """Nicira's NXT_ROLE_REQUEST ``master`` / ``slave`` / ``other`` (= ``equal``) for an OTS (OF1.0 has no
+    ROLE_REQUEST); ``generation_id``: mlte's extension, a stale one is refused (:mod:`ots_virtual.roles`).
+    The answer is an NXT_ROLE_REPLY inside EventOFPVendor (:func:`ots_virtual.roles.parse_reply`)."""
+    if role not in ots_roles.BY_NAME:
+        raise ValueError(f"Nicira role must be master, slave or other, got {role!r}")
+    return ots_roles.request(None, ots_roles.BY_NAME[role], generation_id)

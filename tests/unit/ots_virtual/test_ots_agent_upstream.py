@@ -119,7 +119,8 @@ def test_other_requests(ctl, agent):
     (of10.serialize(xcon(1, 2), 79)[:72] + struct.pack("!HH", ofp.OFPAT_OUTPUT, 3) + b"\x00" * 4,
      (ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_LEN)),
     (of10.message(ofp.OFPT_STATS_REQUEST, 81, struct.pack("!HH", 77, 0)), (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_STAT)),
-    (of10.vendor(82, 0x2320, b"\x00" * 8), (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VENDOR)),
+    (of10.vendor(82, 0x2320, b"\x00" * 8), (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_SUBTYPE)),  # Nicira, not a role
+    (of10.vendor(86, 0x00ABCDEF, b"\x00" * 8), (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_VENDOR)),
     (of10.vendor(83, protocol.MLTE_VENDOR_ID, protocol.vendor_payload(99)), (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_SUBTYPE)),
     (of10.message(ofp.OFPT_PORT_MOD, 84, b"\x00" * 24), (ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_BAD_PORT)),
     (of10.message(ofp.OFPT_FEATURES_REPLY, 85, b"\x00" * 24), (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_TYPE)),
