@@ -112,18 +112,33 @@ class MastershipApp(app_manager.OSKenApp):
                 hub.spawn(self._send_role, dpid)
         self.send_event_to_observers(events.EventMastership(change.master, change.epoch, change.reason))
 
+    def _learn_epoch(self) -> None:
+        """The current leader's epoch from etcd (a follower's role requests must carry it)."""
+        if self.election is None:
+            return
+        try:
+            leader = self.election.leader()
+        except Exception as exc:  # etcd unreachable: the newest epoch we know will do
+            LOG.info("mastership: cannot read the leader from etcd (%s)", exc)
+            return
+        if leader is not None:
+            self.mastership.saw_epoch(int(leader[1]), "etcd")
+
     @set_ev_cls(events.EventSwitchEnter)
     @loud
     def _switch_enter(self, ev: events.EventSwitchEnter) -> None:
         if self.mastership.mode != "single":
             hub.spawn(self._send_role, ev.switch.dpid)
 
-    def _send_role(self, dpid: int) -> None:
-        """Our role at one switch now; an error (a stale generation) means a newer leader exists."""
+    def _send_role(self, dpid: int, again: bool = True) -> None:
+        """Our role at one switch now; an error (a stale generation) means a newer leader exists (as a
+        follower: learn its epoch and ask once more)."""
         sw = self.view.switches.get(dpid)
         dp = self.southbound.datapath(dpid)
         if sw is None or dp is None:
             return
+        if not self.mastership.is_master():
+            self._learn_epoch()  # a SLAVE request older than the leader's MASTER one is refused as stale
         role, generation = self.mastership.role(), self.mastership.generation()
         try:
             res = self.southbound.confirm(dpid, role_messages(sw.ofp_version, role, generation), kind="role")
@@ -138,5 +153,9 @@ class MastershipApp(app_manager.OSKenApp):
                         errors=[f"{t}/{c}" for t, c in names])
             if role == "master":
                 self.mastership.saw_epoch(generation + 1, f"switch {sw.name}")
+            elif again:
+                self._learn_epoch()
+                if self.mastership.generation() != generation:
+                    self._send_role(dpid, again=False)
         else:
             JOURNAL.add("role", node=sw.name, dpid=dpid, role=role, generation=generation)
