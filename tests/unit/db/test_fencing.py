@@ -5,6 +5,10 @@ the row); no fence behaves as before; migration 0008 goes up and down. SQLite an
 from __future__ import annotations
 
 import itertools
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +26,7 @@ from app.db.models import ControllerEpoch, Event, Reservation
 from app.db.states import PROVISIONING
 from monitor.store import MonitorStore
 from tests.lib.postgres import find_bindir, postgres_server
+from tests.lib.webserver import ROOT
 from tests.unit.db.test_provisioning import CIRCUIT, RULES, T, World
 
 _names = itertools.count()
@@ -302,6 +307,53 @@ def test_pg_a_frozen_writer_does_not_stall_the_claim(leaders: Leaders) -> None:
         s.commit()
     assert leaders.state() == PROVISIONING and stored(leaders.new)[:2] == (2, "new")
     print(f"claim waited {waited:.2f} s for the frozen writer (idle timeout 0.5 s)")
+
+
+_FROZEN_CHILD = """
+import sys, time
+from app.db import fencing
+from app.db.engine import Database
+from app.db.models import Reservation
+db = Database(sys.argv[1])
+fencing.attach(db.engine, fencing.Guard(fencing.Fence(1, "old")))  # the default idle timeout
+s = db.session()
+s.get(Reservation, int(sys.argv[2])).state = "ACTIVE"
+s.flush()
+fencing.check(s, 1)
+print("checked", flush=True)
+time.sleep(1.0)  # the parent stops this process here, then lets it go on
+try:
+    s.commit()
+    print("committed", flush=True)
+except Exception as exc:
+    print("failed", type(exc).__name__, flush=True)
+"""
+
+
+def test_pg_a_leader_stopped_by_sigstop_changes_nothing(leaders: Leaders) -> None:
+    """A real process, frozen with SIGSTOP after its check and before its commit (it holds the row
+    FOR SHARE): the new leader's claim goes through once the server ended the frozen session
+    (idle-in-transaction timeout); after SIGCONT the old leader's commit fails, the row is unchanged."""
+    url = leaders.new.engine.url.render_as_string(hide_password=False)
+    child = subprocess.Popen([sys.executable, "-c", _FROZEN_CHILD, url, str(leaders.rid)], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "checked"
+        os.kill(child.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        assert claim(leaders.new, 2, "new", wait_s=20) == 1
+        waited = time.monotonic() - t0
+        os.kill(child.pid, signal.SIGCONT)
+        out, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err
+        assert out.split()[0] == "failed", out  # its session was ended: nothing committed
+        assert leaders.state() == PROVISIONING and stored(leaders.new)[:2] == (2, "new")
+        print(f"claim waited {waited:.2f} s for the SIGSTOPped leader ({out.strip()})")
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGCONT)
+            child.kill()
+            child.communicate(timeout=30)
 
 
 def test_pg_a_claim_gives_up_on_a_row_held_too_long(pg_url: str) -> None:
