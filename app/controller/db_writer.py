@@ -271,6 +271,8 @@ class DbWriter:
                 with self._cond:
                     self._running = False
         closers = [(name, getattr(res, "close", None)) for name, res in self._resources.items()]
+        if (engine := getattr(self._database, "engine", None)) is not None:
+            fencing.detach(engine)
         closers.append(("the database", getattr(self._database, "dispose", None)))
         for name, closer in closers:
             try:
