@@ -20,6 +20,15 @@ are never dropped (they may exceed the bound, with a warning). Failed jobs are r
 logging handlers are not safe across OS threads — it queues its messages, and :meth:`DbWriter.pump`
 (called on the hub) logs them to ``mlte.controller.errors`` and ``guard.failures`` (``GET /health``).
 :meth:`DbWriter.close` flushes what is queued, within a timeout.
+
+Fencing (issue 24, docs/operations.md "Database fencing"): the writer holds the controller's
+:class:`~app.db.fencing.Fence` (``writer.fence``; ``Fence()`` — no check — unless several
+controllers are elected) and attaches a :class:`~app.db.fencing.Guard` to its database's engine, so
+*every* transaction any resource commits (snapshots, circuits, events, capability records,
+reservation state through the provisioning store, monitor samples and prunes) checks the stored
+epoch just before it commits. :meth:`DbWriter.claim` makes this controller the database's leader, in
+queue order. A refused job (:class:`~app.db.fencing.StaleEpoch`) is rolled back, counted
+(``refused_writes`` in :meth:`DbWriter.stats`, hence ``GET /health``) and never retried.
 """
 from __future__ import annotations
 
@@ -30,6 +39,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from app.db import fencing
 
 if TYPE_CHECKING:
     from app.controller.services import Scheduler
@@ -49,6 +60,7 @@ EVENT = "event"  # monitoring / controller events: never dropped
 SNAPSHOT = "snapshot"  # topology snapshots and circuits: never dropped
 RECORD = "record"  # other state (node capabilities): never dropped
 OPEN = "open"  # open a resource (internal)
+DATABASE = "database"  # the resource name of the writer's Database itself (claims)
 DROPPABLE = frozenset({SAMPLE, PRUNE})
 KINDS = frozenset({SAMPLE, PRUNE, EVENT, SNAPSHOT, RECORD})
 DEFAULT_MAX_JOBS = 1000
@@ -93,6 +105,37 @@ class DbWriter:
         self.dropped: dict[str, int] = {k: 0 for k in sorted(DROPPABLE)}
         self.over_bound = 0  # non-droppable jobs accepted while the queue was full
         self.last_error = ""
+        self.guard = fencing.Guard()  # attached to the database's engine when it opens
+        self._refusal_reported: fencing.Fence | None = None  # one warning per fence that is refused
+
+    @property
+    def fence(self) -> fencing.Fence:
+        """The epoch this controller writes under (``Fence()``: one controller, no check)."""
+        return self.guard.fence
+
+    @fence.setter
+    def fence(self, value: fencing.Fence) -> None:
+        """Set by the leader election (e.g. ``Fence.standby()`` at once when the lease is lost): the
+        next transaction committed in the writer thread is checked against it."""
+        if not isinstance(value, fencing.Fence):
+            raise TypeError(f"fence must be an app.db.fencing.Fence, got {type(value).__name__}")
+        self.guard.fence = value
+
+    def claim(self, epoch: int, holder: str, *, sleep: Callable[[float], Any] = _time.sleep,
+              timeout: float = 60.0) -> int:
+        """Make this controller the database's leader: raise the stored epoch to ``epoch``
+        (:func:`app.db.fencing.claim`) and, in the same job, write under ``Fence(epoch, holder)`` from
+        then on (jobs queued before it keep the fence they were queued under). Returns the epoch
+        stored before; :class:`~app.db.fencing.StaleEpoch` if a newer one is stored (the fence is
+        left as it was). Waits like :meth:`call` (pass ``hub.sleep`` on the hub)."""
+
+        def take(db: Any) -> int:
+            with db.session() as s:
+                before = fencing.claim(s, epoch, holder)
+            self.guard.fence = fencing.Fence(epoch, holder)
+            return before
+
+        return int(self.call(DATABASE, take, sleep=sleep, timeout=timeout))
 
     # ---- called from the hub (never blocks on the database) -----------------------------------------
     def start(self) -> DbWriter:
@@ -151,7 +194,7 @@ class DbWriter:
                     "errors": self.errors, "dropped_samples": self.dropped[SAMPLE],
                     "dropped_prunes": self.dropped[PRUNE], "over_bound": self.over_bound,
                     "busy": self._running, "last_error": self.last_error,
-                    "alive": bool(self._thread and self._thread.is_alive())}
+                    "alive": bool(self._thread and self._thread.is_alive()), **self.guard.stats()}
 
     def pump(self, logger: logging.Logger | None = None, failures: list[str] | None = None) -> int:
         """Log what the writer thread reported (call on the hub); errors also go to ``failures``."""
@@ -228,6 +271,8 @@ class DbWriter:
                 with self._cond:
                     self._running = False
         closers = [(name, getattr(res, "close", None)) for name, res in self._resources.items()]
+        if (engine := getattr(self._database, "engine", None)) is not None:
+            fencing.detach(engine)
         closers.append(("the database", getattr(self._database, "dispose", None)))
         for name, closer in closers:
             try:
@@ -236,15 +281,23 @@ class DbWriter:
             except Exception as exc:  # noqa: BLE001 (shutting down: report, go on)
                 self.report(logging.WARNING, f"{self.name}: closing {name} failed: {exc!r}")
 
+    def _db(self) -> Any:
+        if self._database is None and self._connect is not None:
+            self._database = self._connect()  # the one engine, migrated once
+            engine = getattr(self._database, "engine", None)
+            if engine is not None:
+                fencing.attach(engine, self.guard)  # every commit on it is checked against the fence
+        return self._database
+
     def _resource(self, name: str) -> Any:
+        if name == DATABASE:
+            return self._db()
         if name not in self._resources:
             with self._cond:
                 factory = self._factories.get(name)
             if factory is None:
                 raise KeyError(f"no database resource {name!r} opened")
-            if self._database is None and self._connect is not None:
-                self._database = self._connect()  # the one engine, migrated once
-            self._resources[name] = factory(self._database)
+            self._resources[name] = factory(self._db())
         return self._resources[name]
 
     def _execute(self, job: Job) -> None:
@@ -254,6 +307,9 @@ class DbWriter:
                 job.fn(self._resource(job.resource))
                 if job.kind != OPEN:
                     self.written += 1
+                return
+            except fencing.StaleEpoch as exc:  # refused (and rolled back): never retried
+                self._refused(job, exc)
                 return
             except Exception as exc:  # noqa: BLE001 (a DB error must never end the writer)
                 last = exc
@@ -268,6 +324,20 @@ class DbWriter:
                 job.on_error(last)
             except Exception as exc:  # noqa: BLE001
                 self.report(logging.ERROR, f"{self.name}: on_error of {job.kind} failed: {exc!r}")
+
+    def _refused(self, job: Job, exc: fencing.StaleEpoch) -> None:
+        """A fenced job refused: a warning once per fence (a deposed leader refuses everything
+        after), the counter is the guard's; ``on_error`` so :meth:`call` raises it."""
+        fence = self.guard.fence
+        if self._refusal_reported != fence:
+            self._refusal_reported = fence
+            self.report(logging.WARNING, f"{self.name}: {job.kind} on {job.resource} refused: {exc} "
+                                         "(further refusals are only counted: refused_writes)")
+        if job.on_error is not None:
+            try:
+                job.on_error(exc)
+            except Exception as err:  # noqa: BLE001
+                self.report(logging.ERROR, f"{self.name}: on_error of {job.kind} failed: {err!r}")
 
 
 # ---- the controller's one writer ------------------------------------------------------------------------

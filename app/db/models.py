@@ -18,7 +18,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, MetaData, String, Text, false
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    false,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from monitor.store import MonBase
@@ -246,6 +258,22 @@ class AdmissionLock(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     counter: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ControllerEpoch(Base):
+    """The epoch of the newest controller leader (one row, id 1): the database fence (issue 24).
+
+    A new leader raises ``epoch`` to its own (:func:`app.db.fencing.claim`); every write of a fenced
+    controller locks this row ``FOR SHARE`` just before it commits and is refused if ``epoch`` is
+    newer than its own (:func:`app.db.fencing.check`). ``since`` is epoch seconds, like every time here.
+    """
+
+    __tablename__ = "controller_epoch"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    epoch: Mapped[int] = mapped_column(BigInteger, default=0)
+    holder: Mapped[str] = mapped_column(Text, default="")
+    since: Mapped[float] = mapped_column(Float, default=0.0)
 
 
 #: Every table the migrations own, in the order of their declarations (Alembic's ``target_metadata``).

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import eventlet
 import pytest
 import sqlalchemy.exc
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, select
 
 from app.controller.db_writer import EVENT, PRUNE, RECORD, SAMPLE, SNAPSHOT, DbWriter, WriterClosed
 from app.db import migrate
@@ -221,3 +221,54 @@ def test_closed_writer_rejects_jobs_and_unknown_kinds_are_errors() -> None:
     assert writer.close(5.0)
     with pytest.raises(WriterClosed):
         writer.submit(EVENT, "r", lambda r: None)
+
+
+def test_fenced_writer_claims_and_a_deposed_one_is_refused_not_retried(tmp_path, caplog) -> None:  # noqa: ANN001
+    """The writer claims in queue order and checks every commit against its fence: once another
+    controller claimed a newer epoch, a job is refused (rolled back), run once despite retries, counted
+    in ``refused_writes``, reported once as a warning (not an error), and ``call`` raises it."""
+    from app.db import fencing
+    from app.db.feed import Feed
+    from app.db.models import Event as EventRow
+
+    url = f"sqlite:///{tmp_path / 'fence.db'}"
+    migrate.upgrade(url)
+    writer = DbWriter(retries=2, retry_delay=0.0, connect=lambda: Database(url)).start()
+    other = Database(url)  # the next leader, in another process in real life
+    try:
+        assert writer.fence == fencing.NO_FENCE and writer.stats()["refused_writes"] == 0
+        writer.open("feed", Feed)
+        assert writer.claim(3, "ctl-a") == 0 and writer.fence == fencing.Fence(3, "ctl-a")
+        writer.submit(EVENT, "feed", lambda f: f.event("controller.test", "under epoch 3"))
+        assert writer.flush(5.0) and writer.stats()["checked_writes"] == 1
+        with other.session() as s:
+            fencing.claim(s, 4, "ctl-b")
+        runs: list[int] = []
+
+        def write(feed: Feed) -> None:
+            runs.append(1)
+            feed.event("controller.test", "under epoch 3, deposed")
+
+        writer.submit(EVENT, "feed", write)
+        writer.submit(SNAPSHOT, "feed", lambda f: f.topology({"nodes": []}))
+        assert writer.flush(5.0)
+        with pytest.raises(fencing.StaleEpoch, match="epoch is 4 \\(held by ctl-b\\)"):
+            writer.call("feed", lambda f: f.event("controller.test", "via call"), timeout=5.0)
+        with pytest.raises(fencing.StaleEpoch):
+            writer.claim(2, "ctl-a", timeout=5.0)  # an older claim changes nothing
+        stats = writer.stats()
+        assert runs == [1] and stats["refused_writes"] == 3 and stats["errors"] == 0 and stats["epoch"] == 3
+        failures: list[str] = []
+        with caplog.at_level(logging.WARNING):
+            assert writer.pump(logging.getLogger("test.fence"), failures) == 1
+        assert failures == [] and "refused" in caplog.text
+        with other.session() as s:
+            assert s.execute(select(EventRow.message)).scalars().all() == ["under epoch 3"]
+        writer.fence = fencing.Fence(4, "ctl-b")  # this process is elected again
+        writer.submit(EVENT, "feed", lambda f: f.event("controller.test", "under epoch 4"))
+        assert writer.flush(5.0) and writer.stats()["refused_writes"] == 3
+        with pytest.raises(TypeError, match="Fence"):
+            writer.fence = 5  # type: ignore[assignment]
+    finally:
+        writer.close(5.0)
+        other.dispose()
