@@ -24,7 +24,7 @@ from os_ken.base import app_manager
 from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
-from app.controller import events
+from app.controller import db_writer, events
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.driver_errors import DriverError
@@ -62,6 +62,7 @@ class MastershipApp(app_manager.OSKenApp):
         ctl = SETTINGS.section("controller")
         self.candidate = str(cfg["name"]) or f"{socket.gethostname()}:{ctl['listen_port']}"
         self.election: Any = None
+        self.writer: db_writer.DbWriter | None = None
         self._stop = threading.Event()
         self.role_errors = 0
         self.routes.add("GET", "/mastership", lambda q, d: self.status())
@@ -73,14 +74,21 @@ class MastershipApp(app_manager.OSKenApp):
 
             self.election = Election(self.endpoints, key=self.key, candidate=self.candidate, ttl=self.ttl)
             self.mastership.elected_mode(self.election.is_leader)
-            hub.spawn(run, self.election, self.mastership.elected, self.mastership.deposed, hub.sleep,
-                      self._stop.is_set)
+            if SETTINGS.db_url:  # the shared database: a follower's writes are refused (app/db/fencing.py)
+                from app.db.fencing import Fence
+
+                self.writer = db_writer.shared()
+                self.writer.fence = Fence.standby()
+            hub.spawn(run, self.election, self._on_elected, self._on_deposed, hub.sleep, self._stop.is_set)
             LOG.info("mastership: candidate %s in the election at %s (key %s, ttl %.1fs)",
                      self.candidate, ",".join(self.endpoints), self.key, self.ttl)
         return thread
 
     def stop(self):
         self._stop.set()
+        if self.writer is not None:
+            self.writer = None
+            db_writer.release()
         if self.election is not None:
             try:
                 self.election.resign()
@@ -102,6 +110,36 @@ class MastershipApp(app_manager.OSKenApp):
         return out
 
     # ---- transitions ---------------------------------------------------------------------------------
+    def _on_elected(self, epoch: int) -> None:
+        """The election made us leader: the database first (its epoch raised to ours, our writes fenced
+        by it), then the mastership (gate, roles, the apps take over)."""
+        if self.writer is not None:
+            from app.db.fencing import StaleEpoch
+
+            try:
+                before = self.writer.claim(epoch, self.candidate, sleep=hub.sleep)
+            except StaleEpoch as exc:
+                LOG.error("mastership: elected with epoch %d but the database refuses it (%s): was etcd "
+                          "reset while the database kept a newer epoch? see docs/operations.md", epoch, exc)
+                self.mastership.saw_epoch(epoch + 1, "the database")
+                if self.election is not None:
+                    self.election.resign()
+                return
+            except Exception as exc:  # the database unreachable: never act without the fence
+                LOG.error("mastership: elected with epoch %d but the database claim failed (%s)", epoch, exc)
+                if self.election is not None:
+                    self.election.resign()
+                return
+            LOG.info("mastership: database epoch %s -> %d", before, epoch)
+        self.mastership.elected(epoch)
+
+    def _on_deposed(self, reason: str) -> None:
+        if self.writer is not None:
+            from app.db.fencing import Fence
+
+            self.writer.fence = Fence.standby()
+        self.mastership.deposed(reason)
+
     def _changed(self, change: Change) -> None:
         """Called by the Mastership (on the election's greenthread): roles to every switch, then the event."""
         JOURNAL.add("mastership", master=change.master, epoch=change.epoch, reason=change.reason,

@@ -450,7 +450,8 @@ class MonitorApp(app_manager.OSKenApp):
             self._execute(action)
         for ev in res.events:
             self._publish(ev)
-        if self.writer is not None:  # queued, never waited for (docs/controller.md "Database writes")
+        # queued, never waited for (docs/controller.md "Database writes"); only the leader writes
+        if self.writer is not None and self.mastership.acting():
             wall = time.time()
             rows = []
             for cid, vals in res.circuits.items():
@@ -469,7 +470,7 @@ class MonitorApp(app_manager.OSKenApp):
             self._execute(action)
         for ev in res.events:
             self._publish(ev)
-        if self.writer is not None:
+        if self.writer is not None and self.mastership.acting():
             wall = time.time()
             for ev in res.events:
                 self._store_event(dataclasses.replace(ev, t=wall))

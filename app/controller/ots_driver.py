@@ -33,6 +33,8 @@ from app.controller.driver_errors import BarrierTimeout, DriverError
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
+from app.controller.mastership import CONTEXT as MASTERSHIP
+from app.controller.mastership import Mastership
 from app.controller.model import OTS, dpid_label
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
@@ -108,11 +110,12 @@ class XconResult:
 
 class OtsDriver(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, MASTERSHIP: Mastership}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_ots_driver"
+        self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()  # the leader writes capabilities
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.southbound.xcon_driver = self
@@ -157,7 +160,7 @@ class OtsDriver(app_manager.OSKenApp):
         super().stop()
 
     def _store(self, caps: NodeCapabilities) -> None:
-        if self.writer is not None:
+        if self.writer is not None and self.mastership.acting():
             self.writer.submit(db_writer.RECORD, CAPS, lambda store: store.upsert(caps))
 
     # ---- connection and capabilities ----------------------------------------------------------------
