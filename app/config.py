@@ -26,6 +26,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "log_file": "",  # handler exceptions go here as well as to stderr ("" = stderr only)
         "api_host": "127.0.0.1",  # local control API (JSON over HTTP) address
         "api_port": 8181,  # local control API port
+        "api_auth": True,  # the control API requires its bearer token; false = UNSAFE: any local user may drive the network
+        "api_token_file": "",  # the control API's token, mode 0600 ("" = $MLTE_API_TOKEN_FILE, else /run/mlte/api-token as root, ~/.local/state/mlte/api-token otherwise)
         "barrier_timeout": 5.0,  # seconds to wait for a BARRIER_REPLY (an XCON apply) before failing
         "scan_settle": 0.25,  # optical scan: seconds without new PORT_STATUS before a probe is read
         "static_file": "",  # optional static vendor topology file merged into the graph ("" = none)

@@ -74,7 +74,9 @@ class LabSession:
         # (default: controller-state.json in the workdir; "" = none)
         self.state_file = str(Path(state_file).resolve()) if state_file else (
             None if state_file == "" else str(self.workdir / "controller-state.json"))
-        self.client = ControllerClient(port=self.api_port)
+        # the control API's credential: the controller makes it (0600) in the workdir on its first start
+        self.token_file = self.workdir / "api-token"
+        self.client = ControllerClient(port=self.api_port, token_file=str(self.token_file))
         self.controller: subprocess.Popen | None = None
         self.lab: LabNet | None = None
 
@@ -100,7 +102,7 @@ class LabSession:
                 if "is not available" not in str(exc) or attempt == attempts - 1:
                     raise
                 self.of_port, self.api_port = free_port(), free_port()
-                self.client = ControllerClient(port=self.api_port)
+                self.client = ControllerClient(port=self.api_port, token_file=str(self.token_file))
 
     def _log_tail(self, name: str, lines: int = 15) -> str:
         p = self.workdir / name
@@ -116,7 +118,8 @@ class LabSession:
                "controller", "--of-port", str(self.of_port),
                "--api-port", str(self.api_port), "--names", str(names),
                "--db-url", f"sqlite:///{self.workdir / 'capabilities.db'}",
-               "--log-file", str(self.workdir / "controller-errors.log")]
+               "--log-file", str(self.workdir / "controller-errors.log"),
+               "--api-token-file", str(self.token_file)]
         if self.static_file:
             cmd += ["--static-file", str(self.static_file)]
         if self.state_file:

@@ -13,3 +13,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "integration" in item.keywords and not have_net:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _api_token_file(tmp_path_factory):
+    """The control API's token file of every controller and client a test starts without naming one:
+    a temporary file, never the machine's /run/mlte/api-token or ~/.local/state/mlte/api-token."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLTE_API_TOKEN_FILE", str(tmp_path_factory.mktemp("api-token") / "api-token"))
+        yield

@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-file", help="also log handler exceptions to this file")
     p.add_argument("--state-file", help="keep what the optical scan learnt in this JSON file across restarts "
                                         "(default [controller] state_file; created on the first scan)")
+    p.add_argument("--api-token-file", help="the control API's bearer token, made 0600 on the first start "
+                                            "(default $MLTE_API_TOKEN_FILE, else [controller] api_token_file)")
     p.set_defaults(func=_run)
 
 
@@ -52,6 +54,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.state_file:
         ctl["state_file"] = args.state_file
     _check_settings(args, cfg)
+    _check_credential(args, ctl)
     if ctl["state_file"]:
         from app.controller.state_file import StateFileError, load
 
@@ -101,3 +104,19 @@ def _check_settings(args: argparse.Namespace, cfg: dict) -> None:
         except TopologyError as exc:
             setting = "--static-file" if args.static_file else "[controller] static_file"
             raise ConfigError(f"{setting}: {exc}") from None
+
+
+def _check_credential(args: argparse.Namespace, ctl: dict) -> None:
+    """Make (or check) the control API's token file now: a file others can read is one line naming it
+    and the setting, not a traceback from inside os-ken; the API then reads the file it names."""
+    from app.controller import api_token
+    from app.errors import ConfigError
+
+    if not ctl["api_auth"]:
+        return
+    where = api_token.resolve(args.api_token_file, ctl["api_token_file"])
+    try:
+        api_token.load_or_create(where)
+    except api_token.TokenFileError as exc:
+        raise ConfigError(str(exc)) from None
+    ctl["api_token_file"] = str(where.path)

@@ -218,7 +218,8 @@ def _run(args: argparse.Namespace) -> int:
                              static_file=static, of_port=args.of_port, api_port=args.api_port)
         try:
             session.start(timeout=args.timeout)
-            print(f"controller API http://127.0.0.1:{session.api_port} (OpenFlow on {session.of_port}); "
+            print(f"controller API http://127.0.0.1:{session.api_port} (OpenFlow on {session.of_port}; "
+                  f"API token in {session.token_file}); "
                   f"all {len(spec.switches) + len(spec.ots)} datapaths connected", flush=True)
             if args.discover:
                 return _discover(args, spec, session, out)

@@ -45,7 +45,10 @@ def _fetch(args: argparse.Namespace) -> list[dict[str, Any]]:
 
         q = f"?limit={args.limit}" + (f"&reservation={args.reservation}" if args.reservation is not None else "")
         try:
-            return ControllerClient(port=args.api_port, timeout=10).request("GET", "/plans" + q)
+            ctl = args.cfg["controller"]
+            client = ControllerClient(port=args.api_port, timeout=10, token_config=ctl["api_token_file"],
+                                      auth=ctl["api_auth"])
+            return client.request("GET", "/plans" + q)
         except (ControlApiError, OSError) as exc:
             raise PlansError(f"control API on port {args.api_port}: {exc}") from None
     from app.cli.startup import check_database_exists

@@ -59,15 +59,19 @@ def _controller_url(args: argparse.Namespace) -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def fetch_controller_graph(url: str, timeout: float = 10.0) -> tuple[Any, list[str]]:
-    """``GET <url>/topology`` -> (MultiLayerGraph, problems the controller reported)."""
-    from app.controller.client import ControlApiError, ControllerClient
+def fetch_controller_graph(url: str, timeout: float = 10.0, ctl: dict | None = None) -> tuple[Any, list[str]]:
+    """``GET <url>/topology`` -> (MultiLayerGraph, problems the controller reported); ``ctl``: the
+    ``[controller]`` settings naming the API's token file (and whether it needs one)."""
+    from app.controller.client import ControlApiError, ControllerClient, CredentialError
     from topology.graph import MultiLayerGraph
 
+    ctl = ctl or {}
     try:
-        data = ControllerClient(url=url, timeout=timeout).topology()
+        data = ControllerClient(url=url, timeout=timeout, token_config=ctl.get("api_token_file", ""),
+                                auth=ctl.get("api_auth", True)).topology()
     except ControlApiError as exc:
-        hint = "; is `mlte controller` running? (or use --from/--vendor-file/--spec)" if exc.status == 0 else ""
+        running = exc.status == 0 and not isinstance(exc, CredentialError)
+        hint = "; is `mlte controller` running? (or use --from/--vendor-file/--spec)" if running else ""
         raise ControllerUnreachable(f"{exc}{hint}") from None
     return MultiLayerGraph.from_dict(data), [str(p) for p in data.get("problems", [])]
 
@@ -106,7 +110,7 @@ def collect_graph(args: argparse.Namespace, extra_file: str | None = None) -> An
     graphs, names = [], []
     if args.controller is not None or not (args.from_file or args.vendor_file or args.spec or extra_file):
         url = _controller_url(args)
-        g, problems = fetch_controller_graph(url)
+        g, problems = fetch_controller_graph(url, ctl=args.cfg.get("controller"))
         for problem in problems:
             print(f"controller: {problem}", file=sys.stderr)
         graphs.append(g)

@@ -1,7 +1,9 @@
 """Python client of the controller's local control API (stdlib only: usable from labs and tests).
 
 Every method returns the decoded JSON; an HTTP error raises :class:`ControlApiError` carrying the
-status and the JSON body (e.g. the OpenFlow error an OTS returned for an XCON).
+status and the JSON body (e.g. the OpenFlow error an OTS returned for an XCON). Every request carries
+the API's bearer token (:mod:`app.controller.api_token`), read from its file at the first request
+(the controller may make the file after the client was built) and again after a 401.
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from typing import Any
+
+from app.controller import api_token
 
 
 class ControlApiError(Exception):
@@ -24,21 +28,62 @@ class ControlApiError(Exception):
         self.body = body
 
 
+class CredentialError(ControlApiError):
+    """The client has no usable token: its file is missing or unreadable (nothing was sent)."""
+
+
 class ControllerClient:
-    """``ControllerClient(port=8181)``, or ``ControllerClient(url="http://host:port")``."""
+    """``ControllerClient(port=8181)``, or ``ControllerClient(url="http://host:port")``.
+
+    The credential: ``token="..."``, or ``token_file=PATH``; by default ``$MLTE_API_TOKEN_FILE``, else
+    ``token_config`` (a ``[controller] api_token_file`` value), else the controller's default file.
+    ``auth=False`` sends none (a controller run with ``[controller] api_auth = false``).
+    """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 8181, timeout: float = 30.0,
-                 url: str | None = None) -> None:
+                 url: str | None = None, token: str | None = None, token_file: str | None = None,
+                 token_config: str = "", auth: bool = True) -> None:
         self.base = url.rstrip("/") if url else f"http://{host}:{port}"
         self.timeout = timeout
+        self.auth = auth
+        self.token_path = api_token.resolve(token_file, token_config, explicit_name="token_file")
+        self._token = token
+        self._token_from_file = token is None
+
+    def _credential(self, fresh: bool = False) -> str | None:
+        """The token to send (read from its file the first time, or again with ``fresh``)."""
+        if not self.auth:
+            return None
+        if self._token is None or (fresh and self._token_from_file):
+            try:
+                self._token = api_token.read_for_client(self.token_path)
+            except api_token.TokenFileError as exc:
+                raise CredentialError(0, None, str(exc)) from None
+        return self._token
 
     def request(self, method: str, path: str, body: dict | None = None, timeout: float | None = None) -> Any:
+        try:
+            return self._request(method, path, body, timeout, self._credential)
+        except ControlApiError as exc:
+            if exc.status != 401 or not self._token_from_file or not self.auth:
+                raise
+            old = self._token
+            if self._credential(fresh=True) == old:  # the file still has the token refused
+                raise ControlApiError(401, exc.body, f"{exc} (token from {self.token_path.path}, "
+                                                     f"{self.token_path.source})") from None
+        # the controller made a new token (its file was deleted): a 401 means nothing was done, so again
+        return self._request(method, path, body, timeout, self._credential)
+
+    def _request(self, method: str, path: str, body: dict | None, timeout: float | None,
+                 token: Callable[[], str | None]) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         try:
             req = urllib.request.Request(self.base + path, data=data, method=method,
                                          headers={"Content-Type": "application/json"})
         except ValueError as exc:  # "notaurl", "http://[::1": a usage error, not a traceback
             raise ControlApiError(0, None, f"bad controller API URL {self.base!r}: {exc}") from None
+        if (value := token()) is not None:
+            req.add_header("Authorization", f"Bearer {value}")
         status = 0
         try:
             with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
@@ -61,7 +106,13 @@ class ControllerClient:
 
     # ---- endpoints -------------------------------------------------------------------------------
     def health(self) -> dict:
+        """The full health record (needs the token); :meth:`alive` needs none."""
         return self.request("GET", "/health")
+
+    def alive(self) -> dict:
+        """``GET /health`` without the credential: ``{"ok", "uptime"}``, whether or not a token is at hand
+        (waiting for a controller that has not made its token file yet)."""
+        return self._request("GET", "/health", None, None, lambda: None)
 
     def switches(self) -> list[dict]:
         return self.request("GET", "/switches")
@@ -113,8 +164,9 @@ class ControllerClient:
         return wait_until(lambda: self._try_health(), timeout, "controller API to answer")
 
     def _try_health(self) -> dict | None:
+        """The controller's liveness answer, or None while nothing answers (no credential needed)."""
         try:
-            return self.health()
+            return self.alive()
         except ControlApiError:
             return None
 

@@ -6,7 +6,9 @@ through the southbound (XCONs through the OTS driver registered there), plans an
 the shared :class:`~app.controller.plan_runner.PlanRunner`; no other app is looked up by name.
 Constructing it changes nothing: the state file and the static file are read in :meth:`ControlApi.start`.
 Requests run in their own greenthreads: under the eventlet hub everything shares one OS thread, so
-a handler never sees another one half-way.
+a handler never sees another one half-way. Every request needs ``Authorization: Bearer <token>``
+(:mod:`app.controller.api_token`), except ``GET /health`` without that header, which answers only
+whether the controller is alive (a liveness probe needs no secret and learns nothing else).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from os_ken.base import app_manager
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_0
 
-from app.controller import db_writer, guard, services, state_file
+from app.controller import api_token, db_writer, guard, services, state_file
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.circuit_request import CircuitOutcome, run_circuit
@@ -60,7 +62,7 @@ class ApiError(Exception):
         self.extra = extra
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
             409: "Conflict", 422: "Unprocessable Entity", 500: "Internal Server Error", 504: "Gateway Timeout"}
 
 
@@ -78,6 +80,8 @@ class ControlApi(app_manager.OSKenApp):
         self.runner = shared_runner(kwargs, self, self.view, self.southbound)
         self._scan_lock = hub.BoundedSemaphore(1)
         self.started = time.time()
+        # fails closed until start() loads the token ([controller] api_token_file) or api_auth is off
+        self.auth = api_token.BearerCheck(None)
         self.routes: dict[tuple[str, str], Callable[[dict, dict], Any]] = {
             ("GET", "/health"): self.r_health,
             ("GET", "/switches"): self.r_switches,
@@ -114,8 +118,22 @@ class ControlApi(app_manager.OSKenApp):
         if path:
             self._load_static(path)
 
+    def load_credential(self) -> None:
+        """The token from ``[controller] api_token_file`` (made on the first start; `mlte controller`
+        has checked it already), or no credential at all with ``[controller] api_auth = false``."""
+        ctl = SETTINGS.controller
+        if not ctl.get("api_auth", True):
+            LOG.warning("control API credential OFF ([controller] api_auth = false): every local user "
+                        "can change the network through http://%s:%s", ctl["api_host"], ctl["api_port"])
+            self.auth = api_token.BearerCheck(None, required=False)
+            return
+        # `mlte controller` put the file it resolved (flag > env > config > default) in the setting
+        where = api_token.resolve(ctl.get("api_token_file") or None, explicit_name=api_token.KEY)
+        self.auth = api_token.BearerCheck(api_token.load_or_create(where))
+
     def start(self):
         thread = super().start()
+        self.load_credential()
         self.restore()
         host, port = SETTINGS.controller["api_host"], int(SETTINGS.controller["api_port"])
         self._server = hub.WSGIServer((host, port), self.wsgi)
@@ -126,25 +144,17 @@ class ControlApi(app_manager.OSKenApp):
     def wsgi(self, environ: dict, start_response) -> list[bytes]:
         method = environ["REQUEST_METHOD"]
         path = environ.get("PATH_INFO", "/").rstrip("/") or "/"
-        query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
         status, body = 200, None
+        headers = [("Content-Type", "application/json")]
         try:
-            handler = self.routes.get((method, path)) or self.extra_routes.get((method, path))
-            if handler is None:
-                known = {m for (m, p) in (*self.routes, *self.extra_routes) if p == path}
-                raise ApiError(405 if known else 404, f"no route {method} {path}")
-            try:
-                length = int(environ.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                raise ApiError(400, "bad Content-Length") from None
-            raw = environ["wsgi.input"].read(length) if length > 0 else b""
-            try:
-                data = json.loads(raw) if raw else {}
-            except ValueError as exc:  # bad JSON, or bytes that are not UTF-8
-                raise ApiError(400, f"request body is not JSON: {exc}") from None
-            if not isinstance(data, dict):
-                raise ApiError(400, "request body must be a JSON object")
-            body = handler(query, data)
+            denied = self.auth.problem(environ.get("HTTP_AUTHORIZATION"))
+            if denied is not None and (method, path) == ("GET", "/health") and not environ.get("HTTP_AUTHORIZATION"):
+                body = self.r_liveness()
+            elif denied is not None:  # before routing: a caller without the token learns no route either
+                headers.append(("WWW-Authenticate", denied.challenge))
+                raise ApiError(401, denied.reason)
+            else:
+                body = self._dispatch(method, path, environ)
             if isinstance(body, tuple):
                 status, body = body
         except ApiError as exc:
@@ -156,9 +166,28 @@ class ControlApi(app_manager.OSKenApp):
             guard.ERROR_LOG.exception("API %s %s failed", method, path)
             status, body = 500, {"error": f"internal error: {exc!r}"}
         payload = json.dumps(body, sort_keys=True).encode()
-        start_response(f"{status} {_REASONS.get(status, 'Error')}",
-                       [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+        start_response(f"{status} {_REASONS.get(status, 'Error')}", [*headers, ("Content-Length", str(len(payload)))])
         return [payload]
+
+    def _dispatch(self, method: str, path: str, environ: dict) -> Any:
+        """An authorised request: route it, parse the query and the JSON body, run the handler."""
+        handler = self.routes.get((method, path)) or self.extra_routes.get((method, path))
+        if handler is None:
+            known = {m for (m, p) in (*self.routes, *self.extra_routes) if p == path}
+            raise ApiError(405 if known else 404, f"no route {method} {path}")
+        query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            raise ApiError(400, "bad Content-Length") from None
+        raw = environ["wsgi.input"].read(length) if length > 0 else b""
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError as exc:  # bad JSON, or bytes that are not UTF-8
+            raise ApiError(400, f"request body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "request body must be a JSON object")
+        return handler(query, data)
 
     @staticmethod
     def _int(data: dict, key: str, required: bool = True) -> int | None:
@@ -175,6 +204,10 @@ class ControlApi(app_manager.OSKenApp):
         return v
 
     # ---- read endpoints -------------------------------------------------------------------------
+    def r_liveness(self) -> dict:
+        """``GET /health`` without a credential: alive and healthy or not, nothing about the network."""
+        return {"ok": not guard.failures, "uptime": time.time() - self.started, "auth": "required"}
+
     def r_health(self, q: dict, d: dict) -> dict:
         return {
             "ok": not guard.failures,

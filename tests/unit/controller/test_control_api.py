@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from app.controller.api_token import BearerCheck
 from app.controller.control_api import ControlApi
 from app.controller.live_southbound import LiveSouthbound
 from app.controller.model import OTS, PACKET, PacketLink, PortInfo, PortRef, SwitchInfo
@@ -89,14 +90,21 @@ def api():
     southbound.xcon_driver = FakeDriver(view)
     # plans and circuits run through a runner with threads for parallel steps (no eventlet hub here)
     runner = PlanRunner(LiveSouthbound(southbound, view), view, run_parallel=threaded)
-    return ControlApi(**{VIEW: view, SOUTHBOUND: southbound, RUNNER: runner})
+    api = ControlApi(**{VIEW: view, SOUTHBOUND: southbound, RUNNER: runner})
+    api.auth = BearerCheck(TOKEN)  # what start() loads from [controller] api_token_file
+    return api
 
 
-def call(api, method, path, body=None):
+TOKEN = "t0ken-for-the-unit-tests-0123456789"
+
+
+def call(api, method, path, body=None, token=TOKEN):
     raw = json.dumps(body).encode() if body is not None else b""
     path, _, query = path.partition("?")
     env = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query,
            "CONTENT_LENGTH": str(len(raw)), "wsgi.input": io.BytesIO(raw)}
+    if token is not None:
+        env["HTTP_AUTHORIZATION"] = f"Bearer {token}"
     seen = {}
     out = api.wsgi(env, lambda status, headers: seen.update(status=int(status.split()[0])))
     return seen["status"], json.loads(b"".join(out))
@@ -214,7 +222,8 @@ def test_topology_has_learnt_hosts_and_names_them(api, monkeypatch):
 
 def raw_call(api, method, path, raw: bytes, length: str | None = None):
     env = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "",
-           "CONTENT_LENGTH": str(len(raw)) if length is None else length, "wsgi.input": io.BytesIO(raw)}
+           "CONTENT_LENGTH": str(len(raw)) if length is None else length, "wsgi.input": io.BytesIO(raw),
+           "HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
     seen = {}
     out = api.wsgi(env, lambda status, headers: seen.update(status=int(status.split()[0])))
     return seen["status"], json.loads(b"".join(out))
