@@ -31,12 +31,13 @@ class Member:
     api_port: int
     workdir: Path
     config_file: Path
+    token_file: Path  # the lab's one control-API token (every member reads the same file)
     proc: subprocess.Popen | None = None
     frozen: bool = False
 
     @property
     def client(self) -> ControllerClient:
-        return ControllerClient(port=self.api_port, timeout=5.0)
+        return ControllerClient(port=self.api_port, timeout=5.0, token_file=str(self.token_file))
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -53,7 +54,7 @@ class HaSession(LabSession):
         self.ttl = ttl
         self.base_config = Path(self.config_file).read_text() if self.config_file else ""
         self.members = [Member(f"c{i + 1}", free_port(), free_port(), self.workdir / f"c{i + 1}",
-                               self.workdir / f"c{i + 1}" / "mlte.toml") for i in range(controllers)]
+                               self.workdir / f"c{i + 1}" / "mlte.toml", self.token_file) for i in range(controllers)]
         self.etcd: Any = None
         self.shared_db = f"sqlite:///{self.workdir / 'capabilities.db'}"
 
@@ -86,7 +87,7 @@ class HaSession(LabSession):
         self.workdir, self.of_port, self.api_port = m.workdir, m.of_port, m.api_port
         self.config_file, self.state_file = str(m.config_file), str(m.workdir / "controller-state.json")
         self.controller_args = (*saved[5], "--db-url", self.shared_db)  # the last --db-url wins
-        self.client = ControllerClient(port=m.api_port)
+        self.client = ControllerClient(port=m.api_port, token_file=str(self.token_file))
         try:
             self._start_controller_once(append_log=True)
             m.proc, m.frozen = self.controller, False
