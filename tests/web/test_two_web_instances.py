@@ -57,16 +57,17 @@ def chain_topology(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def web_instances(db: str, topology: Path, logs: Path, n: int = 2) -> Iterator[list[str]]:
-    """Start ``n`` ``mlte web`` processes at once on the same database (each its own port), wait for
-    all of them; terminate each by its PID at the end, killing those that do not stop in 15 s."""
+def web_instances(db: str, topology: Path, logs: Path, extras: list[list[str]] | None = None) -> Iterator[list[str]]:
+    """Start one ``mlte web`` process per item of ``extras`` (its extra options; default two plain
+    ones) at once on the same database, each on its own port, and wait for all of them; terminate
+    each by its PID at the end, killing those that do not stop in 15 s."""
     procs: list[subprocess.Popen[bytes]] = []
     urls: list[str] = []
     try:
-        for i in range(n):
+        for i, extra in enumerate(extras or [[], []]):
             port = free_port()
             cmd = [sys.executable, "-m", "app.cli.main", "web", "--db", db, "--host", "127.0.0.1", "--port",
-                   str(port), "--topology", str(topology), "--threads", "16"]
+                   str(port), "--topology", str(topology), "--threads", "16", *extra]
             with open(logs / f"web{i}.log", "wb") as log:
                 procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                               env={**os.environ, "PYTHONUNBUFFERED": "1"}))
@@ -133,23 +134,23 @@ def slowest(calls: list[Call], instances: int) -> list[float]:
 @dataclass
 class Snapshot:
     reservations: dict[int, Any]
-    audit: dict[int, list[Any]]
+    audit: dict[int | None, list[Any]]
     events: dict[int, list[str]]
 
 
 def read_db(url: str) -> Snapshot:
     """Every reservation, its audit entries (oldest first) and its events' kinds, straight from the database."""
     from sqlalchemy import select
+    from sqlalchemy.orm import Session
 
     from app.db.engine import make_engine
     from app.db.models import AuditEntry, Event, Reservation
-    from sqlalchemy.orm import Session
 
     engine = make_engine(url)
     try:
         with Session(engine) as s:
             res = {r.id: r for r in s.execute(select(Reservation)).scalars()}
-            audit: dict[int, list[Any]] = defaultdict(list)
+            audit: dict[int | None, list[Any]] = defaultdict(list)
             for a in s.execute(select(AuditEntry).where(AuditEntry.entity == "reservation")
                                .order_by(AuditEntry.id)).scalars():
                 audit[a.entity_id].append(a)
@@ -226,10 +227,9 @@ def admission_race(urls: list[str], db: str, graph: Any, token: str) -> dict[str
     """(a) ``N_CREATE`` creates for overlapping windows, half through each instance, together far more
     than the links carry: nothing overbooked in any instant, every refusal a 409 naming the link, and
     every refused request also refused against the final bookings (it was not refused by mistake)."""
+    from app.web.admission import to_booking
     from pce.errors import NoPathError
     from pce.reservation import PathRequest, compute_path
-
-    from app.web.admission import to_booking
 
     rnd = random.Random(24)
     calls = []
@@ -332,7 +332,7 @@ def transition_race(urls: list[str], db: str, alice: str, ops: str) -> dict[str,
     for scenario, (initial, actions) in SCENARIOS.items():
         for _ in range(ROUNDS):
             start = base + n * WINDOW
-            body = {"name": f"{scenario}-{n}", "src": "S1:1", "dst": "S3:1", "bandwidth": 10.0,
+            body: dict[str, Any] = {"name": f"{scenario}-{n}", "src": "S1:1", "dst": "S3:1", "bandwidth": 10.0,
                     "start": iso(start), "end": iso(start + WINDOW)}
             r = requests.post(f"{urls[n % 2]}/api/v1/reservations", json=body, timeout=30,
                               headers={"Authorization": f"Bearer {alice}"})
@@ -414,3 +414,27 @@ def check_one(snap: Snapshot, rid: int, initial: str, calls: list[Call]) -> None
     for c in calls:
         if c.tag[2] == "modify" and c.status == 409:
             assert c.answer["error"]["state"] in ("CANCELLED", "FAILED"), c.answer
+
+
+def test_a_login_holds_on_every_instance_with_the_same_secret_key(tmp_path: Path) -> None:
+    """Behind a proxy that spreads requests, a UI login and its CSRF token must be good on every
+    instance: they are signed with ``--secret-key``, so the instances need the same one (without it
+    each start picks a random key and the other instance answers 401)."""
+    import re
+
+    db = f"sqlite:///{tmp_path / 'shared.db'}"
+    topo = chain_topology(tmp_path / "chain.json")
+    key = ["--secret-key", "the same on every instance"]
+    with web_instances(db, topo, tmp_path, [key, key, []]) as (one, other, own_key):
+        create_user_cli(db, "carol", password="pw-carol-1")
+        with requests.Session() as browser:
+            page = browser.get(f"{one}/login", timeout=30).text
+            csrf = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page)
+            assert csrf, page
+            r = browser.post(f"{other}/login", data={"csrf_token": csrf.group(1), "username": "carol",
+                                                     "password": "pw-carol-1"}, timeout=30, allow_redirects=False)
+            assert r.status_code == 302 and r.headers["Location"].endswith("/reservations"), r.text
+            assert browser.get(f"{one}/api/v1/reservations", timeout=30).status_code == 200
+            assert browser.get(f"{other}/api/v1/reservations", timeout=30).status_code == 200
+            r = browser.get(f"{own_key}/api/v1/reservations", timeout=30)
+            assert r.status_code == 401, r.text
