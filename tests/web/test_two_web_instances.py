@@ -212,6 +212,7 @@ def test_two_web_instances_on_one_database(database: str, tmp_path: Path) -> Non
             figures["admission"] = admission_race(urls, database, graph, alice)
             figures["modify"] = modify_race(urls, database, graph, alice)
             figures["transitions"] = transition_race(urls, database, alice, ops)
+            figures["controller"] = controller_race(urls, database, alice)
         except BaseException:
             for log in sorted(tmp_path.glob("web*.log")):
                 print(f"---- {log.name}\n{log.read_text()[-4000:]}")
@@ -414,6 +415,70 @@ def check_one(snap: Snapshot, rid: int, initial: str, calls: list[Call]) -> None
     for c in calls:
         if c.tag[2] == "modify" and c.status == 409:
             assert c.answer["error"]["state"] in ("CANCELLED", "FAILED"), c.answer
+
+
+def controller_race(urls: list[str], db: str, token: str, n: int = 6) -> dict[str, Any]:
+    """(b) with the controller: reservations whose window has just started (PROVISIONING) are cancelled
+    through both instances while a :class:`ProvisioningStore` (the controller's writer) lights them.
+    Per reservation one cancel wins; either it was lit first (PROVISIONING → ACTIVE → CANCELLED) or the
+    store was told it came late (PROVISIONING → CANCELLED, ``mark_active`` False); each is listed once
+    for release either way."""
+    from app.db.migrate import open_migrated
+    from app.db.provisioning import ProvisioningStore
+    from tests.lib.provisioning import installation
+
+    h = {"Authorization": f"Bearer {token}"}
+    start = time.time() + 4.0
+    rids = []
+    for i in range(n):
+        body = {"name": f"lit-{i}", "src": "S1:1", "dst": "S3:1", "bandwidth": 1.0, "start": iso(start),
+                "end": iso(start + WINDOW)}
+        r = requests.post(f"{urls[i % 2]}/api/v1/reservations", json=body, headers=h, timeout=30)
+        assert r.status_code == 201, r.text
+        rids.append(r.json()["id"])
+        assert requests.post(f"{urls[1 - i % 2]}/api/v1/reservations/{rids[-1]}/commit", headers=h,
+                             timeout=30).status_code == 200
+    time.sleep(max(0.0, start + 0.5 - time.time()))
+    store = ProvisioningStore(open_migrated(db))
+    try:
+        orders = {o.id: o for o in store.due(time.time())}  # the start moves them to PROVISIONING
+        assert set(rids) <= set(orders), (rids, sorted(orders))
+        calls = [Call("POST", f"/api/v1/reservations/{rid}/cancel", token, None, instance=k, tag=rid)
+                 for rid in rids for k in (0, 1)]
+        lit: dict[int, bool] = {}
+        go = threading.Barrier(2)
+
+        def light_all() -> None:
+            go.wait(timeout=60)
+            for rid in rids:
+                circuit, rules = installation(orders[rid].path or {})
+                lit[rid] = store.mark_active(rid, circuit, rules, time.time())
+
+        lighter = threading.Thread(target=light_all, name="controller-writer")
+        lighter.start()
+        go.wait(timeout=60)
+        seconds = burst(urls, calls)
+        lighter.join(timeout=120)
+        assert not lighter.is_alive() and set(lit) == set(rids)
+        snap = read_db(db)
+        for rid in rids:
+            mine = [c for c in calls if c.tag == rid]
+            assert sorted(c.status for c in mine) == [200, 409], [c.answer for c in mine]
+            loser = next(c for c in mine if c.status == 409)
+            assert loser.answer["error"]["state"] == "CANCELLED", loser.answer
+            transitions = [(a.detail["from"], a.detail["to"]) for a in snap.audit[rid] if a.action == "transition"]
+            tail = [("PROVISIONING", "ACTIVE"), ("ACTIVE", "CANCELLED")] if lit[rid] else \
+                [("PROVISIONING", "CANCELLED")]
+            assert transitions == [("HELD", "RESERVED"), ("RESERVED", "PROVISIONING"), *tail], (lit[rid], transitions)
+        released = [i.reservation_id for i in store.to_release()]
+        assert sorted(released) == sorted(rids)  # each once, lit first or late
+        for rid in rids:
+            assert store.mark_released(rid, time.time()) is True
+        assert [i.reservation_id for i in store.installed() if i.reservation_id in rids] == []
+    finally:
+        store.db.dispose()
+    return {"reservations": n, "cancels": len(calls), "lit_before_cancel": sum(lit.values()),
+            "cancelled_before_lit": n - sum(lit.values()), "seconds": round(seconds, 2)}
 
 
 def test_a_login_holds_on_every_instance_with_the_same_secret_key(tmp_path: Path) -> None:
