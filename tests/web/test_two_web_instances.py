@@ -431,7 +431,7 @@ def controller_race(urls: list[str], db: str, token: str, n: int = 6) -> dict[st
     start = time.time() + 4.0
     rids = []
     for i in range(n):
-        body = {"name": f"lit-{i}", "src": "S1:1", "dst": "S3:1", "bandwidth": 1.0, "start": iso(start),
+        body: dict[str, Any] = {"name": f"lit-{i}", "src": "S1:1", "dst": "S3:1", "bandwidth": 1.0, "start": iso(start),
                 "end": iso(start + WINDOW)}
         r = requests.post(f"{urls[i % 2]}/api/v1/reservations", json=body, headers=h, timeout=30)
         assert r.status_code == 201, r.text
