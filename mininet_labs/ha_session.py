@@ -77,6 +77,9 @@ class HaSession(LabSession):
             raise
         return self
 
+    def __enter__(self) -> HaSession:
+        return self.start()
+
     def _start_member(self, m: Member) -> None:
         """Start one controller with this session's arguments, its own ports, logs and [ha] name."""
         m.workdir.mkdir(parents=True, exist_ok=True)

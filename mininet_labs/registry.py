@@ -30,6 +30,10 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
     Lab("fibre-cut", "mininet_labs.fibre_cut",
         "cut fibres under a lit reservation probed at 1 packet/ms: detection, restoration on a new path, loss",
         "OSCARS-TE failure recovery (Fig. 2 testbed, mesh6)"),
+    Lab("controller-failover", "mininet_labs.controller_failover",
+        "three controllers elected through etcd: the leader killed, the next one frozen; takeover time, "
+        "probe loss on a lit reservation, a reservation starting meanwhile, duplicate/orphan XCONs and rules",
+        "OSCARS-TE control plane availability (Fig. 2 testbed, several controllers)"),
     Lab("planned-vs-oneshot", "mininet_labs.planned_vs_oneshot",
         "move a 1 kHz UDP probe flow onto a new circuit: ordered plan vs all messages at once",
         "OSCARS-TE Fig. 6/8-9"),
