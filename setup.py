@@ -31,6 +31,7 @@ setup(
         "psycopg[binary]>=3.1",
         "PyYAML>=6.0",
         "requests>=2.31",
+        "cryptography>=38",  # mlte pki: the CA and certificates for OpenFlow over TLS
     ],
     extras_require={
         "dev": [

@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-file", help="also log handler exceptions to this file")
     p.add_argument("--state-file", help="keep what the optical scan learnt in this JSON file across restarts "
                                         "(default [controller] state_file; created on the first scan)")
+    p.add_argument("--tls-dir", help="OpenFlow over TLS only, with this `mlte pki init` directory's CA and "
+                                     "controller certificate (sets [controller] tls = true and tls_dir)")
     p.set_defaults(func=_run)
 
 
@@ -51,6 +53,8 @@ def _run(args: argparse.Namespace) -> int:
         cfg["db"]["url"] = args.db_url
     if args.state_file:
         ctl["state_file"] = args.state_file
+    if args.tls_dir:
+        ctl["tls"], ctl["tls_dir"] = True, args.tls_dir
     _check_settings(args, cfg)
     if ctl["state_file"]:
         from app.controller.state_file import StateFileError, load
