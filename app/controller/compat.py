@@ -8,10 +8,13 @@
   (``--ctl-privkey``/``--ctl-cert``/``--ca-certs``) already listens TLS-only on
   ``--ofp-ssl-listen-port`` and requires a client certificate when ``--ca-certs`` is set, but a
   refused handshake escapes as "hub: uncaught exception" with a traceback, a peer that never
-  handshakes holds its green thread for ever, and it accepts TLS 1.0. :func:`patch_tls_listener`
+  handshakes holds its green thread for ever, it accepts TLS 1.0 — and it hangs: ``hub.patch()`` is
+  ``eventlet.monkey_patch(thread=True)``, which leaves ``ssl`` unpatched, so its plain ``SSLSocket``
+  over the green socket blocks the whole hub in ``recv`` and the switch never gets its HELLO (OVS:
+  "connection timed out" right after a good handshake). :func:`patch_tls_listener`
   replaces ``OpenFlowController.server_loop`` (when those options are set) with one that requires
-  TLS >= 1.2 and a client certificate from the CA, bounds the handshake by ``socket_timeout`` and
-  logs a refused peer as one WARNING line.
+  TLS >= 1.2 and a client certificate from the CA through eventlet's green ``SSLContext``, bounds
+  the handshake by ``socket_timeout`` and logs a refused peer as one WARNING line.
 """
 from __future__ import annotations
 
@@ -29,10 +32,11 @@ def patch_os_ken() -> None:
     patch_tls_listener()
 
 
-def server_context(ca: str, cert: str, key: str) -> ssl.SSLContext:
+def server_context(ca: str, cert: str, key: str, context: type[ssl.SSLContext] = ssl.SSLContext) -> ssl.SSLContext:
     """The controller's TLS context: TLS >= 1.2, our certificate, client certificates required and
-    checked against ``ca``. Raises OSError / ssl.SSLError for a missing, unreadable or bad file."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    checked against ``ca``. Raises OSError / ssl.SSLError for a missing, unreadable or bad file.
+    ``context``: the class (eventlet's green one in the controller)."""
+    ctx = context(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.verify_mode = ssl.CERT_REQUIRED
     ctx.load_cert_chain(cert, key)
@@ -52,7 +56,9 @@ def patch_tls_listener() -> None:
             return original(self, ofp_tcp_listen_port, ofp_ssl_listen_port)
         if conf.ca_certs is None:  # never TLS without checking the switches' certificates
             raise RuntimeError("OpenFlow TLS needs --ca-certs: client certificates are required")
-        ctx = server_context(conf.ca_certs, conf.ctl_cert, conf.ctl_privkey)  # green: the hub is patched by now
+        from eventlet.green import ssl as green_ssl  # a plain SSLSocket would block the hub (above)
+
+        ctx = server_context(conf.ca_certs, conf.ctl_cert, conf.ctl_privkey, green_ssl.SSLContext)
 
         def handle(sock: Any, addr: tuple) -> None:
             sock.settimeout(conf.socket_timeout)  # a peer that never handshakes is dropped
