@@ -124,7 +124,8 @@ class OtsSwitch(OVSSwitch):
         if self.agent is not None and self.agent.poll() is None:
             raise RuntimeError(f"the OTS agent of {self.name} is already running (pid {self.agent.pid})")
         cmd = [agent_python(), "-m", "ots_virtual", "--bridge", self.name, "--dpid", f"0x{self.dpid}",
-               "--ports", self.ots_ports, "--controller", self.controller_target, "--delay-min", str(self.delay[0]),
+               "--ports", self.ots_ports, "--controller", ("ssl:" if self.agent_tls else "") + self.controller_target,
+               "--delay-min", str(self.delay[0]),
                "--delay-max", str(self.delay[1]), "--unit-mbps", str(self.unit_mbps)]
         if self.agent_log:
             cmd += ["--log", self.agent_log]
@@ -178,8 +179,9 @@ class TlsFiles:
 
 
 #: The OTS agent's TLS client options (key, certificate, CA), once ``python -m ots_virtual`` has them
-#: (they come with the agent's TLS client, branch ha-ots): MERGE POINT — set e.g.
-#: ``("--ssl-key", "--ssl-cert", "--ssl-ca")``; until then a TLS lab takes packet switches only.
+#: (they come with the agent's TLS client, branch ha-ots, which also takes ``--controller ssl:HOST:PORT``
+#: as passed below): MERGE POINT — set ``("--ssl-key", "--ssl-cert", "--ssl-ca")``; until then a TLS
+#: lab takes packet switches only.
 AGENT_TLS_OPTIONS: tuple[str, str, str] | None = None
 
 
