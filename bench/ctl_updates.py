@@ -21,7 +21,7 @@ the comparison runs on Fig. 2's packet switches alone (A, B, C, a cable A:3-C:1 
 circuit would be): the rule updates only.
 
     sudo .venv/bin/python bench/ctl_updates.py --json bench/results/ctl_updates.json [--quick]
-    sudo .venv/bin/python bench/ctl_updates.py --tls-compare --json bench/results/ctl_updates_tls.json
+    sudo .venv/bin/python bench/ctl_updates.py --tls-compare --json bench/results/ctl_tls.json   # = bench/ctl_tls.py
 """
 from __future__ import annotations
 
