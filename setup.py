@@ -32,6 +32,7 @@ setup(
         "PyYAML>=6.0",
         "requests>=2.31",
         "etcd3gw>=2.7",
+        "cryptography>=38",  # mlte pki: the CA and certificates for OpenFlow over TLS
     ],
     extras_require={
         "dev": [

@@ -44,6 +44,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "restore": True,  # re-light reservations a failure broke, on a new path (docs/failures.md)
         "restore_holdoff": 0.0,  # seconds to wait after a failure before restoring (a flapping port settles)
         "restore_retry": 2.0,  # first back-off (s) of a DEGRADED reservation's retries; doubles up to 30 s
+        # OpenFlow over TLS (docs/operations.md): listen_port then takes TLS only (no plain listener) and
+        # every switch and OTS agent must show a certificate signed by the CA
+        "tls": False,
+        "tls_dir": "",  # a `mlte pki init` directory: ca-cert.pem, controller-cert.pem, controller-key.pem
+        "tls_ca": "",  # the CA certificate(s) switches' certificates are checked against ("" = tls_dir's)
+        "tls_cert": "",  # the controller's certificate ("" = tls_dir's)
+        "tls_key": "",  # the controller's private key ("" = tls_dir's)
     },
     "ots": {
         "provision_delay_min": 0.150,  # seconds an XCON stays dark (drawn uniformly in [min, max])
@@ -172,6 +179,7 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError("[controller] restore_retry must be a finite number of seconds > 0")
     if not 0 <= cfg["controller"]["circuit_stable_ms"] < float("inf"):
         raise ConfigError("[controller] circuit_stable_ms must be a finite number >= 0")
+    _check_tls(cfg["controller"])
     ots = cfg["ots"]
     if not 0 <= ots["provision_delay_min"] <= ots["provision_delay_max"]:
         raise ConfigError("[ots] needs 0 <= provision_delay_min <= provision_delay_max")
@@ -197,6 +205,20 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 #: ``[pce] solver``: the LP solvers PuLP drives here (pce/highs.py and PuLP's bundled CBC).
 PCE_SOLVERS = ("highs", "cbc")
+
+
+def tls_files(ctl: dict[str, Any]) -> tuple[str, str, str]:
+    """``[controller]``'s TLS files (CA, certificate, key): each explicit key, else its file in ``tls_dir``."""
+    d = Path(ctl["tls_dir"])
+    return (ctl["tls_ca"] or str(d / "ca-cert.pem"), ctl["tls_cert"] or str(d / "controller-cert.pem"),
+            ctl["tls_key"] or str(d / "controller-key.pem"))
+
+
+def _check_tls(ctl: dict[str, Any]) -> None:
+    """``tls = true`` needs every file named, by ``tls_dir`` or by the three path keys."""
+    if ctl["tls"] and not ctl["tls_dir"] and not (ctl["tls_ca"] and ctl["tls_cert"] and ctl["tls_key"]):
+        raise ConfigError("[controller] tls = true needs tls_dir (a `mlte pki init` directory) "
+                          "or all of tls_ca, tls_cert and tls_key")
 
 
 def _check_pce(pce: dict[str, Any]) -> None:

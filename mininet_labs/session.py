@@ -20,7 +20,7 @@ from typing import Any
 
 from app.controller.client import ControllerClient, wait_until
 from mininet_labs.circuits import directed
-from mininet_labs.testbed import PROJECT_ROOT, LabNet
+from mininet_labs.testbed import PROJECT_ROOT, LabNet, TlsFiles
 from topology.spec import LabSpec
 
 
@@ -58,7 +58,7 @@ class LabSession:
                  delay: tuple[float, float] = (0.150, 0.220), shaping: bool = True,
                  static_file: str | None = None, of_port: int | None = None, api_port: int | None = None,
                  extra_apps: tuple[str, ...] = (), controller_args: tuple[str, ...] = (),
-                 config_file: str | None = None, state_file: str | None = None) -> None:
+                 config_file: str | None = None, state_file: str | None = None, tls: bool = False) -> None:
         self.spec = spec
         self.workdir = Path(workdir).resolve()  # the controller runs in the project root: absolute paths only
         self.prefix = random_prefix() if prefix is None else prefix
@@ -79,13 +79,17 @@ class LabSession:
         self.client = ControllerClient(port=self.api_port, token_file=str(self.token_file))
         self.controller: subprocess.Popen | None = None
         self.lab: LabNet | None = None
+        # OpenFlow over TLS: a CA and certificates in <workdir>/pki (made once), the controller TLS-only
+        self.tls_dir: Path | None = self.workdir / "pki" if tls else None
 
     # ---- life cycle ------------------------------------------------------------------------------
     def start(self, timeout: float = 60.0) -> LabSession:
         try:
+            self.switch_tls()  # the CA before the controller, which loads it
             self._start_controller()
             self.lab = LabNet(self.spec, prefix=self.prefix, controller=("127.0.0.1", self.of_port),
-                              delay=self.delay, shaping=self.shaping, agent_log_dir=str(self.workdir))
+                              delay=self.delay, shaping=self.shaping, agent_log_dir=str(self.workdir),
+                              tls=self.switch_tls())
             self.lab.start()
             self.wait_connected(timeout)
         except BaseException:
@@ -120,6 +124,8 @@ class LabSession:
                "--db-url", f"sqlite:///{self.workdir / 'capabilities.db'}",
                "--log-file", str(self.workdir / "controller-errors.log"),
                "--api-token-file", str(self.token_file)]
+        if self.tls_dir is not None:
+            cmd += ["--tls-dir", str(self.tls_dir)]
         if self.static_file:
             cmd += ["--static-file", str(self.static_file)]
         if self.state_file:
@@ -142,6 +148,17 @@ class LabSession:
                 return
             time.sleep(0.1)
         raise LabStartError(f"controller API did not come up within 30 s (log: {self.workdir / 'controller.log'})")
+
+    def switch_tls(self) -> TlsFiles | None:
+        """The switches' (and agents') TLS files, making the lab's CA the first time (``mlte pki init``)."""
+        if self.tls_dir is None:
+            return None
+        from app import pki
+
+        if not (self.tls_dir / pki.CA_CERT).exists():
+            pki.init(self.tls_dir)
+        sw = pki.cert_paths(self.tls_dir, pki.SWITCH)
+        return TlsFiles(key=str(sw.key), cert=str(sw.cert), ca=str(self.tls_dir / pki.CA_CERT))
 
     def restart_controller(self, kill: bool = True) -> float:
         """Stop the controller — SIGKILL (a crash: no goodbye to the switches) or SIGTERM — and start

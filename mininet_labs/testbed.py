@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -109,6 +110,7 @@ class OtsSwitch(OVSSwitch):
         self.agent_log = agent_log
         self.agent: subprocess.Popen | None = None
         self.controller_targets = ["127.0.0.1:6653"]  # HOST:PORT the agent dials (every controller of the lab)
+        self.agent_tls: TlsFiles | None = None  # set by LabNet(tls=...): the agent dials the controllers over TLS
 
     def start(self, controllers):
         super().start([])  # the agent, not the controller, is this bridge's OpenFlow peer
@@ -122,11 +124,14 @@ class OtsSwitch(OVSSwitch):
         if self.agent is not None and self.agent.poll() is None:
             raise RuntimeError(f"the OTS agent of {self.name} is already running (pid {self.agent.pid})")
         cmd = [agent_python(), "-m", "ots_virtual", "--bridge", self.name, "--dpid", f"0x{self.dpid}",
-               "--ports", self.ots_ports, *[a for t in self.controller_targets for a in ("--controller", t)],
+               "--ports", self.ots_ports,
+               *[a for t in self.controller_targets for a in ("--controller", ("ssl:" if self.agent_tls else "") + t)],
                "--delay-min", str(self.delay[0]),
                "--delay-max", str(self.delay[1]), "--unit-mbps", str(self.unit_mbps)]
         if self.agent_log:
             cmd += ["--log", self.agent_log]
+        if self.agent_tls is not None:
+            cmd += agent_tls_args(self.agent_tls)
         env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
         # stderr (e.g. a one-line argument error, before logging starts) goes to the agent's log too
         err = open(self.agent_log, "ab") if self.agent_log else subprocess.DEVNULL
@@ -162,6 +167,42 @@ class OtsSwitch(OVSSwitch):
         for sw in switches:
             sw.stop_agent()
         return super().batchShutdown(switches, **kwargs)
+
+
+# ---- OpenFlow over TLS (issue 24; docs/operations.md "OpenFlow over TLS") ---------------------------------
+@dataclass(frozen=True)
+class TlsFiles:
+    """The PEM files a switch or an OTS agent shows the controller (``mlte pki init``'s switch-*)."""
+
+    key: str
+    cert: str
+    ca: str
+
+
+#: The OTS agent's TLS client options (key, certificate, CA): ``python -m ots_virtual --help``
+AGENT_TLS_OPTIONS = ("--ssl-key", "--ssl-cert", "--ssl-ca")
+
+
+def agent_tls_args(files: TlsFiles) -> list[str]:
+    key, cert, ca = AGENT_TLS_OPTIONS
+    return [key, files.key, cert, files.cert, ca, files.ca]
+
+
+def _ovs_ssl() -> TlsFiles | None:
+    """Open vSwitch's global SSL configuration (``ovs-vsctl get-ssl``), None when there is none."""
+    out = subprocess.run(["ovs-vsctl", "--timeout=10", "get-ssl"], capture_output=True, text=True,
+                         check=True).stdout
+    fields = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+    if not fields.get("Private key"):
+        return None
+    return TlsFiles(fields["Private key"], fields["Certificate"], fields["CA Certificate"])
+
+
+def set_ovs_ssl(files: TlsFiles | None) -> None:
+    """Set (None: delete) the key, certificate and CA every OVS bridge uses for ``ssl:`` controllers.
+    It is global to the OVS instance: :class:`LabNet` puts back what was there when it stops."""
+    cmd = ["del-ssl"] if files is None else ["set-ssl", files.key, files.cert, files.ca]
+    subprocess.run(["ovs-vsctl", "--timeout=10", *cmd], capture_output=True, text=True, check=True)
 
 
 class ExternalController(RemoteController):
@@ -209,7 +250,7 @@ class LabNet:
 
     def __init__(self, spec: LabSpec, prefix: str = "", controller: tuple[str, int] = ("127.0.0.1", 6653),
                  delay: tuple[float, float] = (0.150, 0.220), shaping: bool = True, agent_log_dir: str = "",
-                 controllers: list[tuple[str, int]] | None = None) -> None:
+                 controllers: list[tuple[str, int]] | None = None, tls: TlsFiles | None = None) -> None:
         self.spec = spec
         self.prefix = prefix
         self.controller = controller
@@ -218,6 +259,8 @@ class LabNet:
         self.delay = delay
         self.shaping = shaping
         self.agent_log_dir = agent_log_dir
+        self.tls = tls  # the bridges (OVS set-ssl) and the agents dial the controller over TLS with these files
+        self._saved_ssl: list[TlsFiles | None] = []  # OVS's SSL set-up before start(), put back by stop()
         self.net: Mininet | None = None
 
     # ---- names -----------------------------------------------------------------------------------
@@ -235,10 +278,16 @@ class LabNet:
         self.net = Mininet(topo=topo, controller=None, build=False, autoSetMacs=False, autoStaticArp=False,
                            waitConnected=False)
         for i, (host, port) in enumerate(self.controllers):
-            self.net.addController(ExternalController(f"{self.prefix}c{i}", ip=host, port=port))
+            self.net.addController(ExternalController(f"{self.prefix}c{i}", ip=host, port=port,
+                                                      protocol="ssl" if self.tls else "tcp"))
         self._sweep()  # leftovers with exactly our names (a crashed earlier run) would break the build
         try:
+            if self.tls is not None:
+                self._saved_ssl = [_ovs_ssl()]
+                set_ovs_ssl(self.tls)
             self.net.build()
+            for o in self.spec.ots if self.tls is not None else ():
+                self.net.get(self.prefix + o.name).agent_tls = self.tls
             self.net.start()
         except BaseException:
             self.stop()
@@ -264,6 +313,8 @@ class LabNet:
             except Exception:  # noqa: BLE001 - keep cleaning up below
                 pass
         self._sweep()
+        if self._saved_ssl:
+            set_ovs_ssl(self._saved_ssl.pop())
 
     def _sweep(self) -> None:
         """Delete this lab's bridges and interfaces if anything is left (by exact name only)."""

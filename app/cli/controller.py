@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                         "(default [controller] state_file; created on the first scan)")
     p.add_argument("--api-token-file", help="the control API's bearer token, made 0600 on the first start "
                                             "(default $MLTE_API_TOKEN_FILE, else [controller] api_token_file)")
+    p.add_argument("--tls-dir", help="OpenFlow over TLS only, with this `mlte pki init` directory's CA and "
+                                     "controller certificate (sets [controller] tls = true and tls_dir)")
     p.set_defaults(func=_run)
 
 
@@ -53,6 +55,8 @@ def _run(args: argparse.Namespace) -> int:
         cfg["db"]["url"] = args.db_url
     if args.state_file:
         ctl["state_file"] = args.state_file
+    if args.tls_dir:
+        ctl["tls"], ctl["tls_dir"] = True, args.tls_dir
     _check_settings(args, cfg)
     _check_credential(args, ctl)
     if ctl["state_file"]:

@@ -11,7 +11,7 @@ import logging
 import sys
 
 #: Subcommand modules, in the order they appear in ``mlte --help``.
-COMMAND_MODULES = ["controller", "lab", "plans", "topology", "pce", "monitor", "web", "config_cmd"]
+COMMAND_MODULES = ["controller", "lab", "plans", "topology", "pce", "monitor", "web", "config_cmd", "pki"]
 
 
 def _version() -> str:

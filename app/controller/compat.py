@@ -1,14 +1,76 @@
-"""Work-arounds for os-ken 4.2.2 bugs that break a mixed OF1.0 + OF1.3 controller.
+"""Work-arounds for os-ken 4.2.2 bugs that break a mixed OF1.0 + OF1.3 controller, and its TLS listener.
 
 - ``os_ken.controller.ofp_handler.error_msg_handler`` reads ``ofp.OFPET_EXPERIMENTER``, which
   ``ofproto_v1_0`` lacks: the AttributeError is raised in the datapath's receive loop, so the first
   OpenFlow ERROR from an OF1.0 switch (an OTS refusing a non-XCON FLOW_MOD) drops its connection.
   The fix lives next to the OTS protocol helpers (``ots_virtual.protocol``); we apply it here.
+- OpenFlow over TLS (``[controller] tls``, docs/operations.md): os-ken's own TLS listener
+  (``--ctl-privkey``/``--ctl-cert``/``--ca-certs``) already listens TLS-only on
+  ``--ofp-ssl-listen-port`` and requires a client certificate when ``--ca-certs`` is set, but a
+  refused handshake escapes as "hub: uncaught exception" with a traceback, a peer that never
+  handshakes holds its green thread for ever, it accepts TLS 1.0 — and it hangs: ``hub.patch()`` is
+  ``eventlet.monkey_patch(thread=True)``, which leaves ``ssl`` unpatched, so its plain ``SSLSocket``
+  over the green socket blocks the whole hub in ``recv`` and the switch never gets its HELLO (OVS:
+  "connection timed out" right after a good handshake). :func:`patch_tls_listener`
+  replaces ``OpenFlowController.server_loop`` (when those options are set) with one that requires
+  TLS >= 1.2 and a client certificate from the CA through eventlet's green ``SSLContext``, bounds
+  the handshake by ``socket_timeout`` and logs a refused peer as one WARNING line.
 """
 from __future__ import annotations
+
+import logging
+import ssl
+from typing import Any
+
+LOG = logging.getLogger("mlte.controller.tls")
 
 
 def patch_os_ken() -> None:
     from ots_virtual.protocol import patch_os_ken_of10_errors
 
     patch_os_ken_of10_errors()
+    patch_tls_listener()
+
+
+def server_context(ca: str, cert: str, key: str, context: type[ssl.SSLContext] = ssl.SSLContext) -> ssl.SSLContext:
+    """The controller's TLS context: TLS >= 1.2, our certificate, client certificates required and
+    checked against ``ca``. Raises OSError / ssl.SSLError for a missing, unreadable or bad file.
+    ``context``: the class (eventlet's green one in the controller)."""
+    ctx = context(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.load_cert_chain(cert, key)
+    ctx.load_verify_locations(ca)
+    return ctx
+
+
+def patch_tls_listener() -> None:
+    import os_ken.base.app_manager  # noqa: F401 - first: importing os_ken.controller.controller alone is circular
+    from os_ken.controller import controller as osc
+
+    original = getattr(osc.OpenFlowController.server_loop, "mlte_original", osc.OpenFlowController.server_loop)
+
+    def server_loop(self: Any, ofp_tcp_listen_port: int, ofp_ssl_listen_port: int) -> None:
+        conf = osc.CONF
+        if conf.ctl_privkey is None or conf.ctl_cert is None:
+            return original(self, ofp_tcp_listen_port, ofp_ssl_listen_port)
+        if conf.ca_certs is None:  # never TLS without checking the switches' certificates
+            raise RuntimeError("OpenFlow TLS needs --ca-certs: client certificates are required")
+        from eventlet.green import ssl as green_ssl  # a plain SSLSocket would block the hub (above)
+
+        ctx = server_context(conf.ca_certs, conf.ctl_cert, conf.ctl_privkey, green_ssl.SSLContext)
+
+        def handle(sock: Any, addr: tuple) -> None:
+            sock.settimeout(conf.socket_timeout)  # a peer that never handshakes is dropped
+            try:
+                tls = ctx.wrap_socket(sock, server_side=True)
+            except (ssl.SSLError, OSError) as exc:
+                LOG.warning("OpenFlow TLS handshake from %s:%s refused: %s", addr[0], addr[1], exc)
+                sock.close()
+                return
+            osc.datapath_connection_factory(tls, addr)
+
+        osc.hub.StreamServer((conf.ofp_listen_host, ofp_ssl_listen_port), handle).serve_forever()
+
+    server_loop.mlte_original = original  # type: ignore[attr-defined]
+    osc.OpenFlowController.server_loop = server_loop

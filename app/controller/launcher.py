@@ -87,12 +87,38 @@ def check_app_modules(modules: list[str]) -> None:
             raise ConfigError(f"--app {mod}: no such module")
 
 
+def tls_args(ctl: dict[str, Any]) -> list[str]:
+    """os-ken's options for ``[controller] tls``: TLS only on ``listen_port`` (no plain-TCP listener),
+    client certificates required (app/controller/compat.py). Each file is tried now, so a missing,
+    unreadable or mismatched one is a one-line ConfigError naming its key, not a failure inside os-ken."""
+    import ssl
+
+    from app.config import tls_files
+    from app.controller.compat import server_context
+    from app.errors import ConfigError
+
+    ca, cert, key = tls_files(ctl)
+    for name, path in (("tls_ca", ca), ("tls_cert", cert), ("tls_key", key)):
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise ConfigError(f"[controller] {name} {path}: {exc.strerror or exc}") from None
+    try:
+        server_context(ca, cert, key)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise ConfigError(f"[controller] TLS files {ca}, {cert}, {key}: {exc}") from None
+    return ["--ofp-ssl-listen-port", str(ctl["listen_port"]), "--ctl-privkey", key, "--ctl-cert", cert,
+            "--ca-certs", ca]
+
+
 def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
         extra_apps: list[str] | None = None, host_names: dict[str, str] | None = None) -> None:
     """Run the controller until interrupted (blocks); ``extra_apps``: more os-ken app modules to load
     (each must declare ``OFP_VERSIONS = [OF1.0, OF1.3]``, see docs/controller.md)."""
     ctl = cfg["controller"]
     check_app_modules(extra_apps or [])
+    of_args = tls_args(ctl) if ctl.get("tls") else ["--ofp-tcp-listen-port", str(ctl["listen_port"])]
     _check_free(str(ctl["listen_host"]), int(ctl["listen_port"]), "OpenFlow listen address")
     _check_free(str(ctl["api_host"]), int(ctl["api_port"]), "control API address")
     _select_hub()
@@ -129,8 +155,7 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
         args=[
             "--ofp-listen-host",
             str(ctl["listen_host"]),
-            "--ofp-tcp-listen-port",
-            str(ctl["listen_port"]),
+            *of_args,
         ],
         project="os_ken",
     )
@@ -138,6 +163,6 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
     # never: os-ken's own echo loop closes the session (docs/failures.md)
     oscfg.CONF.set_override("echo_request_interval", float(ctl["echo_interval"]))
     oscfg.CONF.set_override("maximum_unreplied_echo_requests", int(ctl["echo_misses"]))
-    _announce(f"mlte controller: OpenFlow on {ctl['listen_host']}:{ctl['listen_port']}, "
+    _announce(f"mlte controller: OpenFlow{' over TLS' if ctl.get('tls') else ''} on {ctl['listen_host']}:{ctl['listen_port']}, "
               f"control API on http://{ctl['api_host']}:{ctl['api_port']}")
     AppManager.run_apps(apps)
