@@ -99,6 +99,7 @@ RETRY_S = 0.1  # how often the waiting elephants are looked at for a newer count
 #: seconds after the start the takeover waits at most for the nodes its records name (a node that does not
 #: come back leaves its records in the store for a later controller)
 TAKEOVER_WAIT_S = 30.0
+HELD_EVENTS = 64  # monitor events kept (the newest) while the takeover pass is not done
 
 
 class GainSettings(TypedDict):
@@ -163,6 +164,7 @@ class TeApp(app_manager.OSKenApp):
         self.store = open_store(str(ctl.get("state_file", "")))
         self.epoch: int | None = None
         self.adopted = False  # the takeover pass is done (until then no new decision is taken)
+        self.held_events: list[EventMonitor] = []  # monitor events that came before it, decided after it
         self.started = self.last_enter = time.monotonic()
         self.settle = reconcile.settle_seconds(float(ctl["link_timeout"]), float(ctl["lldp_interval"]))
         routes = kwargs.get(ROUTES)
@@ -216,9 +218,9 @@ class TeApp(app_manager.OSKenApp):
     @loud
     def _monitor(self, ev: EventMonitor) -> None:
         e: Event = ev.event
-        if not self.adopted:
-            LOG.info("TE: %s on %s left: the takeover of the previous controller's circuits is not done", e.kind,
-                     e.circuit)
+        if not self.adopted:  # decided once the takeover pass is done (an imbalance is announced only once)
+            LOG.info("TE: %s on %s waits for the takeover of the previous controller's circuits", e.kind, e.circuit)
+            self.held_events = [*self.held_events[-(HELD_EVENTS - 1):], ev]
             return
         if e.kind == BALANCED_GROWTH:
             for g in self.growth.on_event(e, self.view.graph()[0], time.monotonic()):
@@ -437,7 +439,10 @@ class TeApp(app_manager.OSKenApp):
             hub.spawn(self._run_release, rel)
         JOURNAL.add("te_takeover", adopted=len(result.keep), released=len(result.release),
                     forgotten=len(result.forget), deferred=len(result.deferred),
-                    waited_s=round(now - self.started, 3))
+                    waited_s=round(now - self.started, 3), held_events=len(self.held_events))
+        held, self.held_events = self.held_events, []
+        for ev in held:  # what the monitor said meanwhile, decided now (an adopted elephant: "already offloaded")
+            self._monitor(ev)
 
     def _run_release(self, rel: Release) -> None:
         """A takeover's release, once, through the runner like every release; its record goes when it is done

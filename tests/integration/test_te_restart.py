@@ -46,6 +46,16 @@ def offloads_done(lab, since: int = 0) -> list[dict]:
     return [e for e in lab.client.events(since, "te_done") if e["decision"] == "offload" and e["ok"]]
 
 
+def wait_offloaded(lab, since: int, what: str) -> dict:
+    """The first offload done after ``since``; on a timeout the TE loop's decisions say why not."""
+    try:
+        return wait_until(lambda: offloads_done(lab, since), 30, what)[0]
+    except TimeoutError as exc:
+        why = [(e["decision"], e["reason"]) for e in lab.client.events(since, "te_decision")]
+        raise AssertionError(f"{exc}; decisions: {why}; monitor: {lab.client.events(since, 'monitor')[-5:]}; "
+                             f"te: {lab.client.request('GET', '/te')}") from None
+
+
 def te_xcons(lab) -> set[tuple[str, int]]:
     """XCON directions (OTS, in_port) that are not the static circuit 'initial'."""
     return {(x["ots"], x["in_port"]) for x in lab.client.xcons()} - INITIAL
@@ -62,7 +72,7 @@ def test_an_offload_survives_a_restart_is_released_when_its_elephant_ends_and_a_
     t0 = time.time()
     proc = flows(lab, 45000, 40)
     try:
-        (done,) = wait_until(lambda: offloads_done(lab, since), 25, "the elephant offloaded")[:1]
+        done = wait_offloaded(lab, since, "the elephant offloaded")
         offloaded_s = done["t"] - t0
         xcons = te_xcons(lab)
         assert len(xcons) == 4, lab.client.xcons()  # the temporary circuit: 2 XCONs, 4 directions
@@ -98,7 +108,7 @@ def test_an_offload_survives_a_restart_is_released_when_its_elephant_ends_and_a_
     t1 = time.time()
     proc = flows(lab, 45200, 14)
     try:
-        again = wait_until(lambda: offloads_done(lab, since), 25, "the later elephant offloaded")[0]
+        again = wait_offloaded(lab, since, "the later elephant offloaded")
     finally:
         stop(proc)
     skips = [e for e in lab.client.events(since, "te_decision") if "no free circuit" in e["reason"]]
