@@ -117,5 +117,6 @@ def test_an_offload_survives_a_restart_is_released_when_its_elephant_ends_and_a_
                RELEASE_BOUND_S, "the later offload released")
     assert te_xcons(lab) == set()
     print(f"\nTE restart: offloaded {offloaded_s:.2f} s after the elephant started; takeover pass "
-          f"{took_s:.2f} s after the SIGKILL (adopted 1); released {released_s:.2f} s after the elephant "
+          f"{took_s:.2f} s after the SIGKILL ({takeover['waited_s']:.2f} s after the new process started; "
+          f"adopted 1); released {released_s:.2f} s after the elephant "
           f"ended; a later elephant offloaded {again['t'] - t1:.2f} s after it started")
