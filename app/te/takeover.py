@@ -214,6 +214,7 @@ def adopt(records: Iterable[TeRecord], state: SwitchState) -> Adoption:
     a node that did not answer is deferred (left in the store for a later pass). TE rules no record
     explains are released per (band, id), with the lit circuit they steer into or out of."""
     out = Adoption()
+    records = list(records)
     index = _rule_index(state.rules)
     explained: set[tuple[Any, ...]] = set()
     for rec in sorted(records, key=lambda r: r.key):
@@ -245,7 +246,9 @@ def adopt(records: Iterable[TeRecord], state: SwitchState) -> Adoption:
         plan = _release_plan(xcons, egress, ingress, f"takeover-release-{rec.kind}{rec.ident}")
         out.release.append(Release(f"{rec.kind} {rec.ident} on circuit {rec.body.circuit_id}: {why}", plan, rec,
                                    rec.owner))
-    out.release += _orphans([r for k, r in index.items() if k not in explained], state.circuits, out.max_ident)
+    owned = {(x.ots, p) for rec in records for x in rec.xcons for p in x.ports}  # a record's circuit is its own
+    circuits = {end: xs for end, xs in state.circuits.items() if not {(x.ots, p) for x in xs for p in x.ports} & owned}
+    out.release += _orphans([r for k, r in index.items() if k not in explained], circuits, out.max_ident)
     return out
 
 

@@ -301,3 +301,22 @@ def test_a_bad_store_file_is_a_one_line_error(tmp_path, text, why):
     with pytest.raises(StoreError) as err:
         FileTeStore(p)
     assert why in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_orphan_rule_never_takes_a_recorded_circuit_down():
+    """A stray steer rule of another id that outputs into a recorded offload's circuit: the rule goes,
+    the circuit stays with its record."""
+    net = fig2.FakeNetwork.from_spec(fig2.fig2_testbed(), xcon_delay_s=0.02)
+    try:
+        net.preload(INITIAL, [])
+        off, rec = offloaded(net)
+        stray = FlowRule("A", "steer", off.ident + 5, off.ingress[0].priority,
+                         (("in_port", 2), ("eth_type", 0x0800), ("ipv4_dst", "10.0.0.4")), off.ends[0][1])
+        assert net.install_flow(stray).ok
+        result = adopt([rec], state_of(net, the_circuit(off)))
+        assert [r.key for r in result.keep] == [rec.key]
+        (rel,) = result.release
+        assert rel.record is None and [s.kind for s in rel.plan.steps] == ["flow_remove"]
+        assert result.max_ident[OFFLOAD] == off.ident + 5
+    finally:
+        net.close()
