@@ -320,3 +320,14 @@ def test_an_orphan_rule_never_takes_a_recorded_circuit_down():
         assert result.max_ident[OFFLOAD] == off.ident + 5
     finally:
         net.close()
+
+
+def test_the_controller_refuses_a_bad_te_state_file_in_one_line(tmp_path, capsys):
+    from app.cli.main import main
+
+    (tmp_path / "state.json").write_text('{"format": "mlte-controller-state", "version": 1}')
+    (tmp_path / "state.te.json").write_text('{"format": "mlte-te-state", "version": 1, "records": 3}')
+    assert main(["controller", "--state-file", str(tmp_path / "state.json"), "--of-port", "1", "--api-port", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "TE state file" in err and "'records' must be a list" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
