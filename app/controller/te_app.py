@@ -163,7 +163,9 @@ class TeApp(app_manager.OSKenApp):
         ctl = SETTINGS.section("controller")
         self.store = open_store(str(ctl.get("state_file", "")))
         self.epoch: int | None = None
-        self.adopted = False  # the takeover pass is done (until then no new decision is taken)
+        self.adopted = False  # decisions allowed: the takeover pass is done, or there was nothing to take over
+        self.taken_over = False  # the takeover pass is done
+        self.own: set[tuple[str, int]] = set()  # records this process wrote (not the takeover's to decide)
         self.held_events: list[EventMonitor] = []  # monitor events that came before it, decided after it
         self.started = self.last_enter = time.monotonic()
         self.settle = reconcile.settle_seconds(float(ctl["link_timeout"]), float(ctl["lldp_interval"]))
@@ -345,6 +347,7 @@ class TeApp(app_manager.OSKenApp):
     def _persist(self, record: TeRecord) -> None:
         try:
             self.store.put(record)
+            self.own.add(record.key)
         except (StoreError, OSError) as exc:  # the circuit still works; a takeover would release it
             guard.failures.append(f"te store: {exc!r}")
             guard.ERROR_LOG.error("TE store: %s %s not recorded: %s", record.kind, record.ident, exc)
@@ -352,6 +355,7 @@ class TeApp(app_manager.OSKenApp):
     def _forget(self, record: TeRecord) -> None:
         try:
             self.store.remove(record.kind, record.ident, self.epoch)
+            self.own.discard(record.key)
         except (StoreError, OSError) as exc:
             guard.failures.append(f"te store: {exc!r}")
             guard.ERROR_LOG.error("TE store: %s %s not removed: %s", record.kind, record.ident, exc)
@@ -406,11 +410,14 @@ class TeApp(app_manager.OSKenApp):
         """Once, after the start: adopt the stored offloads and growths the switches still hold, release the
         rest and the TE rules no record owns (:func:`app.te.takeover.adopt`)."""
         now = time.monotonic()
-        records = self.store.load()
+        loaded = self.store.load()
+        records = [r for r in loaded if r.key not in self.own]
         if not self._takeover_due(records, now):
+            if not records and not self.adopted:
+                self._early_start()
             return
-        result = adopt(records, self.switch_state())
-        self.adopted = True
+        result = adopt(records, self.switch_state(), live=[r for r in loaded if r.key in self.own])
+        self.taken_over = True
         self.decider.skip_ids(max(result.max_ident.get(OFFLOAD, 0), result.max_ident.get(GROWTH, 0)))
         self.growth.skip_ids(max(result.max_ident.values(), default=0))
         wall = time.time()
@@ -440,8 +447,32 @@ class TeApp(app_manager.OSKenApp):
         JOURNAL.add("te_takeover", adopted=len(result.keep), released=len(result.release),
                     forgotten=len(result.forget), deferred=len(result.deferred),
                     waited_s=round(now - self.started, 3), held_events=len(self.held_events))
+        self._open()
+
+    def _early_start(self) -> None:
+        """No record to take over: decisions need not wait for the switches to settle if the packet switches
+        connected so far hold no TE rule. The full pass still runs once they settle (orphans on a switch that
+        connects later); it leaves this process's own records alone."""
+        packet = [sw for sw in self.view.switches.values() if sw.kind == PACKET]
+        if not packet:
+            return
+        for sw in packet:
+            try:
+                held = [st for band in TE_BANDS for st in self.southbound.flow_stats(sw.dpid, band.cookie(), band.mask())]
+            except Exception as exc:  # noqa: BLE001 - a switch that does not answer: wait for the full pass
+                LOG.warning("TE early start: rules of %s: %s", sw.name, exc)
+                return
+            if held:
+                return
+        LOG.info("TE: no record and no TE rule on %d packet switch(es): deciding before the takeover pass", len(packet))
+        self._open()
+
+    def _open(self) -> None:
+        """Decisions from now on; what the monitor said meanwhile is decided now (an adopted elephant:
+        "already offloaded")."""
+        self.adopted = True
         held, self.held_events = self.held_events, []
-        for ev in held:  # what the monitor said meanwhile, decided now (an adopted elephant: "already offloaded")
+        for ev in held:
             self._monitor(ev)
 
     def _run_release(self, rel: Release) -> None:
@@ -482,9 +513,10 @@ class TeApp(app_manager.OSKenApp):
         self.services.run("poll", self._poll_once)
 
     def _poll_once(self) -> None:
-        if not self.adopted:
+        if not self.taken_over:
             self._takeover()
-            return
+            if not self.taken_over:
+                return  # (an early start decides on monitor events meanwhile; the counters wait for the pass)
         for off in list(self.decider.offloads.values()):
             self._check_gone(off)
         for g in list(self.growth.growths.values()):
@@ -563,5 +595,5 @@ class TeApp(app_manager.OSKenApp):
             hub.spawn(self._run, d)
 
     def status(self) -> dict[str, Any]:
-        return {"adopted": self.adopted, "offloads": {str(k): o.to_json() for k, o in self.decider.offloads.items()},
+        return {"adopted": self.taken_over, "deciding": self.adopted, "offloads": {str(k): o.to_json() for k, o in self.decider.offloads.items()},
                 "growths": {k: g.to_json() for k, g in self.growth.growths.items()}}

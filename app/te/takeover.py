@@ -205,18 +205,20 @@ def _release_plan(xcons: list[XconSpec], egress: list[FlowRule], ingress: list[F
     return planner.release(xcons, egress, ingress, drain=False, plan_id=plan_id)
 
 
-def adopt(records: Iterable[TeRecord], state: SwitchState) -> Adoption:
+def adopt(records: Iterable[TeRecord], state: SwitchState, live: Iterable[TeRecord] = ()) -> Adoption:
     """Decide, once, what a new controller does with the stored records and what the switches hold.
 
     Per record: ``lit`` with every rule (same key, cookie and output) and both directions of every
     XCON on the switches → keep; otherwise the parts that are there are released (ingress rules, then
     egress rules, then XCONs: :func:`app.update.planner.release`); nothing there → forget. A record on
     a node that did not answer is deferred (left in the store for a later pass). TE rules no record
-    explains are released per (band, id), with the lit circuit they steer into or out of."""
+    explains are released per (band, id), with the lit circuit they steer into or out of. ``live``: records
+    of the deciding controller itself (written since it started): not decided here, but their rules are
+    explained and their circuits never an orphan's."""
     out = Adoption()
-    records = list(records)
+    records, live = list(records), list(live)
     index = _rule_index(state.rules)
-    explained: set[tuple[Any, ...]] = set()
+    explained: set[tuple[Any, ...]] = {(*r.key(), r.cookie) for rec in live for r in rec.ingress + rec.egress}
     for rec in sorted(records, key=lambda r: r.key):
         out.max_ident[rec.kind] = max(out.max_ident.get(rec.kind, 0), rec.ident)
         missing = {n for n in rec.nodes() if n not in state.rules and n not in state.xcons}
@@ -246,7 +248,7 @@ def adopt(records: Iterable[TeRecord], state: SwitchState) -> Adoption:
         plan = _release_plan(xcons, egress, ingress, f"takeover-release-{rec.kind}{rec.ident}")
         out.release.append(Release(f"{rec.kind} {rec.ident} on circuit {rec.body.circuit_id}: {why}", plan, rec,
                                    rec.owner))
-    owned = {(x.ots, p) for rec in records for x in rec.xcons for p in x.ports}  # a record's circuit is its own
+    owned = {(x.ots, p) for rec in records + live for x in rec.xcons for p in x.ports}  # a record's circuit is its own
     circuits = {end: xs for end, xs in state.circuits.items() if not {(x.ots, p) for x in xs for p in x.ports} & owned}
     out.release += _orphans([r for k, r in index.items() if k not in explained], circuits, out.max_ident)
     return out

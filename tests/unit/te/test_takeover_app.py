@@ -133,3 +133,31 @@ def test_the_takeover_waits_for_the_switches_to_settle(monkeypatch, fabric):
     app.last_enter = time.monotonic()  # a switch just (re)connected
     app._poll_once()
     assert not app.adopted and app.decider.offloads == {}
+
+
+def test_a_first_start_with_nothing_to_take_over_decides_at_once(monkeypatch, fabric):
+    """No record and no TE rule on the switches: decisions start before the switches settle; the full
+    pass follows once they have, and leaves the offload this process made meanwhile alone."""
+    Controller(fabric, ["initial"])
+    store = MemoryTeStore()
+    app = restarted(monkeypatch, fabric, store)
+    app.last_enter = time.monotonic()  # the switches just connected
+    app._poll_once()
+    assert app.adopted and not app.taken_over
+    _ctl, off = offloaded(fabric)  # an offload this process made (its record written as TeApp._run does)
+    app._persist(offload_record(off, state=LIT, since=time.time()))
+    app.last_enter = time.monotonic() - 60.0
+    since = JOURNAL.since(0)[-1]["seq"]
+    app._poll_once()
+    assert app.taken_over
+    (taken,) = JOURNAL.since(since, "te_takeover")
+    assert (taken["adopted"], taken["released"]) == (0, 0)
+    assert len(steer_rules(fabric)) == 4 and fabric.far_end(("A", 4)) == ("C", 2) and len(store.load()) == 1
+
+
+def test_orphan_rules_hold_decisions_until_the_pass(monkeypatch, fabric):
+    _ctl, _off = offloaded(fabric, learn=False)
+    app = restarted(monkeypatch, fabric, MemoryTeStore())
+    app.last_enter = time.monotonic()
+    app._poll_once()
+    assert not app.adopted and len(steer_rules(fabric)) == 4
