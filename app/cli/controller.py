@@ -66,6 +66,12 @@ def _run(args: argparse.Namespace) -> int:
             load(ctl["state_file"])  # a bad file is a one-line error now, not a traceback inside os-ken
         except StateFileError as exc:
             raise ConfigError(f"state file: {exc}") from None
+        from app.te.store import StoreError, open_store
+
+        try:
+            open_store(ctl["state_file"])  # the TE loop's records beside it (docs/te-loop.md), same check
+        except StoreError as exc:
+            raise ConfigError(f"TE state file: {exc}") from None
     from app.controller.model import split_names
 
     names: dict[int, str] = {}

@@ -118,13 +118,18 @@ def loads(text: str, source: str = "state file") -> list[Adaptation]:
 
 
 def save(path: str | Path, entries: list[Adaptation]) -> None:
+    """Write the entries atomically (:func:`write_atomic`)."""
+    write_atomic(path, dumps(entries))
+
+
+def write_atomic(path: str | Path, text: str) -> None:
     """Write atomically: a temporary file in the same directory, fsync, rename over the old one (a crash
-    leaves the old file or the new one, never half of one)."""
+    leaves the old file or the new one, never half of one). The TE loop's records use it too."""
     p = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(dumps(entries))
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, p)

@@ -25,6 +25,13 @@ moved; a long one pays once it has sent enough (:meth:`TeApp._retry_waiting`).
 (same interface): an imbalance, and every ``placement_period`` seconds, places every monitored flow
 at once; what moves runs, is reserved and is released exactly as an offload (:meth:`TeApp._placement`).
 
+Restart and takeover (:mod:`app.te.takeover`, docs/te-loop.md): every offload and grown circuit is a record
+in the TE store (:mod:`app.te.store`: ``X.te.json`` beside ``[controller] state_file``), written before its
+plan runs and removed once its release is done. A (re)started controller first waits until the
+switches are back and settled, reads their TE rules and XCONs back, and lets :func:`app.te.takeover.adopt`
+decide: consistent records are adopted (released later by their counters, as before), the rest and
+the TE rules no record owns are released once (:meth:`TeApp._takeover`).
+
 Plans run through the shared :class:`~app.controller.plan_runner.PlanRunner`, which reserves the
 circuit's packet ports for the offload (default forwarding keeps off them) from before the plan runs
 until it is released. Every decision, taken or skipped, goes to the journal
@@ -42,12 +49,14 @@ from os_ken.controller import event as osken_event
 from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
-from app.controller import events, guard
+from app.controller import events, guard, reconcile
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.failures import broken_by, failures_of
 from app.controller.guard import loud
 from app.controller.journal import JOURNAL
+from app.controller.lit_circuits import lit_circuits
+from app.controller.model import OTS, PACKET
 from app.controller.monitor_app import EventMonitor
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
@@ -63,6 +72,22 @@ from app.te.elastic import rate_mbps
 from app.te.gain import judged_rate, slowing
 from app.te.growth import GROW, SHRINK, Growth, GrowthDecider, GrowthDecision
 from app.te.placement import PlacementDecider, PlacementPolicy
+from app.te.store import StoreError, open_store
+from app.te.takeover import (
+    GROWTH,
+    LIT,
+    RELEASING,
+    TE_BANDS,
+    Release,
+    SwitchState,
+    TeRecord,
+    adopt,
+    circuits_by_end,
+    growth_record,
+    offload_record,
+    rule_from_stat,
+    with_state,
+)
 from app.update.model import normalise_match
 from monitor.events import BALANCED_GROWTH, ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
 from pce.otter.graph import hop_id
@@ -71,6 +96,10 @@ from topology.flow import FiveTuple
 
 LOG = logging.getLogger("mlte.controller.te")
 RETRY_S = 0.1  # how often the waiting elephants are looked at for a newer count
+#: seconds after the start the takeover waits at most for the nodes its records name (a node that does not
+#: come back leaves its records in the store for a later controller)
+TAKEOVER_WAIT_S = 30.0
+HELD_EVENTS = 64  # monitor events kept (the newest) while the takeover pass is not done
 
 
 class GainSettings(TypedDict):
@@ -129,6 +158,17 @@ class TeApp(app_manager.OSKenApp):
         # elephants the offload gain turned down -> (their event, the highest Mbit/s they have shown (named or
         # counted since), time of the count judged)
         self.waiting: dict[FiveTuple, tuple[Event, float, float]] = {}
+        # restart and takeover: the records of this loop's circuits (app/te/store.py); ``epoch``: the leader's,
+        # set by the election when there is one (None: a lone controller)
+        ctl = SETTINGS.section("controller")
+        self.store = open_store(str(ctl.get("state_file", "")))
+        self.epoch: int | None = None
+        self.adopted = False  # decisions allowed: the takeover pass is done, or there was nothing to take over
+        self.taken_over = False  # the takeover pass is done
+        self.own: set[tuple[str, int]] = set()  # records this process wrote (not the takeover's to decide)
+        self.held_events: list[EventMonitor] = []  # monitor events that came before it, decided after it
+        self.started = self.last_enter = time.monotonic()
+        self.settle = reconcile.settle_seconds(float(ctl["link_timeout"]), float(ctl["lldp_interval"]))
         routes = kwargs.get(ROUTES)
         if routes is not None:
             routes[("GET", "/te")] = lambda q, d: self.status()
@@ -180,6 +220,10 @@ class TeApp(app_manager.OSKenApp):
     @loud
     def _monitor(self, ev: EventMonitor) -> None:
         e: Event = ev.event
+        if not self.adopted:  # decided once the takeover pass is done (an imbalance is announced only once)
+            LOG.info("TE: %s on %s waits for the takeover of the previous controller's circuits", e.kind, e.circuit)
+            self.held_events = [*self.held_events[-(HELD_EVENTS - 1):], ev]
+            return
         if e.kind == BALANCED_GROWTH:
             for g in self.growth.on_event(e, self.view.graph()[0], time.monotonic()):
                 self._note(g)
@@ -268,10 +312,16 @@ class TeApp(app_manager.OSKenApp):
         if d.kind == RELEASE:
             self.releasing.add(ident)
         try:
+            record = self._record(d)
+            self._persist(record if d.kind == opens else with_state(record, RELEASING))
             rec = self.runner.run(d.plan, owner, "te", ports=ends if d.kind == opens else (),
                                   releases=d.kind == closes, context={"decision": d.kind, "offload": ident}).to_json()
             ok = rec["state"] == "done"
             decider.done(d, ok, time.monotonic())
+            if ok and d.kind == opens:
+                self._persist(with_state(record, LIT))
+            elif (ok and d.kind == closes) or (not ok and d.kind == opens and rec["state"] == "rolled_back"):
+                self._forget(record)  # a failed release (or roll-back) stays: the next takeover finishes it
             JOURNAL.add("te_done", decision=d.kind, offload=ident, ok=ok, plan=rec["id"], state=rec["state"],
                         error=rec.get("error", ""), seconds=round(rec["finished_at"] - rec["started_at"], 4))
             if (d.kind == opens and not ok) or (d.kind == closes and ok):  # the runner gave the ports back
@@ -282,6 +332,164 @@ class TeApp(app_manager.OSKenApp):
         finally:
             if d.kind == RELEASE:
                 self.releasing.discard(ident)
+
+    # ---- restart and takeover: the records (app/te/store.py) ----------------------------------------
+    def _record(self, d: Decision | GrowthDecision) -> TeRecord:
+        """The store's record of a decision's offload or growth (its state before the plan: opening)."""
+        since = time.time()
+        if isinstance(d, GrowthDecision):
+            assert d.growth is not None
+            return growth_record(d.growth, since=since, epoch=self.epoch)
+        assert d.offload is not None
+        return offload_record(d.offload, since=since, threshold_mbps=self.thresholds.get(d.offload.ident, 0.0),
+                              epoch=self.epoch)
+
+    def _persist(self, record: TeRecord) -> None:
+        try:
+            self.store.put(record)
+            self.own.add(record.key)
+        except (StoreError, OSError) as exc:  # the circuit still works; a takeover would release it
+            guard.failures.append(f"te store: {exc!r}")
+            guard.ERROR_LOG.error("TE store: %s %s not recorded: %s", record.kind, record.ident, exc)
+
+    def _forget(self, record: TeRecord) -> None:
+        try:
+            self.store.remove(record.kind, record.ident, self.epoch)
+            self.own.discard(record.key)
+        except (StoreError, OSError) as exc:
+            guard.failures.append(f"te store: {exc!r}")
+            guard.ERROR_LOG.error("TE store: %s %s not removed: %s", record.kind, record.ident, exc)
+
+    @set_ev_cls(events.EventSwitchEnter)
+    def _switch_entered(self, ev: events.EventSwitchEnter) -> None:
+        self.last_enter = time.monotonic()
+
+    def _takeover_due(self, records: list[TeRecord], now: float) -> bool:
+        """The switches are back: every node the records name connected (or TAKEOVER_WAIT_S passed), no
+        switch entered for one settle time, and every OTS read back (no XCON of it left "maybe")."""
+        if now - self.last_enter < self.settle:
+            return False
+        if now - self.started >= TAKEOVER_WAIT_S:
+            return True
+        sws = list(self.view.switches.values())
+        if not any(sw.kind == PACKET for sw in sws):
+            return False
+        need = set().union(*(r.nodes() for r in records)) if records else set()
+        if need - {sw.name for sw in sws}:
+            return False
+        return not any(self.view.unknown_xcons.get(sw.dpid) for sw in sws if sw.kind == OTS)
+
+    def switch_state(self) -> SwitchState:
+        """What the switches hold now: the TE bands' rules read back (a switch that does not answer is left
+        out), the applied XCONs, and the lit circuits no reservation or default forwarding uses."""
+        rules: dict[str, list] = {}
+        xcons: dict[str, dict[int, int]] = {}
+        for sw in list(self.view.switches.values()):
+            if sw.kind == OTS:
+                if not self.view.unknown_xcons.get(sw.dpid):
+                    xcons[sw.name] = dict(self.view.xcons.get(sw.dpid, {}))
+                continue
+            try:
+                stats = [st for band in TE_BANDS for st in self.southbound.flow_stats(sw.dpid, band.cookie(), band.mask())]
+            except Exception as exc:  # noqa: BLE001 - a switch that does not answer: its records wait
+                LOG.warning("TE takeover: rules of %s: %s", sw.name, exc)
+                continue
+            rules[sw.name] = [r for st in stats if (r := rule_from_stat(sw.name, st.cookie, st.priority, st.match,
+                                                                         st.out_ports, st.table)) is not None]
+        busy = set(self.view.reserved_ports) | {(self.view.name_of(d), p) for d, table in
+                                                self.view.forwarding_rules.items() for p in table.values()}
+
+        def end(s: str) -> tuple[str, int]:
+            sw, port = s.rsplit(":", 1)
+            return sw, int(port)
+
+        lit = [(end(c.a_end), end(c.z_end), c.xcons) for c in lit_circuits(self.view.graph()[0])]
+        return SwitchState(rules, xcons, circuits_by_end(lit, busy))
+
+    def _takeover(self) -> None:
+        """Once, after the start: adopt the stored offloads and growths the switches still hold, release the
+        rest and the TE rules no record owns (:func:`app.te.takeover.adopt`)."""
+        now = time.monotonic()
+        loaded = self.store.load()
+        records = [r for r in loaded if r.key not in self.own]
+        if not self._takeover_due(records, now):
+            if not records and not self.adopted:
+                self._early_start()
+            return
+        result = adopt(records, self.switch_state(), live=[r for r in loaded if r.key in self.own])
+        self.taken_over = True
+        self.decider.skip_ids(max(result.max_ident.get(OFFLOAD, 0), result.max_ident.get(GROWTH, 0)))
+        self.growth.skip_ids(max(result.max_ident.values(), default=0))
+        wall = time.time()
+        for rec in result.keep:
+            moved_at = now - max(wall - rec.since, 0.0)
+            if isinstance(rec.body, Growth):
+                self.growth.adopt(rec.body, moved_at)
+            else:
+                self.decider.adopt(rec.body, moved_at)
+                self.thresholds[rec.ident] = rec.threshold_mbps
+            self.runner.reserve(rec.owner, rec.ends)
+            if rec.epoch != self.epoch and self.epoch is not None:
+                self._persist(TeRecord(rec.kind, rec.body, LIT, rec.since, rec.threshold_mbps, self.epoch))
+            JOURNAL.add("te_adopted", kind=rec.kind, id=rec.ident, circuit=rec.body.circuit_id,
+                        xcons=[x.to_json() for x in rec.xcons], rules=len(rec.ingress) + len(rec.egress),
+                        age_s=round(wall - rec.since, 3))
+            LOG.info("TE takeover: %s %s on circuit %s adopted", rec.kind, rec.ident, rec.body.circuit_id)
+        for rec in result.forget:
+            self._forget(rec)
+        for rel in result.release:
+            data: dict[str, Any] = {"decision": RELEASE, "reason": f"takeover: {rel.reason}", "flows": [], "plan": rel.plan.id,
+                    "offload": rel.record.ident if rel.record else None, "gain": None}
+            JOURNAL.add("te_decision", **data)
+            LOG.info("TE takeover release: %s", rel.reason)
+            self.send_event_to_observers(events.EventDecision(data))
+            hub.spawn(self._run_release, rel)
+        JOURNAL.add("te_takeover", adopted=len(result.keep), released=len(result.release),
+                    forgotten=len(result.forget), deferred=len(result.deferred),
+                    waited_s=round(now - self.started, 3), held_events=len(self.held_events))
+        self._open()
+
+    def _early_start(self) -> None:
+        """No record to take over: decisions need not wait for the switches to settle if the packet switches
+        connected so far hold no TE rule. The full pass still runs once they settle (orphans on a switch that
+        connects later); it leaves this process's own records alone."""
+        packet = [sw for sw in self.view.switches.values() if sw.kind == PACKET]
+        if not packet:
+            return
+        for sw in packet:
+            try:
+                held = [st for band in TE_BANDS for st in self.southbound.flow_stats(sw.dpid, band.cookie(), band.mask())]
+            except Exception as exc:  # noqa: BLE001 - a switch that does not answer: wait for the full pass
+                LOG.warning("TE early start: rules of %s: %s", sw.name, exc)
+                return
+            if held:
+                return
+        LOG.info("TE: no record and no TE rule on %d packet switch(es): deciding before the takeover pass", len(packet))
+        self._open()
+
+    def _open(self) -> None:
+        """Decisions from now on; what the monitor said meanwhile is decided now (an adopted elephant:
+        "already offloaded")."""
+        self.adopted = True
+        held, self.held_events = self.held_events, []
+        for ev in held:
+            self._monitor(ev)
+
+    def _run_release(self, rel: Release) -> None:
+        """A takeover's release, once, through the runner like every release; its record goes when it is done
+        (a failure leaves it for the next controller)."""
+        try:
+            rec = self.runner.run(rel.plan, rel.owner, "te", ports=(), releases=True,
+                                  context={"decision": RELEASE, "takeover": True}).to_json()
+            ok = rec["state"] == "done"
+            JOURNAL.add("te_done", decision=RELEASE, offload=rel.record.ident if rel.record else None, ok=ok,
+                        plan=rec["id"], state=rec["state"], error=rec.get("error", ""), takeover=True,
+                        seconds=round(rec["finished_at"] - rec["started_at"], 4))
+            if ok and rel.record is not None:
+                self._forget(rel.record)
+        except Exception as exc:
+            guard.failures.append(f"te: {exc!r}")
+            guard.ERROR_LOG.exception("TE takeover plan %s failed", rel.plan.id)
 
     # ---- failures: an offload whose circuit a failure darkened is released ---------------------------
     @set_ev_cls([events.EventPortChange, events.EventSwitchLeave])
@@ -305,6 +513,10 @@ class TeApp(app_manager.OSKenApp):
         self.services.run("poll", self._poll_once)
 
     def _poll_once(self) -> None:
+        if not self.taken_over:
+            self._takeover()
+            if not self.taken_over:
+                return  # (an early start decides on monitor events meanwhile; the counters wait for the pass)
         for off in list(self.decider.offloads.values()):
             self._check_gone(off)
         for g in list(self.growth.growths.values()):
@@ -383,5 +595,5 @@ class TeApp(app_manager.OSKenApp):
             hub.spawn(self._run, d)
 
     def status(self) -> dict[str, Any]:
-        return {"offloads": {str(k): o.to_json() for k, o in self.decider.offloads.items()},
+        return {"adopted": self.taken_over, "deciding": self.adopted, "offloads": {str(k): o.to_json() for k, o in self.decider.offloads.items()},
                 "growths": {k: g.to_json() for k, g in self.growth.growths.items()}}

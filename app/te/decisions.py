@@ -257,6 +257,21 @@ class OffloadDecider:
                                plan_id=f"release{off.ident}")
         return Decision(RELEASE, f"{why}: release circuit {off.circuit_id} and its rules", off.flows, plan, off)
 
+    # ---- restart and takeover (app/te/takeover.py) ------------------------------------------------
+    def adopt(self, off: Offload, moved_at: float) -> None:
+        """Take over an offload a previous controller made (its record and the switches agree): it is
+        released as if this decider had made it; ``moved_at``: when its flows moved, on this ``now``'s clock."""
+        off.since = moved_at
+        self.offloads[off.ident] = off
+        for f in off.flows:
+            self.damper.moved(f, moved_at)
+        self.skip_ids(off.ident)
+
+    def skip_ids(self, highest: int) -> None:
+        """New offloads get ids above ``highest`` (ids of adopted or orphaned rules' cookies)."""
+        nxt = next(self._ids)
+        self._ids = itertools.count(max(nxt, highest + 1))
+
     # ---- what the executor did ------------------------------------------------------------------
     def done(self, d: Decision, ok: bool, now: float) -> None:
         """Record the outcome of an executed decision (damping counts only moves that happened)."""

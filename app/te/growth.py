@@ -302,6 +302,19 @@ class GrowthDecider:
                f"of {link}: release parallel circuit {g.circuit_id}")
         return GrowthDecision(SHRINK, why, link, plan, g, detail)
 
+    # ---- restart and takeover (app/te/takeover.py) --------------------------------------------------
+    def adopt(self, g: Growth, grown_at: float) -> None:
+        """Take over a parallel circuit a previous controller grew: shrunk as if this decider had grown it."""
+        g.since, g.calm = grown_at, 0
+        self.growths[g.link] = g
+        self.damper.moved(g.link, grown_at)
+        self.skip_ids(g.ident)
+
+    def skip_ids(self, highest: int) -> None:
+        """New growths get ids above ``highest``."""
+        nxt = next(self._ids)
+        self._ids = itertools.count(max(nxt, highest + 1))
+
     # ---- what the executor did ----------------------------------------------------------------------
     def done(self, d: GrowthDecision, ok: bool, now: float) -> None:
         """Record an executed decision; a grow or shrink holds the link for ``min_hold_s`` (no flapping)."""

@@ -89,7 +89,9 @@ def make_app(monkeypatch, net, te: dict):
     monkeypatch.setattr(SETTINGS, "te", {"stable_ms": 5.0, "verify_timeout": 2.0, **te}, raising=False)
     view = _View()
     # plans run over the fake network, steps one after another (no eventlet hub in unit tests)
-    return te_app.TeApp(mlte_network_view=view, mlte_plan_runner=PlanRunner(net, view))
+    app = te_app.TeApp(mlte_network_view=view, mlte_plan_runner=PlanRunner(net, view))
+    app.adopted = True  # a first start on an empty network: no previous controller's circuits to take over
+    return app
 
 
 def pkt(f: FiveTuple, reverse: bool = False) -> dict:
