@@ -56,6 +56,8 @@ from app.controller.failures import broken_by, failures_of
 from app.controller.guard import loud
 from app.controller.journal import JOURNAL
 from app.controller.lit_circuits import lit_circuits
+from app.controller.mastership import CONTEXT as MASTERSHIP
+from app.controller.mastership import Mastership
 from app.controller.model import OTS, PACKET
 from app.controller.monitor_app import EventMonitor
 from app.controller.network_view import CONTEXT as VIEW
@@ -124,12 +126,14 @@ def services(cfg: dict[str, Any]) -> list[Service]:
 class TeApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner,
-                 LIT_CONTEXT: LitReservations}
+                 LIT_CONTEXT: LitReservations, MASTERSHIP: Mastership}
     _EVENTS = [events.EventDecision, *RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_te"
+        # several controllers: a follower decides nothing; elected, it runs the takeover pass under its epoch
+        self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         cfg = SETTINGS.section("te")  # one table: app/config.py
@@ -220,6 +224,8 @@ class TeApp(app_manager.OSKenApp):
     @loud
     def _monitor(self, ev: EventMonitor) -> None:
         e: Event = ev.event
+        if not self.mastership.acting():
+            return
         if not self.adopted:  # decided once the takeover pass is done (an imbalance is announced only once)
             LOG.info("TE: %s on %s waits for the takeover of the previous controller's circuits", e.kind, e.circuit)
             self.held_events = [*self.held_events[-(HELD_EVENTS - 1):], ev]
@@ -494,7 +500,7 @@ class TeApp(app_manager.OSKenApp):
     # ---- failures: an offload whose circuit a failure darkened is released ---------------------------
     @set_ev_cls([events.EventPortChange, events.EventSwitchLeave])
     def _network_changed(self, ev: Any) -> None:
-        if not self.decider.offloads:
+        if not self.decider.offloads or not self.mastership.acting():
             return
         f = failures_of(self.view.switches.values())
         if not f.ports:
@@ -512,7 +518,27 @@ class TeApp(app_manager.OSKenApp):
     def _poll(self, ev: EventTePoll) -> None:
         self.services.run("poll", self._poll_once)
 
+    @set_ev_cls(events.EventMastership)
+    def _mastership(self, ev: events.EventMastership) -> None:
+        """Elected: the takeover pass again, under the new epoch, once the switches are read back (what the
+        previous leader lit is adopted or released); deposed: forget what we decided (the next leader
+        takes it over from the switches and the records)."""
+        if ev.master:
+            self.epoch = ev.epoch
+            self.taken_over = self.adopted = False
+            self.own = set()
+            self.started = time.monotonic()
+        else:
+            self.decider.offloads.clear()
+            self.growth.growths.clear()
+            self.thresholds.clear()
+            self.counters.clear()
+            self.releasing.clear()
+            self.held_events = []
+
     def _poll_once(self) -> None:
+        if not self.mastership.acting():
+            return
         if not self.taken_over:
             self._takeover()
             if not self.taken_over:
