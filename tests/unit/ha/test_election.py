@@ -227,9 +227,10 @@ _FROZEN_CHILD = textwrap.dedent("""
     import sys, time
     from app.ha.election import Election
     e = Election(sys.argv[1], key=sys.argv[2], candidate="frozen")
-    assert e.campaign() is not None
-    for _ in range(4):
-        assert e.keepalive()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # lead, with a just-confirmed keepalive (retried on a slow machine)
+        if (e.is_leader() or e.campaign() is not None) and e.keepalive():
+            break
         time.sleep(0.05)
     print("ready", e.epoch, flush=True)
     time.sleep(0.3)  # SIGSTOP arrives while sleeping
@@ -240,12 +241,12 @@ _FROZEN_CHILD = textwrap.dedent("""
 
 def test_sigstopped_leader_wakes_up_deposed(shared_etcd: EtcdServer, key: str) -> None:
     child = subprocess.Popen([sys.executable, "-c", _FROZEN_CHILD, shared_etcd.endpoint, key],
-                             stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         assert child.stdout is not None
         line = child.stdout.readline().split()
-        assert line[0] == "ready", line
+        assert line[:1] == ["ready"] and line[1] != "None", (line, child.poll())
         frozen_epoch = int(line[1])
         os.kill(child.pid, signal.SIGSTOP)
         b = Election(shared_etcd.endpoint, key=key, candidate="b")
@@ -292,7 +293,7 @@ def test_etcd_down_deposes_the_leader_after_valid_until(own_etcd: EtcdServer, ke
             last_valid = a.election.valid_until
             deposed_at = wait_until(lambda: a.kinds() == ["elected", "deposed"])
             assert deposed_at >= last_valid  # never before its validity ran out ...
-            assert deposed_at - stopped_at < a.election.ttl + 1.0  # ... and soon after
+            assert deposed_at - stopped_at < a.election.ttl + 2.0  # ... and soon after
             assert "validity passed; etcd unreachable" in str(a.events[1][1])
             time.sleep(1.5)  # both keep retrying, each logs its trouble once
             assert b.kinds() == [] and a.kinds() == ["elected", "deposed"]
