@@ -40,6 +40,7 @@ RESERVED_MBPS = 2.0
 #: of its own: a new leader must light it (with less, admission routes it over the lit circuit's packet link)
 LATE_MBPS = 9.0
 FREEZE_S = 10.0
+LATE_AFTER_S = 12.0  # the late reservation starts this long after it is admitted: 1 s after the kill
 CONTROLLERS = 3
 
 
@@ -66,14 +67,17 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             a.cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
         with lab_web(db, out / "web.log") as web:
             url, headers = web.url, web.headers
-            rid = _reserve(url, headers, "failover probe", "A:1", "C:3", "none")
-            note(f"reservation {rid} A:1 -> C:3 ACTIVE (lit by {first.name})")
-            margin = 3.0 if quick else 5.0
-            probe_s = margin + 2.0 + margin
-            late_start = time.time() + 1.0 + 1.0  # the probe runs 1 s before the kill; it starts 1 s after
+            # the late reservation is admitted first, on the optical graph as it is now (admitted after the
+            # first is lit, it would be routed over that circuit's packet link, which nothing lights)
+            late_start = time.time() + LATE_AFTER_S
             late = _late_reservation(url, headers, late_start)
+            rid = _reserve(url, headers, "failover probe", "A:1", "C:3", "none")
+            note(f"reservation {rid} A:1 -> C:3 ACTIVE (lit by {first.name}); reservation {late} A:2 -> C:4 "
+                 f"starts in {late_start - time.time():.1f} s")
+            margin = 3.0 if quick else 5.0
+            probe_s = max(0.0, late_start - 1.0 - time.time()) + margin + 2.0
             recv, send, got = _probe(h1, h3, work, probe_s)
-            time.sleep(1.0)
+            time.sleep(max(1.0, late_start - 1.0 - time.time()))  # the kill 1 s before the late start
             t_kill = ha.kill(first)
             note(f"SIGKILL {first.name} (the leader)")
             second = ha.wait_leader(timeout=30, exclude=first)
@@ -91,7 +95,8 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             res["lit_after_start_s"] = _lit_after(second, late, late_start)
             note(f"reservation {late} (start inside the takeover) lit {res['lit_after_start_s']} s after its start")
             ha.restart(first)
-            note(f"{first.name} back as a follower")
+            _within(lambda: _sees_all(first, len(spec.switches) + len(spec.ots)), 60)
+            note(f"{first.name} back as a follower, every switch connected to it")
             # the next leader frozen: its lease runs out, a third one takes over; woken, it changes nothing
             recv, send, got = _probe(h1, h3, work, FREEZE_S + 4.0, name="probe-freeze")
             time.sleep(1.0)
@@ -146,6 +151,12 @@ def _within(cond: Callable[[], Any], timeout: float) -> Any:
         return wait_until(cond, timeout, "condition")
     except TimeoutError:
         return None
+
+
+def _sees_all(member: Any, switches: int) -> bool | None:
+    """Every switch is connected to ``member`` (OTS capabilities known): it could take over now."""
+    sws = member.client.switches()
+    return len([s for s in sws if s["kind"] == "packet" or s["capabilities"]]) >= switches or None
 
 
 def _late_reservation(url: str, headers: dict, start: float) -> int:

@@ -151,6 +151,25 @@ def held_oports(g: MultiLayerGraph, busy_ports: Callable[[str], set[int]]) -> se
     return {f"{o}:{p}" for o in otss for p in busy_ports(o) if f"{o}:{p}" in g.g}
 
 
+def without_circuit_links(g: MultiLayerGraph) -> MultiLayerGraph:
+    """``g`` without the packet links that are lit circuits (LLDP sees a lit circuit as a packet link
+    between its ends): a reservation lights a circuit of its own, and nothing lights a path that only
+    crosses another's circuit ("the path crosses no optical circuit"), so a new path must not use one."""
+    from app.controller.lit_circuits import lit_circuits
+
+    ends = [(c.a_end, c.z_end) for c in lit_circuits(g)]
+    if not ends:
+        return g
+    out = g.copy()
+    for a_end, z_end in ends:
+        sw, port = a_end.rsplit(":", 1)
+        z_sw, z_port = z_end.rsplit(":", 1)
+        for key in out.edges_at_port(sw, int(port), kinds=("packet",)):
+            if key in out.edges_at_port(z_sw, int(z_port), kinds=("packet",)):
+                out.remove_edge(key)
+    return out
+
+
 class LitReservations(dict[int, ReservationCircuit]):
     """The reservations lit now (reservation id -> circuit): the reservations app's manager keeps it, the
     TE loop's placement reads it (their circuits are held where they are). Shared as an os-ken context so

@@ -38,6 +38,7 @@ from app.controller.reservation_circuits import (
     check_vlan,
     circuit_for,
     held_oports,
+    without_circuit_links,
 )
 from app.te.elastic import HOLD, ElasticDecision, ElasticState, kbps, rate_mbps
 from app.update import model, planner
@@ -212,7 +213,7 @@ class ReservationManager:
         vlan = _vlan(order)
         taken = held_oports(g, self.busy_ports)
         try:
-            res = compute_path(g, PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end,
+            res = compute_path(without_circuit_links(g), PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end,
                                               exclude=tuple(sorted(taken | set(avoid)))))
         except PceError as exc:
             raise ReservationPathError(str(exc)) from None
@@ -228,7 +229,7 @@ class ReservationManager:
         g = self.graph()
         taken = held_oports(g, self.busy_ports)
         try:
-            pair = protected_paths(g, PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end,
+            pair = protected_paths(without_circuit_links(g), PathRequest(order.src, order.dst, order.bandwidth, order.start, order.end,
                                                   exclude=tuple(sorted(taken | set(avoid)))))
         except PceError as exc:
             raise ReservationPathError(str(exc)) from None

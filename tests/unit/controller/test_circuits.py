@@ -129,3 +129,20 @@ def test_hop_by_hop_mode_never_batches():
     d = BatchingDriver({})
     setup_circuit(d, hops)
     assert [c[0] for c in d.calls] == ["install", "install"]
+
+
+def test_a_new_path_never_crosses_another_reservations_lit_circuit():
+    """LLDP shows a lit circuit A:3-X-Z-C:1 as a packet link A-C; a new reservation must light its own
+    circuit (nothing lights a path over another's), so that link is left out of its path search."""
+    from app.controller.reservation_circuits import without_circuit_links
+    from topology.spec import fig2_testbed, spec_to_graph
+
+    g = spec_to_graph(fig2_testbed())
+    assert without_circuit_links(g) is g  # nothing lit: the graph as it is
+    g.set_xcon_active("X:1", "X:3", True)
+    g.set_xcon_active("Z:3", "Z:2", True)
+    key = g.add_packet_link("A", 3, "C", 1, 10.0, source="lldp")
+    other = g.add_packet_link("A", 5, "B", 5, 10.0, source="lldp")  # copper, not a circuit
+    out = without_circuit_links(g)
+    assert key not in out.edges_of_kind("packet") and other in out.edges_of_kind("packet")
+    assert key in g.edges_of_kind("packet")  # the live graph itself is untouched
