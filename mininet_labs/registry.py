@@ -34,6 +34,10 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
         "three controllers elected through etcd: the leader killed, the next one frozen; takeover time, "
         "probe loss on a lit reservation, a reservation starting meanwhile, duplicate/orphan XCONs and rules",
         "OSCARS-TE control plane availability (Fig. 2 testbed, several controllers)"),
+    Lab("soak", "mininet_labs.soak",
+        "three controllers for 10 minutes (--quick: 2): reservations lit and released back to back, the leader "
+        "killed every minute; controller RSS and file descriptors, nothing left over",
+        "mlte operations (Fig. 2 testbed, several controllers)"),
     Lab("planned-vs-oneshot", "mininet_labs.planned_vs_oneshot",
         "move a 1 kHz UDP probe flow onto a new circuit: ordered plan vs all messages at once",
         "OSCARS-TE Fig. 6/8-9"),
