@@ -25,7 +25,7 @@ from typing import Any
 
 import requests
 
-from app.controller.client import wait_until
+from app.controller.client import ControlApiError, wait_until
 from app.web.timeutil import to_iso
 from mininet_labs import loss_probe
 from mininet_labs.fibre_cut import _dirs, _reserve
@@ -114,6 +114,8 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             res["probe_freeze"] = loss_probe.loss_after(
                 {int(k): tuple(v) for k, v in json.loads(got.read_text()).items()}, int(sent), float(t0), PERIOD, t_stop)
             res["probe_lost"] += res["probe_freeze"]["probe_lost"]
+            # an operator (or a stale script) asks the deposed leader for a change: it must refuse it
+            res["deposed_change"] = _try_change(second)
             st = second.client.request("GET", "/mastership")
             health = second.client.request("GET", "/health")
             res["thawed"] = {"master": st["master"], "reason": st["reason"],
@@ -151,6 +153,16 @@ def _within(cond: Callable[[], Any], timeout: float) -> Any:
         return wait_until(cond, timeout, "condition")
     except TimeoutError:
         return None
+
+
+def _try_change(member: Any) -> dict[str, Any]:
+    """POST /xcon X 2 -> 6 (ports no circuit uses) on ``member``: refused (the gate) or applied?"""
+    try:
+        member.client.xcon("X", 2, 6, bidirectional=False)
+    except ControlApiError as exc:
+        return {"refused": True, "status": exc.status, "error": str(exc)}
+    member.client.remove_xcon("X", 2, bidirectional=False)
+    return {"refused": False}
 
 
 def _sees_all(member: Any, switches: int) -> bool | None:

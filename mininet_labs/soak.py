@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
             t0 = time.time()
             next_kill, next_sample = t0 + kill_every, t0
             cycles, kills, lost, i = 0, 0, [], 0
+            errors: list[str] = []
             note(f"soak for {seconds:g} s, the leader killed every {kill_every:g} s")
             while time.time() - t0 < seconds:
                 now = time.time()
@@ -100,19 +102,22 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
                     kills += 1
                     ha.wait_leader(timeout=30, exclude=leader)
                     ha.restart(leader)
-                    back = leader
-                    wait_until(lambda: _sees_all(back, n_switches), 60, "the restarted controller")
+                    wait_until(partial(_sees_all, leader, n_switches), 60, "the restarted controller")
                     note(f"kill {kills}: {leader.name} killed and back; {cycles} reservations so far")
                     next_kill = time.time() + kill_every
                     continue
                 src, dst = PAIRS[i % len(PAIRS)]
                 i += 1
-                rid = _cycle(url, headers, src, dst, cancel=i % 2 == 0)
+                try:
+                    rid = _cycle(url, headers, src, dst, cancel=i % 2 == 0)
+                except CycleError as exc:
+                    rid = None
+                    errors.append(str(exc))
                 if rid is None:
                     lost.append(i)
                 else:
                     cycles += 1
-            res.update(cycles=cycles, kills=kills, lost_reservations=len(lost))
+            res.update(cycles=cycles, kills=kills, lost_reservations=len(lost), errors=errors[:20])
             time.sleep(2.0)
             leader = ha.wait_leader(timeout=30)
             still = leader.client.request("GET", "/reservations", timeout=10).get("lit", {})
@@ -133,6 +138,10 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
     return res
 
 
+class CycleError(RuntimeError):
+    """A reservation of the churn could not be created (the reason is kept in results.json)."""
+
+
 def _cycle(url: str, headers: dict, src: str, dst: str, cancel: bool) -> int | None:
     """One reservation: lit at its start (2 s on), then cancelled or left to end (4 s window); waits until
     it is released. Its id, or None when it was never lit."""
@@ -140,9 +149,8 @@ def _cycle(url: str, headers: dict, src: str, dst: str, cancel: bool) -> int | N
     r = requests.post(url + "/reservations", headers=headers, timeout=30, json={
         "name": f"soak {src}->{dst}", "src": src, "dst": dst, "bandwidth": 2.0,
         "start": to_iso(start), "end": to_iso(start + 4.0)})
-    if r.status_code == 409:  # the previous one's window still booked: try the next pair
-        return None
-    r.raise_for_status()
+    if r.status_code >= 400:  # recorded by the caller with the reason (a 409: the window still booked)
+        raise CycleError(f"POST /reservations {src} -> {dst}: HTTP {r.status_code} {r.text.strip()[:300]}")
     rid = int(r.json()["id"])
     requests.post(f"{url}/reservations/{rid}/commit", headers=headers, timeout=30).raise_for_status()
     try:

@@ -20,12 +20,15 @@ def test_a_killed_and_a_frozen_leader_are_replaced_without_loss_or_leftovers(tmp
 
     res = run(tmp_path, quick=True, progress=lambda _line: None)
     assert res["controller_errors"] == "", res["controller_errors"]
-    assert len(set(res["leaders"])) == 3, res["leaders"]
+    first, second, third = res["leaders"]
+    assert second != first and third != second, res["leaders"]
     assert res["takeover_s"] is not None and res["freeze_takeover_s"] is not None, res
     assert res["probe_lost"] == 0, (res["probe"], res["probe_freeze"])
     assert res["lit_after_start_s"] is not None, res
     assert set(res["states_before_cancel"].values()) == {"ACTIVE"}, res["states_before_cancel"]
     assert res["thawed"]["master"] is False, res["thawed"]
+    assert res["deposed_change"]["refused"] is True and res["deposed_change"]["status"] == 503, res["deposed_change"]
+    assert res["refused_writes"] >= 1, res["thawed"]  # that change, refused whole at the one send path
     for key in ("duplicate_xcons", "orphan_xcons", "duplicate_rules", "orphan_rules"):
         assert res[key] == 0, res["audit"]
     assert res["audit"]["lit"] == res["audit"]["expected"], res["audit"]
