@@ -26,6 +26,7 @@ from app.controller.client import wait_until
 from app.web.timeutil import to_iso
 from mininet_labs.controller_failover import _bridge_xcons, _reservation_rules, _sees_all
 from mininet_labs.fibre_cut import _dirs
+from mininet_labs.lab_web import get as _get
 from mininet_labs.lab_web import lab_web
 from mininet_labs.reservation_lifecycle import _state
 
@@ -84,6 +85,7 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
             next_kill, next_sample = t0 + kill_every, t0
             cycles, kills, lost, i = 0, 0, [], 0
             errors: list[str] = []
+            hosts_back: list[float] = []
             note(f"soak for {seconds:g} s, the leader killed every {kill_every:g} s")
             while time.time() - t0 < seconds:
                 now = time.time()
@@ -98,9 +100,12 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
                     next_sample = now + SAMPLE_S
                 if now >= next_kill:
                     leader = ha.wait_leader(timeout=30)
-                    ha.kill(leader)
+                    t_kill = ha.kill(leader)
                     kills += 1
                     ha.wait_leader(timeout=30, exclude=leader)
+                    # the reservation service admits on host ports again once the new leader's snapshot has them
+                    wait_until(partial(_hosts_published, url, headers, len(spec.hosts)), 30, "the hosts in the snapshot")
+                    hosts_back.append(round(time.time() - t_kill, 2))
                     ha.restart(leader)
                     wait_until(partial(_sees_all, leader, n_switches), 60, "the restarted controller")
                     note(f"kill {kills}: {leader.name} killed and back; {cycles} reservations so far")
@@ -117,7 +122,8 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
                     lost.append(i)
                 else:
                     cycles += 1
-            res.update(cycles=cycles, kills=kills, lost_reservations=len(lost), errors=errors[:20])
+            res.update(cycles=cycles, kills=kills, lost_reservations=len(lost), errors=errors[:20],
+                       hosts_published_after_kill_s=hosts_back)
             time.sleep(2.0)
             leader = ha.wait_leader(timeout=30)
             still = leader.client.request("GET", "/reservations", timeout=10).get("lit", {})
@@ -136,6 +142,12 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
          f"longest-lived controller: {res['longest_lived_growth']}")
     progress(f"wrote {out / 'results.json'} and {out / 'soak.png'}")
     return res
+
+
+def _hosts_published(url: str, headers: dict, n: int) -> bool | None:
+    """The topology snapshot the web reads has ``n`` hosts (the leader learnt them and wrote it)."""
+    graph = (_get(url + "/topology", headers) or {}).get("graph") or {}
+    return sum(1 for node in graph.get("nodes", []) if node.get("kind") == "host") >= n or None
 
 
 class CycleError(RuntimeError):

@@ -121,6 +121,10 @@ class Forwarding(app_manager.OSKenApp):
         self._tokens = itertools.count(1)
         self.barrier_timeout = float(SETTINGS.controller["barrier_timeout"])
         self.settle = reconcile.settle_seconds(SETTINGS.controller["link_timeout"], SETTINGS.controller["lldp_interval"])
+        # a takeover: the switches are connected already and LLDP probes every port at once (lldp.py), so
+        # two LLDP rounds see every link; hosts are inferred then, not one link_timeout later (the web
+        # refused reservations on host ports for that long after each takeover)
+        self.takeover_settle = min(self.settle, 2.0 * float(SETTINGS.controller["lldp_interval"]))
         self.settle_at = 0.0  # time.monotonic() before which adopted rules are held
         self._settled_due = Deadline(lambda ev: self.send_event(self.name, ev), EventSettled,
                                      spawn=hub.spawn, sleep=hub.sleep)
@@ -218,9 +222,9 @@ class Forwarding(app_manager.OSKenApp):
         if ev.master:
             for dpid in self._packet_dpids():
                 if self.southbound.datapath(dpid) is not None:
-                    self._take_switch(dpid)
+                    self._take_switch(dpid, self.takeover_settle)
 
-    def _take_switch(self, dpid: int) -> None:
+    def _take_switch(self, dpid: int, settle: float | None = None) -> None:
         dp = self.southbound.datapath(dpid)
         # no wipe: the switch keeps forwarding with the rules it has (a controller restart must not
         # cut traffic); read them back and adopt them, held until the topology settled
@@ -230,13 +234,13 @@ class Forwarding(app_manager.OSKenApp):
         self.southbound.send(dp, base_rules(), kind="forwarding")
         self.installed[dpid] = {}  # unknown until the read-back answers
         self.adopted[dpid] = {}
-        self._hold(time.monotonic())
+        self._hold(time.monotonic(), settle)
         self._replan()
 
     # ---- read-back, adoption, settling -----------------------------------------------------------
-    def _hold(self, now: float) -> None:
+    def _hold(self, now: float, settle: float | None = None) -> None:
         """A switch (re)connected: the topology is not settled before ``now + settle``."""
-        self.settle_at = max(self.settle_at, now + self.settle)
+        self.settle_at = max(self.settle_at, now + (self.settle if settle is None else settle))
         if self._running:
             self._settled_due.push(self.settle_at)
 

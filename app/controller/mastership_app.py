@@ -66,11 +66,10 @@ class MastershipApp(app_manager.OSKenApp):
         self._stop = threading.Event()
         self.role_errors = 0
         self.routes.add("GET", "/mastership", lambda q, d: self.status())
-
-    def start(self):
-        thread = super().start()
         if self.endpoints:
-            from app.ha.election import Election, run
+            # a follower from the very start, before any app runs a timer or meets a switch: a restarted
+            # controller that believed itself master for a moment published an empty topology snapshot
+            from app.ha.election import Election
 
             self.election = Election(self.endpoints, key=self.key, candidate=self.candidate, ttl=self.ttl)
             self.mastership.elected_mode(self.election.is_leader)
@@ -79,6 +78,12 @@ class MastershipApp(app_manager.OSKenApp):
 
                 self.writer = db_writer.shared()
                 self.writer.fence = Fence.standby()
+
+    def start(self):
+        thread = super().start()
+        if self.election is not None:
+            from app.ha.election import run
+
             hub.spawn(run, self.election, self._on_elected, self._on_deposed, hub.sleep, self._stop.is_set)
             LOG.info("mastership: candidate %s in the election at %s (key %s, ttl %.1fs)",
                      self.candidate, ",".join(self.endpoints), self.key, self.ttl)

@@ -144,6 +144,14 @@ class TopologyPublisher(app_manager.OSKenApp):
         self.writer.submit(db_writer.EVENT, FEED, partial(_write_event, f"te.{kind}", str(d.get("reason") or kind),
                                                           "info", detail), self._failed)
 
+    @set_ev_cls(events.EventMastership)
+    def _mastership(self, ev: events.EventMastership) -> None:
+        """Elected: write our view once it settles, even if it did not change since (a follower wrote
+        nothing; the database holds the previous leader's last snapshot)."""
+        if ev.master:
+            self.last_graph = self.last_circuits = None
+            self.pending.changed(time.monotonic())
+
     @set_ev_cls(EventFeedTick)
     def _periodic(self, ev: EventFeedTick) -> None:
         self.services.run("tick", lambda: self._tick(time.monotonic()))
