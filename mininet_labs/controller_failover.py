@@ -58,14 +58,13 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
                            "probe_period_s": PERIOD, "freeze_s": FREEZE_S}
     with clock.locked(), HaSession(spec, work, controllers=CONTROLLERS, delay=delay,
                                    static_file=str(static)) as ha:
-        db = work / "capabilities.db"
         first = ha.wait_leader()
         note(f"{CONTROLLERS} controllers up, {first.name} leads; Fig. 2 testbed connected to all of them")
         assert ha.lab is not None
         h1, h3 = ha.lab.node("h1"), ha.lab.node("h3")
         for a, ip in ((h1, "10.0.0.3"), (h3, "10.0.0.1")):
             a.cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
-        with lab_web(db, out / "web.log") as web:
+        with lab_web(ha.shared_db, out / "web.log") as web:
             url, headers = web.url, web.headers
             # the late reservation is admitted first, on the optical graph as it is now (admitted after the
             # first is lit, it would be routed over that circuit's packet link, which nothing lights)

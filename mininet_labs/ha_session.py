@@ -2,13 +2,15 @@
 through it, and a Mininet lab whose packet switches and OTS agents connect to every controller.
 
 Each controller (``c1``, ``c2``, ...) has its own OpenFlow and API ports, its own log and state file
-(in ``WORKDIR/cN/``) and the lab's one database (shared, as in a deployment: docs/operations.md).
+(in ``WORKDIR/cN/``) and the lab's one database (:attr:`shared_db`, a private PostgreSQL server, shared
+as in a deployment: docs/operations.md).
 :attr:`client` always talks to the current leader (:meth:`leader` finds it through each controller's
 ``GET /mastership``); :meth:`kill`, :meth:`freeze`, :meth:`thaw` and :meth:`restart` act on one
 member by PID, for the failover lab.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from app.controller.client import ControlApiError, ControllerClient
+from app.db.pg_server import postgres_server
 from mininet_labs.session import LabSession, LabStartError, free_port
 from mininet_labs.testbed import LabNet
 
@@ -56,7 +59,10 @@ class HaSession(LabSession):
         self.members = [Member(f"c{i + 1}", free_port(), free_port(), self.workdir / f"c{i + 1}",
                                self.workdir / f"c{i + 1}" / "mlte.toml", self.token_file) for i in range(controllers)]
         self.etcd: Any = None
-        self.shared_db = f"sqlite:///{self.workdir / 'capabilities.db'}"
+        # one PostgreSQL database for every controller and the web service (a private server): with
+        # SQLite a controller frozen mid-transaction holds the write lock, and no new leader can write
+        self.shared_db = ""
+        self._pg: contextlib.ExitStack | None = None
 
     # ---- life cycle ------------------------------------------------------------------------------
     def start(self, timeout: float = 60.0) -> HaSession:
@@ -64,6 +70,8 @@ class HaSession(LabSession):
 
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
+            self._pg = contextlib.ExitStack()
+            self.shared_db = self._pg.enter_context(postgres_server()).create_database("mlte")
             self.etcd = EtcdServer(data_dir=self.workdir / "etcd").start()
             for m in self.members:
                 self._start_member(m)
@@ -108,6 +116,9 @@ class HaSession(LabSession):
             if self.etcd is not None:
                 self.etcd.close()
                 self.etcd = None
+            if self._pg is not None:
+                self._pg.close()
+                self._pg = None
 
     def _end(self, m: Member, sig: int) -> None:
         proc = m.proc

@@ -38,8 +38,9 @@ def get(url: str, headers: dict) -> Any:
 
 
 @contextmanager
-def lab_web(db: Path, log: Path) -> Iterator[LabWeb]:
-    """``mlte web`` on the SQLite file ``db`` (the controller's), with a user ``lab``; output to ``log``."""
+def lab_web(db: Path | str, log: Path) -> Iterator[LabWeb]:
+    """``mlte web`` on ``db`` (the controller's SQLite file, or a database URL), with a user ``lab``;
+    output to ``log``."""
     from mininet_labs.session import free_port
 
     user = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "create-user", "lab", "--db", str(db)],

@@ -79,7 +79,7 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
             ha.lab.node(h).cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
         samples: dict[str, list[dict[str, Any]]] = {}
         born: dict[str, float] = {}
-        with lab_web(work / "capabilities.db", out / "web.log") as web:
+        with lab_web(ha.shared_db, out / "web.log") as web:
             url, headers = web.url, web.headers
             t0 = time.time()
             next_kill, next_sample = t0 + kill_every, t0
