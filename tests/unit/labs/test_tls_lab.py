@@ -42,10 +42,13 @@ def test_ovs_ssl_set_up_is_read_back_for_restoring(monkeypatch, out, want):
     assert calls[-1][2:] == (["del-ssl"] if want is None else ["set-ssl", "/p/k.pem", "/p/c.pem", "/p/ca.pem"])
 
 
-def test_agents_get_tls_options_only_once_they_have_them(monkeypatch):
+def test_agents_get_the_tls_options_the_agent_takes():
+    """The lab passes the agent exactly the TLS options ``python -m ots_virtual`` parses."""
+    from ots_virtual.__main__ import build_parser
+
     files = TlsFiles(key="/k", cert="/c", ca="/ca")
-    monkeypatch.setattr(testbed, "AGENT_TLS_OPTIONS", None)
-    with pytest.raises(RuntimeError, match="no TLS client yet"):
-        testbed.agent_tls_args(files)
-    monkeypatch.setattr(testbed, "AGENT_TLS_OPTIONS", ("--ssl-key", "--ssl-cert", "--ssl-ca"))
-    assert testbed.agent_tls_args(files) == ["--ssl-key", "/k", "--ssl-cert", "/c", "--ssl-ca", "/ca"]
+    args = testbed.agent_tls_args(files)
+    assert args == ["--ssl-key", "/k", "--ssl-cert", "/c", "--ssl-ca", "/ca"]
+    ns = build_parser().parse_args(["--bridge", "X", "--dpid", "0xf01", "--ports", "1:ODU2",
+                                    "--controller", "ssl:127.0.0.1:6653", *args])
+    assert (ns.ssl_key, ns.ssl_cert, ns.ssl_ca) == ("/k", "/c", "/ca")
