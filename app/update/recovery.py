@@ -99,8 +99,8 @@ def _visible(step: Step, held: Held) -> bool | None:
         if step.rule.switch not in held.rules:
             return None
         rules = list(held.rules[step.rule.switch])
-        if step.op == ADD:
-            return step.rule in rules
+        if step.op == ADD:  # the same entry with the same output (a read-back rule carries no meter / group)
+            return any(r.key() == step.rule.key() and r.out_port == step.rule.out_port for r in rules)
         return not any(r.key() == step.rule.key() for r in rules)
     if isinstance(step, GroupStep):
         g = step.group
