@@ -3,6 +3,8 @@ run (app/db/plan_records.py, migration 0009), finished or rolled back by the nex
 (app/update/recovery.py, PlanRunner.recover), over the fake network and a migrated SQLite database."""
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from sqlalchemy import text
 
@@ -15,6 +17,7 @@ from app.update.model import FlowRule, XconSpec
 from app.update.plan import ADD, FlowStep, Plan, XconStep
 from app.update.recovery import FINISH, OWNER, ROLLBACK, RUNNING, Held, Unfinished, claimable, decide
 from tests.lib.fake_network import FakeNetwork
+from tests.lib.postgres import find_bindir, postgres_server
 from tests.unit.controller.test_plan_runner import Book
 from topology.spec import fig2_testbed
 
@@ -59,9 +62,25 @@ def net():
     n.close()
 
 
-@pytest.fixture
-def store(tmp_path):
-    db = open_migrated(f"sqlite:///{tmp_path / 'mlte.db'}")
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def pg_server():
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries (initdb/pg_ctl) are not installed: apt-get install postgresql")
+    with postgres_server(bindir) as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'mlte.db'}"
+    else:
+        url = request.getfixturevalue("pg_server").create_database(f"plans_{next(_names)}")
+    db = open_migrated(url)
     yield PlanRecords(db)
     db.engine.dispose()
 
