@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from os_ken.base import app_manager
+from os_ken.controller import event as osken_event
 from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
@@ -31,6 +32,7 @@ from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.runtime import SETTINGS
+from app.controller.services import Deadline
 from app.update.model import FlowRule, ModelError
 from app.update.recovery import HANDLED, Held, Unfinished
 from topology import rule_plan
@@ -40,6 +42,11 @@ RESOURCE = "plan_records"
 SETTLE_S = 2.0  # no switch connected for this long: the others are not coming soon
 WAIT_S = 30.0  # recover anyway after this (a switch that never came back: its steps count as applied)
 NOT_WANTED = frozenset({"mapping"})  # the mapping app starts its probes afresh; the others' owners asked once
+LOOK_S = 0.2  # how often the wait for the read-back looks again
+
+
+class EventRecoverDue(osken_event.EventBase):
+    """Time to look whether the switches are read back (the app's own timer)."""
 
 
 class WriterPlanStore:
@@ -95,7 +102,7 @@ def rule_of(switch: str, cookie: int, priority: int, table: int, match: Mapping[
 class PlanRecoveryApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, RUNNER: PlanRunner}
-    _EVENTS = list(RUNNER_EVENTS)
+    _EVENTS = [*RUNNER_EVENTS, EventRecoverDue]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -106,7 +113,9 @@ class PlanRecoveryApp(app_manager.OSKenApp):
         self.writer: db_writer.DbWriter | None = None
         self.store: WriterPlanStore | None = None
         self.last_enter = time.monotonic()
-        self.generation = 0  # a newer mastership change ends an older recovery's wait
+        self.pending: tuple[int, float] | None = None  # (epoch, elected at): a recovery waiting for the read-back
+        self._due = Deadline(lambda ev: self.send_event(self.name, ev), EventRecoverDue, spawn=hub.spawn,
+                             sleep=hub.sleep)
         if SETTINGS.ha.get("etcd") and SETTINGS.db_url:
             from app.db.plan_records import PlanRecords
 
@@ -115,6 +124,7 @@ class PlanRecoveryApp(app_manager.OSKenApp):
             self.store = WriterPlanStore(self.writer)
 
     def stop(self) -> None:
+        self._due.stop()
         if self.writer is not None:
             self.writer = None
             db_writer.release()
@@ -127,14 +137,32 @@ class PlanRecoveryApp(app_manager.OSKenApp):
     @set_ev_cls(events.EventMastership)
     @loud
     def _mastership(self, ev: events.EventMastership) -> None:
-        self.generation += 1
+        self.pending = None
         if self.store is None:
             return
-        if not ev.master:
+        if not ev.master or ev.epoch is None:
             self.runner.store, self.runner.epoch = None, None
             return
         self.runner.store, self.runner.epoch = self.store, ev.epoch
-        hub.spawn(self._recover, ev.epoch, self.generation, time.monotonic())
+        now = time.monotonic()
+        self.pending = (ev.epoch, now)
+        self._due.push(now + SETTLE_S)
+
+    @set_ev_cls(EventRecoverDue)
+    @loud
+    def _recover_due(self, _ev: EventRecoverDue) -> None:
+        """The switches read back (or :data:`WAIT_S` passed): recover in a greenthread (it runs plans)."""
+        if self.pending is None:
+            return
+        epoch, since = self.pending
+        now = time.monotonic()
+        if self.runner.epoch != epoch:
+            self.pending = None
+        elif not self._read_back() and now - since < WAIT_S:
+            self._due.push(now + LOOK_S)
+        else:
+            self.pending = None
+            hub.spawn(self._recover, epoch)
 
     def _read_back(self) -> bool:
         """Every OTS's XCONs known (none left "maybe") and no switch entered for a settle time."""
@@ -161,11 +189,7 @@ class PlanRecoveryApp(app_manager.OSKenApp):
                                                                  st.match, st.out_ports)) is not None]
         return Held(xcons, rules)
 
-    def _recover(self, epoch: int, generation: int, since: float) -> None:
-        while not self._read_back() and time.monotonic() - since < WAIT_S:
-            hub.sleep(0.2)
-            if generation != self.generation:
-                return  # deposed (or elected again) meanwhile: that change decides
+    def _recover(self, epoch: int) -> None:
         if self.store is None or self.runner.epoch != epoch:
             return
         try:

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.update.model import FlowRule
-from app.update.plan import ADD, ORDERED, FlowStep, GroupStep, Plan, Step, XconStep
+from app.update.model import FlowRule, ModelError
+from app.update.plan import ADD, ORDERED, FlowStep, GroupStep, Plan, PlanError, Step, XconStep
 
 RUNNING = "running"  # the state of a plan record while its plan runs
 FINISH, ROLLBACK, OWNER = "finish", "rollback", "owner"
@@ -133,7 +133,10 @@ def _rest(plan: Plan, applied: set[str], done: set[str]) -> Plan:
 
 def decide(record: Unfinished, held: Held, wanted: Callable[[Unfinished], bool]) -> Decision:
     """Finish or roll back one claimed record (see the module's doc for the rule)."""
-    plan = Plan.from_json(record.plan)
+    try:
+        plan = Plan.from_json(record.plan)
+    except (PlanError, ModelError, KeyError, TypeError, ValueError) as exc:  # nothing to replay: close it
+        return Decision(record, OWNER, None, frozenset(), f"plan record unreadable ({exc})")
     if record.source in LEFT_TO_OWNER:
         return Decision(record, OWNER, None, frozenset(), f"left to its owner ({record.source} takeover)")
     seen = {s.id: _visible(s, held) for s in plan.steps if s.writes}

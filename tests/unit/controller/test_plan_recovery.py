@@ -225,3 +225,8 @@ def test_migration_0009_up_and_down(tmp_path):
         assert migrate.upgrade(db.engine) == "0009"
     finally:
         db.engine.dispose()
+
+
+def test_an_unreadable_record_is_closed_not_replayed():
+    d = decide(Unfinished(7, {"id": "p9", "steps": [{"tag": "nonsense"}]}, 3, "api"), Held(), lambda r: True)
+    assert d.action == OWNER and d.plan is None and "unreadable" in d.reason
