@@ -30,6 +30,7 @@ TOPOLOGY_PUBLISHER = "app.controller.topology_publisher"  # topology snapshots +
 TE = "app.controller.te_app"  # the elastic TE loop, with [te] enabled = true (needs the monitor)
 RESERVATIONS = "app.controller.reservations_app"  # follows the reservations in the DB: lights and releases them
 MAPPING = "app.controller.mapping_app"  # load-aware mapping of a site pair's flows, when [te] mapping_sites is set
+PLAN_RECOVERY = "app.controller.plan_recovery_app"  # several controllers with a DB: a dead leader's plans (issue 24)
 MONITOR = "app.controller.monitor_app"  # coarse/fine monitoring + latency probes, unless [monitor] enabled = false
 
 LOG = logging.getLogger("mlte.controller")
@@ -135,6 +136,7 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
     patch_os_ken()
 
     apps = APPS + ([TOPOLOGY_PUBLISHER, RESERVATIONS] if cfg.get("db", {}).get("url") else [])
+    apps += [PLAN_RECOVERY] if cfg.get("db", {}).get("url") and cfg.get("ha", {}).get("etcd") else []
     apps += [MONITOR] if cfg.get("monitor", {}).get("enabled", True) else []
     apps += [TE] if cfg.get("te", {}).get("enabled", False) and MONITOR in apps else []
     apps += [MAPPING] if cfg.get("te", {}).get("mapping_sites") else []

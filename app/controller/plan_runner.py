@@ -19,9 +19,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from app.controller.plan_log import PLANS, PlanLog, journal_event
-from app.update.executor import DEFAULT_POLL_S, DONE, PlanRecord, RunParallel, execute, sequential
+from app.update.executor import (
+    DEFAULT_POLL_S,
+    DONE,
+    FAILED,
+    ROLLED_BACK,
+    PlanRecord,
+    RunParallel,
+    execute,
+    sequential,
+)
 from app.update.model import Port
 from app.update.plan import REMOVE, CircuitUpStep, Plan, XconStep
+from app.update.recovery import FINISH, OWNER, STEP_DONE, STEP_FAILED, Decision, Held, Unfinished, recover
 from app.update.southbound import Southbound
 from topology.graph import MultiLayerGraph
 
@@ -30,6 +40,28 @@ PLAN = "plan"  # what ``notify`` is told (a change of the reserved ports is the 
 API_OWNER = "plan:"  # owners of POST /plan circuits: given back when a plan removes their XCONs
 
 Notify = Callable[[str, dict[str, Any]], None]
+
+
+class PlanStore(Protocol):
+    """Where a leader's running plans are recorded (:class:`app.db.plan_records.PlanRecords`, or the
+    writer's queue in front of it): the plan as it starts, each step's state, the outcome."""
+
+    def start(self, plan: Mapping[str, Any], *, epoch: int | None, source: str, owner: str, started_at: float,
+              reservation_id: int | None = None) -> Any: ...
+
+    def step(self, uid: str, step_id: str, state: str) -> Any: ...
+
+    def finish(self, uid: str, record: Mapping[str, Any], *, keep: bool = True) -> Any: ...
+
+
+class RecoveryStore(Protocol):
+    """The running records a new leader takes over (:class:`app.db.plan_records.PlanRecords`)."""
+
+    def unfinished(self, epoch: int) -> list[Unfinished]: ...
+
+    def claim(self, row_id: int, epoch: int) -> bool: ...
+
+    def complete(self, row_id: int, epoch: int, state: str, error: str, finished_at: float) -> bool: ...
 
 
 class PortBook(Protocol):
@@ -67,6 +99,10 @@ class PlanRunner:
         self.clock = clock
         self.poll_s = poll_s
         self.log = log
+        # several controllers (issue 24): the leader's epoch and where its running plans are recorded;
+        # both None for a single controller, which records nothing while a plan runs
+        self.store: PlanStore | None = None
+        self.epoch: int | None = None
 
     @property
     def bound(self) -> bool:
@@ -98,7 +134,7 @@ class PlanRunner:
     # ---- plans ---------------------------------------------------------------------------------------
     def run(self, plan: Plan, owner: str, kind: str, *, ports: Sequence[Port] | None = None,
             releases: bool = False, context: Mapping[str, Any] | None = None,
-            southbound: Southbound | None = None) -> PlanRecord:
+            southbound: Southbound | None = None, persist: bool = True) -> PlanRecord:
         """Run ``plan`` for ``owner`` (who holds its ports) on behalf of ``kind`` (the plan log's
         ``source``: api, circuit, te, mapping, reservations); block until done or rolled back.
 
@@ -107,7 +143,9 @@ class PlanRunner:
         ``owner``'s circuit down, so its ports are given back once it is done. A done plan that
         removed XCONs also frees the ``POST /plan`` circuits that hung on them. ``context`` goes into
         the plan log, the journal entries and the events (e.g. ``reservation_id``); ``southbound``
-        replaces the runner's for this plan (``POST /circuit``: the OTS driver in per-OTS batches)."""
+        replaces the runner's for this plan (``POST /circuit``: the OTS driver in per-OTS batches).
+        Under a leader's epoch with a :attr:`store` (and ``persist``) the plan is recorded as it runs:
+        ``running`` with the epoch, each step's state as it completes, then the outcome."""
         sb = southbound or self.southbound
         if sb is None:
             raise RuntimeError("the plan runner has no southbound")
@@ -116,7 +154,15 @@ class PlanRunner:
         if held:
             self.reserve(owner, held)
 
+        store = self.store if persist and self.epoch is not None else None
+        if store is not None:
+            res_id = extra.get("reservation_id")
+            store.start(plan.to_json(), epoch=self.epoch, source=kind, owner=owner, started_at=self.clock(),
+                        reservation_id=res_id if isinstance(res_id, int) else None)
+
         def on_event(event: dict[str, Any]) -> None:
+            if store is not None and event.get("event") in ("step_done", "step_failed"):
+                store.step(plan.id, str(event["step"]), STEP_DONE if event["event"] == "step_done" else STEP_FAILED)
             journal_event(event, **extra)
             self.notify(PLAN, {**event, **extra})
 
@@ -128,7 +174,36 @@ class PlanRunner:
         if done:
             self._free_api_circuits(plan)
         self.log.add({**record.to_json(), **extra}, source=kind)
+        if store is not None:  # the reservations keep their plans themselves (record_plan)
+            store.finish(plan.id, record.to_json(), keep=kind != "reservations")
         return record
+
+    # ---- takeover --------------------------------------------------------------------------------------
+    def recover(self, store: RecoveryStore, epoch: int, held: Held,
+                wanted: Callable[[Unfinished], bool]) -> list[tuple[Decision, str]]:
+        """The new leader of ``epoch`` (switches read back into ``held``): finish or roll back every plan
+        an older leader left running (:func:`app.update.recovery.recover`), each claimed first so it is
+        handled exactly once; returns (decision, final state) of each plan this leader took."""
+        out: list[tuple[Decision, str]] = []
+        for d in recover(store.unfinished(epoch), epoch, held, wanted):
+            if not store.claim(d.record.row, epoch):
+                continue  # another leader has it
+            rec = d.record
+            if d.action == OWNER or d.plan is None:
+                state, error = FAILED, f"leader of epoch {rec.epoch} stopped mid-plan; {d.reason}"
+            else:
+                ctx = {"recovers": rec.plan.get("id"), "from_epoch": rec.epoch, "action": d.action}
+                finish = d.action == FINISH
+                ports = opened_ports(Plan.from_json(rec.plan)) if finish else ()
+                result = self.run(d.plan, rec.owner or f"recovery:{rec.row}", "recovery", ports=ports,
+                                  releases=not finish, context=ctx, persist=False)
+                ok = result.state == DONE
+                state = (DONE if finish else ROLLED_BACK) if ok else FAILED
+                error = (f"leader of epoch {rec.epoch} stopped mid-plan; {d.action} by epoch {epoch}: {d.reason}"
+                         + ("" if ok else f"; {result.error}"))
+            store.complete(rec.row, epoch, state, error, self.clock())
+            out.append((d, state))
+        return out
 
     def _free_api_circuits(self, plan: Plan) -> None:
         """Give back the ports of ``POST /plan`` circuits whose XCONs ``plan`` removed (nothing else

@@ -179,11 +179,20 @@ class Plan(Base):
     kind: Mapped[str] = mapped_column(String(32))
     mode: Mapped[str] = mapped_column(String(16))  # ordered | one_shot
     reservation_id: Mapped[int | None] = mapped_column(ForeignKey("reservations.id"), index=True, default=None)
-    state: Mapped[str] = mapped_column(String(16))  # done | failed | rolled_back
+    state: Mapped[str] = mapped_column(String(16), index=True)  # done | failed | rolled_back | running
     error: Mapped[str | None] = mapped_column(Text, default=None)
     started_at: Mapped[float] = mapped_column(Float)
-    finished_at: Mapped[float] = mapped_column(Float)
+    finished_at: Mapped[float | None] = mapped_column(Float, default=None)  # None while running
     steps: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    # several controllers (issue 24, app/db/plan_records.py): the running plan, its leader and step states
+    uid: Mapped[str | None] = mapped_column(String(64), unique=True, index=True, default=None)
+    epoch: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    source: Mapped[str | None] = mapped_column(String(32), default=None)
+    owner: Mapped[str | None] = mapped_column(String(128), default=None)
+    body: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    step_states: Mapped[dict[str, str] | None] = mapped_column(JSON, default=None)
+    claimed_epoch: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    claim_done: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class AuditEntry(Base):
