@@ -375,7 +375,7 @@ def test_pg_a_claim_gives_up_on_a_row_held_too_long(pg_url: str) -> None:
 def test_migration_0008_up_and_down(url: str) -> None:
     db = migrate.open_migrated(url)
     try:
-        assert migrate.current(db.engine) == migrate.head() == "0008"
+        assert migrate.current(db.engine) == migrate.head() >= "0008"
         assert stored(db) == (0, "", 0.0)
         cfg = migrate.config()
         with migrate.migration_lock(db.engine) as conn:
@@ -383,7 +383,7 @@ def test_migration_0008_up_and_down(url: str) -> None:
             command.downgrade(cfg, "0007")
         assert migrate.current(db.engine) == "0007"
         assert "controller_epoch" not in inspect(db.engine).get_table_names()
-        assert migrate.upgrade(db.engine) == "0008"
+        assert migrate.upgrade(db.engine) == migrate.head()
         assert stored(db) == (0, "", 0.0)  # the row is back, once
         with db.session() as s:
             assert s.execute(select(func.count()).select_from(ControllerEpoch)).scalar_one() == 1
