@@ -29,8 +29,8 @@ Restart and takeover (:mod:`app.te.takeover`, docs/te-loop.md): every offload an
 in the TE store (:mod:`app.te.store`: with ``[db] url`` the shared database's ``te_records``, through the
 controller's writer thread, so the next leader on any host finds them; else ``X.te.json`` beside
 ``[controller] state_file``), written before its plan runs and removed once its release is done. A
-(re)started controller first waits until the switches are back and settled, reads their TE rules and XCONs back, and lets :func:`app.te.takeover.adopt`
-decide: consistent records are adopted (released later by their counters, as before), the rest and
+(re)started controller first waits until the switches are back and settled, reads their TE rules and
+XCONs back, and lets :func:`app.te.takeover.adopt` decide: consistent records are adopted (released later by their counters, as before), the rest and
 the TE rules no record owns are released once (:meth:`TeApp._takeover`).
 
 Plans run through the shared :class:`~app.controller.plan_runner.PlanRunner`, which reserves the
