@@ -30,8 +30,9 @@ in the TE store (:mod:`app.te.store`: with ``[db] url`` the shared database's ``
 controller's writer thread, so the next leader on any host finds them; else ``X.te.json`` beside
 ``[controller] state_file``), written before its plan runs and removed once its release is done. A
 (re)started controller first waits until the switches are back and settled, reads their TE rules and
-XCONs back, and lets :func:`app.te.takeover.adopt` decide: consistent records are adopted (released later by their counters, as before), the rest and
-the TE rules no record owns are released once (:meth:`TeApp._takeover`).
+XCONs back, and lets :func:`app.te.takeover.adopt` decide: consistent records are adopted (released
+later by their counters, as before), the rest and the TE rules no record owns are released once
+(:meth:`TeApp._takeover`).
 
 Plans run through the shared :class:`~app.controller.plan_runner.PlanRunner`, which reserves the
 circuit's packet ports for the offload (default forwarding keeps off them) from before the plan runs
