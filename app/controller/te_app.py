@@ -26,11 +26,13 @@ moved; a long one pays once it has sent enough (:meth:`TeApp._retry_waiting`).
 at once; what moves runs, is reserved and is released exactly as an offload (:meth:`TeApp._placement`).
 
 Restart and takeover (:mod:`app.te.takeover`, docs/te-loop.md): every offload and grown circuit is a record
-in the TE store (:mod:`app.te.store`: ``X.te.json`` beside ``[controller] state_file``), written before its
-plan runs and removed once its release is done. A (re)started controller first waits until the
-switches are back and settled, reads their TE rules and XCONs back, and lets :func:`app.te.takeover.adopt`
-decide: consistent records are adopted (released later by their counters, as before), the rest and
-the TE rules no record owns are released once (:meth:`TeApp._takeover`).
+in the TE store (:mod:`app.te.store`: with ``[db] url`` the shared database's ``te_records``, through the
+controller's writer thread, so the next leader on any host finds them; else ``X.te.json`` beside
+``[controller] state_file``), written before its plan runs and removed once its release is done. A
+(re)started controller first waits until the switches are back and settled, reads their TE rules and
+XCONs back, and lets :func:`app.te.takeover.adopt` decide: consistent records are adopted (released
+later by their counters, as before), the rest and the TE rules no record owns are released once
+(:meth:`TeApp._takeover`).
 
 Plans run through the shared :class:`~app.controller.plan_runner.PlanRunner`, which reserves the
 circuit's packet ports for the offload (default forwarding keeps off them) from before the plan runs
@@ -49,7 +51,7 @@ from os_ken.controller import event as osken_event
 from os_ken.controller.handler import set_ev_cls
 from os_ken.lib import hub
 
-from app.controller import events, guard, reconcile
+from app.controller import db_writer, events, guard, reconcile
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.failures import broken_by, failures_of
@@ -74,7 +76,7 @@ from app.te.elastic import rate_mbps
 from app.te.gain import judged_rate, slowing
 from app.te.growth import GROW, SHRINK, Growth, GrowthDecider, GrowthDecision
 from app.te.placement import PlacementDecider, PlacementPolicy
-from app.te.store import StoreError, open_store
+from app.te.store import DbTeStore, StoreError, TeStore, open_store
 from app.te.takeover import (
     GROWTH,
     LIT,
@@ -165,7 +167,8 @@ class TeApp(app_manager.OSKenApp):
         # restart and takeover: the records of this loop's circuits (app/te/store.py); ``epoch``: the leader's,
         # set by the election when there is one (None: a lone controller)
         ctl = SETTINGS.section("controller")
-        self.store = open_store(str(ctl.get("state_file", "")))
+        self.writer: db_writer.DbWriter | None = None
+        self.store: TeStore = self._open_store(str(ctl.get("state_file", "")))
         self.epoch: int | None = None
         self.adopted = False  # decisions allowed: the takeover pass is done, or there was nothing to take over
         self.taken_over = False  # the takeover pass is done
@@ -178,6 +181,14 @@ class TeApp(app_manager.OSKenApp):
             routes[("GET", "/te")] = lambda q, d: self.status()
         self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev), services(cfg),
                                   spawn=hub.spawn, sleep=hub.sleep)
+
+    def _open_store(self, state_file: str) -> TeStore:
+        """``[db] url`` set: the shared database's ``te_records`` (every controller sees them; writes go
+        through the writer thread and its epoch fence); else the file beside the state file."""
+        if not SETTINGS.db_url:
+            return open_store(state_file)
+        self.writer = writer = db_writer.shared()
+        return DbTeStore(lambda fn: writer.call(db_writer.DATABASE, fn, sleep=hub.sleep))
 
     def _placement(self, cfg: dict[str, Any]) -> PlacementDecider:
         """``otter``/``cspf``: the placement decider over the monitor's fine data, default forwarding
@@ -217,6 +228,9 @@ class TeApp(app_manager.OSKenApp):
 
     def stop(self):
         self.services.stop()
+        if self.writer is not None:
+            self.writer = None
+            db_writer.release()
         super().stop()
 
     # ---- monitor events ----------------------------------------------------------------------------
@@ -416,7 +430,11 @@ class TeApp(app_manager.OSKenApp):
         """Once, after the start: adopt the stored offloads and growths the switches still hold, release the
         rest and the TE rules no record owns (:func:`app.te.takeover.adopt`)."""
         now = time.monotonic()
-        loaded = self.store.load()
+        try:
+            loaded = self.store.load()
+        except (StoreError, OSError) as exc:  # the database unreachable: the pass waits for the next poll
+            LOG.warning("TE takeover: the records cannot be read (%s); trying again next poll", exc)
+            return
         records = [r for r in loaded if r.key not in self.own]
         if not self._takeover_due(records, now):
             if not records and not self.adopted:

@@ -285,6 +285,25 @@ class ControllerEpoch(Base):
     since: Mapped[float] = mapped_column(Float, default=0.0)
 
 
+class TeRecordRow(Base):
+    """One offload or grown circuit of the TE loop (:class:`app.te.takeover.TeRecord`), shared by every
+    controller on the database so the next leader adopts it (:class:`app.te.store.DbTeStore`).
+
+    ``body`` is the record's JSON body (XCONs, rules, flows); ``epoch`` the writer's leader epoch
+    (None: a controller without election); ``since`` epoch seconds.
+    """
+
+    __tablename__ = "te_records"
+
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    ident: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16))
+    since: Mapped[float] = mapped_column(Float, default=0.0)
+    threshold_mbps: Mapped[float] = mapped_column(Float, default=0.0)
+    epoch: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
 #: Every table the migrations own, in the order of their declarations (Alembic's ``target_metadata``).
 METADATA: tuple[MetaData, ...] = (Base.metadata, MonBase.metadata, CapBase.metadata)
 

@@ -375,7 +375,7 @@ def test_pg_a_claim_gives_up_on_a_row_held_too_long(pg_url: str) -> None:
 def test_migration_0008_up_and_down(url: str) -> None:
     db = migrate.open_migrated(url)
     try:
-        assert migrate.current(db.engine) == migrate.head()  # 0008 or later
+        assert migrate.current(db.engine) == migrate.head() >= "0008"
         assert stored(db) == (0, "", 0.0)
         cfg = migrate.config()
         with migrate.migration_lock(db.engine) as conn:
