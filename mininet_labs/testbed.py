@@ -43,7 +43,7 @@ PROJECT_ROOT = _bootstrap_path()
 from mininet.link import TCLink  # noqa: E402
 from mininet.log import lg  # noqa: E402
 from mininet.net import Mininet  # noqa: E402
-from mininet.node import Host, OVSSwitch, RemoteController  # noqa: E402
+from mininet.node import Host, Node, OVSSwitch, RemoteController  # noqa: E402
 from mininet.topo import Topo  # noqa: E402
 
 from topology.spec import LabSpec, fig2_testbed  # noqa: E402
@@ -215,6 +215,12 @@ class ExternalController(RemoteController):
 
     def checkListening(self) -> None:  # noqa: N802 (Mininet's name)
         pass
+
+    def stop(self, *args, **kwargs):
+        """End the node's shell: ``RemoteController.stop`` does nothing, and every lab left a
+        ``bash ... mininet:<prefix>c0`` process behind (our controller process is the session's,
+        stopped by PID)."""
+        Node.stop(self, *args, **kwargs)
 
 
 def ots_port_arg(ports: dict[int, str]) -> str:
