@@ -166,6 +166,12 @@ class NetworkView:
         ra, rb = PortRef(sa.dpid, a[1]), PortRef(sb.dpid, b[1])
         return any({link.src, link.dst} == {ra, rb} for link in self._links.links())
 
+    def settled_xcons(self) -> dict[str, dict[int, int]]:
+        """OTS name -> its applied XCONs, for every OTS read back (none held as "maybe applied"): what a
+        takeover may trust the OTSes hold."""
+        return {sw.name: dict(self._xcons.get(sw.dpid, {})) for sw in self._switches.values()
+                if sw.kind == OTS and not self._unknown_xcons.get(sw.dpid)}
+
     def busy_ots_ports(self, dpid: int) -> set[int]:
         """Ports of an OTS in an XCON (applied, adopted or unknown): never to be probed or reused."""
         return busy_ports(self._xcons.get(dpid, {}), self._unknown_xcons.get(dpid, {}))

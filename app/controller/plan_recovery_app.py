@@ -173,12 +173,10 @@ class PlanRecoveryApp(app_manager.OSKenApp):
 
     def held(self) -> Held:
         """What the switches hold now: the view's XCONs of each OTS read back, every packet switch's rules."""
-        xcons: dict[str, dict[int, int]] = {}
+        xcons = self.view.settled_xcons()
         rules: dict[str, list[FlowRule]] = {}
         for sw in list(self.view.switches.values()):
             if sw.kind == OTS:
-                if not self.view.unknown_xcons.get(sw.dpid):
-                    xcons[sw.name] = dict(self.view.xcons.get(sw.dpid, {}))
                 continue
             try:
                 stats = self.southbound.flow_stats(sw.dpid)

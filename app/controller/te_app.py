@@ -403,11 +403,9 @@ class TeApp(app_manager.OSKenApp):
         """What the switches hold now: the TE bands' rules read back (a switch that does not answer is left
         out), the applied XCONs, and the lit circuits no reservation or default forwarding uses."""
         rules: dict[str, list] = {}
-        xcons: dict[str, dict[int, int]] = {}
+        xcons = self.view.settled_xcons()
         for sw in list(self.view.switches.values()):
             if sw.kind == OTS:
-                if not self.view.unknown_xcons.get(sw.dpid):
-                    xcons[sw.name] = dict(self.view.xcons.get(sw.dpid, {}))
                 continue
             try:
                 stats = [st for band in TE_BANDS for st in self.southbound.flow_stats(sw.dpid, band.cookie(), band.mask())]
