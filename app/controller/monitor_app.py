@@ -54,7 +54,7 @@ from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.controller.runtime import SETTINGS
-from app.controller.services import Deadline, Scheduler, Service
+from app.controller.services import Deadline, Service, app_scheduler
 from app.controller.view_changes import ViewChange
 from monitor import flowstats
 from monitor.core import FineSource, MonitorCore, circuits_from_graph
@@ -213,8 +213,7 @@ class MonitorApp(app_manager.OSKenApp):
         self.probe_interval = float(self.cfg["probe_interval"])
         self.latency = LatencyMonitor(float(self.cfg["path_change_tolerance_ms"]), timeout=float(self.cfg["probe_timeout"]))
         self._trapped: set[int] = set()
-        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
-                                  services(self.interval, self.probe_interval), spawn=hub.spawn, sleep=hub.sleep)
+        self.services = app_scheduler(self, services(self.interval, self.probe_interval))
         self._replies_due = Deadline(lambda ev: self.send_event(self.name, ev), EventRepliesDue,
                                      spawn=hub.spawn, sleep=hub.sleep)
         # the circuits come from the view's graph: read it again on the next tick only once the graph

@@ -50,7 +50,7 @@ from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, s
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations, ReservationCircuit
 from app.controller.reservation_manager import ReservationManager
 from app.controller.runtime import SETTINGS
-from app.controller.services import Scheduler, Service
+from app.controller.services import Scheduler, Service, app_scheduler
 
 LOG = logging.getLogger("mlte.controller.reservations")
 STORE = "provisioning_store"  # the ProvisioningStore, a resource of the db_writer thread
@@ -118,9 +118,7 @@ class ReservationsApp(app_manager.OSKenApp):
         self.retry: dict[int, tuple[float, int]] = {}  # DEGRADED / RESTORING: (next try at, attempt)
         self.adopted = False  # the store's installed ACTIVE reservations were taken over (first pass)
         # the first pass at once: a restarted controller adopts what is lit before anything else
-        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
-                                  [Service("follow", EventFollow, self.poll, first=0.0)],
-                                  spawn=hub.spawn, sleep=hub.sleep)
+        self.services = app_scheduler(self, [Service("follow", EventFollow, self.poll, first=0.0)])
         self._spawn, self._sleep = hub.spawn, hub.sleep  # of the verification probes' schedulers
 
     def start(self):

@@ -69,7 +69,7 @@ from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations
 from app.controller.runtime import SETTINGS
-from app.controller.services import Scheduler, Service
+from app.controller.services import Service, app_scheduler
 from app.te.damping import Damper
 from app.te.decisions import OFFLOAD, RELEASE, SKIP, Decision, Offload, OffloadDecider, link_capacity
 from app.te.elastic import rate_mbps
@@ -179,8 +179,7 @@ class TeApp(app_manager.OSKenApp):
         routes = kwargs.get(ROUTES)
         if routes is not None:
             routes[("GET", "/te")] = lambda q, d: self.status()
-        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev), services(cfg),
-                                  spawn=hub.spawn, sleep=hub.sleep)
+        self.services = app_scheduler(self, services(cfg))
 
     def _open_store(self, state_file: str) -> TeStore:
         """``[db] url`` set: the shared database's ``te_records`` (every controller sees them; writes go
