@@ -103,6 +103,8 @@ class PlanRunner:
         # both None for a single controller, which records nothing while a plan runs
         self.store: PlanStore | None = None
         self.epoch: int | None = None
+        # told (record, source) after every plan: the metrics' plan counts and step times
+        self.observers: list[Callable[[PlanRecord, str], None]] = []
 
     @property
     def bound(self) -> bool:
@@ -174,6 +176,8 @@ class PlanRunner:
         if done:
             self._free_api_circuits(plan)
         self.log.add({**record.to_json(), **extra}, source=kind)
+        for observe in self.observers:
+            observe(record, kind)
         if store is not None:  # the reservations keep their plans themselves (record_plan)
             store.finish(plan.id, record.to_json(), keep=kind != "reservations")
         return record
