@@ -40,6 +40,7 @@ class NetworkCollector:
         self.view, self.southbound, self.mastership = view, southbound, mastership
         self.writer, self.service_health = writer, service_health
         self.failures = guard.failures if failures is None else failures
+        self._graph_cache: tuple[int, Counter[str], int, int] | None = None
 
     def describe(self) -> list[Metric]:
         return []  # families are only known at scrape time (labels come from the network)
@@ -68,8 +69,7 @@ class NetworkCollector:
         yield ports
         yield GaugeMetricFamily("mlte_hosts", "Hosts learnt at edge ports", value=len(view.hosts))
 
-        graph, problems = view.graph()
-        by_kind = Counter(d["kind"] for _u, _v, d in graph.g.edges(data=True))
+        by_kind, n_problems, n_lit = self._graph_figures()
         links = GaugeMetricFamily("mlte_links", "Links of the merged multi-layer graph, by layer (packet: LLDP "
                                   "and static packet links; optical: fibres; adaptation: packet port to OTS port; "
                                   "access: host to switch)", labels=["layer"])
@@ -77,9 +77,9 @@ class NetworkCollector:
             links.add_metric([layer], by_kind.get(layer, 0))
         yield links
         yield GaugeMetricFamily("mlte_graph_problems", "Merge conflicts of the graph (GET /topology problems)",
-                                value=len(problems))
+                                value=n_problems)
         yield GaugeMetricFamily("mlte_circuits_lit", "Lit circuits: light paths joining two packet ports",
-                                value=len(lit_circuits(graph)))
+                                value=n_lit)
         xcons = GaugeMetricFamily("mlte_xcons", "OTS cross-connects, one per direction, by state (applied; "
                                   "unknown: the barrier timed out)", labels=["state"])
         xcons.add_metric(["applied"], sum(len(x) for x in view.xcons.values()))
@@ -102,6 +102,16 @@ class NetworkCollector:
         yield reserved
         yield CounterMetricFamily("mlte_view_changes", "Changes of the network view's graph inputs (its version)",
                                   value=view.version)
+
+    def _graph_figures(self) -> tuple[Counter[str], int, int]:
+        """Edges by kind, merge problems and lit circuits of the view's graph, worked out once per view
+        version (the graph itself is cached by the view on the same key)."""
+        version = self.view.version
+        if self._graph_cache is None or self._graph_cache[0] != version:
+            graph, problems = self.view.graph()
+            by_kind = Counter(d["kind"] for _u, _v, d in graph.g.edges(data=True))
+            self._graph_cache = (version, by_kind, len(problems), len(lit_circuits(graph)))
+        return self._graph_cache[1:]
 
     # ---- the one send path ---------------------------------------------------------------------------
     def _openflow(self) -> Iterator[Metric]:
