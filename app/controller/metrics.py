@@ -31,6 +31,11 @@ CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2
 DECISION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
+#: the plan kinds the planner makes (``app.update.planner``); a plan sent to ``POST /plan`` may name any
+#: kind, so others are counted as ``other`` (a label must not take values from request bodies)
+PLAN_KINDS = frozenset({"provision", "circuit", "release", "move"})
+
+
 def _seconds(step: StepRecord) -> float | None:
     if step.started_at is None or step.finished_at is None:
         return None
@@ -45,10 +50,10 @@ class ControllerMetrics:
         if process:  # process_cpu_seconds_total, process_resident_memory_bytes, ... of this controller
             ProcessCollector(registry=self.registry)
         r = self.registry
-        self.plans = Counter("mlte_plans", "Update plans run, by who asked (source) and how they ended (outcome)",
-                             ["source", "outcome"], registry=r)
+        self.plans = Counter("mlte_plans", "Update plans run, by who asked (source), the plan's kind and how "
+                             "they ended (outcome)", ["source", "kind", "outcome"], registry=r)
         self.plan_seconds = Histogram("mlte_plan_duration_seconds", "Time from a plan's first step to its end",
-                                      ["source"], buckets=PLAN_BUCKETS, registry=r)
+                                      ["source", "kind"], buckets=PLAN_BUCKETS, registry=r)
         self.step_seconds = Histogram("mlte_plan_step_duration_seconds",
                                       "Time of each plan step that ran, by step kind and phase (forward, rollback)",
                                       ["kind", "phase"], buckets=PLAN_BUCKETS, registry=r)
@@ -65,9 +70,10 @@ class ControllerMetrics:
     # ---- recorded as it happens ------------------------------------------------------------------------
     def plan_finished(self, record: PlanRecord, source: str) -> None:
         """A plan the runner ran (its ``source``: api, circuit, te, mapping, reservations, recovery)."""
-        self.plans.labels(source, record.state).inc()
+        kind = record.kind if record.kind in PLAN_KINDS else "other"
+        self.plans.labels(source, kind, record.state).inc()
         if record.started_at is not None and record.finished_at is not None:
-            self.plan_seconds.labels(source).observe(max(0.0, record.finished_at - record.started_at))
+            self.plan_seconds.labels(source, kind).observe(max(0.0, record.finished_at - record.started_at))
         for phase, steps in (("forward", record.steps), ("rollback", record.rollback)):
             for step in steps:
                 took = _seconds(step)

@@ -115,12 +115,12 @@ def test_switches_ports_hosts_and_links_come_from_the_view(ctl):
 
 def test_a_circuit_plan_is_counted_and_timed_and_its_xcons_and_ports_show(ctl):
     before = ctl.scrape()
-    assert value(before, "mlte_plans_total", source="circuit", outcome="done") == 0
+    assert value(before, "mlte_plans_total", source="circuit", kind="circuit", outcome="done") == 0
     status, _, _ = ctl.request("POST", "/circuit", {"xcons": [{"ots": "X", "in_port": 1, "out_port": 2}]})
     assert status == 200
     m = ctl.scrape()
-    assert value(m, "mlte_plans_total", source="circuit", outcome="done") == 1
-    assert value(m, "mlte_plan_duration_seconds_count", source="circuit") == 1
+    assert value(m, "mlte_plans_total", source="circuit", kind="circuit", outcome="done") == 1
+    assert value(m, "mlte_plan_duration_seconds_count", source="circuit", kind="circuit") == 1
     assert value(m, "mlte_plan_step_duration_seconds_count", kind="xcon_add", phase="forward") == 1
     assert value(m, "mlte_xcons", state="applied") == 2  # one per direction
     # a refused XCON: the plan fails and is rolled back, counted under its outcome
@@ -128,7 +128,7 @@ def test_a_circuit_plan_is_counted_and_timed_and_its_xcons_and_ports_show(ctl):
     assert status == 422
     m = ctl.scrape()
     failed = {k: v for k, v in m.items() if k[0] == "mlte_plans_total" and ("outcome", "done") not in k[1]}
-    assert sum(failed.values()) == 1 and value(m, "mlte_plans_total", source="circuit", outcome="done") == 1
+    assert sum(failed.values()) == 1 and value(m, "mlte_plans_total", source="circuit", kind="circuit", outcome="done") == 1
 
 
 def test_openflow_messages_are_counted_per_type_from_the_one_send_path(ctl):
@@ -264,3 +264,19 @@ def test_a_te_decision_is_timed_and_counted_off_the_bus(monkeypatch):
     assert value(m, "mlte_te_decision_duration_seconds_sum", decider="offload") > 0
     assert value(m, "mlte_te_decisions_total", decision="skip") == 1
     assert value(m, "mlte_te_decisions_total", decision="offload") == 0
+
+
+def test_a_plan_kind_from_a_request_body_does_not_become_a_label_value():
+    """POST /plan may name any kind: only the planner's kinds are labels, the rest count as other."""
+    from app.update.executor import PlanRecord, StepRecord
+
+    metrics = ControllerMetrics(process=False)
+    for kind in ("move", "x" * 40, "another"):
+        metrics.plan_finished(PlanRecord("p", kind, "ordered", started_at=1.0, finished_at=1.5,
+                                         steps=[StepRecord("s", "flow_add", "A", [], 1.0, 1.25)]), "api")
+    m = samples(metrics.render().decode())
+    assert value(m, "mlte_plans_total", source="api", kind="move", outcome="done") == 1
+    assert value(m, "mlte_plans_total", source="api", kind="other", outcome="done") == 2
+    assert {dict(k[1]).get("kind") for k in m if k[0] == "mlte_plans_total"} == {"move", "other"}
+    assert value(m, "mlte_plan_duration_seconds_sum", source="api", kind="other") == pytest.approx(1.0)
+    assert value(m, "mlte_plan_step_duration_seconds_sum", kind="flow_add", phase="forward") == pytest.approx(0.75)
