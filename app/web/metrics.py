@@ -33,6 +33,9 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: a page or an API call: ~5 ms when idle; admission and the PCE take longer
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 UNMATCHED = "unmatched"  # the endpoint label of a request no route matched (a 404): bounded cardinality
+#: methods kept as label values; any other method a client sends is ``other`` (labels never take
+#: arbitrary values from a request)
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 class DatabaseCollector:
@@ -88,10 +91,11 @@ def _started() -> None:
 def _answered(response: Response) -> Response:
     metrics = _of_app()
     rule = request.url_rule.rule if request.url_rule is not None else UNMATCHED
-    metrics.requests.labels(rule, request.method, str(response.status_code)).inc()
+    method = request.method if request.method in METHODS else "other"
+    metrics.requests.labels(rule, method, str(response.status_code)).inc()
     started = g.get("metrics_started")
     if started is not None:  # None: a hook registered before ours answered first
-        metrics.latency.labels(rule, request.method).observe(time.perf_counter() - started)
+        metrics.latency.labels(rule, method).observe(time.perf_counter() - started)
     return response
 
 

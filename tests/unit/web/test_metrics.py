@@ -58,12 +58,15 @@ def test_requests_are_counted_by_route_method_and_status_and_timed(client, users
     assert client.get(f"{API}/reservations", headers=users.h("alice")).status_code == 200
     assert client.get(f"{API}/reservations").status_code == 401
     assert client.get("/no/such/page").status_code == 404
+    assert client.open(f"{API}/reservations", method="BREW", headers=users.h("alice")).status_code == 405
     m = scrape(client, users.h("alice"))
     assert value(m, "mlte_web_requests_total", endpoint=rid_rule, method="GET", status="404") == 2
     assert value(m, "mlte_web_requests_total", endpoint=f"{API}/reservations", method="GET", status="200") == 1
     assert value(m, "mlte_web_requests_total", endpoint=f"{API}/reservations", method="GET", status="401") == 1
     assert value(m, "mlte_web_requests_total", endpoint="unmatched", method="GET", status="404") == 1
     assert value(m, "mlte_web_request_duration_seconds_count", endpoint=rid_rule, method="GET") == 2
+    assert value(m, "mlte_web_requests_total", endpoint="unmatched", method="other", status="405") == 1
+    assert not [k for k in m if dict(k[1]).get("method") == "BREW"]  # no label value from the request
     assert value(m, "mlte_web_request_duration_seconds_sum", endpoint=rid_rule, method="GET") > 0
 
 
