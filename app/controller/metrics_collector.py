@@ -8,6 +8,7 @@ controller's hub like every API handler, so it sees the view between two handler
 """
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,6 +22,7 @@ from app.controller.model import OTS, PACKET
 from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import OpenFlowSouthbound
 
+LOG = logging.getLogger("mlte.controller.metrics")
 #: graph edge kinds reported as links, by layer (an XCON is counted as an XCON, not a link)
 LINK_LAYERS = ("packet", "optical", "adaptation", "access")
 
@@ -41,6 +43,7 @@ class NetworkCollector:
         self.writer, self.service_health = writer, service_health
         self.failures = guard.failures if failures is None else failures
         self._graph_cache: tuple[int, Counter[str], int, int] | None = None
+        self._graph_failed: int | None = None  # the view version whose graph failed (logged once)
 
     def describe(self) -> list[Metric]:
         return []  # families are only known at scrape time (labels come from the network)
@@ -69,22 +72,6 @@ class NetworkCollector:
         yield ports
         yield GaugeMetricFamily("mlte_hosts", "Hosts learnt at edge ports", value=len(view.hosts))
 
-        by_kind, n_problems, n_lit = self._graph_figures()
-        links = GaugeMetricFamily("mlte_links", "Links of the merged multi-layer graph, by layer (packet: LLDP "
-                                  "and static packet links; optical: fibres; adaptation: packet port to OTS port; "
-                                  "access: host to switch)", labels=["layer"])
-        for layer in LINK_LAYERS:
-            links.add_metric([layer], by_kind.get(layer, 0))
-        yield links
-        yield GaugeMetricFamily("mlte_graph_problems", "Merge conflicts of the graph (GET /topology problems)",
-                                value=n_problems)
-        yield GaugeMetricFamily("mlte_circuits_lit", "Lit circuits: light paths joining two packet ports",
-                                value=n_lit)
-        xcons = GaugeMetricFamily("mlte_xcons", "OTS cross-connects, one per direction, by state (applied; "
-                                  "unknown: the barrier timed out)", labels=["state"])
-        xcons.add_metric(["applied"], sum(len(x) for x in view.xcons.values()))
-        xcons.add_metric(["unknown"], sum(len(x) for x in view.unknown_xcons.values()))
-        yield xcons
         held = view.reservations_of("")
         owners = GaugeMetricFamily("mlte_port_owners", "Owners holding packet ports away from default forwarding, "
                                    "by kind (reservation: lit reservations; te: offloads; grow: growths; "
@@ -102,6 +89,32 @@ class NetworkCollector:
         yield reserved
         yield CounterMetricFamily("mlte_view_changes", "Changes of the network view's graph inputs (its version)",
                                   value=view.version)
+
+        xcons = GaugeMetricFamily("mlte_xcons", "OTS cross-connects, one per direction, by state (applied; "
+                                  "unknown: the barrier timed out)", labels=["state"])
+        xcons.add_metric(["applied"], sum(len(x) for x in view.xcons.values()))
+        xcons.add_metric(["unknown"], sum(len(x) for x in view.unknown_xcons.values()))
+        yield xcons
+
+        try:
+            by_kind, n_problems, n_lit = self._graph_figures()
+        except Exception as exc:  # noqa: BLE001 - the other figures still answer; the gauge says why not these
+            if self._graph_failed != view.version:  # once per view version, not on every scrape
+                self._graph_failed = view.version
+                LOG.warning("metrics: the merged graph cannot be built (%r): no link or circuit figures", exc)
+            yield GaugeMetricFamily("mlte_graph_ok", "1 when the merged graph could be built for this scrape", value=0)
+            return
+        yield GaugeMetricFamily("mlte_graph_ok", "1 when the merged graph could be built for this scrape", value=1)
+        links = GaugeMetricFamily("mlte_links", "Links of the merged multi-layer graph, by layer (packet: LLDP "
+                                  "and static packet links; optical: fibres; adaptation: packet port to OTS port; "
+                                  "access: host to switch)", labels=["layer"])
+        for layer in LINK_LAYERS:
+            links.add_metric([layer], by_kind.get(layer, 0))
+        yield links
+        yield GaugeMetricFamily("mlte_graph_problems", "Merge conflicts of the graph (GET /topology problems)",
+                                value=n_problems)
+        yield GaugeMetricFamily("mlte_circuits_lit", "Lit circuits: light paths joining two packet ports",
+                                value=n_lit)
 
     def _graph_figures(self) -> tuple[Counter[str], int, int]:
         """Edges by kind, merge problems and lit circuits of the view's graph, worked out once per view
