@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.controller.db_writer import DbWriter
@@ -29,20 +32,34 @@ def _names(text: str) -> dict[str, set[str]]:
     return {f.name: {f.name + s for s in SUFFIXES.get(f.type, ("",))} for f in text_string_to_metric_families(text)}
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory) -> dict[str, set[str]]:
-    """Every family both processes export, each with every series a source can have."""
-    metrics = ControllerMetrics()
-    metrics.attach(NetworkCollector(NetworkView(), OpenFlowSouthbound(), Mastership(), writer=lambda: DbWriter()))
-    names = _names(metrics.render().decode())
-    from app.web import create_app
+_TEXTS: list[str] = []
 
-    app = create_app({"DATABASE": str(tmp_path_factory.mktemp("web") / "web.db"), "TOPOLOGY": "fig2",
-                      "TESTING": True, "SECRET_KEY": "test"})
-    try:
-        names.update(_names(app.extensions["mlte_metrics"].render().decode()))
-    finally:
-        app.extensions["mlte"].db.dispose()
+
+def _expositions() -> list[str]:
+    """One scrape of a controller's registry (every source present) and of a web app's."""
+    if not _TEXTS:
+        import tempfile
+
+        from app.web import create_app
+
+        metrics = ControllerMetrics()
+        metrics.attach(NetworkCollector(NetworkView(), OpenFlowSouthbound(), Mastership(), writer=lambda: DbWriter()))
+        _TEXTS.append(metrics.render().decode())
+        with tempfile.TemporaryDirectory() as tmp:
+            app = create_app({"DATABASE": f"{tmp}/web.db", "TOPOLOGY": "fig2", "TESTING": True, "SECRET_KEY": "test"})
+            try:
+                _TEXTS.append(app.extensions["mlte_metrics"].render().decode())
+            finally:
+                app.extensions["mlte"].db.dispose()
+    return _TEXTS
+
+
+@pytest.fixture(scope="module")
+def exported() -> dict[str, set[str]]:
+    """Every family both processes export, each with every series a source can have."""
+    names: dict[str, set[str]] = {}
+    for text in _expositions():
+        names.update(_names(text))
     return names
 
 
@@ -94,3 +111,22 @@ def test_every_exported_metric_is_documented(exported) -> None:  # noqa: ANN001
     missing = [name for name in exported if name.startswith("mlte_") and not name.endswith("_created")
                and not any(f"`{s}`" in section or f"`{s}{{" in section for s in {name, *exported[name]})]
     assert missing == []
+
+
+PROMTOOL = shutil.which("promtool")
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian: apt-get install prometheus)")
+def test_prometheus_own_tools_accept_the_queries_and_the_expositions(exported, tmp_path) -> None:  # noqa: ANN001
+    """Prometheus's ``promtool``: every dashboard query parses as PromQL (as a recording rule), and both
+    expositions pass its lint (names, units, ``_total`` on counters, help texts)."""
+    assert PROMTOOL is not None
+    rules = [{"record": f"mlte:query{i}", "expr": re.sub(r"\$(\w+)", r"\1", expr)}
+             for i, (_t, expr) in enumerate(_queries())]
+    path = tmp_path / "rules.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
+    out = subprocess.run([PROMTOOL, "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and f"SUCCESS: {len(rules)} rules found" in out.stdout, out.stdout + out.stderr
+    for text in _expositions():
+        out = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and not out.stdout.strip() and not out.stderr.strip(), out.stdout + out.stderr
