@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from app.controller import guard
 from app.controller.plan_log import PLANS, PlanLog, journal_event
 from app.update.executor import (
     DEFAULT_POLL_S,
@@ -177,7 +178,11 @@ class PlanRunner:
             self._free_api_circuits(plan)
         self.log.add({**record.to_json(), **extra}, source=kind)
         for observe in self.observers:
-            observe(record, kind)
+            try:
+                observe(record, kind)
+            except Exception as exc:  # noqa: BLE001 - a figure must not fail the caller of a plan that is done
+                guard.failures.append(f"plan observer: {exc!r}")
+                guard.ERROR_LOG.exception("plan observer failed on plan %s", plan.id)
         if store is not None:  # the reservations keep their plans themselves (record_plan)
             store.finish(plan.id, record.to_json(), keep=kind != "reservations")
         return record

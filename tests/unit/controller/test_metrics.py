@@ -343,3 +343,19 @@ def test_the_real_apps_and_a_reservation_plan_over_the_fig2_fabric(tmp_path):
     assert value(m, "mlte_port_owners", kind="reservation") == 1
     assert value(m, "mlte_reserved_ports", kind="reservation") == len(c.packet_ports)
     assert value(m, "mlte_openflow_sender_messages_total", sender="xcon") > xcon_mods
+
+
+def test_a_failing_plan_observer_is_loud_but_does_not_fail_the_plan(ctl):
+    """A bug in a figure must not turn a lit circuit into an error for whoever asked for it."""
+    def broken(record, source):  # noqa: ANN001
+        raise RuntimeError("figure bug")
+
+    ctl.api.runner.observers.insert(0, broken)
+    before = len(guard.failures)
+    try:
+        status, _, _ = ctl.request("POST", "/circuit", {"xcons": [{"ots": "X", "in_port": 1, "out_port": 2}]})
+        assert status == 200
+        assert guard.failures[before:] == ["plan observer: RuntimeError('figure bug')"]
+    finally:
+        del guard.failures[before:]
+    assert value(ctl.scrape(), "mlte_plans_total", source="circuit", kind="circuit", outcome="done") == 1
