@@ -48,6 +48,8 @@ from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
 from app.controller.mastership import CONTEXT as MASTERSHIP
 from app.controller.mastership import Mastership
+from app.controller.metrics import CONTEXT as METRICS
+from app.controller.metrics import ControllerMetrics
 from app.controller.model import PACKET
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
@@ -169,11 +171,13 @@ def agent_address(index: int) -> str:
 class MonitorApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _EVENTS = [EventMonitor]
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, MASTERSHIP: Mastership}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, MASTERSHIP: Mastership,
+                 METRICS: ControllerMetrics}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_monitor"
+        self.metrics: ControllerMetrics = kwargs.get(METRICS) or ControllerMetrics(process=False)  # cycle times
         # a follower polls counters (reads) but installs no rules and sends no probes
         self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
@@ -317,6 +321,7 @@ class MonitorApp(app_manager.OSKenApp):
             self.cost["replies_late"] += len(self._awaiting)
             self._awaiting.clear()
         self._tick()
+        self.metrics.monitor_cycle(time.monotonic() - self._poll_start)
         if self.first_window > 0 and self.core.fresh:
             self.services.later(min(self.first_window, 0.8 * self.interval), EventEarlyWindow(self._polls))
 
