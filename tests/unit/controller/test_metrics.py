@@ -303,11 +303,11 @@ def test_the_real_apps_and_a_reservation_plan_over_the_fig2_fabric(tmp_path):
     runner = PlanRunner(fabric.live(), fabric.view, sleep=time.sleep)
     MetricsApp(**fabric.contexts(), **{RUNNER: runner, METRICS: metrics})
     Apps(fabric, ["offload"])  # A:4-C:2 lit; LLDP finds it
-    # LLDP links over the circuits, but the OTSes' VENDOR capabilities not in yet: the merged graph cannot be
-    # built (live_graph has no optical port for the scan's adaptations); the rest still answers
+    # LLDP links over the circuits, but the OTSes' VENDOR capabilities not in yet: the graph is built with
+    # those links as copper (live_graph lists the scan's adaptations as problems) and every figure answers
     m = samples(metrics.render().decode())
-    assert value(m, "mlte_graph_ok") == 0 and value(m, "mlte_switches", kind="ots") == 3
-    assert ("mlte_links", (("layer", "packet"),)) not in m
+    assert value(m, "mlte_graph_ok") == 1 and value(m, "mlte_switches", kind="ots") == 3
+    assert value(m, "mlte_links", layer="packet") > 0
     assert value(m, "mlte_xcons", state="applied") == 2 * len(FIG2_CIRCUITS["offload"])  # one per direction
     for o in spec.ots:  # as the OTS driver records them, and the fibres from the operator's vendor file
         fabric.view.set_capabilities(fabric.dpid(o.name),
@@ -359,3 +359,14 @@ def test_a_failing_plan_observer_is_loud_but_does_not_fail_the_plan(ctl):
     finally:
         del guard.failures[before:]
     assert value(ctl.scrape(), "mlte_plans_total", source="circuit", kind="circuit", outcome="done") == 1
+
+
+def test_a_graph_that_cannot_be_built_leaves_the_other_figures_answering(ctl, monkeypatch):
+    def broken() -> None:
+        raise KeyError("X:1")
+
+    monkeypatch.setattr(ctl.view, "graph", broken)
+    ctl.view.add_switch(SwitchInfo(0xB2, PACKET, 4, "B2", {}))  # a new view version: the figures are worked out again
+    m = ctl.scrape()
+    assert value(m, "mlte_graph_ok") == 0 and value(m, "mlte_switches", kind="packet") == 2
+    assert ("mlte_links", (("layer", "packet"),)) not in m
