@@ -315,6 +315,8 @@ class ReservationsApp(app_manager.OSKenApp):
         broken reservations are left as they are until ``{"frozen": false}``, which also catches up."""
         from app.controller.control_api import ApiError
 
+        if "frozen" not in d and ("revert" in d or "revert_hold_s" in d):
+            return self._set_revert(d)
         frozen = d.get("frozen")
         if not isinstance(frozen, bool):
             raise ApiError(400, "'frozen' must be true or false")
@@ -326,6 +328,23 @@ class ReservationsApp(app_manager.OSKenApp):
         if not frozen and self.writer is not None:
             self._network_changed(None)  # what broke meanwhile is restored now
         return {"frozen": bool(self.frozen), "reason": self.frozen}
+
+    def _set_revert(self, d: dict) -> dict:
+        """``POST /restoration {"revert": bool, "revert_hold_s"?: s}``: revertive mode on or off at run time
+        (``[controller] revert`` / ``revert_hold_s`` at start): an operator's choice per maintenance."""
+        from app.controller.control_api import ApiError
+
+        on, hold = d.get("revert", self.revert_on), d.get("revert_hold_s", self.reverts.hold_s)
+        if not isinstance(on, bool):
+            raise ApiError(400, "'revert' must be true or false")
+        if isinstance(hold, bool) or not isinstance(hold, (int, float)) or not 0 <= hold < 86400:
+            raise ApiError(400, "'revert_hold_s' must be a number of seconds in [0, 86400)")
+        self.revert_on = self.manager.revertive = on
+        self.reverts.hold_s = float(hold)
+        if not on:
+            self.reverts.keep(())
+        JOURNAL.add("reservation", event="revert_set", enabled=on, hold_s=self.reverts.hold_s)
+        return {"revert": on, "revert_hold_s": self.reverts.hold_s}
 
     def r_reservations(self, q: dict, d: dict) -> dict:
         return {"lit": {str(k): c.to_json() for k, c in sorted(self.manager.active.items())},

@@ -236,3 +236,20 @@ def test_the_app_reverts_after_the_hold_a_flap_restarts_it_and_a_freeze_or_off_h
     assert spawned == [5] and 5 in app.busy
     app._follow_once()
     assert spawned == [5]  # being reverted
+
+
+def test_revertive_mode_is_set_at_run_time_and_bad_input_is_refused(monkeypatch) -> None:
+    from app.controller.control_api import ApiError
+
+    app, _, _ = _app(monkeypatch, [100.0])
+    assert app.r_restoration({}, {"revert": True, "revert_hold_s": 2}) == {"revert": True, "revert_hold_s": 2.0}
+    assert app.manager.revertive is True and app.r_reservations({}, {})["revert"]["hold_s"] == 2.0
+    for bad in ({"revert": "yes"}, {"revert_hold_s": -1}, {"revert_hold_s": True}, {"revert_hold_s": "2"}):
+        try:
+            app.r_restoration({}, bad)
+        except ApiError as exc:
+            assert exc.status == 400
+        else:
+            raise AssertionError(f"accepted {bad}")
+    app.r_restoration({}, {"revert": False})
+    assert app.revert_on is False and app.manager.revertive is False
