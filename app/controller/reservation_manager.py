@@ -578,7 +578,8 @@ class ReservationManager:
         moved = record.state == "done" or bool(plan.commit) and all(s.ok for s in record.steps if s.id in plan.commit)
         if not moved:  # rolled back: the restoration path carries on (the runner gave its ports back)
             self.runner.reserve(owner, cur.packet_ports)
-            return self._revert_refused(order.id, f"the revert plan failed at {failed_step(record)}; rolled back",
+            undone = "rolled back" if record.state == "rolled_back" else f"roll-back incomplete: {record.error}"
+            return self._revert_refused(order.id, f"the revert plan failed at {failed_step(record)}; {undone}",
                                         row, record.to_json())
         self.active[order.id] = back
         self.originals.pop(order.id, None)
