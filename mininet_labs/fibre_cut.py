@@ -116,10 +116,15 @@ def _run(out: Path, *, quick: bool, topology: str, progress: Callable[[str], Non
             clock.note(f"reservation {rid} {src} -> {dst} ACTIVE")
             res["reservation_id"] = rid
             hosts = (h1, hd, dst_ip)
-            # revertive mode for one cut: restored around it, back on the admitted path after the repair
-            res["revert"] = _revert_phase(session, url, headers, rid, hosts, work)
-            clock.note(f"revert: back on the original path {res['revert']['reverted_s']} s after the repair, "
-                       f"{res['revert']['probe_lost_after_repair']} probe packets lost after it")
+            # revertive mode for a cut at a time: restored around it, back on the admitted path after the repair
+            res["reverts"] = []
+            for k in range(1 if quick else 5):
+                rv = _revert_phase(session, url, headers, rid, hosts, work, k)
+                res["reverts"].append(rv)
+                clock.note(f"revert {k + 1}: {rv['outcome']}, back on the original path {rv['reverted_s']} s after "
+                           f"the repair (plan {rv['revert_plan_s']} s), {rv['probe_lost_after_repair']} probe "
+                           "packets lost after it")
+            res["revert"] = _revert_summary(res["reverts"])
             n = _cuts(session, url, headers, rid, hosts, work, 1, cuts, quick, clock.note, res["events"])
             if not quick:  # the other faults of the failure model
                 n = _other_faults(session, rid, hosts, work, n, topology, clock.note, res["events"])
@@ -247,8 +252,16 @@ def _cuts(session: Any, url: str, headers: dict, rid: int, hosts: tuple[Any, Any
     return n
 
 
+def _revert_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"runs": len(runs), "reverted": sum(1 for r in runs if r["outcome"] == "reverted"),
+            "all_back_on_original": all(r["back_on_original"] for r in runs),
+            "median_reverted_s": _median([r["reverted_s"] for r in runs]),
+            "median_revert_plan_s": _median([r["revert_plan_s"] for r in runs]),
+            "max_probe_lost_after_repair": max((r["probe_lost_after_repair"] for r in runs), default=None)}
+
+
 def _revert_phase(session: Any, url: str, headers: dict, rid: int, hosts: tuple[Any, Any, str],
-                  work: Path) -> dict[str, Any]:
+                  work: Path, k: int) -> dict[str, Any]:
     """Revertive mode on (hold :data:`REVERT_HOLD_S`) for one cut of the admitted path: restored on a
     path that keeps off it, the fibre repaired, and the probe kept running until the reservation is
     back on its original path, moved make-before-break (``reverted_s``: repair → the revert verified;
@@ -258,7 +271,7 @@ def _revert_phase(session: Any, url: str, headers: dict, rid: int, hosts: tuple[
     a, b = _fibres(path)[0]
     session.client.request("POST", "/restoration", {"revert": True, "revert_hold_s": REVERT_HOLD_S}, timeout=10)
     seconds = 6.0 + REVERT_HOLD_S
-    got = work / "probe-revert.json"
+    got = work / f"probe-revert-{k}.json"
     recv = hd.popen([sys.executable, loss_probe.SCRIPT, "recv", str(PROBE_PORT), str(seconds + 2), str(got)],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(0.5)

@@ -38,10 +38,11 @@ def test_cut_fibres_are_detected_and_the_reservation_is_restored_around_them(tmp
     assert res["leftover"]["extra"] == [] and res["leftover"]["missing"] == [], res["leftover"]
     assert res["final_state"] == "ACTIVE"
     assert [r["outcome"] for r in res["restorations"]] == ["restored", "restored", "reverted", "restored"]
-    rv = res["revert"]  # revertive mode for one cut: restored, repaired, back on the admitted path
+    (rv,) = res["reverts"]  # revertive mode for one cut: restored, repaired, back on the admitted path
     assert rv["settled"] == "restored" and rv["outcome"] == "reverted", rv
     assert rv["back_on_original"] is True and rv["restored_path"] != rv["original_path"], rv
     assert rv["reverted_s"] is not None and rv["reverted_s"] >= rv["hold_s"], rv  # not before the hold
+    assert res["revert"]["reverted"] == 1 and res["revert"]["all_back_on_original"] is True, res["revert"]
     assert res["released"] is True
     assert protected["protection"] == "1+1" and protected["settled"] == "restored", protected  # protected again
     assert protected["restored_s"] is not None and protected["first_change_s"] is not None
