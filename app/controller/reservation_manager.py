@@ -425,6 +425,8 @@ class ReservationManager:
                 c = pc.circuit
         except (ReservationPathError, ValueError) as exc:
             return self._degraded(order.id, f"no path around the failure: {exc}", try_)
+        if original is not None and path.get("edges") == original.get("edges"):
+            original = None  # lit on its admitted path again (a retry after the repair): nothing to revert
         if original is not None:  # the reservation keeps knowing its admitted path (a revert goes back to it)
             path = {**path, "original": original}
         if getattr(order, "mode", "static") == "elastic":  # metered again at what it had
@@ -503,7 +505,7 @@ class ReservationManager:
         path's optical ports (RFC 4872 keeps the working LSP's resources for its reversion), so going
         back can be made before break. There may be none: then any path (a revert will say why not)."""
         keep_off = set((original or {}).get("oports") or ()) if self.revertive else set()
-        if keep_off - set(avoid):
+        if keep_off & set(avoid) and keep_off - set(avoid):  # the original crosses the failure: keep off it
             try:
                 return self.circuit_around(order, tuple(sorted(set(avoid) | keep_off)))
             except ReservationPathError:

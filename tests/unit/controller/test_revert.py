@@ -253,3 +253,19 @@ def test_revertive_mode_is_set_at_run_time_and_bad_input_is_refused(monkeypatch)
             raise AssertionError(f"accepted {bad}")
     app.r_restoration({}, {"revert": False})
     assert app.revert_on is False and app.manager.revertive is False
+
+
+def test_a_retry_that_lights_the_original_path_again_has_nothing_to_revert(net):  # noqa: F811
+    store = RevertStore()
+    m, _ = manager(net, store, revertive=True)
+    order = stored_path(Order(8))
+    assert m.provision(order).ok
+    for p in (2, 3, 5, 6):  # every fibre of X: no path, DEGRADED
+        net.cut_fibre(("X", p))
+    assert m.restore(order, "loss of light at X:3", 100.0, avoid=("X:2", "X:3", "X:5", "X:6", "Y:1", "Z:3", "Z:5",
+                                                                     "Z:6")).state == "DEGRADED"
+    for p in (2, 3, 5, 6):
+        net.cut_fibre(("X", p), repair=True)
+    assert m.restore(order, "retry 2 after a failure", 100.0, avoid=(), attempt=2).ok
+    assert store.stored[8]["edges"] == order.path["edges"] and "original" not in store.stored[8]
+    assert 8 not in m.originals
