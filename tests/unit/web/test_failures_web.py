@@ -201,3 +201,5 @@ def test_a_revert_shows_with_the_restorations_and_in_the_events(app, client, clo
     assert 'class="state s-active">reverted<' in section and "<td>revert</td>" in section
     assert "held by another circuit" in section[refused:]
     assert 'class="state s-active" id="res-state">ACTIVE<' in page
+    events = ui.get("/events").get_data(as_text=True)  # the events page: the revert and the refusal
+    assert "reverted to its original path" in events and "stays on its restoration path" in events
