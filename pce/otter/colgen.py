@@ -138,6 +138,7 @@ class Master:
         self.col_value: list[np.ndarray] = []
         self.live: list[bool] = []
         self.in_model: list[int] = []  # store index of each HiGHS column
+        self.held: set[int] = set()  # dead but basic when they left: in the model at upper bound 0
         self.upper = self.rhs.copy()  # row upper bounds now (0 for a switched-off circuit)
         import highspy
 
@@ -186,7 +187,7 @@ class Master:
     def set_live(self, live: Sequence[bool]) -> None:
         """Which stored columns should be in the model. Columns that leave are deleted when
         nonbasic (at 0: the basis stays valid and the next solve continues from it); a basic one
-        stays in the model (its circuit row, bound 0, holds it at 0); columns that come back enter."""
+        stays in the model with upper bound 0; columns that come back enter (or get their bound back)."""
         import highspy
 
         self.live = [bool(v) for v in live]
@@ -198,6 +199,10 @@ class Master:
             self.h.deleteCols(len(drop), np.array(drop, np.int32))
             gone = set(drop)
             self.in_model = [i for j, i in enumerate(self.in_model) if j not in gone]
+        for j, i in enumerate(self.in_model):
+            if self.live[i] == (i in self.held):  # held but live again, or dead and not yet held
+                self.h.changeColBounds(j, 0.0, np.inf if self.live[i] else 0.0)
+                self.held.symmetric_difference_update((i,))
         have = set(self.in_model)
         self._push([i for i in range(self.n_cols) if self.live[i] and i not in have])
 
