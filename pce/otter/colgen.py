@@ -206,12 +206,32 @@ class Master:
         have = set(self.in_model)
         self._push([i for i in range(self.n_cols) if self.live[i] and i not in have])
 
+    def greedy(self) -> np.ndarray:
+        """A feasible start for a cold solve: columns by falling coefficient, each as much as its
+        rows have left. HiGHS starts from it instead of the all-slack basis: the bench's first
+        master took 2,052 primal simplex iterations from it instead of 4,071 (the optimum is the
+        same LP's; its vertex, and so the dive's lit set, can differ)."""
+        left = self.rhs.tolist()
+        x = [0.0] * len(self.in_model)
+        for j in sorted(range(len(self.in_model)), key=lambda j: -self.coef[self.in_model[j]]):
+            i = self.in_model[j]
+            rows, vals = self.col_index[i].tolist(), self.col_value[i].tolist()
+            v = min(left[r] / c for r, c in zip(rows, vals, strict=True))
+            if v > 1e-9:
+                x[j] = v
+                for r, c in zip(rows, vals, strict=True):
+                    left[r] -= v * c
+        return np.array(x, float)
+
     def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         """(x, z ≥ 0, y ≥ 0, objective); HiGHS minimises −coef·x, so a binding row's dual is ≤ 0."""
         import highspy
 
         if not self.in_model:
             return np.zeros(self.n_cols), np.zeros(self.A), np.zeros(self.R), 0.0
+        if not self.h.getBasis().valid:
+            x = self.greedy()
+            self.h.setSolution(len(x), np.arange(len(x), dtype=np.int32), x)
         self.h.run()
         status = self.h.getModelStatus()
         if status == highspy.HighsModelStatus.kInfeasible:
