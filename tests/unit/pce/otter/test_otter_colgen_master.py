@@ -122,3 +122,26 @@ def test_batched_scoring_gives_each_column_its_own_coefficient() -> None:
         m = np.array(p.metrics(), float)
         want = float(score(fs.shapes[mem], fs.breakpoints[mem], fs.bw[mem], m[None, :]).sum()) / state.agg_bw[a]
         assert raw == pytest.approx(want, rel=1e-7)
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_the_greedy_start_is_feasible_and_the_optimum_is_the_lps(seed: int) -> None:
+    """A cold master starts from the greedy point: it must satisfy every row, and the solve from it
+    must still end at the LP optimum (checked against SciPy's LP solver on the same matrix)."""
+    from scipy.optimize import linprog
+
+    bw, cap, cols = random_columns(seed, n_agg=20, n_res=10, n_cols=120)
+    m = Master(bw, cap)
+    m.add(cols)
+    x0 = m.greedy()
+    a = np.zeros((len(bw) + len(cap), len(cols)))
+    for n, (agg, _c, rows) in enumerate(cols):
+        a[agg, n] += 1.0
+        for r in rows:
+            a[len(bw) + r, n] += 1.0
+    rhs = np.concatenate([bw, cap])
+    assert (x0 >= 0).all() and (a @ x0 <= rhs + 1e-9).all() and x0.sum() > 0
+    want = -linprog(-np.array([c for _a, c, _r in cols]), A_ub=a, b_ub=rhs, bounds=(0, None), method="highs").fun
+    x, _z, _y, obj = m.solve()
+    assert obj == pytest.approx(want, rel=1e-9)
+    assert (a @ x <= rhs + 1e-7).all()
