@@ -22,7 +22,9 @@ its aggregates a positive reduced cost are dropped. Paths are simple (no switch 
 
 When a round adds no column, (y, z) is feasible for the dual of the LP over every simple path: the
 master's optimum is the optimum over all paths (``certified``). The master is one ``Highs`` object:
-new columns enter at 0, so the previous basis stays feasible and the simplex continues from it.
+new columns enter at 0, so the previous basis stays feasible and the simplex continues from it;
+columns through circuits the lighting switched off leave the model (the basis kept), and a cold
+master starts from a greedy feasible point rather than the all-slack basis.
 """
 from __future__ import annotations
 
