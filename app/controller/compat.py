@@ -15,6 +15,11 @@
   replaces ``OpenFlowController.server_loop`` (when those options are set) with one that requires
   TLS >= 1.2 and a client certificate from the CA through eventlet's green ``SSLContext``, bounds
   the handshake by ``socket_timeout`` and logs a refused peer as one WARNING line.
+- One write per burst (:func:`patch_send_coalescing`): os-ken's send loop writes every queued message
+  with its own ``sendall``. Over TLS that is one TLS record, one encryption and one system call per
+  FLOW_MOD and per BARRIER, and the switch wakes up for each record; a plan sends its messages to a
+  switch back to back, so the loop now writes what is already queued (up to :data:`COALESCE_MAX`
+  messages, in order) with one ``sendall``. The bytes on the wire are the same; fewer, larger writes.
 """
 from __future__ import annotations
 
@@ -30,6 +35,68 @@ def patch_os_ken() -> None:
 
     patch_os_ken_of10_errors()
     patch_tls_listener()
+    patch_send_coalescing()
+
+
+COALESCE_MAX = 64  # messages joined into one write at most (a plan's burst to one switch is far fewer)
+
+
+def drain_burst(first: tuple[bytes, bool], get_nowait: Any, release: Any, empty: type[Exception],
+                limit: int = COALESCE_MAX) -> tuple[bytes, bool]:
+    """``first`` and what is queued behind it now, in order, as one buffer: stops at a closing message,
+    an empty queue (``get_nowait`` raises ``empty``) or ``limit`` messages. ``release`` is called once
+    per message taken from the queue after the first (os-ken's queue semaphore); returns the joined
+    bytes and whether to close the socket after them."""
+    buf, close = first
+    if close:
+        return buf, True
+    parts = [buf]
+    while len(parts) < limit:
+        try:
+            nxt, close = get_nowait()
+        except empty:
+            break
+        release()
+        parts.append(nxt)
+        if close:
+            break
+    return b"".join(parts), close
+
+
+def patch_send_coalescing() -> None:
+    import os_ken.base.app_manager  # noqa: F401 - first: importing os_ken.controller.controller alone is circular
+    from os_ken.controller import controller as osc
+
+    if getattr(osc.Datapath._send_loop, "mlte_coalescing", False):
+        return
+
+    def _send_loop(self: Any) -> None:
+        try:
+            while self.state != osc.DEAD_DISPATCHER:
+                first = self.send_q.get()
+                self._send_q_sem.release()
+                buf, close_socket = drain_burst(first, lambda: self.send_q.get(block=False),
+                                                self._send_q_sem.release, osc.hub.QueueEmpty)
+                self.socket.sendall(buf)
+                if close_socket:
+                    break
+        except osc.SocketTimeout:
+            osc.LOG.debug("Socket timed out while sending data to switch at address %s", self.address)
+        except OSError as ioe:
+            osc.LOG.debug("Socket error while sending data to switch at address %s: [%s] %s",
+                          self.address, ioe.errno, ioe.strerror)
+        finally:
+            q = self.send_q
+            self.send_q = None  # no new references; release every waiter; disallow further sends
+            try:
+                while q.get(block=False):
+                    self._send_q_sem.release()
+            except osc.hub.QueueEmpty:
+                pass
+            self._close_write()
+
+    _send_loop.mlte_coalescing = True  # type: ignore[attr-defined]
+    osc.Datapath._send_loop = _send_loop
 
 
 def server_context(ca: str, cert: str, key: str, context: type[ssl.SSLContext] = ssl.SSLContext) -> ssl.SSLContext:
