@@ -13,9 +13,10 @@ demo: bootstrap
 	$(PY) -m app.cli.main lab run elastic-offload --demo --out demo-out
 
 # everything but the long lab runs (marker long_lab, `make test-labs`): keeps `make test` under 30 minutes;
-# the lint step first (a broken layer contract or a type error fails `make test`)
+# the lint step first (a broken layer contract or a type error fails `make test`); the 30 slowest tests
+# are listed at the end (where the 30 minutes go)
 test: bootstrap lint
-	$(PYTEST) tests -m "not long_lab"
+	$(PYTEST) tests -m "not long_lab" --durations=30
 
 # every lab's --quick CI check alone (they are in `make test` too), plus any marked long_lab: the tests
 # marked `lab` (tests/unit/labs/test_lab_markers.py checks every lab of `mlte lab list` has one)
