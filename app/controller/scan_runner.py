@@ -1,10 +1,17 @@
 """Run the optical scan against live OTS nodes (called from a control-API greenthread).
 
-For each OTS, ports are grouped by granularity; the free ports with unknown far ends are probed
-one XCON at a time (:mod:`app.controller.scan_inference` plans and reads them): install the probe and wait
-for its barrier (= applied), wait until packet-layer PORT_STATUS settles, note which packet ports
-came up, remove the probe and wait until those ports are down again. OTS nodes are probed one
-after the other so every port that comes up can only be due to the current probe.
+Two ways, ``[controller] scan_parallel`` (docs/topology.md, "The optical scan"):
+
+- *coded rounds* (default, ``0`` = every OTS at once, ``N >= 2`` = at most N OTSes per batch):
+  :mod:`app.controller.scan_rounds` gives every unknown port a code (the rounds it is lit in); each
+  round installs all its probes at once (one barrier per OTS, the OTSes in parallel), waits until
+  packet PORT_STATUS settles, notes which packet ports came up, removes its probes and waits until
+  those ports are down again; then the signatures are decoded and the ports left undecided get
+  single follow-up probes;
+- *one probe at a time* (``1``, the scan before the rounds): for each OTS and granularity group
+  the free ports with unknown far ends are probed one XCON at a time
+  (:mod:`app.controller.scan_inference`), one OTS after the other.
+
 Every probe XCON is removed, also when a step fails.
 
 The port-ups and the settling are read from the network view's changes (:class:`ProbeWatch`, a
@@ -30,11 +37,22 @@ from os_ken.lib import hub
 
 from app.controller.journal import JOURNAL
 from app.controller.live_graph import ots_ports
+from app.controller.live_southbound import green_parallel
 from app.controller.model import OTS, PACKET, PortRef
 from app.controller.network_view import NetworkView
-from app.controller.ots_driver import DriverError, XconResult
+from app.controller.ots_driver import BarrierTimeout, DriverError, XconResult
 from app.controller.runtime import SETTINGS
-from app.controller.scan_inference import Attachment, Probe, infer_group, plan_ots, probe_allowed
+from app.controller.scan_inference import Attachment, Probe, ScanOutcome, infer_group, plan_ots, probe_allowed
+from app.controller.scan_rounds import (
+    Key,
+    decode,
+    finish,
+    followup_plans,
+    lit_ports,
+    one_probe_count,
+    plan_rounds,
+    port_groups,
+)
 from app.controller.view_changes import PortChanged, ViewChange
 
 LOG = logging.getLogger("mlte.controller.scan")
@@ -46,6 +64,8 @@ class ScanReport:
     ambiguous: dict[tuple[int, int], list[PortRef]] = field(default_factory=dict)
     unscannable: list[tuple[int, int]] = field(default_factory=list)
     probes: int = 0
+    rounds: int = 0  # probe rounds (coded scan: many probes each; one-probe scan: one per probe)
+    followups: int = 0  # single probes for ports the rounds left undecided
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -58,6 +78,9 @@ class ScanDriver(Protocol):
     def busy_ports(self, dpid: int) -> set[int]: ...
 
     def install(self, ots: int, in_port: int, out_port: int, bidirectional: bool = True) -> XconResult: ...
+
+    def install_many(self, ots: int, hops: list[tuple[int, int]], bidirectional: bool = True
+                     ) -> list[XconResult | BarrierTimeout]: ...
 
     def remove(self, ots: int, in_port: int, bidirectional: bool = True, only_to: int | None = None) -> XconResult: ...
 
@@ -120,28 +143,157 @@ class PortBusy(Exception):
 
 
 def run_scan(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, int], Attachment], settle: float,
-             reconcile_wait: float | None = None) -> ScanReport:
+             reconcile_wait: float | None = None, parallel: int | None = None) -> ScanReport:
     """Scan every connected OTS; ``known`` holds attachments already known (skipped, used as partners).
-    ``reconcile_wait``: how long to wait for an OTS's XCON read-back (default ``barrier_timeout``)."""
+    ``reconcile_wait``: how long to wait for an OTS's XCON read-back (default ``barrier_timeout``);
+    ``parallel``: ``[controller] scan_parallel`` unless given (1 = one probe at a time, 0 = coded
+    rounds over every OTS at once, N = coded rounds over batches of N OTSes)."""
+    if parallel is None:
+        parallel = int(SETTINGS.controller.get("scan_parallel", 0))
+    if parallel < 0:
+        raise ValueError(f"scan_parallel must be >= 0, not {parallel}")
     watch = ProbeWatch()
     view.subscribe(watch)
     try:
-        return _scan(view, driver, known, settle, reconcile_wait, watch)
+        if parallel == 1:
+            return _scan(view, driver, known, settle, reconcile_wait, watch)
+        return _scan_coded(view, driver, known, settle, reconcile_wait, watch, parallel)
     finally:
         view.unsubscribe(watch)
 
 
-def _scan(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, int], Attachment], settle: float,
-          reconcile_wait: float | None, watch: ProbeWatch) -> ScanReport:
-    if reconcile_wait is None:
-        reconcile_wait = float(SETTINGS.controller["barrier_timeout"])
-    report = ScanReport()
-    t0 = time.monotonic()
+def _ready_ots(view: NetworkView, driver: ScanDriver, reconcile_wait: float | None, report: ScanReport) -> list:
+    """The OTS nodes whose XCONs are read back (the others are reported, never probed blind)."""
+    wait = float(SETTINGS.controller["barrier_timeout"]) if reconcile_wait is None else reconcile_wait
+    ready = []
     for sw in sorted(view.of_kind(OTS), key=lambda s: s.name):
-        problem = driver.wait_reconciled(sw.dpid, reconcile_wait)
+        problem = driver.wait_reconciled(sw.dpid, wait)
         if problem is not None:
             report.errors.append(f"{sw.name}: not scanned: {problem}")
+        else:
+            ready.append(sw)
+    return ready
+
+
+def _scan_coded(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, int], Attachment], settle: float,
+                reconcile_wait: float | None, watch: ProbeWatch, parallel: int) -> ScanReport:
+    report = ScanReport()
+    t0 = time.monotonic()
+    ready = _ready_ots(view, driver, reconcile_wait, report)
+    size = parallel or max(1, len(ready))
+    for i in range(0, len(ready), size):
+        batch = ready[i:i + size]
+        names = {sw.dpid: sw.name for sw in batch}
+        groups = port_groups({sw.dpid: ots_ports(sw) for sw in batch}, {d: driver.busy_ports(d) for d in names}, known)
+        plan = plan_rounds(groups)
+        if len(plan.rounds) >= one_probe_count(groups):  # e.g. one OTS alone: coding buys nothing
+            _one_probe_at_a_time(view, driver, known, settle, watch, batch, report)
             continue
+        report.unscannable.extend(plan.unscannable)
+        lit: list[set[Key]] = []
+        seen: list[set[PortRef]] = []
+        for n, probes in enumerate(plan.rounds):
+            on, ups = _round(view, driver, watch, n, probes, settle, report, names)
+            lit.append(on)
+            seen.append(ups)
+        decoded = decode(plan, lit, seen, known)
+        if decoded.unexplained:
+            LOG.info("scan: %d packet port(s) with a signature no code has: %s", len(decoded.unexplained),
+                     ", ".join(map(str, sorted(decoded.unexplained))))
+        outcomes: list[tuple[int, ScanOutcome]] = []
+        for dpid, gplan in followup_plans(plan, decoded, {d: driver.busy_ports(d) for d in names}, known):
+            lit_one = []
+            try:
+                for probe in gplan.probes:
+                    if not probe_allowed(probe, driver.busy_ports(dpid)):
+                        raise PortBusy(f"port {probe.a} or {probe.b} got an XCON during the scan")
+                    report.followups += 1
+                    lit_one.append(frozenset(_probe(view, driver, watch, dpid, probe, settle, report)))
+            except (DriverError, PortBusy) as exc:
+                report.errors.append(f"{names[dpid]}: {exc}")
+                continue
+            outcomes.append((dpid, infer_group(gplan, lit_one)))
+        result = finish(decoded, outcomes)
+        busy = {(d, p) for d in names for p in driver.busy_ports(d)}  # a circuit set up meanwhile: not ours to read
+        report.attached.update({k: a for k, a in result.attached.items() if k not in busy})
+        report.ambiguous.update({k: c for k, c in result.ambiguous.items() if k not in busy})
+        report.unscannable.extend(result.unscannable)
+    report.seconds = time.monotonic() - t0
+    _done(report)
+    return report
+
+
+def _round(view: NetworkView, driver: ScanDriver, watch: ProbeWatch, n: int, probes: list[tuple[int, Probe]],
+           settle: float, report: ScanReport, names: dict[int, str]) -> tuple[set[Key], set[PortRef]]:
+    """One round: every probe in at once (one barrier per OTS, the OTSes in parallel), read the packet
+    ports that came up, every probe out again. Returns (the OTS ports lit, the packet ports seen)."""
+    report.rounds += 1
+    by_ots: dict[int, list[Probe]] = {}
+    for dpid, probe in probes:
+        if probe_allowed(probe, driver.busy_ports(dpid)):  # checked again: a circuit set up meanwhile
+            by_ots.setdefault(dpid, []).append(probe)
+        else:
+            report.errors.append(f"{names[dpid]}: port {probe.a} or {probe.b} got an XCON during the scan")
+    watch.start()
+    placed: dict[int, tuple[list[Probe], list[Probe]]] = {}  # dpid -> (lit, to remove)
+
+    def put_in(dpid: int, mine: list[Probe]) -> None:
+        report.probes += len(mine)
+        try:
+            results = driver.install_many(dpid, [(p.a, p.b) for p in mine], bidirectional=False)
+        except DriverError as exc:  # no barrier reply: state unknown, remove them anyway
+            report.errors.append(f"{names[dpid]}: round {n + 1}: {exc}")
+            placed[dpid] = ([], list(mine))
+            return
+        ok = [p for p, r in zip(mine, results, strict=True) if isinstance(r, XconResult) and r.ok]
+        for p, r in zip(mine, results, strict=True):
+            if not (isinstance(r, XconResult) and r.ok):
+                report.errors.append(f"probe {dpid:x}:{p.a}->{p.b} refused: {getattr(r, 'errors', r)}")
+        placed[dpid] = (ok, [p for p, r in zip(mine, results, strict=True) if not isinstance(r, XconResult) or r.ok])
+
+    try:
+        green_parallel([lambda d=d, m=m: put_in(d, m) for d, m in by_ots.items()])
+        ups = _wait_settled(watch, settle, limit=max(2.0, 8 * settle)) if placed else set()
+        on = lit_ports((d, p) for d, (ok, _r) in placed.items() for p in ok)
+        JOURNAL.add("scan_round", round=n + 1, probes=sum(len(m) for m in by_ots.values()),
+                    lit=[str(r) for r in sorted(ups)])
+        return on, ups
+    finally:
+        green_parallel([lambda d=d, r=r: _take_out(driver, d, r, report) for d, (_ok, r) in placed.items() if r])
+        _wait_down(view, watch.ups, limit=2.0)
+
+
+def _take_out(driver: ScanDriver, dpid: int, probes: list[Probe], report: ScanReport) -> None:
+    """Remove one OTS's probes, each with a delete that matches only the probe."""
+    for p in probes:
+        try:
+            res = driver.remove(dpid, p.a, bidirectional=False, only_to=p.b)
+            if not res.ok:
+                report.errors.append(f"probe {dpid:x}:{p.a}->{p.b} removal failed: {res.errors}")
+        except DriverError as exc:
+            report.errors.append(f"probe {dpid:x}:{p.a}->{p.b} removal failed: {exc}")
+
+
+def _scan(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, int], Attachment], settle: float,
+          reconcile_wait: float | None, watch: ProbeWatch) -> ScanReport:
+    """One probe at a time, one OTS after the other (``scan_parallel = 1``)."""
+    report = ScanReport()
+    t0 = time.monotonic()
+    _one_probe_at_a_time(view, driver, known, settle, watch, _ready_ots(view, driver, reconcile_wait, report), report)
+    report.seconds = time.monotonic() - t0
+    _done(report)
+    return report
+
+
+def _done(report: ScanReport) -> None:
+    JOURNAL.add("scan_done", probes=report.probes, rounds=report.rounds, followups=report.followups,
+                found=sum(1 for a in report.attached.values() if a), ambiguous=len(report.ambiguous),
+                errors=report.errors)
+
+
+def _one_probe_at_a_time(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, int], Attachment],
+                         settle: float, watch: ProbeWatch, switches: list, report: ScanReport) -> None:
+    for sw in switches:
         mine = {p: a for (d, p), a in known.items() if d == sw.dpid}
         for plan in plan_ots(ots_ports(sw), driver.busy_ports(sw.dpid), mine):
             lit = []
@@ -149,6 +301,7 @@ def _scan(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, int], At
                 for probe in plan.probes:
                     if not probe_allowed(probe, driver.busy_ports(sw.dpid)):
                         raise PortBusy(f"port {probe.a} or {probe.b} got an XCON during the scan")
+                    report.rounds += 1
                     lit.append(frozenset(_probe(view, driver, watch, sw.dpid, probe, settle, report)))
             except (DriverError, PortBusy) as exc:  # an OTS that stops answering: report it, scan the others
                 report.errors.append(f"{sw.name}: {exc}")
@@ -159,10 +312,6 @@ def _scan(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, int], At
             for p, cands in outcome.ambiguous.items():
                 report.ambiguous[(sw.dpid, p)] = cands
             report.unscannable.extend((sw.dpid, p) for p in outcome.unscannable)
-    report.seconds = time.monotonic() - t0
-    JOURNAL.add("scan_done", probes=report.probes, found=sum(1 for a in report.attached.values() if a),
-                ambiguous=len(report.ambiguous), errors=report.errors)
-    return report
 
 
 def _probe(view: NetworkView, driver: ScanDriver, watch: ProbeWatch, dpid: int, probe: Probe, settle: float,
