@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -48,7 +49,6 @@ from app.controller.scan_rounds import (
     decode,
     finish,
     followup_plans,
-    lit_ports,
     one_probe_count,
     plan_rounds,
     port_groups,
@@ -79,8 +79,8 @@ class ScanDriver(Protocol):
 
     def install(self, ots: int, in_port: int, out_port: int, bidirectional: bool = True) -> XconResult: ...
 
-    def install_many(self, ots: int, hops: list[tuple[int, int]], bidirectional: bool = True
-                     ) -> list[XconResult | BarrierTimeout]: ...
+    def install_many(self, ots: int, hops: list[tuple[int, int]], bidirectional: bool = True,
+                     remove_first: Sequence[tuple[int, int]] = ()) -> list[XconResult | BarrierTimeout]: ...
 
     def remove(self, ots: int, in_port: int, bidirectional: bool = True, only_to: int | None = None) -> XconResult: ...
 
@@ -190,12 +190,7 @@ def _scan_coded(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, in
             _one_probe_at_a_time(view, driver, known, settle, watch, batch, report)
             continue
         report.unscannable.extend(plan.unscannable)
-        lit: list[set[Key]] = []
-        seen: list[set[PortRef]] = []
-        for n, probes in enumerate(plan.rounds):
-            on, ups = _round(view, driver, watch, n, probes, settle, report, names)
-            lit.append(on)
-            seen.append(ups)
+        lit, seen = _rounds(view, driver, watch, plan.rounds, settle, report, names)
         decoded = decode(plan, lit, seen, known)
         if decoded.unexplained:
             LOG.info("scan: %d packet port(s) with a signature no code has: %s", len(decoded.unexplained),
@@ -223,44 +218,92 @@ def _scan_coded(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, in
     return report
 
 
-def _round(view: NetworkView, driver: ScanDriver, watch: ProbeWatch, n: int, probes: list[tuple[int, Probe]],
-           settle: float, report: ScanReport, names: dict[int, str]) -> tuple[set[Key], set[PortRef]]:
-    """One round: every probe in at once (one barrier per OTS, the OTSes in parallel), read the packet
-    ports that came up, every probe out again. Returns (the OTS ports lit, the packet ports seen)."""
+Placed = dict[int, list[Probe]]  # per OTS: the probes (maybe) in place
+
+
+def _rounds(view: NetworkView, driver: ScanDriver, watch: ProbeWatch, rounds: list[list[tuple[int, Probe]]],
+            settle: float, report: ScanReport, names: dict[int, str]) -> tuple[list[set[Key]], list[set[PortRef]]]:
+    """Run the rounds back to back; every probe is out again when this returns (also on an error).
+    Returns, per round, the OTS ports lit and the packet ports that came up."""
+    placed: Placed = {}
+    lit: list[set[Key]] = []
+    seen: list[set[PortRef]] = []
+    try:
+        for n, probes in enumerate(rounds):
+            placed, on, ups = _round(driver, watch, n, probes, placed, settle, report, names)
+            lit.append(on)
+            seen.append(ups)
+    finally:
+        _clear(view, driver, watch, placed, report)
+    return lit, seen
+
+
+def _ports_of(probes: list[Probe]) -> set[int]:
+    return {p for probe in probes for p in (probe.a, probe.b)}
+
+
+def _round(driver: ScanDriver, watch: ProbeWatch, n: int, probes: list[tuple[int, Probe]], placed: Placed,
+           settle: float, report: ScanReport, names: dict[int, str]) -> tuple[Placed, set[Key], set[PortRef]]:
+    """One round: per OTS one batch behind one barrier — the previous round's probes out, this round's
+    in (the OTSes in parallel) — then read the packet ports that came up. The batch darkens every port
+    it touches before it lights the new probes, so a port lit in two rounds in a row goes down and up
+    again and every round's port-ups are its own. Returns (probes in place, OTS ports lit, packet
+    ports seen)."""
     report.rounds += 1
-    by_ots: dict[int, list[Probe]] = {}
-    for dpid, probe in probes:
-        if probe_allowed(probe, driver.busy_ports(dpid)):  # checked again: a circuit set up meanwhile
-            by_ots.setdefault(dpid, []).append(probe)
+    want: Placed = {}
+    for dpid, probe in probes:  # checked again: a circuit set up meanwhile (our own probes aside)
+        if probe_allowed(probe, driver.busy_ports(dpid) - _ports_of(placed.get(dpid, []))):
+            want.setdefault(dpid, []).append(probe)
         else:
             report.errors.append(f"{names[dpid]}: port {probe.a} or {probe.b} got an XCON during the scan")
+    now: Placed = {}
+    on: set[Key] = set()
     watch.start()
-    placed: dict[int, tuple[list[Probe], list[Probe]]] = {}  # dpid -> (lit, to remove)
 
-    def put_in(dpid: int, mine: list[Probe]) -> None:
-        report.probes += len(mine)
+    def swap(dpid: int) -> None:
+        old, new = placed.get(dpid, []), want.get(dpid, [])
+        report.probes += len(new)
         try:
-            results = driver.install_many(dpid, [(p.a, p.b) for p in mine], bidirectional=False)
-        except DriverError as exc:  # no barrier reply: state unknown, remove them anyway
+            results = driver.install_many(dpid, [(p.a, p.b) for p in new], bidirectional=False,
+                                          remove_first=[(p.a, p.b) for p in old])
+        except DriverError as exc:  # nothing confirmed: whatever was sent may be in place
             report.errors.append(f"{names[dpid]}: round {n + 1}: {exc}")
-            placed[dpid] = ([], list(mine))
+            now[dpid] = old + new
             return
-        ok = [p for p, r in zip(mine, results, strict=True) if isinstance(r, XconResult) and r.ok]
-        for p, r in zip(mine, results, strict=True):
+        timed_out = any(isinstance(r, BarrierTimeout) for r in results)
+        ok = [p for p, r in zip(new, results, strict=True) if isinstance(r, XconResult) and r.ok]
+        for p, r in zip(new, results, strict=True):
             if not (isinstance(r, XconResult) and r.ok):
                 report.errors.append(f"probe {dpid:x}:{p.a}->{p.b} refused: {getattr(r, 'errors', r)}")
-        placed[dpid] = (ok, [p for p, r in zip(mine, results, strict=True) if not isinstance(r, XconResult) or r.ok])
+        placed_now = [p for p, r in zip(new, results, strict=True) if not isinstance(r, XconResult) or r.ok]
+        replaced = {p.a for p in placed_now}  # an ADD on a probe's in_port replaced it anyway
+        busy = driver.busy_ports(dpid)
+        still = old if timed_out else [p for p in old if p.a in busy and p.a not in replaced]
+        now[dpid] = still + placed_now
+        on.update((dpid, port) for p in ok for port in (p.a, p.b))
 
-    try:
-        green_parallel([lambda d=d, m=m: put_in(d, m) for d, m in by_ots.items()])
-        ups = _wait_settled(watch, settle, limit=max(2.0, 8 * settle)) if placed else set()
-        on = lit_ports((d, p) for d, (ok, _r) in placed.items() for p in ok)
-        JOURNAL.add("scan_round", round=n + 1, probes=sum(len(m) for m in by_ots.values()),
-                    lit=[str(r) for r in sorted(ups)])
-        return on, ups
-    finally:
-        green_parallel([lambda d=d, r=r: _take_out(driver, d, r, report) for d, (_ok, r) in placed.items() if r])
-        _wait_down(view, watch.ups, limit=2.0)
+    green_parallel([lambda d=d: swap(d) for d in sorted(set(placed) | set(want))])
+    ups = _wait_settled(watch, settle, limit=max(2.0, 8 * settle)) if want else set()
+    JOURNAL.add("scan_round", round=n + 1, probes=sum(len(m) for m in want.values()), lit=[str(r) for r in sorted(ups)])
+    return {d: ps for d, ps in now.items() if ps}, on, ups
+
+
+def _clear(view: NetworkView, driver: ScanDriver, watch: ProbeWatch, placed: Placed, report: ScanReport) -> None:
+    """Take every probe out (one batch per OTS, then one by one what is still there) and wait until
+    the packet ports they lit are down again."""
+    ups = watch.ups
+
+    def out(dpid: int) -> None:
+        try:
+            driver.install_many(dpid, [], bidirectional=False, remove_first=[(p.a, p.b) for p in placed[dpid]])
+        except DriverError as exc:
+            report.errors.append(f"probe removal on {dpid:x}: {exc}")
+        left = [p for p in placed[dpid] if p.a in driver.busy_ports(dpid)]
+        if left:
+            _take_out(driver, dpid, left, report)
+
+    green_parallel([lambda d=d: out(d) for d in placed])
+    _wait_down(view, ups, limit=2.0)
 
 
 def _take_out(driver: ScanDriver, dpid: int, probes: list[Probe], report: ScanReport) -> None:

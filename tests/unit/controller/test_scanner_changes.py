@@ -66,9 +66,14 @@ class LitOts:
         hub.spawn_after(self.light_s, self._light, ots, (in_port, out_port), True)
         return XconResult(True, "X", [], [], 1.0, 1.1)
 
-    def install_many(self, ots: int, hops: list[tuple[int, int]], bidirectional: bool = True) -> list:
-        """One barrier for the batch: every probe lights ``light_s`` after the reply."""
-        self.batches.append((ots, len(hops)))
+    def install_many(self, ots: int, hops: list[tuple[int, int]], bidirectional: bool = True,
+                     remove_first: list[tuple[int, int]] = ()) -> list:
+        """One barrier for the batch: the removals darken at once, every probe lights ``light_s`` after
+        the reply."""
+        for a, b in remove_first:
+            self.remove(ots, a, False, only_to=b)
+        if hops:
+            self.batches.append((ots, len(hops)))
         return [self.install(ots, a, b, bidirectional) for a, b in hops]
 
     def remove(self, ots: int, in_port: int, bidirectional: bool = True, only_to: int | None = None) -> XconResult:
