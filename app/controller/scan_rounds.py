@@ -49,6 +49,7 @@ class PortGroup:
     granularity: str
     unknown: tuple[int, ...]
     partners: tuple[int, ...]  # free ports whose far end is known (usable as the other end of a probe)
+    dark: tuple[int, ...] = ()  # the partners whose far end is no packet port (a fibre, nothing)
 
 
 @dataclass
@@ -95,7 +96,7 @@ def port_groups(ports: Mapping[int, Mapping[int, str]], busy: Mapping[int, set[i
             unknown = tuple(p for p in free if (dpid, p) not in known)
             partners = tuple(p for p in free if (dpid, p) in known)
             if unknown:
-                out.append(PortGroup(dpid, g, unknown, partners))
+                out.append(PortGroup(dpid, g, unknown, partners, tuple(p for p in partners if known[(dpid, p)] is None)))
     return out
 
 
@@ -184,10 +185,7 @@ def plan_rounds(groups: list[PortGroup]) -> RoundPlan:
     for r in range(bits):
         probes: list[tuple[int, Probe]] = []
         for g in codable:
-            lit = [u for u in g.unknown if codes[(g.dpid, u)] >> r & 1]
-            if len(lit) % 2:
-                lit.append(g.partners[0])  # odd only where a partner exists (codes XOR to 0 otherwise)
-            probes.extend((g.dpid, Probe(lit[i], lit[i + 1])) for i in range(0, len(lit), 2))
+            probes.extend((g.dpid, p) for p in _pair(g, [u for u in g.unknown if codes[(g.dpid, u)] >> r & 1]))
         rounds.append(probes)
     while rounds and not rounds[-1]:
         rounds.pop()
@@ -198,6 +196,22 @@ def one_probe_count(groups: list[PortGroup]) -> int:
     """How many probes the one-probe scan (:func:`plan_group`) needs for ``groups``: a coded plan with
     as many rounds is no faster."""
     return sum(len(plan_group(g.unknown, dict.fromkeys(g.partners)).probes) for g in groups)
+
+
+def _pair(g: PortGroup, lit: list[int]) -> list[Probe]:
+    """The probes that light ``lit`` (ports of group ``g``): each with a dark partner while there are
+    some — a probe between two packet ports joins them, LLDP sees a link and the controller
+    recomputes its paths every round — the rest in pairs, an odd one out with a partner (there is
+    one: without partners the codes XOR to 0)."""
+    others = [p for p in g.partners if p not in g.dark]
+    k = min(len(g.dark), len(lit))
+    if (len(lit) - k) % 2 and not others[:1]:
+        k -= 1
+    probes = [Probe(u, d) for u, d in zip(lit[:k], g.dark[:k], strict=True)]
+    rest = lit[k:]
+    if len(rest) % 2:
+        rest.append(others[0])
+    return probes + [Probe(rest[i], rest[i + 1]) for i in range(0, len(rest), 2)]
 
 
 def lit_ports(probes: Iterable[tuple[int, Probe]]) -> set[Key]:

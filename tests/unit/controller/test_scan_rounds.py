@@ -156,8 +156,8 @@ def test_skipped_probes_are_read_by_what_was_lit_and_followed_up_when_unreadable
     plan = plan_rounds(port_groups(ports, {}, known))
     first = next(pr for d, pr in plan.rounds[0] if d == 1)  # one probe of OTS 1 skipped in round 1
     never = (2, 1)  # every probe of OTS 2 port 1 refused
-    kept = [[(d, pr) for d, pr in r if (d, pr) != (1, first) and never not in {(d, pr.a), (d, pr.b)}]
-            for r in plan.rounds]
+    kept = [[(d, pr) for d, pr in r if (n, d, pr) != (0, 1, first) and never not in {(d, pr.a), (d, pr.b)}]
+            for n, r in enumerate(plan.rounds)]
     lit = [lit_ports(r) for r in kept]
     decoded = decode(plan, lit, [seen_in(on, truth) for on in lit], known)
     assert never in decoded.undecided and never not in decoded.attached
@@ -234,4 +234,18 @@ def test_no_round_ever_touches_a_busy_port(net):
 
 def test_port_groups_leave_busy_ports_out_of_unknowns_and_partners():
     groups = port_groups({1: {1: "ODU2", 2: "ODU2", 3: "ODU2", 4: "ODU0"}}, {1: {2}}, {(1, 3): None})
-    assert groups == [PortGroup(1, "ODU0", (4,), ()), PortGroup(1, "ODU2", (1,), (3,))]
+    assert groups == [PortGroup(1, "ODU0", (4,), ()), PortGroup(1, "ODU2", (1,), (3,), dark=(3,))]
+
+
+def test_probes_use_dark_partners_so_no_probe_joins_two_packet_ports():
+    """A probe between two cabled ports joins two packet ports: LLDP sees a link and the controller
+    recomputes its paths, every round. With the fibres known, each unknown port goes with a fibre."""
+    ports, truth = wan(50, 3)
+    known = fibres_known(ports)
+    plan = plan_rounds(port_groups(ports, {}, known))
+    assert all(known.get((d, p.b), 0) is None for r in plan.rounds for d, p in r)
+    assert coded_scan(ports, {}, known, truth)[0].attached == {k: a for k, a in truth.items() if k not in known}
+    few = {1: {p: "ODU2" for p in range(1, 8)}}  # 6 unknown, 1 fibre: 2 of 4 rounds each, pairs needed
+    plan = plan_rounds(port_groups(few, {}, {(1, 7): None}))
+    assert any(p.b != 7 for r in plan.rounds for _d, p in r)
+    assert all(len(lit_ports([x])) == 2 for r in plan.rounds for x in r)
