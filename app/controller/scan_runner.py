@@ -43,7 +43,15 @@ from app.controller.model import OTS, PACKET, PortRef
 from app.controller.network_view import NetworkView
 from app.controller.ots_driver import BarrierTimeout, DriverError, XconResult
 from app.controller.runtime import SETTINGS
-from app.controller.scan_inference import Attachment, Probe, ScanOutcome, infer_group, plan_ots, probe_allowed
+from app.controller.scan_inference import (
+    Attachment,
+    GroupPlan,
+    Probe,
+    ScanOutcome,
+    infer_group,
+    plan_ots,
+    probe_allowed,
+)
 from app.controller.scan_rounds import (
     Key,
     decode,
@@ -197,17 +205,9 @@ def _scan_coded(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, in
                      ", ".join(map(str, sorted(decoded.unexplained))))
         outcomes: list[tuple[int, ScanOutcome]] = []
         for dpid, gplan in followup_plans(plan, decoded, {d: driver.busy_ports(d) for d in names}, known):
-            lit_one = []
-            try:
-                for probe in gplan.probes:
-                    if not probe_allowed(probe, driver.busy_ports(dpid)):
-                        raise PortBusy(f"port {probe.a} or {probe.b} got an XCON during the scan")
-                    report.followups += 1
-                    lit_one.append(frozenset(_probe(view, driver, watch, dpid, probe, settle, report)))
-            except (DriverError, PortBusy) as exc:
-                report.errors.append(f"{names[dpid]}: {exc}")
-                continue
-            outcomes.append((dpid, infer_group(gplan, lit_one)))
+            outcome = _probe_group(view, driver, watch, dpid, names[dpid], gplan, settle, report, followup=True)
+            if outcome is not None:
+                outcomes.append((dpid, outcome))
         result = finish(decoded, outcomes)
         busy = {(d, p) for d in names for p in driver.busy_ports(d)}  # a circuit set up meanwhile: not ours to read
         report.attached.update({k: a for k, a in result.attached.items() if k not in busy})
@@ -339,22 +339,34 @@ def _one_probe_at_a_time(view: NetworkView, driver: ScanDriver, known: dict[tupl
     for sw in switches:
         mine = {p: a for (d, p), a in known.items() if d == sw.dpid}
         for plan in plan_ots(ots_ports(sw), driver.busy_ports(sw.dpid), mine):
-            lit = []
-            try:
-                for probe in plan.probes:
-                    if not probe_allowed(probe, driver.busy_ports(sw.dpid)):
-                        raise PortBusy(f"port {probe.a} or {probe.b} got an XCON during the scan")
-                    report.rounds += 1
-                    lit.append(frozenset(_probe(view, driver, watch, sw.dpid, probe, settle, report)))
-            except (DriverError, PortBusy) as exc:  # an OTS that stops answering: report it, scan the others
-                report.errors.append(f"{sw.name}: {exc}")
+            outcome = _probe_group(view, driver, watch, sw.dpid, sw.name, plan, settle, report)
+            if outcome is None:
                 continue
-            outcome = infer_group(plan, lit)
             for p, att in outcome.attached.items():
                 report.attached[(sw.dpid, p)] = att
             for p, cands in outcome.ambiguous.items():
                 report.ambiguous[(sw.dpid, p)] = cands
             report.unscannable.extend((sw.dpid, p) for p in outcome.unscannable)
+
+
+def _probe_group(view: NetworkView, driver: ScanDriver, watch: ProbeWatch, dpid: int, name: str, plan: GroupPlan,
+                 settle: float, report: ScanReport, followup: bool = False) -> ScanOutcome | None:
+    """Probe one group's plan one probe at a time and read it; None (the error reported) if the OTS
+    stops answering or a port got an XCON meanwhile (the other groups and OTSes go on)."""
+    lit = []
+    try:
+        for probe in plan.probes:
+            if not probe_allowed(probe, driver.busy_ports(dpid)):
+                raise PortBusy(f"port {probe.a} or {probe.b} got an XCON during the scan")
+            if followup:
+                report.followups += 1
+            else:
+                report.rounds += 1
+            lit.append(frozenset(_probe(view, driver, watch, dpid, probe, settle, report)))
+    except (DriverError, PortBusy) as exc:
+        report.errors.append(f"{name}: {exc}")
+        return None
+    return infer_group(plan, lit)
 
 
 def _probe(view: NetworkView, driver: ScanDriver, watch: ProbeWatch, dpid: int, probe: Probe, settle: float,
