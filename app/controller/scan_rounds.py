@@ -4,7 +4,9 @@ Why it works: a packet port is cabled to at most one OTS port, and it is up exac
 is lit (docs/contracts.md section 3). So if every unknown OTS port ``u`` is lit in a distinct set of
 rounds — its *code* ``c(u)``, a bitmask over rounds — the rounds in which a packet port came up (its
 *signature*) name the one OTS port it is cabled to, whatever else was lit in the same rounds, on
-any OTS. ``N`` unknown ports need only ``R = ceil(log2(N + 1))`` rounds instead of ~``N`` probes.
+any OTS. ``N`` unknown ports need only ~``log2 N`` rounds instead of ~``N`` probes. All codes light
+the same number ``w`` of the ``R`` rounds (``C(R, w) >= N``): then no code lies inside another, so a
+lost or an extra port-up gives a signature that is no code (detected) instead of another port's code.
 
 Constraints on the codes, per OTS and granularity group (an XCON joins two free ports of one group;
 one XCON per port):
