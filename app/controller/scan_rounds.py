@@ -260,6 +260,29 @@ def decode(plan: RoundPlan, lit: list[set[Key]], seen: list[set[PortRef]],
     return out
 
 
+def undecided_groups(plan: RoundPlan, decoded: Decoded, busy: Mapping[int, set[int]],
+                     known: Mapping[Key, Attachment]) -> tuple[list[PortGroup], dict[Key, Attachment]]:
+    """The groups of a second coded pass over the ports ``decoded`` left undecided (and still free),
+    with every free port known before or decoded now as a partner; and that knowledge (for
+    :func:`decode`)."""
+    now = {**known, **decoded.attached}
+    out = []
+    for g in plan.groups:
+        free = busy.get(g.dpid, set())
+        todo = tuple(u for u in g.unknown if (g.dpid, u) in decoded.undecided and u not in free)
+        if todo:
+            partners = tuple(sorted(p for p in (*g.partners, *g.unknown) if (g.dpid, p) in now and p not in free))
+            out.append(PortGroup(g.dpid, g.granularity, todo, partners,
+                                 tuple(p for p in partners if now[(g.dpid, p)] is None)))
+    return out, now
+
+
+def merge_passes(first: Decoded, second: Decoded) -> Decoded:
+    """The first pass's certain results with a second pass's over its undecided ports."""
+    return Decoded({**first.attached, **second.attached}, {**first.ambiguous, **second.ambiguous},
+                   set(second.undecided), dict(second.unexplained))
+
+
 def followup_plans(plan: RoundPlan, decoded: Decoded, busy: Mapping[int, set[int]],
                    known: Mapping[Key, Attachment]) -> list[tuple[int, GroupPlan]]:
     """One-probe plans (:func:`plan_group`) for the undecided ports that are still free, with the free

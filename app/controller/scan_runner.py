@@ -53,13 +53,16 @@ from app.controller.scan_inference import (
     probe_allowed,
 )
 from app.controller.scan_rounds import (
+    Decoded,
     Key,
     decode,
     finish,
     followup_plans,
+    merge_passes,
     one_probe_count,
     plan_rounds,
     port_groups,
+    undecided_groups,
 )
 from app.controller.view_changes import PortChanged, ViewChange
 
@@ -200,9 +203,15 @@ def _scan_coded(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, in
         report.unscannable.extend(plan.unscannable)
         lit, seen = _rounds(view, driver, watch, plan.rounds, settle, report, names)
         decoded = decode(plan, lit, seen, known)
-        if decoded.unexplained:
-            LOG.info("scan: %d packet port(s) with a signature no code has: %s", len(decoded.unexplained),
-                     ", ".join(map(str, sorted(decoded.unexplained))))
+        _log_unexplained(decoded)
+        if decoded.undecided:  # a second coded pass when it beats probing them one by one
+            again, now = undecided_groups(plan, decoded, {d: driver.busy_ports(d) for d in names}, known)
+            plan2 = plan_rounds(again)
+            if plan2.rounds and len(plan2.rounds) < one_probe_count(again):
+                lit2, seen2 = _rounds(view, driver, watch, plan2.rounds, settle, report, names)
+                second = decode(plan2, lit2, seen2, now)
+                _log_unexplained(second)
+                decoded = merge_passes(decoded, second)
         outcomes: list[tuple[int, ScanOutcome]] = []
         for dpid, gplan in followup_plans(plan, decoded, {d: driver.busy_ports(d) for d in names}, known):
             outcome = _probe_group(view, driver, watch, dpid, names[dpid], gplan, settle, report, followup=True)
@@ -216,6 +225,12 @@ def _scan_coded(view: NetworkView, driver: ScanDriver, known: dict[tuple[int, in
     report.seconds = time.monotonic() - t0
     _done(report)
     return report
+
+
+def _log_unexplained(decoded: Decoded) -> None:
+    if decoded.unexplained:
+        LOG.info("scan: %d packet port(s) with a signature no code has (late or lost PORT_STATUS?): %s",
+                 len(decoded.unexplained), ", ".join(map(str, sorted(decoded.unexplained))))
 
 
 Placed = dict[int, list[Probe]]  # per OTS: the probes (maybe) in place

@@ -22,8 +22,10 @@ from app.controller.scan_rounds import (
     finish,
     followup_plans,
     lit_ports,
+    merge_passes,
     plan_rounds,
     port_groups,
+    undecided_groups,
 )
 
 Truth = dict[Key, PortRef | None]
@@ -249,3 +251,24 @@ def test_probes_use_dark_partners_so_no_probe_joins_two_packet_ports():
     plan = plan_rounds(port_groups(few, {}, {(1, 7): None}))
     assert any(p.b != 7 for r in plan.rounds for _d, p in r)
     assert all(len(lit_ports([x])) == 2 for r in plan.rounds for x in r)
+
+
+def test_a_second_coded_pass_reads_what_lagging_port_ups_left_undecided():
+    """A loaded machine: 10 port-ups of the first round arrive too late. The ports they may belong to
+    are undecided; a second coded pass over them (every port decoded so far a partner) reads them
+    in a few rounds instead of one probe each."""
+    ports, truth = wan(50, 3)
+    known = fibres_known(ports)
+    plan = plan_rounds(port_groups(ports, {}, known))
+    lit = [lit_ports(r) for r in plan.rounds]
+    late = set(sorted(seen_in(lit[0], truth))[:10])
+    first = decode(plan, lit, [seen_in(on, truth) - (late if r == 0 else set()) for r, on in enumerate(lit)], known)
+    assert set(first.unexplained) == late and len(first.undecided) >= 10
+    assert all(first.attached[k] == truth[k] for k in first.attached)
+    again, now = undecided_groups(plan, first, {}, known)
+    assert sorted(k for g in again for k in ((g.dpid, u) for u in g.unknown)) == sorted(first.undecided)
+    plan2 = plan_rounds(again)
+    assert len(plan2.rounds) < len(first.undecided)
+    lit2 = [lit_ports(r) for r in plan2.rounds]
+    both = merge_passes(first, decode(plan2, lit2, [seen_in(on, truth) for on in lit2], now))
+    assert not both.undecided and both.attached == {k: a for k, a in truth.items() if k not in known}
