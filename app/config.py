@@ -30,6 +30,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "api_token_file": "",  # the control API's token, mode 0600 ("" = $MLTE_API_TOKEN_FILE, else /run/mlte/api-token as root, ~/.local/state/mlte/api-token otherwise)
         "barrier_timeout": 5.0,  # seconds to wait for a BARRIER_REPLY (an XCON apply) before failing
         "scan_settle": 0.25,  # optical scan: seconds without new PORT_STATUS before a probe is read
+        "scan_parallel": 0,  # optical scan: 0 = coded rounds over every OTS at once, N >= 2 = over N OTSes at a time, 1 = one probe at a time
         "static_file": "",  # optional static vendor topology file merged into the graph ("" = none)
         "access_default_mbps": 1000.0,  # capacity of a learned host's access edge when its switch port reports no speed
         "link_default_mbps": 1000.0,  # capacity of an LLDP packet link (not a circuit) when neither port reports a speed
@@ -176,6 +177,8 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
             raise ConfigError(f"[controller] {key} must be a finite number of seconds > 0")
     if not 0 < cfg["controller"]["echo_interval"] < float("inf"):
         raise ConfigError("[controller] echo_interval must be a finite number of seconds > 0")
+    if cfg["controller"]["scan_parallel"] < 0:
+        raise ConfigError("[controller] scan_parallel must be >= 0 (0 = every OTS at once, 1 = one probe at a time)")
     if cfg["controller"]["echo_misses"] < 0:
         raise ConfigError("[controller] echo_misses must be >= 0 (0 = a silent switch is never dropped)")
     if not 0 <= cfg["controller"]["restore_holdoff"] < float("inf"):

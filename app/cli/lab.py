@@ -258,7 +258,8 @@ def _discover(args: argparse.Namespace, spec, session, out: Path) -> int:
     why = "" if n_links else " (none expected: the packet switches meet only through circuits)"
     print(f"LLDP: {n_links} packet link(s) discovered in {time.monotonic() - t0:.1f}s{why}", flush=True)
     scan = session.client.scan(all_ports=args.scan_all, timeout=args.timeout)
-    print(f"optical scan: {scan['probes']} probe XCON(s) in {scan['seconds']:.1f}s, "
+    print(f"optical scan: {scan['probes']} probe XCON(s) in {scan.get('rounds', scan['probes'])} round(s), "
+          f"{scan['seconds']:.1f}s, "
           f"{len(scan['adaptations'])} packet-optical adjacenc(ies) found, "
           f"{len(scan['ambiguous'])} ambiguous, probe XCONs left: {len(scan['leftover_xcons'])}", flush=True)
     (out / "scan.json").write_text(json.dumps(scan, indent=2, sort_keys=True))

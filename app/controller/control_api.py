@@ -396,6 +396,8 @@ class ControlApi(app_manager.OSKenApp):
         result = {
             "ok": not report.errors,
             "probes": report.probes,
+            "rounds": report.rounds,
+            "followups": report.followups,
             "seconds": round(report.seconds, 3),
             "adaptations": [
                 {"oport": f"{name(o)}:{p}", "switch": name(r.dpid), "port": r.port_no}

@@ -18,7 +18,7 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from os_ken.base import app_manager
@@ -390,21 +390,25 @@ class OtsDriver(app_manager.OSKenApp):
             raise result
         return result
 
-    def install_many(self, ots: str | int, hops: list[tuple[int, int]], bidirectional: bool = True
-                     ) -> list[XconResult | BarrierTimeout]:
+    def install_many(self, ots: str | int, hops: list[tuple[int, int]], bidirectional: bool = True,
+                     remove_first: Sequence[tuple[int, int]] = ()) -> list[XconResult | BarrierTimeout]:
         """Cross-connect every ``(in_port, out_port)`` of ``hops`` on one OTS behind *one* barrier, so
         the OTS provisions them as one batch (one provisioning delay, not one per XCON: a restore that
         sets up Y 1↔2 and Y 3↔4 costs one delay). Per hop, all or nothing as :meth:`install`; a hop
-        whose barrier timed out is a :class:`BarrierTimeout` in the result (its state is unknown)."""
+        whose barrier timed out is a :class:`BarrierTimeout` in the result (its state is unknown).
+        ``remove_first``: one-way XCONs ``in_port→out_port`` deleted in the same batch, before the
+        adds, each only if it outputs there (the optical scan swaps one round's probes for the next's);
+        they stay recorded unless the barrier answers without an error for them."""
         dpid = self.resolve(ots)
         ofp = ofproto_v1_0
         name = self.view.switches[dpid].name
         per_hop = [[(a, b)] + ([(b, a)] if bidirectional else []) for a, b in hops]
         msgs = [[self.flow_mod(dpid, ofp.OFPFC_ADD, a, b) for a, b in pairs] for pairs in per_hop]
-        self._touch(dpid, [a for pairs in per_hop for a, _b in pairs])
+        dels = [self.flow_mod(dpid, ofp.OFPFC_DELETE_STRICT, a, None, only_to=b) for a, b in remove_first]
+        self._touch(dpid, [a for pairs in per_hop for a, _b in pairs] + [a for a, _b in remove_first])
         arrow = "<->" if bidirectional else "->"
         try:
-            errors, sent, applied = self.send_and_barrier(dpid, [m for hop in msgs for m in hop])
+            errors, sent, applied = self.send_and_barrier(dpid, dels + [m for hop in msgs for m in hop])
         except BarrierTimeout as exc:  # sent, never confirmed: record as unknown so it can be removed
             out: list[XconResult | BarrierTimeout] = []
             for (a, b), pairs in zip(hops, per_hop, strict=True):
@@ -413,6 +417,11 @@ class OtsDriver(app_manager.OSKenApp):
                 LOG.warning("XCON %s %d->%d: %s; state unknown (recorded for roll-back)", name, a, b, exc)
                 out.append(BarrierTimeout(f"{exc}; XCON {name} {a}{arrow}{b} state unknown", pairs))
             return out
+        failed = {e.xid for e in errors}
+        for (a, b), m in zip(remove_first, dels, strict=True):
+            if m.xid not in failed:
+                self.view.remove_xcons(dpid, [a], b)
+            JOURNAL.add("xcon_delete", ots=name, ports=[a], ok=m.xid not in failed)
         results: list[XconResult | BarrierTimeout] = []
         for (in_port, out_port), pairs, hop_msgs in zip(hops, per_hop, msgs, strict=True):
             xids = {m.xid for m in hop_msgs}

@@ -19,22 +19,24 @@ from app.controller.ots_driver import XconResult
 from app.controller.runtime import Settings
 from app.controller.scan_runner import ProbeWatch, run_scan
 
-A, C, X = 0xA1, 0xC1, 0xF01
-A3, C1 = PortRef(A, 3), PortRef(C, 1)
-# Fig. 2's X: ODU2 ports 1-5 (1 cabled to A:3, 3 to C:1, the others fibres or nothing), ODU0 port 6
+A, C, X, Y = 0xA1, 0xC1, 0xF01, 0xF02
+A3, C1, A4, C2 = PortRef(A, 3), PortRef(C, 1), PortRef(A, 4), PortRef(C, 2)
+# Fig. 2's X: ODU2 ports 1-5 (1 cabled to A:3, 3 to C:1, the others fibres or nothing), ODU0 port 6;
+# a second OTS Y of the same shape (2 cabled to C:2, 4 to A:4) for the rounds that light both at once
 GRAN = {1: "ODU2", 2: "ODU2", 3: "ODU2", 4: "ODU2", 5: "ODU2", 6: "ODU0"}
-CABLED = {1: A3, 3: C1}
+CABLED = {(X, 1): A3, (X, 3): C1, (Y, 2): C2, (Y, 4): A4}
 
 
 def port(n: int, up: bool, name: str = "") -> PortInfo:
     return PortInfo(n, name or f"eth{n}", "00:00:00:00:00:0a", up)
 
 
-def lab_view() -> NetworkView:
+def lab_view(with_y: bool = False) -> NetworkView:
     view = NetworkView(Settings())
-    view.add_switch(SwitchInfo(A, PACKET, 4, "A", {3: port(3, False)}))
-    view.add_switch(SwitchInfo(C, PACKET, 4, "C", {1: port(1, False)}))
-    view.add_switch(SwitchInfo(X, OTS, 1, "X", {p: port(p, False, f"{g}-{p}") for p, g in GRAN.items()}))
+    view.add_switch(SwitchInfo(A, PACKET, 4, "A", {3: port(3, False), 4: port(4, False)}))
+    view.add_switch(SwitchInfo(C, PACKET, 4, "C", {1: port(1, False), 2: port(2, False)}))
+    for dpid, name in [(X, "X"), (Y, "Y")][: 2 if with_y else 1]:
+        view.add_switch(SwitchInfo(dpid, OTS, 1, name, {p: port(p, False, f"{g}-{p}") for p, g in GRAN.items()}))
     return view
 
 
@@ -45,6 +47,7 @@ class LitOts:
     def __init__(self, view: NetworkView, light_s: float = 0.03) -> None:
         self.view, self.light_s = view, light_s
         self.installs: list[tuple[int, int]] = []
+        self.batches: list[tuple[int, int]] = []  # (OTS, probes) per install_many
 
     def wait_reconciled(self, dpid: int, timeout: float) -> str | None:
         return None
@@ -52,32 +55,58 @@ class LitOts:
     def busy_ports(self, dpid: int) -> set[int]:
         return set()
 
-    def _light(self, ends: tuple[int, int], up: bool) -> None:
+    def _light(self, ots: int, ends: tuple[int, int], up: bool) -> None:
         for p in ends:
-            self.view.set_port(X, p, port(p, up, f"{GRAN[p]}-{p}"), time.time())  # the OTS's own ports
-            if (ref := CABLED.get(p)) is not None:
+            self.view.set_port(ots, p, port(p, up, f"{GRAN[p]}-{p}"), time.time())  # the OTS's own ports
+            if (ref := CABLED.get((ots, p))) is not None:
                 self.view.set_port(ref.dpid, ref.port_no, port(ref.port_no, up), time.time())
 
     def install(self, ots: int, in_port: int, out_port: int, bidirectional: bool = True) -> XconResult:
         self.installs.append((in_port, out_port))
-        hub.spawn_after(self.light_s, self._light, (in_port, out_port), True)
+        hub.spawn_after(self.light_s, self._light, ots, (in_port, out_port), True)
         return XconResult(True, "X", [], [], 1.0, 1.1)
 
+    def install_many(self, ots: int, hops: list[tuple[int, int]], bidirectional: bool = True,
+                     remove_first: list[tuple[int, int]] = ()) -> list:
+        """One barrier for the batch: the removals darken at once, every probe lights ``light_s`` after
+        the reply."""
+        for a, b in remove_first:
+            self.remove(ots, a, False, only_to=b)
+        if hops:
+            self.batches.append((ots, len(hops)))
+        return [self.install(ots, a, b, bidirectional) for a, b in hops]
+
     def remove(self, ots: int, in_port: int, bidirectional: bool = True, only_to: int | None = None) -> XconResult:
-        self._light((in_port, only_to or in_port), False)
+        self._light(ots, (in_port, only_to or in_port), False)
         return XconResult(True, "X", [], [], 1.0, 1.1)
 
 
 def test_the_scan_reads_each_probes_port_ups_from_the_views_changes():
     view = lab_view()
     ots = LitOts(view)
-    report = run_scan(view, ots, {}, settle=0.1, reconcile_wait=0.5)
+    report = run_scan(view, ots, {}, settle=0.1, reconcile_wait=0.5, parallel=1)
     assert ots.installs == [(1, 2), (1, 3), (1, 4), (1, 5)]  # anchor X:1 with every other ODU2 port
     assert report.errors == [] and report.probes == 4
     assert report.attached == {(X, 1): A3, (X, 2): None, (X, 3): C1, (X, 4): None, (X, 5): None}
     assert report.unscannable == [(X, 6)] and report.ambiguous == {}
     lit = [e["lit"] for e in JOURNAL.since(0, "scan_probe")][-4:]
     assert lit == [[str(A3)], [str(A3), str(C1)], [str(A3)], [str(A3)]]  # each probe's own ports only
+
+
+def test_coded_rounds_light_both_otses_at_once_and_tell_their_ports_apart():
+    view = lab_view(with_y=True)
+    ots = LitOts(view)
+    known = {(d, p): None for d in (X, Y) for p in (5, 6)}  # fibres, from the static file
+    report = run_scan(view, ots, known, settle=0.1, reconcile_wait=0.5, parallel=0)
+    assert report.errors == [] and report.followups == 0
+    assert report.probes == len(ots.installs) and report.rounds == 5  # the one-probe scan: 8 probes, one each
+    assert {d for d, _n in ots.batches} == {X, Y} and len(ots.batches) > report.rounds  # both OTSes in a round
+    assert report.attached == {(X, 1): A3, (X, 2): None, (X, 3): C1, (X, 4): None,
+                               (Y, 1): None, (Y, 2): C2, (Y, 3): None, (Y, 4): A4}
+    assert report.unscannable == [] and report.ambiguous == {}
+    rounds = JOURNAL.since(0, "scan_round")[-report.rounds:]
+    assert [e["round"] for e in rounds] == list(range(1, report.rounds + 1))
+    assert view.switches[A].ports[3].up is False and view.switches[C].ports[1].up is False  # all dark again
 
 
 def test_the_scan_listens_only_while_it_runs(monkeypatch):
