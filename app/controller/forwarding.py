@@ -126,6 +126,8 @@ class Forwarding(app_manager.OSKenApp):
         # refused reservations on host ports for that long after each takeover)
         self.takeover_settle = min(self.settle, 2.0 * float(SETTINGS.controller["lldp_interval"]))
         self.settle_at = 0.0  # time.monotonic() before which adopted rules are held
+        self._switch_macs: set[str] = set()  # every switch port's own MAC (never a host), per view version
+        self._macs_at = -1
         self._settled_due = Deadline(lambda ev: self.send_event(self.name, ev), EventSettled,
                                      spawn=hub.spawn, sleep=hub.sleep)
         self._running = False
@@ -359,6 +361,18 @@ class Forwarding(app_manager.OSKenApp):
             return
         self.southbound.send(dp, [ofmsg.packet_out(ref.port_no, data)], kind="forwarding")
 
+    def _may_be_a_host(self, mac: str, ref: PortRef) -> bool:
+        """Whether a frame from ``mac`` at edge port ``ref`` may come from a host. Not a switch port's own
+        frame (the kernel's IPv6 neighbour discovery on a port that just came up carries the port's
+        MAC), and, while an optical scan probes, nothing new at a port with no known host: a port the
+        scan lit is an adaptation not decoded yet (germany50's scan learnt 1-2 'hosts' that way)."""
+        if self._macs_at != self.view.version:
+            self._switch_macs = {p.hw_addr.lower() for sw in self.view.switches.values() for p in sw.ports.values()}
+            self._macs_at = self.view.version
+        if mac.lower() in self._switch_macs:
+            return False
+        return not self.view.scanning or any(h.port == ref for h in self.hosts.values())
+
     def _learn(self, mac: str, ip: str | None, ref: PortRef) -> None:
         old = self.hosts.get(mac)
         host = HostInfo(mac=mac, ip=ip or (old.ip if old else None), port=ref)
@@ -385,6 +399,8 @@ class Forwarding(app_manager.OSKenApp):
         ref = PortRef(dp.id, msg.match["in_port"])
         if ref in self.view.links.ports_in_links() or ref in self.view.adaptation_ports():
             return  # transit traffic with no rule yet (or a circuit LLDP has not seen yet); edges learn, links do not
+        if not self._may_be_a_host(eth.src, ref):
+            return
         arp_pkt = pkt.get_protocol(arp.arp) if eth.ethertype == ETH_TYPE_ARP else None
         src_is_unicast = not (int(eth.src.split(":")[0], 16) & 1)
         if src_is_unicast:

@@ -92,3 +92,26 @@ def test_no_host_is_learnt_on_a_port_attached_to_an_ots():
     assert app.hosts[H2].port == PortRef(0xA1, 1)
     outs = [m for m in dp.sent if isinstance(m, ofproto_v1_3_parser.OFPPacketOut)]
     assert all(m.actions[0].port != 2 for m in outs)  # an unknown target's ARP is not copied into the circuit
+
+
+def test_a_switch_ports_own_frame_is_not_a_host():
+    """The kernel's IPv6 neighbour discovery on a port that just came up carries the port's own MAC."""
+    app, dp, sw = make_app()
+    app._switch_enter(events.EventSwitchEnter(sw))
+    packet_in(app, dp, 1, arp_frame(arp.ARP_REQUEST, "00:00:00:00:00:0A", "10.0.0.7", "00:00:00:00:00:00", "10.0.0.2"))
+    assert app.hosts == {}
+
+
+def test_no_new_host_is_learnt_while_the_optical_scan_probes_but_known_ones_are_kept():
+    """A packet port a scan round lit is an adaptation not decoded yet (germany50: 1-2 'hosts' per scan)."""
+    app, dp, sw = make_app()
+    app._switch_enter(events.EventSwitchEnter(sw))
+    app._learn(H1, "10.0.0.1", PortRef(0xA1, 1))
+    app.view.set_scanning(True)
+    packet_in(app, dp, 2, arp_frame(arp.ARP_REQUEST, H2, "10.0.0.2", "00:00:00:00:00:00", "10.0.0.1"))
+    assert H2 not in app.hosts
+    packet_in(app, dp, 1, arp_frame(arp.ARP_REQUEST, H1, "10.0.0.1", "00:00:00:00:00:00", "10.0.0.2"))
+    assert app.hosts[H1].port == PortRef(0xA1, 1)  # a known host's port still answers
+    app.view.set_scanning(False)
+    packet_in(app, dp, 2, arp_frame(arp.ARP_REQUEST, H2, "10.0.0.2", "00:00:00:00:00:00", "10.0.0.1"))
+    assert app.hosts[H2].port == PortRef(0xA1, 2)
