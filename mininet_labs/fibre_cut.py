@@ -266,17 +266,12 @@ def _revert_phase(session: Any, url: str, headers: dict, rid: int, hosts: tuple[
     path that keeps off it, the fibre repaired, and the probe kept running until the reservation is
     back on its original path, moved make-before-break (``reverted_s``: repair → the revert verified;
     ``probe_lost_after_repair``: what the revert cost, 0 when made before break). Revert off again after."""
-    h1, hd, dst_ip = hosts
     path = (_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}
     a, b = _fibres(path)[0]
     session.client.request("POST", "/restoration", {"revert": True, "revert_hold_s": REVERT_HOLD_S}, timeout=10)
     seconds = 6.0 + REVERT_HOLD_S
     got = work / f"probe-revert-{k}.json"
-    recv = hd.popen([sys.executable, loss_probe.SCRIPT, "recv", str(PROBE_PORT), str(seconds + 2), str(got)],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.5)
-    send = h1.popen([sys.executable, loss_probe.SCRIPT, "send", dst_ip, str(PROBE_PORT), str(seconds),
-                     str(PERIOD)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    send, recv = _start_probe(hosts, got, seconds)
     seq0 = max((e["seq"] for e in session.client.events()), default=0)
     time.sleep(0.5)
     t_cut = _wall(faults.cut_fibre, session, a, b)
@@ -357,19 +352,25 @@ def _within(cond: Callable[[], Any], timeout: float) -> Any:
         return None
 
 
+def _start_probe(hosts: tuple[Any, Any, str], got: Path, seconds: float) -> tuple[Any, Any]:
+    """The 1 packet/ms probe for ``seconds``: its receiver (writes ``got``) first, then its sender."""
+    h1, hd, dst_ip = hosts
+    recv = hd.popen([sys.executable, loss_probe.SCRIPT, "recv", str(PROBE_PORT), str(seconds + 2), str(got)],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    send = h1.popen([sys.executable, loss_probe.SCRIPT, "send", dst_ip, str(PROBE_PORT), str(seconds),
+                     str(PERIOD)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return send, recv
+
+
 def _fault(session: Any, hosts: tuple[Any, Any, str], rid: int, what: str, work: Path, n: int, *,
            inject: Callable[[], float], repair: Callable[[], float], seconds: float, expect: str = "restored",
            protection: str = "none") -> dict[str, Any]:
     """Run the probe (``hosts``: sender, receiver, receiver's IP), inject the fault a second in, wait
     for the reservation to settle (``expect``: "restored", "degraded" — then also until the repair
     brought it back — or "none": nothing must happen), then repair."""
-    h1, hd, dst_ip = hosts
     got = work / f"probe-{n}.json"
-    recv = hd.popen([sys.executable, loss_probe.SCRIPT, "recv", str(PROBE_PORT), str(seconds + 2), str(got)],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.5)
-    send = h1.popen([sys.executable, loss_probe.SCRIPT, "send", dst_ip, str(PROBE_PORT), str(seconds),
-                     str(PERIOD)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    send, recv = _start_probe(hosts, got, seconds)
     seq0 = max((e["seq"] for e in session.client.events()), default=0)
     time.sleep(1.0)
     t_cut = inject()

@@ -477,10 +477,7 @@ class ProvisioningStore:
         with self.db.locked() as s:
             res = self._get(s, res_id)
             ok = res.state == RESTORING
-            if ok:
-                self._release_rows(s, res_id, now)
-            new_c, new_r = self._record_installation(s, res, cs, rs, now)
-            s.add(Restoration(reservation_id=res.id, finished_ts=now, outcome="restored", **row))
+            new_c, new_r = self._swap_installation(s, res, ok, cs, rs, Restoration(outcome="restored", **row), now)
             if not ok:
                 lifecycle.audit(s, None, "install", res, state=res.state, circuits=[c[0] for c in new_c],
                                 rules=len(new_r), **BY_CONTROLLER)
@@ -491,6 +488,18 @@ class ProvisioningStore:
             lifecycle.transition(s, None, res, ACTIVE, f"restored on a new path after {row['cause']}", now,
                                  circuits=[c[0] for c in new_c], rules=len(new_r), old_path=old, **BY_CONTROLLER)
             return True
+
+    def _swap_installation(self, s: Session, res: Reservation, ok: bool, cs: list[_CheckedCircuit],
+                           rs: list[_CheckedRule], row: Restoration,
+                           now: float) -> tuple[list[_CheckedCircuit], list[_CheckedRule]]:
+        """A new path's installation recorded (and, when ``ok``, the old one as removed) with its
+        ``restorations`` row: a restoration and a revert end the same way."""
+        if ok:
+            self._release_rows(s, res.id, now)
+        new = self._record_installation(s, res, cs, rs, now)
+        row.reservation_id, row.finished_ts = res.id, now
+        s.add(row)
+        return new
 
     def mark_degraded(self, res_id: int, reason: str, restoration: Mapping[str, Any], now: float) -> bool:
         """RESTORING → DEGRADED: no path now (or lighting it failed); nothing of it stays installed
@@ -524,10 +533,7 @@ class ProvisioningStore:
         with self.db.locked() as s:
             res = self._get(s, res_id)
             ok = res.state == ACTIVE
-            if ok:
-                self._release_rows(s, res_id, now)
-            new_c, new_r = self._record_installation(s, res, cs, rs, now)
-            s.add(Restoration(reservation_id=res.id, finished_ts=now, outcome="reverted", **row))
+            new_c, new_r = self._swap_installation(s, res, ok, cs, rs, Restoration(outcome="reverted", **row), now)
             detail = {"circuits": [c[0] for c in new_c], "rules": len(new_r), **BY_CONTROLLER}
             lifecycle.audit(s, None, "revert" if ok else "install", res, state=res.state, **detail)
             if not ok:
