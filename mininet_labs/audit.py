@@ -19,6 +19,7 @@ from topology import rule_plan
 
 _XCON = re.compile(r"in_port=(\d+).*actions=output:(\d+)")
 _COOKIE = re.compile(r"cookie=(0x[0-9a-f]+)")
+_PACKETS = re.compile(r"n_packets=(\d+)")
 
 
 def _dump(ha: Any, name: str, *args: str) -> str:
@@ -40,6 +41,16 @@ def bridge_xcons(ha: Any) -> list[tuple[str, int, int]]:
             m = _XCON.search(line)
             if m and "priority=0 " not in line:
                 out.append((o.name, int(m.group(1)), int(m.group(2))))
+    return out
+
+
+def band_packets(ha: Any, switch: str, band: Any) -> list[tuple[str, int]]:
+    """(match without priority, packets counted) of every rule of one ``rule_plan`` band on ``switch``."""
+    out = []
+    for line in _dump(ha, switch, "-O", "OpenFlow13").splitlines():
+        c, n = _COOKIE.search(line), _PACKETS.search(line)
+        if c is not None and n is not None and band.owns(int(c.group(1), 16)):
+            out.append((_match(line), int(n.group(1))))
     return out
 
 
@@ -70,17 +81,6 @@ def duplicates(rules: list[tuple[str, int, str]]) -> list[str]:
     """Rules that are on one switch twice with one match (two cookies for one flow: lit twice)."""
     by_match = Counter((sw, m) for sw, _i, m in rules)
     return sorted(f"{sw}:{m}" for (sw, m), n in by_match.items() if n > 1)
-
-
-def port_packets(ha: Any, switch: str, port: int, counter: str) -> int:
-    """``counter`` ("rx" or "tx") packets of one port of a packet switch, from ``ovs-ofctl dump-ports``."""
-    text = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-ports", ha.lab.bridge(switch), str(port)],
-                          capture_output=True, text=True, timeout=10, check=True).stdout
-    for line in text.splitlines():
-        m = re.search(rf"\b{counter} pkts=(\d+)", line)
-        if m:
-            return int(m.group(1))
-    raise ValueError(f"no {counter} packet counter for {switch}:{port} in ovs-ofctl's answer: {text.strip()[:200]}")
 
 
 def te_records(db_url: str) -> list[dict[str, Any]]:

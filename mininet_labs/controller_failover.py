@@ -15,8 +15,8 @@ the new epoch — and release it once after the elephant has stopped.
 ``lit_after_start_s``, ``duplicate_xcons``, ``orphan_xcons``, ``duplicate_rules``, ``orphan_rules``,
 ``refused_writes`` (what the thawed ex-leader's gate and database fence refused), ``elephant``
 (``offloaded_s``, ``takeover_s``, ``te_takeover_s``, ``adopted``, ``duplicate_xcons``,
-``duplicate_steer_rules``, ``elephant_lost`` — packets into the offload circuit at A:4 that never left it
-at C:2 —, ``offload_released_s`` after the elephant stopped, ``releases``, ``clean``), and the details.
+``duplicate_steer_rules``, ``elephant_lost`` — the elephant's packets that A's steer rule sent into the
+offload circuit and C's never took out of it —, ``offload_released_s`` after the elephant stopped, ``releases``, ``clean``), and the details.
 """
 from __future__ import annotations
 
@@ -166,7 +166,6 @@ def _elephant(ha: Any, switches: int, note: Callable[[str], None]) -> dict[str, 
     out: dict[str, Any] = {"adopted": False}
     with ha_elephant.static_path(ha):
         leader = ha.wait_leader()
-        before = ha_elephant.circuit_packets(ha)
         t_start = time.time()
         proc = ha_elephant.start(ha, ELEPHANT_SPORT, ELEPHANT_MAX_S)
         note(f"static circuit 'initial' lit, elephant h1:{ELEPHANT_SPORT} -> h3 started ({leader.name} leads)")
@@ -198,7 +197,8 @@ def _elephant(ha: Any, switches: int, note: Callable[[str], None]) -> dict[str, 
             out["elephant_sent"] = ha_elephant.stop(proc)
         t_end = time.time()
         time.sleep(1.0)  # what is in flight arrives; the release needs gone_intervals polls (3 s)
-        out["elephant_lost"] = ha_elephant.circuit_lost(before, ha_elephant.circuit_packets(ha))
+        out["steered"] = ha_elephant.steered_lost(ha)
+        out["elephant_lost"] = out["steered"]["lost"]
         rel = ha_elephant.wait_done(new, "release", t_kill, 40)
         out["offload_released_s"] = None if rel is None else round(rel["t"] - t_end, 3)
         out["releases"] = len(ha_elephant.done(new, "release", t_kill))

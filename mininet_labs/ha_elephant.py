@@ -21,6 +21,7 @@ from app.controller.client import wait_until
 from mininet_labs import audit
 from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, FIG2_CIRCUITS, directed
 from mininet_labs.traffic import SCRIPT
+from topology import rule_plan
 
 #: the controllers' settings: the monitor as the elastic-offload lab runs it and the TE loop on
 #: (min_gain_s: the move must win back about one more switch-over; docs/te-loop.md)
@@ -28,7 +29,7 @@ SETTINGS = ("[monitor]\ninterval = 1.0\nfine_backend = \"flowstats\"\n"
             "[te]\nenabled = true\nmin_hold_s = 5.0\npoll = 1.0\ngone_intervals = 3\nmin_gain_s = 0.3\n")
 STATIC = FIG2_CIRCUITS["initial"]
 STATIC_PORTS = frozenset((o, p) for o, a, b in STATIC for p in (a, b))
-OFFLOAD_ENDS = (("A", 4, "tx"), ("C", 2, "rx"))  # where the offload circuit starts and ends (A:4 -> C:2)
+OFFLOAD_C_PORT = 2  # the offload circuit A:4 -> C:2 (the joint model's choice on Fig. 2)
 A3_RATE, A3_LIMIT = 10_000_000, 16  # the bounded queue of mininet_labs/monitor_lab.py
 DPORT = 5201
 
@@ -103,15 +104,18 @@ def offload_ports(ha: Any) -> list[tuple[str, int, int]]:
     return [x for x in audit.bridge_xcons(ha) if (x[0], x[1]) not in STATIC_PORTS]
 
 
-def circuit_packets(ha: Any) -> dict[str, int]:
-    """Packets into the offload circuit at A:4 and out of it at C:2 (A:4 -> C:2 carries only the elephant
-    and LLDP: what went in and never came out was lost on the circuit)."""
-    return {f"{sw}:{port}:{what}": audit.port_packets(ha, sw, port, what) for sw, port, what in OFFLOAD_ENDS}
+def steered_lost(ha: Any) -> dict[str, int]:
+    """The elephant's packets on its offload: what A's ingress steer rule (in from h1, out to A:4) sent into
+    the circuit, what C's egress steer rule (in from C:2, out to h3) took out of it; read after the elephant
+    stopped and before the release removes the rules. The rules' own counters count only the elephant's
+    5-tuple (port counters also count the controller's LLDP packet-outs, which userspace OVS counts apart);
+    a rule written again across the takeover would restart its counter and show here."""
+    def forward(switch: str, in_port: int) -> int:
+        return sum(n for m, n in audit.band_packets(ha, switch, rule_plan.STEER)
+                   if f"in_port={in_port}," in m + "," and "nw_src=10.0.0.1" in m)
 
-
-def circuit_lost(before: dict[str, int], after: dict[str, int]) -> int:
-    into, out_of = (f"{sw}:{port}:{what}" for sw, port, what in OFFLOAD_ENDS)
-    return (after[into] - before[into]) - (after[out_of] - before[out_of])
+    into, out_of = forward("A", 1), forward("C", OFFLOAD_C_PORT)
+    return {"into_circuit": into, "out_of_circuit": out_of, "lost": into - out_of}
 
 
 def leftover(ha: Any) -> dict[str, Any]:
