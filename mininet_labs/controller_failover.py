@@ -290,20 +290,25 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
-    names = ["SIGKILL", "SIGSTOP"]
-    vals = [res.get("takeover_s") or 0.0, res.get("freeze_takeover_s") or 0.0]
-    a.bar(names, vals, color=["tab:red", "tab:orange"])
+    el = res.get("elephant") or {}
+    names = ["SIGKILL", "SIGSTOP", "SIGKILL,\nelephant offloaded"]
+    vals = [res.get("takeover_s") or 0.0, res.get("freeze_takeover_s") or 0.0, el.get("takeover_s") or 0.0]
+    a.bar(names, vals, color=["tab:red", "tab:orange", "tab:purple"])
     a.axhline(2.0, ls="--", c="grey", lw=1)
-    a.text(1.45, 2.0, "2 s target", va="bottom", ha="right", fontsize=8, color="grey")
+    a.text(2.45, 2.0, "2 s target", va="bottom", ha="right", fontsize=8, color="grey")
     for i, v in enumerate(vals):
         a.text(i, v, f"{v:.2f} s", ha="center", va="bottom")
     a.set_ylabel("leader failure -> every switch has a new master (s)")
     a.set_title("takeover")
-    keys = ["probe_lost", "duplicate_xcons", "orphan_xcons", "duplicate_rules", "orphan_rules", "refused_writes"]
-    b.barh(keys, [res.get(k) or 0 for k in keys], color="tab:blue")
-    for i, k in enumerate(keys):
-        b.text(res.get(k) or 0, i, f" {res.get(k)}", va="center")
-    b.set_title(f"late reservation lit {res.get('lit_after_start_s')} s after its start")
+    el = {**el, "lost": el.get("elephant_lost")}
+    counts = {k: res.get(k) for k in ("probe_lost", "duplicate_xcons", "orphan_xcons", "duplicate_rules", "orphan_rules",
+                                    "refused_writes")}
+    counts.update({f"elephant {k}": el.get(k) for k in ("lost", "duplicate_xcons", "duplicate_steer_rules")})
+    b.barh(list(counts), [v or 0 for v in counts.values()], color="tab:blue")
+    for i, v in enumerate(counts.values()):
+        b.text(v or 0, i, f" {v}", va="center")
+    b.set_title(f"late reservation lit {res.get('lit_after_start_s')} s after its start; elephant adopted "
+                f"{el.get('adopted')}, released {el.get('offload_released_s')} s after it stopped", fontsize=8)
     fig.suptitle(f"controller failover: {res.get('controllers')} controllers, Fig. 2 testbed")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
