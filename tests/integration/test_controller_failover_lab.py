@@ -38,6 +38,7 @@ def test_a_killed_and_a_frozen_leader_are_replaced_without_loss_or_leftovers(tmp
     assert el["running_at_takeover"] and el["te_takeover"] is not None, el
     assert el["adopted"] is True, el
     assert el["duplicate_xcons"] == 0 and el["duplicate_steer_rules"] == 0, el
+    assert el["steered"]["into_circuit"] > 0 and el["elephant_lost"] == 0, el["steered"]  # the data plane needs no controller
     assert el["offload_released_s"] is not None and el["offload_released_s"] >= 0, el  # after the end, not before
     assert el["releases"] == 1, el
     assert el["clean"] is True, el["left"]
