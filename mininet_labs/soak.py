@@ -159,7 +159,8 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
     res["lab_seconds"] = clock.durations()
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
     _plot(res, out / "soak.png")
-    note(f"{res['cycles']} reservations lit and released, {res['kills']} leaders killed, "
+    note(f"{res['cycles']} reservations lit and released, {res['elephants_offloaded']} elephants offloaded and "
+         f"{res['elephants_released']} released, {res['kills']} leaders killed, "
          f"longest-lived controller: {res['longest_lived_growth']}")
     progress(f"wrote {out / 'results.json'} and {out / 'soak.png'}")
     return res
@@ -255,7 +256,8 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     b.set_xlabel("s")
     b.set_ylabel("open file descriptors")
     a.legend(fontsize=7)
-    fig.suptitle(f"soak: {res.get('cycles')} reservations, {res.get('kills')} leaders killed")
+    fig.suptitle(f"soak: {res.get('cycles')} reservations, {res.get('elephants_offloaded')} elephants offloaded and "
+                 f"{res.get('elephants_released')} released, {res.get('kills')} leaders killed")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
