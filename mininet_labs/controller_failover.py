@@ -3,35 +3,39 @@ leader is killed (SIGKILL), then the next leader is frozen (SIGSTOP) for 10 s an
 
 On the way: a reservation A:1 -> C:3 lit before the failover and probed at 1 packet/ms (it must lose
 nothing: the data plane needs no controller), a second reservation (A:2 -> C:4) whose start falls inside the
-takeover (a new leader must light it), and at the end an audit of the switches against the
-database: every XCON and reservation rule on the bridges belongs to a lit reservation, none twice.
+takeover (a new leader must light it), an audit of the switches against the database (every XCON and
+reservation rule on the bridges belongs to a lit reservation, none twice) and, once both reservations are
+released (Fig. 2's switch A has two optical ports: an elephant needs both), an elephant offloaded by the
+TE loop just before the leader of the time is SIGKILLed (``mininet_labs/ha_elephant.py``): the next leader
+must adopt it — its XCONs and steer rules still lit, once, its record in the shared ``te_records`` under
+the new epoch — and release it once after the elephant has stopped.
 
 ``results.json``: ``takeover_s`` (SIGKILL -> every switch confirmed the new master's role),
 ``freeze_takeover_s`` (SIGSTOP -> the same), ``probe_lost``, the late reservation's
 ``lit_after_start_s``, ``duplicate_xcons``, ``orphan_xcons``, ``duplicate_rules``, ``orphan_rules``,
-``refused_writes`` (what the thawed ex-leader's gate and database fence refused), and the details.
+``refused_writes`` (what the thawed ex-leader's gate and database fence refused), ``elephant``
+(``offloaded_s``, ``takeover_s``, ``te_takeover_s``, ``adopted``, ``duplicate_xcons``,
+``duplicate_steer_rules``, ``elephant_lost`` — the elephant's packets that A's steer rule sent into the
+offload circuit and C's never took out of it —, ``offload_released_s`` after the elephant stopped, ``releases``, ``clean``), and the details.
 """
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import requests
 
-from app.controller.client import ControlApiError, wait_until
+from app.controller.client import ControlApiError
 from app.web.timeutil import to_iso
-from mininet_labs import loss_probe
+from mininet_labs import audit, ha_elephant, loss_probe
 from mininet_labs.fibre_cut import _dirs, _reserve
 from mininet_labs.lab_web import lab_web
 from mininet_labs.reservation_lifecycle import _state
-from topology import rule_plan
 
 PERIOD = 0.001  # probe: 1 packet/ms
 PROBE_PORT = 6004
@@ -42,6 +46,9 @@ LATE_MBPS = 9.0
 FREEZE_S = 10.0
 LATE_AFTER_S = 12.0  # the late reservation starts this long after it is admitted: 1 s after the kill
 CONTROLLERS = 3
+ELEPHANT_SPORT = 45000
+ELEPHANT_MAX_S = 60.0  # stopped (by PID) once the takeover has been checked
+KILL_AFTER_OFFLOAD_S = 0.5  # the leader dies this long after its offload was verified
 
 
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print) -> dict[str, Any]:
@@ -56,8 +63,10 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     work = out / "work"
     res: dict[str, Any] = {"lab": "controller-failover", "quick": quick, "controllers": CONTROLLERS,
                            "probe_period_s": PERIOD, "freeze_s": FREEZE_S}
+    conf = work / "mlte.toml"
+    conf.write_text(ha_elephant.SETTINGS)  # the monitor and the TE loop on, for the elephant
     with clock.locked(), HaSession(spec, work, controllers=CONTROLLERS, delay=delay,
-                                   static_file=str(static)) as ha:
+                                   static_file=str(static), config_file=str(conf)) as ha:
         first = ha.wait_leader()
         note(f"{CONTROLLERS} controllers up, {first.name} leads; Fig. 2 testbed connected to all of them")
         assert ha.lab is not None
@@ -94,7 +103,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             res["lit_after_start_s"] = _lit_after(second, late, late_start)
             note(f"reservation {late} (start inside the takeover) lit {res['lit_after_start_s']} s after its start")
             ha.restart(first)
-            _within(lambda: _sees_all(first, len(spec.switches) + len(spec.ots)), 60)
+            audit.within(lambda: audit.sees_all(first, len(spec.switches) + len(spec.ots)), 60)
             note(f"{first.name} back as a follower, every switch connected to it")
             # the next leader frozen: its lease runs out, a third one takes over; woken, it changes nothing
             recv, send, got = _probe(h1, h3, work, FREEZE_S + 4.0, name="probe-freeze")
@@ -125,7 +134,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             note(f"{second.name} thawed: master={st['master']} ({st['reason']}); refused {res['refused_writes']}")
             time.sleep(2.0)
             leader = ha.wait_leader()
-            res["audit"] = _audit(ha, leader, {rid, late})
+            res["audit"] = audit.audit(ha, leader, {rid, late})
             res.update({k: res["audit"][k] for k in ("duplicate_xcons", "orphan_xcons", "duplicate_rules",
                                                      "orphan_rules")})
             note("audit: " + ", ".join(f"{k} {res[k]}" for k in ("duplicate_xcons", "orphan_xcons",
@@ -135,8 +144,11 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
                 resp = requests.post(f"{url}/reservations/{r}/cancel", headers=headers, timeout=30)
                 if resp.status_code != 409:  # 409: already ended (FAILED): recorded in the states
                     resp.raise_for_status()
-            res["released"] = bool(_within(lambda: not _bridge_xcons(ha), 30))
+            res["released"] = bool(audit.within(lambda: not audit.bridge_xcons(ha), 30))
             res["states"] = {str(r): _state(url, headers, r, None) for r in (rid, late)}
+            # the elephant: A's two optical ports are free again (its static circuit and its offload need both)
+            res["elephant"] = _elephant(ha, len(spec.switches) + len(spec.ots), note)
+            res["released"] = res["released"] and bool(audit.within(lambda: not audit.bridge_xcons(ha), 30))
         res["leaders"] = [first.name, second.name, third.name]
         res["controller_errors"] = ha.controller_errors()
     res["lab_seconds"] = clock.durations()
@@ -146,14 +158,77 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     return res
 
 
+# ---- the elephant --------------------------------------------------------------------------------
+def _elephant(ha: Any, switches: int, note: Callable[[str], None]) -> dict[str, Any]:
+    """An elephant offloaded by the leader, the leader SIGKILLed right after the offload was verified; the new
+    leader must adopt it (its XCONs and steer rules still lit, once, its record in the shared ``te_records``
+    under the new epoch), and release it once after the elephant has stopped, leaving nothing."""
+    out: dict[str, Any] = {"adopted": False}
+    with ha_elephant.static_path(ha):
+        leader = ha.wait_leader()
+        t_start = time.time()
+        proc = ha_elephant.start(ha, ELEPHANT_SPORT, ELEPHANT_MAX_S)
+        note(f"static circuit 'initial' lit, elephant h1:{ELEPHANT_SPORT} -> h3 started ({leader.name} leads)")
+        new = leader
+        try:
+            off = ha_elephant.wait_done(leader, "offload", t_start, 40)
+            if off is None:
+                out["decisions"] = ha_elephant.decisions(leader, t_start)
+                note(f"the elephant was not offloaded: {out['decisions']}")
+                return out
+            out["offloaded_s"] = round(off["t"] - t_start, 3)
+            lit = sorted(ha_elephant.offload_ports(ha))
+            out["offload_xcons"] = [list(x) for x in lit]
+            time.sleep(KILL_AFTER_OFFLOAD_S)
+            t_kill = ha.kill(leader)
+            note(f"elephant offloaded {out['offloaded_s']} s after its start ({len(lit)} XCON directions); "
+                 f"SIGKILL {leader.name}")
+            new = ha.wait_leader(timeout=30, exclude=leader)
+            out["leaders"] = [leader.name, new.name]
+            out["takeover_s"] = _role_confirmed(new, t_kill, switches)
+            tk = audit.within(lambda: [e for e in new.client.events(0, "te_takeover") if e["t"] > t_kill], 40)
+            out["te_takeover"] = tk[0] if tk else None
+            out["te_takeover_s"] = round(tk[0]["t"] - t_kill, 3) if tk else None
+            out["running_at_takeover"] = proc.poll() is None
+            out.update(_adoption(ha, new, lit))
+            note(f"{new.name} leads; TE takeover {out['te_takeover_s']} s after the kill: adopted {out['adopted']}, "
+                 f"duplicate XCONs {out['duplicate_xcons']}, duplicate steer rules {out['duplicate_steer_rules']}")
+        finally:
+            out["elephant_sent"] = ha_elephant.stop(proc)
+        t_end = time.time()
+        time.sleep(1.0)  # what is in flight arrives; the release needs gone_intervals polls (3 s)
+        out["steered"] = ha_elephant.steered_lost(ha)
+        out["elephant_lost"] = out["steered"]["lost"]
+        rel = ha_elephant.wait_done(new, "release", t_kill, 40)
+        out["offload_released_s"] = None if rel is None else round(rel["t"] - t_end, 3)
+        out["releases"] = len(ha_elephant.done(new, "release", t_kill))
+        out["clean"] = ha_elephant.wait_clean(ha, 20)
+        out["left"] = ha_elephant.leftover(ha)
+        note(f"elephant stopped; offload released {out['offload_released_s']} s later ({out['releases']} release), "
+             f"lost on its circuit {out['elephant_lost']}, nothing left: {out['clean']}")
+    return out
+
+
+def _adoption(ha: Any, new: Any, lit: list[tuple[str, int, int]]) -> dict[str, Any]:
+    """Is the offload adopted: the takeover pass kept it, the new leader's loop owns it (``GET /te``), its
+    XCONs are the ones lit before the kill (none twice), its steer rules there once, its record ``lit``
+    under the new leader's epoch?"""
+    te = new.client.request("GET", "/te")
+    epoch = new.client.request("GET", "/mastership").get("epoch")
+    xcons = ha_elephant.offload_ports(ha)
+    steer = audit.steer_rules(ha)
+    records = audit.te_records(ha.shared_db)
+    tk = [e for e in new.client.events(0, "te_takeover")]
+    dup_x = sorted({f"{o}:{a}" for o, a, _b in xcons if sum(1 for x in xcons if x[:2] == (o, a)) > 1})
+    adopted = (bool(tk) and tk[-1]["adopted"] == 1 and tk[-1]["released"] == 0 and len(te.get("offloads", {})) == 1
+               and sorted(set(xcons)) == lit and bool(steer)
+               and [(r["kind"], r["state"], r["epoch"]) for r in records] == [("offload", "lit", epoch)])
+    return {"adopted": adopted, "te": {"adopted": te.get("adopted"), "offloads": sorted(te.get("offloads", {}))},
+            "epoch": epoch, "te_records": records, "xcons_after_takeover": [list(x) for x in xcons],
+            "steer_rules": len(steer), "duplicate_xcons": len(dup_x), "duplicate_steer_rules": len(audit.duplicates(steer))}
+
+
 # ---- steps ------------------------------------------------------------------------------------------
-def _within(cond: Callable[[], Any], timeout: float) -> Any:
-    try:
-        return wait_until(cond, timeout, "condition")
-    except TimeoutError:
-        return None
-
-
 def _try_change(member: Any) -> dict[str, Any]:
     """POST /xcon X 2 -> 6 (ports no circuit uses) on ``member``: refused (the gate) or applied?"""
     try:
@@ -162,12 +237,6 @@ def _try_change(member: Any) -> dict[str, Any]:
         return {"refused": True, "status": exc.status, "error": str(exc)}
     member.client.remove_xcon("X", 2, bidirectional=False)
     return {"refused": False}
-
-
-def _sees_all(member: Any, switches: int) -> bool | None:
-    """Every switch is connected to ``member`` (OTS capabilities known): it could take over now."""
-    sws = member.client.switches()
-    return len([s for s in sws if s["kind"] == "packet" or s["capabilities"]]) >= switches or None
 
 
 def _late_reservation(url: str, headers: dict, start: float) -> int:
@@ -198,7 +267,7 @@ def _role_confirmed(member: Any, since: float, switches: int, timeout: float = 2
         nodes = {e.get("node") for e in evs}
         return max(e["t"] for e in evs) if len(nodes) >= switches else None
 
-    t = _within(done, timeout)
+    t = audit.within(done, timeout)
     return None if t is None else round(t - since, 4)
 
 
@@ -210,67 +279,8 @@ def _lit_after(member: Any, rid: int, start: float, timeout: float = 40.0) -> fl
                 return float(e["t"])
         return None
 
-    t = _within(lit, timeout)
+    t = audit.within(lit, timeout)
     return None if t is None else round(t - start, 4)
-
-
-# ---- audit --------------------------------------------------------------------------------------------
-_XCON = re.compile(r"in_port=(\d+).*actions=output:(\d+)")
-_COOKIE = re.compile(r"cookie=(0x[0-9a-f]+)")
-_PRIORITY = re.compile(r"priority=(\d+)")
-
-
-def _bridge_xcons(ha: Any) -> list[tuple[str, int, int]]:
-    """(OTS, in_port, out_port) of every XCON flow on the OTS bridges (what the hardware holds)."""
-    out = []
-    for o in ha.spec.ots:
-        text = subprocess.run(["ovs-ofctl", "--no-names", "dump-flows", ha.lab.bridge(o.name)], capture_output=True,
-                              text=True, timeout=10, check=True).stdout
-        for line in text.splitlines():
-            m = _XCON.search(line)
-            if m and "priority=0 " not in line:
-                out.append((o.name, int(m.group(1)), int(m.group(2))))
-    return out
-
-
-def _reservation_rules(ha: Any) -> list[tuple[str, int, str]]:
-    """(switch, reservation id, match without priority) of every reservation-band rule on the packet switches."""
-    out = []
-    for sw in ha.spec.switches:
-        text = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows", ha.lab.bridge(sw.name)],
-                              capture_output=True, text=True, timeout=10, check=True).stdout
-        for line in text.splitlines():
-            c = _COOKIE.search(line)
-            if c is None or not rule_plan.RESERVATION.owns(int(c.group(1), 16)):
-                continue
-            fields = line.split(" actions=")[0].split()[-1]
-            match = ",".join(f for f in fields.split(",") if not f.startswith("priority="))
-            out.append((sw.name, rule_plan.cookie_id(int(c.group(1), 16)), match))
-    return out
-
-
-def _audit(ha: Any, leader: Any, ours: set[int]) -> dict[str, Any]:
-    """The switches against what the leader says is lit: an XCON or reservation rule of no lit
-    reservation is an orphan; one lit twice (two records, or two rules of one match) a duplicate."""
-    lit = leader.client.request("GET", "/reservations", timeout=10).get("lit", {})
-    owners: Counter[tuple[str, int]] = Counter()
-    for c in lit.values():
-        for x in c.get("xcons", []):
-            owners[(x["ots"], int(x["in_port"]))] += 1
-            owners[(x["ots"], int(x["out_port"]))] += 1
-    xcons = _bridge_xcons(ha)
-    on_bridges = Counter((o, a) for o, a, _b in xcons)
-    orphan_x = sorted(f"{o}:{a}->{b}" for o, a, b in xcons if (o, a) not in owners)
-    dup_x = sorted({f"{o}:{a}" for (o, a), n in owners.items() if n > 1}
-                   | {f"{o}:{a}" for (o, a), n in on_bridges.items() if n > 1})
-    rules = _reservation_rules(ha)
-    lit_ids = {int(k) for k in lit}
-    orphan_r = sorted(f"{sw}:{rid}:{m}" for sw, rid, m in rules if rid not in lit_ids)
-    dup_r = sorted(f"{sw}:{rid}:{m}" for (sw, rid, m), n in Counter(rules).items() if n > 1)
-    return {"lit": sorted(lit_ids), "expected": sorted(ours), "xcons_on_bridges": len(xcons),
-            "reservation_rules": len(rules), "orphan_xcon_list": orphan_x, "duplicate_xcon_list": dup_x,
-            "orphan_rule_list": orphan_r, "duplicate_rule_list": dup_r, "orphan_xcons": len(orphan_x),
-            "duplicate_xcons": len(dup_x), "orphan_rules": len(orphan_r), "duplicate_rules": len(dup_r)}
 
 
 def _plot(res: dict[str, Any], path: Path) -> None:
@@ -280,20 +290,25 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
-    names = ["SIGKILL", "SIGSTOP"]
-    vals = [res.get("takeover_s") or 0.0, res.get("freeze_takeover_s") or 0.0]
-    a.bar(names, vals, color=["tab:red", "tab:orange"])
+    el = res.get("elephant") or {}
+    names = ["SIGKILL", "SIGSTOP", "SIGKILL,\nelephant offloaded"]
+    vals = [res.get("takeover_s") or 0.0, res.get("freeze_takeover_s") or 0.0, el.get("takeover_s") or 0.0]
+    a.bar(names, vals, color=["tab:red", "tab:orange", "tab:purple"])
     a.axhline(2.0, ls="--", c="grey", lw=1)
-    a.text(1.45, 2.0, "2 s target", va="bottom", ha="right", fontsize=8, color="grey")
+    a.text(2.45, 2.0, "2 s target", va="bottom", ha="right", fontsize=8, color="grey")
     for i, v in enumerate(vals):
         a.text(i, v, f"{v:.2f} s", ha="center", va="bottom")
     a.set_ylabel("leader failure -> every switch has a new master (s)")
     a.set_title("takeover")
-    keys = ["probe_lost", "duplicate_xcons", "orphan_xcons", "duplicate_rules", "orphan_rules", "refused_writes"]
-    b.barh(keys, [res.get(k) or 0 for k in keys], color="tab:blue")
-    for i, k in enumerate(keys):
-        b.text(res.get(k) or 0, i, f" {res.get(k)}", va="center")
-    b.set_title(f"late reservation lit {res.get('lit_after_start_s')} s after its start")
+    el = {**el, "lost": el.get("elephant_lost")}
+    counts = {k: res.get(k) for k in ("probe_lost", "duplicate_xcons", "orphan_xcons", "duplicate_rules", "orphan_rules",
+                                    "refused_writes")}
+    counts.update({f"elephant {k}": el.get(k) for k in ("lost", "duplicate_xcons", "duplicate_steer_rules")})
+    b.barh(list(counts), [v or 0 for v in counts.values()], color="tab:blue")
+    for i, v in enumerate(counts.values()):
+        b.text(v or 0, i, f" {v}", va="center")
+    b.set_title(f"late reservation lit {res.get('lit_after_start_s')} s after its start; elephant adopted "
+                f"{el.get('adopted')}, released {el.get('offload_released_s')} s after it stopped", fontsize=8)
     fig.suptitle(f"controller failover: {res.get('controllers')} controllers, Fig. 2 testbed")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

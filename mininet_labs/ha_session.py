@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.controller.client import ControlApiError, ControllerClient
+from app.controller.client import ControlApiError, ControllerClient, wait_until
 from app.db.pg_server import postgres_server
 from mininet_labs.session import LabSession, LabStartError, free_port
 from mininet_labs.testbed import LabNet
@@ -149,15 +149,18 @@ class HaSession(LabSession):
         return masters[0] if len(masters) == 1 else None
 
     def wait_leader(self, timeout: float = 30.0, exclude: Member | None = None) -> Member:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        """The leader (not ``exclude``) once there is one; :attr:`client` then talks to it."""
+        def found() -> Member | None:
             m = self.leader()
-            if m is not None and m is not exclude:
-                self.client = m.client
-                return m
-            time.sleep(0.05)
-        raise LabStartError(f"no controller became leader within {timeout:g}s "
-                            f"(logs: {self.workdir}/c*/controller.log)")
+            return m if m is not None and m is not exclude else None
+
+        try:
+            m: Member = wait_until(found, timeout, "a leader", interval=0.05)
+        except TimeoutError:
+            raise LabStartError(f"no controller became leader within {timeout:g}s "
+                                f"(logs: {self.workdir}/c*/controller.log)") from None
+        self.client = m.client
+        return m
 
     # ---- faults -----------------------------------------------------------------------------------
     def kill(self, m: Member) -> float:

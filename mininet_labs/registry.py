@@ -32,11 +32,13 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
         "OSCARS-TE failure recovery (Fig. 2 testbed, mesh6)"),
     Lab("controller-failover", "mininet_labs.controller_failover",
         "three controllers elected through etcd: the leader killed, the next one frozen; takeover time, "
-        "probe loss on a lit reservation, a reservation starting meanwhile, duplicate/orphan XCONs and rules",
+        "probe loss on a lit reservation, a reservation starting meanwhile, an offloaded elephant adopted and "
+        "released, duplicate/orphan XCONs and rules",
         "OSCARS-TE control plane availability (Fig. 2 testbed, several controllers)"),
     Lab("soak", "mininet_labs.soak",
-        "three controllers for 10 minutes (--quick: 2): reservations lit and released back to back, the leader "
-        "killed every minute; controller RSS and file descriptors, nothing left over",
+        "three controllers for 10 minutes (--quick: 2): reservations lit and released back to back, an elephant "
+        "offloaded and released every 40 s, the leader killed every minute; controller RSS and file "
+        "descriptors, nothing left over",
         "mlte operations (Fig. 2 testbed, several controllers)"),
     Lab("planned-vs-oneshot", "mininet_labs.planned_vs_oneshot",
         "move a 1 kHz UDP probe flow onto a new circuit: ordered plan vs all messages at once",

@@ -2,12 +2,15 @@
 
 Three controllers elected through etcd (``mininet_labs/ha_session.py``); for ``minutes``: reservations
 are created through the REST API, lit at their start, and cancelled or left to end, one after the other
-on alternating host pairs; every ``kill_every`` seconds the leader is SIGKILLed and started again (it
-rejoins as a follower). Every few seconds the resident memory (RSS) and open file descriptors of every
+on alternating host pairs; every ``elephant_every`` seconds an elephant instead (``mininet_labs/ha_elephant.py``:
+its static circuit lit, the TE loop offloads it, it stops, the loop releases it, nothing of it left); every
+``kill_every`` seconds the leader is SIGKILLed and started again (it rejoins as a follower). Every few seconds the resident memory (RSS) and open file descriptors of every
 controller process are sampled from ``/proc``. At the end nothing may be left over: no reservation
 still lit, no XCON on an OTS bridge, no reservation rule on a packet switch.
 
-``results.json``: ``cycles`` (reservations lit and released), ``kills``, per controller process its
+``results.json``: ``cycles`` (reservations lit and released), ``elephants`` (each: ``offloaded_s`` after
+its start, ``released_s`` after its end, ``clean``), ``elephants_offloaded``, ``elephants_released``,
+``elephants_left`` (TE records and steer rules at the end), ``kills``, per controller process its
 samples (``rss_mb``, ``fds``) and growth from its first sample after warm-up to its last, ``leftover``
 and the lost reservations (created but never ACTIVE). ``make soak`` runs 10 minutes; the CI check 2.
 """
@@ -22,9 +25,10 @@ from typing import Any
 
 import requests
 
-from app.controller.client import wait_until
+from app.controller.client import ControlApiError, wait_until
 from app.web.timeutil import to_iso
-from mininet_labs.controller_failover import _bridge_xcons, _reservation_rules, _sees_all
+from mininet_labs import audit, ha_elephant
+from mininet_labs.circuits import FIG2_CIRCUIT_LINKS, directed
 from mininet_labs.fibre_cut import _dirs
 from mininet_labs.lab_web import get as _get
 from mininet_labs.lab_web import lab_web
@@ -32,6 +36,8 @@ from mininet_labs.reservation_lifecycle import _state
 
 PAIRS = (("A:1", "C:3"), ("A:2", "C:4"))
 SAMPLE_S = 5.0
+ELEPHANT_EVERY_S = 40.0  # one elephant (offloaded, then released) this often; the first after half of it
+ELEPHANT_SPORT = 45000
 WARMUP_S = 20.0  # samples before this are the process warming up (imports, first reservations)
 
 
@@ -57,23 +63,26 @@ def growth(samples: list[dict[str, Any]], started: float) -> dict[str, Any] | No
 
 
 def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_every: float = 60.0,
-        progress: Callable[[str], None] = print) -> dict[str, Any]:
+        elephant_every: float = ELEPHANT_EVERY_S, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the soak (``quick``: 2 minutes, else ``minutes`` or 10); write ``out/results.json`` and
-    ``out/soak.png``; return the results."""
+    ``out/soak.png``; return the results. ``elephant_every``: seconds between elephants (0: none)."""
     from mininet_labs.ha_session import HaSession
     from mininet_labs.labclock import LabClock
 
     seconds = 60.0 * (minutes if minutes is not None else (2.0 if quick else 10.0))
-    if seconds <= 0 or kill_every <= 0:
-        raise ValueError("need minutes > 0 and kill_every > 0")
+    if seconds <= 0 or kill_every <= 0 or elephant_every < 0:
+        raise ValueError("need minutes > 0, kill_every > 0 and elephant_every >= 0")
     out, spec, static, delay = _dirs(Path(out), "fig2")
     clock = LabClock(progress)
     note = clock.note
     work = out / "work"
     res: dict[str, Any] = {"lab": "soak", "quick": quick, "seconds": seconds, "kill_every_s": kill_every,
-                           "controllers": 3}
+                           "elephant_every_s": elephant_every, "controllers": 3}
     n_switches = len(spec.switches) + len(spec.ots)
-    with clock.locked(), HaSession(spec, work, controllers=3, delay=delay, static_file=str(static)) as ha:
+    conf = work / "mlte.toml"
+    conf.write_text(ha_elephant.SETTINGS)  # the monitor and the TE loop on, for the elephants
+    with clock.locked(), HaSession(spec, work, controllers=3, delay=delay, static_file=str(static),
+                                   config_file=str(conf)) as ha:
         assert ha.lab is not None
         for h, ip in (("h1", "10.0.0.3"), ("h2", "10.0.0.4"), ("h3", "10.0.0.1"), ("h4", "10.0.0.2")):
             ha.lab.node(h).cmd(f"ping -c1 -W1 {ip} >/dev/null 2>&1")
@@ -83,6 +92,8 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
             url, headers = web.url, web.headers
             t0 = time.time()
             next_kill, next_sample = t0 + kill_every, t0
+            next_elephant = t0 + elephant_every / 2 if elephant_every else float("inf")
+            elephants: list[dict[str, Any]] = []
             cycles, kills, lost, i = 0, 0, [], 0
             errors: list[str] = []
             hosts_back: list[float] = []
@@ -107,9 +118,14 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
                     wait_until(partial(_hosts_published, url, headers, len(spec.hosts)), 30, "the hosts in the snapshot")
                     hosts_back.append(round(time.time() - t_kill, 2))
                     ha.restart(leader)
-                    wait_until(partial(_sees_all, leader, n_switches), 60, "the restarted controller")
+                    wait_until(partial(audit.sees_all, leader, n_switches), 60, "the restarted controller")
                     note(f"kill {kills}: {leader.name} killed and back; {cycles} reservations so far")
                     next_kill = time.time() + kill_every
+                    continue
+                if now >= next_elephant:
+                    elephants.append(_elephant(ha, ELEPHANT_SPORT + 10 * len(elephants)))
+                    note(f"elephant {len(elephants)}: {elephants[-1]}")
+                    next_elephant = time.time() + elephant_every
                     continue
                 src, dst = PAIRS[i % len(PAIRS)]
                 i += 1
@@ -123,14 +139,19 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
                 else:
                     cycles += 1
             res.update(cycles=cycles, kills=kills, lost_reservations=len(lost), errors=errors[:20],
-                       hosts_published_after_kill_s=hosts_back)
+                       hosts_published_after_kill_s=hosts_back, elephants=elephants,
+                       elephants_offloaded=sum(1 for e in elephants if e["offloaded_s"] is not None),
+                       elephants_released=sum(1 for e in elephants if e["released_s"] is not None))
             time.sleep(2.0)
             leader = ha.wait_leader(timeout=30)
             still = leader.client.request("GET", "/reservations", timeout=10).get("lit", {})
-            ok = wait_until(lambda: (not _bridge_xcons(ha) and not _reservation_rules(ha)) or None, 30,
+            ok = wait_until(lambda: (not audit.bridge_xcons(ha) and not audit.reservation_rules(ha)) or None, 30,
                             "nothing left on the switches")
-            res["leftover"] = {"lit": sorted(still), "xcons": _bridge_xcons(ha), "rules": _reservation_rules(ha),
-                               "clean": bool(ok)}
+            left = ha_elephant.leftover(ha)
+            res["leftover"] = {"lit": sorted(still), "xcons": audit.bridge_xcons(ha), "rules": audit.reservation_rules(ha),
+                               "steer_rules": left["steer_rules"], "te_records": left["te_records"],
+                               "clean": bool(ok) and not left["steer_rules"] and not left["te_records"]}
+            res["elephants_left"] = len(left["te_records"]) + len(left["steer_rules"])
         res["processes"] = {k: {"samples": v, "growth": growth(v, born[k])} for k, v in samples.items()}
         res["controller_errors"] = ha.controller_errors()
     longest = max(res["processes"].values(), key=lambda p: len(p["samples"]), default=None)
@@ -138,10 +159,50 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
     res["lab_seconds"] = clock.durations()
     (out / "results.json").write_text(json.dumps(res, indent=2, sort_keys=True))
     _plot(res, out / "soak.png")
-    note(f"{res['cycles']} reservations lit and released, {res['kills']} leaders killed, "
+    note(f"{res['cycles']} reservations lit and released, {res['elephants_offloaded']} elephants offloaded and "
+         f"{res['elephants_released']} released, {res['kills']} leaders killed, "
          f"longest-lived controller: {res['longest_lived_growth']}")
     progress(f"wrote {out / 'results.json'} and {out / 'soak.png'}")
     return res
+
+
+def _elephant(ha: Any, sport: int) -> dict[str, Any]:
+    """One elephant (:func:`_offload_once`); a step that fails (the static circuit refused, the testbed not
+    answering) is recorded with its reason, and the soak goes on."""
+    out: dict[str, Any] = {"offloaded_s": None, "released_s": None, "clean": False}
+    # the last reservation has ended in the database; its XCONs may still be on their way out (X:1 ...)
+    out["xcons_gone_before"] = bool(audit.within(lambda: not audit.bridge_xcons(ha), 30))
+    try:
+        _offload_once(ha, sport, out)
+    except (ControlApiError, TimeoutError, RuntimeError) as exc:  # RuntimeError: LabStartError (no leader)
+        out["error"] = str(exc)[:300]
+    gone = {(a, ap) for a, ap, _b, _bp in directed(FIG2_CIRCUIT_LINKS["initial"])}
+    out["links_gone"] = bool(audit.within(lambda: not {(x[0], x[1]) for x in ha.seen_links()} & gone, 30))
+    return out
+
+
+def _offload_once(ha: Any, sport: int, out: dict[str, Any]) -> None:
+    """Its static circuit lit, the elephant offloaded by the TE loop, stopped 2 s after the offload, released
+    by the loop's counters, nothing of it left; then its static circuit removed and its packet links gone
+    from the leader's view (a reservation admitted next must not be routed over them)."""
+    with ha_elephant.static_path(ha):
+        leader = ha.wait_leader(timeout=30)
+        t0 = time.time()
+        proc = ha_elephant.start(ha, sport, 30.0)
+        try:
+            off = ha_elephant.wait_done(leader, "offload", t0, 30)
+            if off is not None:
+                out["offloaded_s"] = round(off["t"] - t0, 3)
+                time.sleep(2.0)
+            else:
+                out["decisions"] = ha_elephant.decisions(leader, t0)
+        finally:
+            ha_elephant.stop(proc)
+        t_end = time.time()
+        if off is not None:
+            rel = ha_elephant.wait_done(leader, "release", t0, 30)
+            out["released_s"] = None if rel is None else round(rel["t"] - t_end, 3)
+        out["clean"] = ha_elephant.wait_clean(ha, 20)
 
 
 def _hosts_published(url: str, headers: dict, n: int) -> bool | None:
@@ -195,7 +256,8 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     b.set_xlabel("s")
     b.set_ylabel("open file descriptors")
     a.legend(fontsize=7)
-    fig.suptitle(f"soak: {res.get('cycles')} reservations, {res.get('kills')} leaders killed")
+    fig.suptitle(f"soak: {res.get('cycles')} reservations, {res.get('elephants_offloaded')} elephants offloaded and "
+                 f"{res.get('elephants_released')} released, {res.get('kills')} leaders killed")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

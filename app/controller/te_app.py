@@ -127,6 +127,14 @@ def services(cfg: dict[str, Any]) -> list[Service]:
     """The TE app's periodic work (:mod:`app.controller.services`)."""
     return [Service("poll", EventTePoll, float(cfg["poll"])), Service("retry", EventTeRetry, RETRY_S)]
 
+
+def _waits(d: Decision) -> bool:
+    """A skip judged again on the elephant's next count: the gain did not pay yet, or one of its hosts has no
+    learnt address yet (a leader that took over knows the hosts behind the adopted rules without it until
+    they ARP; the monitor announces an imbalance only once)."""
+    return d.kind == SKIP and bool(d.detail.get("gain") or d.detail.get("host_unknown"))
+
+
 class TeApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner,
@@ -265,7 +273,7 @@ class TeApp(app_manager.OSKenApp):
         self.metrics.te_decided("offload", time.perf_counter() - t0)
         for d in decided:
             self._note(d)
-            if d.kind == SKIP and d.detail.get("gain"):  # judged again while it lasts (_retry_waiting)
+            if _waits(d):  # judged again while it lasts (_retry_waiting)
                 now = time.monotonic()
                 self.waiting.update({f: (e, float(rates.get(f, 0.0)), now) for f in d.flows})
             self._start(d, e)
@@ -312,8 +320,8 @@ class TeApp(app_manager.OSKenApp):
                        {**e.detail, "elephant_mbps": [round(rate, 3)]})
             graph, _ = self.view.graph()
             for d in self.decider.on_event(ev, graph, now, flow_bytes=self._flow_bytes, loads_mbps=self._loads(e, graph)):
-                if d.kind == SKIP and d.detail.get("gain"):
-                    continue  # still does not pay: wait quietly for the next count
+                if _waits(d):
+                    continue  # still does not pay (or its host is not placed yet): wait quietly for the next count
                 self.waiting.pop(f, None)
                 self._note(d)
                 self._start(d, e)

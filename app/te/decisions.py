@@ -164,7 +164,7 @@ class OffloadDecider:
             try:
                 groups.setdefault((host_port(graph, f.src), host_port(graph, f.dst)), []).append(f)
             except HostNotFound as exc:
-                skips.append(Decision(SKIP, str(exc), (f,)))
+                skips.append(Decision(SKIP, str(exc), (f,), detail={"host_unknown": True}))  # judged again
         out = list(skips)
         for (src, dst), flows in groups.items():
             out.append(self._offload(graph, src, dst, flows, rates, now, flow_bytes, loads, ev.circuit))

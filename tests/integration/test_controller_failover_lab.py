@@ -1,13 +1,17 @@
 """Lab ``controller-failover --quick`` (docs/operations.md): three controllers elected through a private
 etcd on the Fig. 2 testbed; the leader SIGKILLed, the next SIGSTOPped for 10 s. A new leader takes over
 each time (every switch confirms its role), a lit reservation's probe loses nothing, a reservation
-starting during the takeover is lit by the new leader, the thawed ex-leader changes nothing, and the
-switches hold no orphaned or duplicated XCON or reservation rule. Times are recorded, not asserted."""
+starting during the takeover is lit by the new leader, the thawed ex-leader changes nothing, the
+switches hold no orphaned or duplicated XCON or reservation rule, and an elephant offloaded just before
+a third leader's SIGKILL is adopted by the next one (its XCONs and steer rules once, its record under
+the new epoch) and released once after it ended, leaving nothing. Times are recorded, not asserted."""
 from __future__ import annotations
 
 import json
 
 import pytest
+
+from tests.lib.ha_lab import run_quick
 
 pytestmark = pytest.mark.integration
 
@@ -15,11 +19,7 @@ pytestmark = pytest.mark.integration
 @pytest.mark.lab("controller-failover")
 @pytest.mark.timeout(1200)  # includes waiting for the network lock
 def test_a_killed_and_a_frozen_leader_are_replaced_without_loss_or_leftovers(tmp_path):
-    pytest.importorskip("etcd3gw")
-    from mininet_labs.controller_failover import run
-
-    res = run(tmp_path, quick=True, progress=lambda _line: None)
-    assert res["controller_errors"] == "", res["controller_errors"]
+    res = run_quick("controller_failover", tmp_path)
     first, second, third = res["leaders"]
     assert second != first and third != second, res["leaders"]
     assert res["takeover_s"] is not None and res["freeze_takeover_s"] is not None, res
@@ -33,5 +33,14 @@ def test_a_killed_and_a_frozen_leader_are_replaced_without_loss_or_leftovers(tmp
         assert res[key] == 0, res["audit"]
     assert res["audit"]["lit"] == res["audit"]["expected"], res["audit"]
     assert res["released"] is True
+    el = res["elephant"]  # offloaded just before a SIGKILL: adopted by the next leader, released once after it ended
+    assert el.get("offloaded_s") is not None, el.get("decisions")
+    assert el["running_at_takeover"] and el["te_takeover"] is not None, el
+    assert el["adopted"] is True, el
+    assert el["duplicate_xcons"] == 0 and el["duplicate_steer_rules"] == 0, el
+    assert el["steered"]["into_circuit"] > 0 and el["elephant_lost"] == 0, el["steered"]  # the data plane needs no controller
+    assert el["offload_released_s"] is not None and el["offload_released_s"] >= 0, el  # after the end, not before
+    assert el["releases"] == 1, el
+    assert el["clean"] is True, el["left"]
     assert json.loads((tmp_path / "results.json").read_text())["takeover_s"] == res["takeover_s"]
     assert (tmp_path / "controller_failover.png").stat().st_size > 10_000

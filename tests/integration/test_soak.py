@@ -1,10 +1,13 @@
 """Lab ``soak --quick`` (docs/operations.md): three controllers for 2 minutes, reservations lit and
-released back to back, the leader killed every minute. Every reservation is lit, nothing is left on
-the switches, and the longest-lived controller's memory and file descriptors stay flat (bounded growth;
-the figures are recorded)."""
+released back to back, an elephant offloaded and released every 40 s, the leader killed every minute.
+Every reservation is lit, every elephant offloaded and released, nothing is left on the switches, and
+the longest-lived controller's memory and file descriptors stay flat (bounded growth; the figures are
+recorded)."""
 from __future__ import annotations
 
 import pytest
+
+from tests.lib.ha_lab import run_quick
 
 pytestmark = pytest.mark.integration
 
@@ -12,14 +15,13 @@ pytestmark = pytest.mark.integration
 @pytest.mark.lab("soak")
 @pytest.mark.timeout(1200)  # includes waiting for the network lock
 def test_controllers_under_churn_leave_nothing_and_do_not_grow(tmp_path):
-    pytest.importorskip("etcd3gw")
-    from mininet_labs.soak import run
-
-    res = run(tmp_path, quick=True, progress=lambda _line: None)
-    assert res["controller_errors"] == "", res["controller_errors"]
+    res = run_quick("soak", tmp_path)
     assert res["kills"] >= 1 and res["cycles"] >= 5, res
     assert res["lost_reservations"] == 0, res
     assert res["leftover"]["clean"] and not res["leftover"]["lit"], res["leftover"]
+    assert res["elephants"], res  # one every 40 s, the first after 20 s
+    assert res["elephants_offloaded"] == res["elephants_released"] == len(res["elephants"]), res["elephants"]
+    assert all(e["clean"] for e in res["elephants"]) and res["elephants_left"] == 0, res["elephants"]
     g = res["longest_lived_growth"]
     assert g is not None, res["processes"].keys()
     assert g["fds"] <= 10, g  # a leak would grow with every reservation and takeover
