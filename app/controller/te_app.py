@@ -454,10 +454,13 @@ class TeApp(app_manager.OSKenApp):
             if not records and not self.adopted:
                 self._early_start()
             return
+        logged = self._logged_ident()
+        if logged is None:
+            return
         result = adopt(records, self.switch_state(), live=[r for r in loaded if r.key in self.own])
         self.taken_over = True
-        self.decider.skip_ids(max(result.max_ident.get(OFFLOAD, 0), result.max_ident.get(GROWTH, 0)))
-        self.growth.skip_ids(max(result.max_ident.values(), default=0))
+        self.decider.skip_ids(max(result.max_ident.get(OFFLOAD, 0), result.max_ident.get(GROWTH, 0), logged))
+        self.growth.skip_ids(max(*result.max_ident.values(), logged, 0))
         wall = time.time()
         for rec in result.keep:
             moved_at = now - max(wall - rec.since, 0.0)
@@ -502,8 +505,23 @@ class TeApp(app_manager.OSKenApp):
                 return
             if held:
                 return
+        logged = self._logged_ident()
+        if logged is None:
+            return
+        self.decider.skip_ids(logged)
+        self.growth.skip_ids(logged)
         LOG.info("TE: no record and no TE rule on %d packet switch(es): deciding before the takeover pass", len(packet))
         self._open()
+
+    def _logged_ident(self) -> int | None:
+        """The highest TE plan number in the shared plan log (0 without one): new plans are numbered above
+        it, since every record may have been released before this start or takeover (the soak found a
+        new leader's ``offload1`` refused by the plans table's unique uid). None: unreadable now."""
+        try:
+            return self.store.highest_plan_ident()
+        except StoreError as exc:
+            LOG.warning("TE: the plan log's ids cannot be read (%s); trying again next poll", exc)
+            return None
 
     def _open(self) -> None:
         """Decisions from now on; what the monitor said meanwhile is decided now (an adopted elephant:

@@ -20,6 +20,7 @@ back a record its successor released. Three backends:
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,9 @@ from app.te.takeover import RecordError, TeRecord
 
 if TYPE_CHECKING:
     from app.db.engine import Database
+
+TE_PLAN_PREFIXES = ("offload", "release", "grow", "shrink", "placement", "place")  # app/te's plan ids
+TE_PLAN_UID = re.compile(r"^(offload|release|grow|shrink|placement|place)(\d+)$")
 
 FORMAT = "mlte-te-state"
 VERSION = 1
@@ -51,6 +55,8 @@ class TeStore(Protocol):
     def put(self, rec: TeRecord) -> None: ...
 
     def remove(self, kind: str, ident: int, epoch: int | None = None) -> None: ...
+
+    def highest_plan_ident(self) -> int: ...
 
 
 class MemoryTeStore:
@@ -83,6 +89,10 @@ class MemoryTeStore:
             self._fence(epoch)
             if self._records.pop((kind, ident), None) is not None:
                 self._changed()
+
+    def highest_plan_ident(self) -> int:
+        """0: without a database there is no shared plan log whose ids a new offload could repeat."""
+        return 0
 
     def _changed(self) -> None:
         """Hook of the file backend (called under the lock)."""
@@ -232,6 +242,21 @@ class DbTeStore:
                 s.commit()
 
         self._call(drop, f"removing {kind} {ident}")
+
+    def highest_plan_ident(self) -> int:
+        """The highest number of a TE plan (``offload7``, ``release7``, ``grow3``...) in the shared
+        ``plans`` table: a leader that took over after every record was released (or a restarted one)
+        numbers its plans above it, or the plan log's insert fails on the table's unique ``uid``."""
+        from sqlalchemy import or_, select
+
+        from app.db.models import Plan
+
+        def read(db: Database) -> int:
+            with db.session() as s:
+                uids = s.execute(select(Plan.uid).where(or_(*(Plan.uid.like(f"{p}%") for p in TE_PLAN_PREFIXES))))
+                return max((int(m.group(2)) for (uid,) in uids if uid and (m := TE_PLAN_UID.match(uid))), default=0)
+
+        return self._call(read, "reading the highest TE plan id")
 
 
 def _doc(row: Any) -> dict[str, Any]:

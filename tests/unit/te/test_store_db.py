@@ -222,3 +222,17 @@ def test_the_te_app_opens_the_database_store_when_there_is_a_database(monkeypatc
                                                  "state_file": str(tmp_path / "state.json")}, raising=False)
     app = te_app.TeApp(**fabric.contexts(), mlte_plan_runner=PlanRunner(fabric.live(), fabric.view))
     assert isinstance(app.store, FileTeStore) and app.store.path == tmp_path / "state.te.json"
+
+
+def test_the_highest_te_plan_number_in_the_shared_plan_log(dbs):
+    """A leader that takes over after every record was released numbers its plans above the plan log's
+    (the soak: a new leader's ``offload1`` was refused by the plans table's unique uid)."""
+    from app.db.models import Plan
+
+    store = DbTeStore.direct(dbs[1])
+    assert store.highest_plan_ident() == 0
+    with dbs[0].session() as s:
+        for uid in ("offload3", "release5", "grow2", "map1-place-5001-12.000", "placement4", "res12", None):
+            s.add(Plan(kind="x", mode="ordered", state="done", started_at=1.0, steps=[], uid=uid))
+        s.commit()
+    assert store.highest_plan_ident() == 5  # map…, reservations' and unnamed plans do not count

@@ -161,3 +161,27 @@ def test_orphan_rules_hold_decisions_until_the_pass(monkeypatch, fabric):
     app.last_enter = time.monotonic()
     app._poll_once()
     assert not app.adopted and len(steer_rules(fabric)) == 4
+
+
+class LoggedStore(MemoryTeStore):
+    """No record left, but the shared plan log already has TE plans up to ``logged``."""
+
+    def __init__(self, logged: int) -> None:
+        super().__init__()
+        self.logged = logged
+
+    def highest_plan_ident(self) -> int:
+        return self.logged
+
+
+def test_new_plans_are_numbered_above_the_plan_log_at_an_early_start_and_at_the_takeover(monkeypatch, fabric):
+    Controller(fabric, ["initial"])
+    app = restarted(monkeypatch, fabric, LoggedStore(7))
+    app.last_enter = time.monotonic()  # early start: no record, no TE rule
+    app._poll_once()
+    assert app.adopted and not app.taken_over
+    assert next(app.decider._ids) == 8 and next(app.growth._ids) == 8
+    app.store = LoggedStore(11)  # more plans logged meanwhile (another controller): the full pass skips again
+    app.last_enter = time.monotonic() - 60.0
+    app._poll_once()
+    assert app.taken_over and next(app.decider._ids) == 12 and next(app.growth._ids) == 12
