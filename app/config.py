@@ -133,6 +133,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "hold_seconds": 300,  # a HELD reservation expires after this long unless committed
         "login_max_failures": 5,  # failed UI logins per user name (x4 per address) before a lockout
         "login_window_seconds": 300,  # ... counted over this sliding window, which is also the lockout
+        # grooming (docs/pce-paths.md): admission lets a reservation ride a circuit other reservations booked
+        # for an overlapping window when it has room; off until the controller provisions shared circuits
+        "grooming": False,
     },
 }
 

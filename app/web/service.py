@@ -43,15 +43,16 @@ def transition(db: Session, user: User | None, res: Reservation, target: str, re
 
 
 def create(db: Session, graph: MultiLayerGraph, user: User, inp: ReservationInput, now: float,
-           hold_seconds: float) -> Reservation:
-    """Admit and store a new reservation in state HELD."""
+           hold_seconds: float, groom: bool = False) -> Reservation:
+    """Admit and store a new reservation in state HELD (``groom``: it may ride circuits others booked)."""
     check_endpoint_in_graph(graph, inp.src, "src")
     check_endpoint_in_graph(graph, inp.dst, "dst")
     if inp.src.split(":")[0] == inp.dst.split(":")[0]:
         raise ApiError("src and dst are on the same switch: a local connection needs no network path",
                        field="dst")
     result = admission.find_path(graph, db, src=inp.src, dst=inp.dst, bandwidth=inp.bandwidth,
-                                 start=inp.start, end=inp.end, now=now, ero=inp.ero, protection=inp.protection)
+                                 start=inp.start, end=inp.end, now=now, ero=inp.ero, protection=inp.protection,
+                                 groom=groom)
     path = admission.path_to_json(result)
     res = Reservation(name=inp.name, description=inp.description, src=inp.src, src_vlan=inp.src_vlan,
                       dst=inp.dst, dst_vlan=inp.dst_vlan, bandwidth=inp.bandwidth, start_ts=inp.start,

@@ -248,7 +248,7 @@ def new_reservation(user: User):  # noqa: ANN201
         try:
             inp = parse_create(_form_to_body(form), now())
             with write_tx() as db:
-                res = service.create(db, graph(db), user, inp, now(), state().hold_seconds)
+                res = service.create(db, graph(db), user, inp, now(), state().hold_seconds, state().grooming)
                 db.flush()
                 res_id = res.id
             flash(f"reservation {res_id} is HELD: commit it within {state().hold_seconds:.0f} s", "ok")

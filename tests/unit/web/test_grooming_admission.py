@@ -1,0 +1,113 @@
+"""Admission with grooming (issue 28) on one SQLite database, one live server: 40 concurrent 3 Mbit/s
+requests A:1 → C:3 for the same hour on Fig. 2 admit exactly 6 (the two circuits from A carry three
+each at 10 Mbit/s), never more; the answers say which ride a circuit and which light one; the what-if
+lists the booked circuits with what is free on each; a live reservation's modify is checked on its
+shared circuit, not refused because its ports are "booked whole" by the sharers."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from sqlalchemy import select
+
+from app.db.models import Reservation
+from app.web import create_app
+from app.web.auth import create_user
+from pce.bookings import peak_load
+from pce.grooming import segments
+from tests.lib.webrace import post_all, request
+from tests.lib.webserver import serve_app
+from tests.unit.web.conftest import T0, body, iso
+
+X_Z = "circuit:X:1~X:3~Z:3~Z:2"
+
+
+def _app(tmp_path, clock=None, grooming: bool = True):  # noqa: ANN001, ANN202
+    conf = {"DATABASE": str(tmp_path / "groom.db"), "TOPOLOGY": "fig2", "SECRET_KEY": "x", "GROOMING": grooming}
+    if clock is not None:
+        conf["CLOCK"] = clock
+    return create_app(conf)
+
+
+def test_forty_concurrent_requests_admit_six(tmp_path) -> None:  # noqa: ANN001
+    app = _app(tmp_path)
+    st = app.extensions["mlte"]
+    try:
+        with st.db.session() as s:
+            _, token = create_user(s, "racer")
+            s.commit()
+            graph = st.topology.graph(s)
+        with serve_app(app, threads=16) as url:
+            codes = post_all(url, token, [request(f"g{i}", "A:1", "C:3", 3.0) for i in range(40)], workers=40)
+        assert Counter(codes) == {201: 6, 409: 34}, Counter(codes)
+        with st.db.session() as s:
+            rows = list(s.execute(select(Reservation)).scalars())
+        assert len(rows) == 6
+        on: dict[str, list[Reservation]] = defaultdict(list)
+        for r in rows:
+            (seg,) = segments(graph, r.path["edges"])
+            on[seg.key].append(r)
+        assert len(on) == 2 and all(len(v) == 3 for v in on.values())  # two circuits, three on each
+        for rs in on.values():
+            assert peak_load(((r.start_ts, r.end_ts, r.bandwidth) for r in rs), 0, 1e12) <= 10.0
+            assert sorted(c["use"] for r in rs for c in r.path["circuits"]) == ["lights", "rides", "rides"]
+    finally:
+        st.db.dispose()
+
+
+def test_without_grooming_each_takes_a_whole_circuit(tmp_path) -> None:  # noqa: ANN001
+    app = _app(tmp_path, grooming=False)
+    st = app.extensions["mlte"]
+    try:
+        with st.db.session() as s:
+            _, token = create_user(s, "racer")
+            s.commit()
+        with serve_app(app, threads=8) as url:
+            codes = post_all(url, token, [request(f"g{i}", "A:1", "C:3", 3.0) for i in range(10)], workers=10)
+        assert Counter(codes) == {201: 2, 409: 8}
+    finally:
+        st.db.dispose()
+
+
+def test_answers_say_ride_or_light_and_whatif_lists_free_capacity(tmp_path) -> None:  # noqa: ANN001
+    from tests.unit.web.conftest import Clock
+
+    clock = Clock()
+    app = _app(tmp_path, clock)
+    client = app.test_client()
+    with app.extensions["mlte"].db.session() as s:
+        _, token = create_user(s, "alice")
+        s.commit()
+    h = {"Authorization": f"Bearer {token}"}
+    try:
+        first = client.post("/api/v1/reservations", json=body(bandwidth=3.0), headers=h)
+        assert first.status_code == 201, first.json
+        (c1,) = first.json["path"]["circuits"]
+        assert c1["use"] == "lights" and c1["free"] == 10.0 and c1["circuit"] == X_Z
+        second = client.post("/api/v1/reservations", json=body(bandwidth=3.0), headers=h)
+        (c2,) = second.json["path"]["circuits"]
+        assert c2["use"] == "rides" and c2["free"] == 7.0 and c2["reservations"] == [str(first.json["id"])]
+        q = f"/api/v1/available?src=A:1&dst=C:3&start={iso(T0 + 600)}&end={iso(T0 + 4200)}"
+        wi = client.get(q, headers=h)
+        assert wi.status_code == 200, wi.json
+        assert [(c["circuit"], c["free"], c["booked_peak"]) for c in wi.json["circuits"]] == [(X_Z, 4.0, 6.0)]
+        assert wi.json["available"] == 10.0  # a fresh circuit on the other route is wider
+        # modify of a groomed reservation: checked on its circuit (4 free + its own 3)
+        rid = second.json["id"]
+        assert client.post(f"/api/v1/reservations/{rid}/commit", headers=h).status_code == 200
+        grow = client.patch(f"/api/v1/reservations/{rid}", json={"bandwidth": 7.0}, headers=h)
+        assert grow.status_code == 200, grow.json
+        too_much = client.patch(f"/api/v1/reservations/{rid}", json={"bandwidth": 7.5}, headers=h)
+        assert too_much.status_code == 409
+    finally:
+        app.extensions["mlte"].db.dispose()
+
+
+def test_the_cli_flag_turns_grooming_on() -> None:
+    import argparse
+
+    from app.cli import web
+
+    parser = argparse.ArgumentParser()
+    web.register(parser.add_subparsers())
+    assert parser.parse_args(["web", "--grooming"]).grooming is True
+    assert parser.parse_args(["web"]).grooming is None
