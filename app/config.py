@@ -44,6 +44,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "restore": True,  # re-light reservations a failure broke, on a new path (docs/failures.md)
         "restore_holdoff": 0.0,  # seconds to wait after a failure before restoring (a flapping port settles)
         "restore_retry": 2.0,  # first back-off (s) of a DEGRADED reservation's retries; doubles up to 30 s
+        "meter_reservations": False,  # meter static reservations at their bandwidth too (on with [web] grooming)
         # OpenFlow over TLS (docs/operations.md): listen_port then takes TLS only (no plain listener) and
         # every switch and OTS agent must show a certificate signed by the CA
         "tls": False,

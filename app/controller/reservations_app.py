@@ -108,7 +108,7 @@ class ReservationsApp(app_manager.OSKenApp):
             verify_timeout_s=float(ctl.get("verify_timeout", 3.0)),
             elastic={field: float(v) for key, field in ELASTIC_KEYS.items()
                      if (v := SETTINGS.te.get(key)) is not None},
-            active=kwargs.get(LIT_CONTEXT))
+            active=kwargs.get(LIT_CONTEXT), meter_static=bool(ctl.get("meter_reservations", False)))
         self.routes[("GET", "/reservations")] = self.r_reservations
         self.routes[("POST", "/restoration")] = self.r_restoration
         self.frozen = ""  # an operator froze restoration (why): failures are still read, nothing is re-routed
