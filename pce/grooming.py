@@ -205,12 +205,34 @@ def add_circuit_arcs(view: Any, circuits: dict[str, SharedCircuit]) -> None:
         view.why[key] = (f"shared circuit of {c.capacity:g} Mbit/s with {c.peak:g} booked at peak by "
                          f"{', '.join(c.holders)}"
                          f"{'; its ports serve another circuit in part of the window' if c.edge_room <= 0 else ''}")
-        if c.free <= 0:
-            continue
-        for tail, head in ((a, z), (z, a)):
-            view.out.setdefault((tail, ""), []).append(Arc((head, ""), key, "circuit", c.latency, c.free))
+        _hide_packet_link(view, c)
+        if c.free > 0:
+            for tail, head in ((a, z), (z, a)):
+                view.out.setdefault((tail, ""), []).append(Arc((head, ""), key, "circuit", c.latency, c.free))
     for arcs in view.out.values():
         arcs.sort(key=lambda arc: (arc.key, arc.head))
+
+
+def _hide_packet_link(view: Any, c: SharedCircuit) -> None:
+    """A lit booked circuit is also a packet link in a live graph (LLDP sees it), with no booking on
+    that link's key: routing over it would bypass the circuit's bookings, so it is taken out of the
+    view (the circuit's own arc carries what is free on it)."""
+    ends = []
+    for key, sw in ((c.segment.edges[0], c.segment.ends[0]), (c.segment.edges[-1], c.segment.ends[1])):
+        port = (view.edge_attrs.get(key, {}).get("ports") or {}).get(sw)
+        if port is None:
+            return
+        ends.append((sw, int(port)))
+    for key, kind in view.edge_kind.items():
+        if kind != "packet":
+            continue
+        ports = view.edge_attrs.get(key, {}).get("ports") or {}
+        if sorted((n, int(p)) for n, p in ports.items()) != sorted(ends):
+            continue
+        view.headroom[key] = 0.0
+        view.why[key] = f"the lit {c.key}: booked reservations hold it, ridden through its bookings"
+        for sw, _port in ends:
+            view.out[(sw, "")] = [a for a in view.out.get((sw, ""), []) if a.key != key]
 
 
 def expand(route: Any, circuits: dict[str, SharedCircuit], graph: Any) -> GroomedRoute:

@@ -251,7 +251,10 @@ def new_reservation(user: User):  # noqa: ANN201
                 res = service.create(db, graph(db), user, inp, now(), state().hold_seconds, state().grooming)
                 db.flush()
                 res_id = res.id
-            flash(f"reservation {res_id} is HELD: commit it within {state().hold_seconds:.0f} s", "ok")
+                uses = [c.get("use") for c in (res.path or {}).get("circuits") or ()]
+            groomed = ("; it rides an existing circuit" if "rides" in uses else
+                       "; it lights a new circuit" if uses else "")  # grooming: which, said at once
+            flash(f"reservation {res_id} is HELD{groomed}: commit it within {state().hold_seconds:.0f} s", "ok")
             return redirect(url_for("ui.reservation_detail", res_id=res_id))
         except ApiError as exc:
             if not _attach_error(form, exc):

@@ -140,3 +140,18 @@ def test_random_calendar_never_overbooks_a_circuit_or_shares_a_port(fig2: MultiL
         for s1, e1, k1 in spans:
             for s2, e2, k2 in spans:
                 assert k1 == k2 or not (s1 < e2 and s2 < e1), (port, k1, k2)
+
+
+def test_a_lit_booked_circuit_is_ridden_through_its_bookings_not_its_packet_link(fig2: MultiLayerGraph) -> None:
+    """On a live graph the lit circuit is also a packet link (LLDP) with nothing booked on its key: a
+    groomed request must see the circuit's bookings, not that link's full capacity."""
+    live = fig2.copy()
+    books: list[Booking] = []
+    first = _book(live, books, "a", 9.0, 0.0, 100.0)
+    live.set_xcon_active("X:1", "X:3", True)
+    live.set_xcon_active("Z:3", "Z:2", True)
+    live.add_packet_link("A", 3, "C", 1, 10.0, 0.0, source="lldp")
+    res = _book(live, books, "b", 1.0, 0.0, 100.0)
+    assert res.rides == [X_Z] and res.edges == first.edges
+    with pytest.raises(NoPathError):  # not the 10 Mbit/s of the packet link, nor a fresh circuit
+        compute_path(live, PathRequest("A:1", "C:3", 1.0, 0.0, 100.0, groom=True, exclude=("X:4",)), books)
