@@ -113,26 +113,18 @@ def test_the_cli_flag_turns_grooming_on() -> None:
     assert parser.parse_args(["web"]).grooming is None
 
 
-def test_the_form_result_and_detail_page_say_ride_or_light(tmp_path) -> None:  # noqa: ANN001
-    from tests.unit.web.conftest import Clock, login
+def test_the_form_result_and_detail_page_say_ride_or_light(ui, app) -> None:  # noqa: ANN001
+    from tests.unit.web.conftest import login
     from tests.unit.web.test_ui import _form
 
-    app = create_app({"DATABASE": str(tmp_path / "ui.db"), "TOPOLOGY": "fig2", "TESTING": True, "CLOCK": Clock(),
-                      "SECRET_KEY": "test", "GROOMING": True})
-    try:
-        with app.extensions["mlte"].db.session() as s:
-            create_user(s, "dora", password="dora-pw")
-            s.commit()
-        ui = app.test_client()
-        login(ui)
-        pages = []
-        for _ in range(2):
-            r = ui.post("/reservations/new", data=_form(ui), follow_redirects=True)
-            assert r.status_code == 200
-            pages.append(r.get_data(as_text=True))
-        assert "is HELD; it lights a new circuit" in pages[0] and "lights a new circuit A – C" in pages[0]
-        assert "is HELD; it rides an existing circuit" in pages[1]
-        assert "rides the circuit A – C (X:1 X:3 Z:3 Z:2, 10 Mbit/s) booked by reservation(s) 1: 7 Mbit/s were free" \
-            in pages[1]
-    finally:
-        app.extensions["mlte"].db.dispose()
+    app.extensions["mlte"].grooming = True  # what [web] grooming = true sets
+    login(ui)
+    pages = []
+    for _ in range(2):
+        r = ui.post("/reservations/new", data=_form(ui), follow_redirects=True)
+        assert r.status_code == 200
+        pages.append(r.get_data(as_text=True))
+    assert "is HELD; it lights a new circuit" in pages[0] and "lights a new circuit A – C" in pages[0]
+    assert "is HELD; it rides an existing circuit" in pages[1]
+    assert "rides the circuit A – C (X:1 X:3 Z:3 Z:2, 10 Mbit/s) booked by reservation(s) 1: 7 Mbit/s were free" \
+        in pages[1]
