@@ -69,17 +69,17 @@ def admit(graph: Any, requests: list[dict[str, Any]], groom: bool) -> dict[str, 
     books: list[Booking] = []
     times = []
     refused = 0
-    for r in requests:
+    for i, r in enumerate(requests):
         t0 = time.perf_counter()
-        try:
+        try:  # each with a VLAN of its own (sharers of a circuit need one, all different)
             res = compute_path(graph, PathRequest(r["src"], r["dst"], r["bandwidth"], r["start"], r["end"],
-                                                  groom=groom), books)
+                                                  groom=groom, tag=1 + i % 4094), books)
         except NoPathError:
             refused += 1
             times.append(time.perf_counter() - t0)
             continue
         times.append(time.perf_counter() - t0)
-        books.append(res.booking(r["id"], r["start"], r["end"], r["bandwidth"]))
+        books.append(res.booking(r["id"], r["start"], r["end"], r["bandwidth"], tag=1 + i % 4094))
     on: dict[str, list[tuple[float, float]]] = defaultdict(list)
     own = 0.0  # one circuit per reservation: each of its circuits lit for its own window
     for b in books:

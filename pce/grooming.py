@@ -60,6 +60,12 @@ class SharedCircuit:
     holders: tuple[str, ...]  # booking ids on it in the window
     latency: float = 0.0
     edge_room: float = math.inf  # least headroom of its own edges in the window (same bookings)
+    tags: tuple[int | None, ...] = ()  # the VLANs of the bookings on it in the window (None: untagged)
+
+    def takes(self, tag: int | None) -> bool:
+        """Whether a reservation with VLAN ``tag`` can join: its packet rules on the circuit match the
+        VLAN, so it needs one, every sharer one, and none the same (else the rules collide)."""
+        return tag is not None and None not in self.tags and tag not in self.tags
 
     @property
     def free(self) -> float:
@@ -68,7 +74,7 @@ class SharedCircuit:
     def to_dict(self) -> dict[str, Any]:
         return {"circuit": self.key, "ends": list(self.segment.ends), "oports": list(self.segment.oports),
                 "capacity": self.capacity, "booked_peak": self.peak, "free": self.free,
-                "reservations": list(self.holders)}
+                "reservations": list(self.holders), "vlans": list(self.tags)}
 
 
 @dataclass
@@ -185,13 +191,15 @@ def booked_circuits(graph: Any, calendar: BookingCalendar, start: float, end: fl
             if edge_headroom is not None else math.inf
         room = min(room, spare)
         out[key] = SharedCircuit(key, seg, _circuit_capacity(g, seg.oports), peak,
-                                 tuple(sorted({b.id for b in books})), latency, room)
+                                 tuple(sorted({b.id for b in books})), latency, room,
+                                 tuple(dict.fromkeys(b.tag for b in books)))
     return out
 
 
-def add_circuit_arcs(view: Any, circuits: dict[str, SharedCircuit]) -> None:
+def add_circuit_arcs(view: Any, circuits: dict[str, SharedCircuit], tag: int | None = 0) -> None:
     """Give ``view`` (a :class:`pce.cspf.RoutingView`) one arc per direction for every booked
-    circuit with room, between its two switches, as wide as what is free on it."""
+    circuit with room that a request with VLAN ``tag`` may join (:meth:`SharedCircuit.takes`; the
+    default 0 is a VLAN nobody has), between its two switches, as wide as what is free on it."""
     from pce.cspf import Arc
 
     for key, c in circuits.items():
@@ -206,9 +214,14 @@ def add_circuit_arcs(view: Any, circuits: dict[str, SharedCircuit]) -> None:
                          f"{', '.join(c.holders)}"
                          f"{'; its ports serve another circuit in part of the window' if c.edge_room <= 0 else ''}")
         _hide_packet_link(view, c)
-        if c.free > 0:
-            for tail, head in ((a, z), (z, a)):
-                view.out.setdefault((tail, ""), []).append(Arc((head, ""), key, "circuit", c.latency, c.free))
+        if not c.takes(tag):
+            view.headroom[key] = 0.0
+            view.why[key] += ("; sharing it needs a VLAN for this reservation and every other on it, "
+                              "all different (their rules on it match the VLAN)")
+        # (an arc with no room carries nothing, but a refusal can name it as the bottleneck)
+        for tail, head in ((a, z), (z, a)):
+            view.out.setdefault((tail, ""), []).append(Arc((head, ""), key, "circuit", c.latency,
+                                                          view.headroom[key]))
     for arcs in view.out.values():
         arcs.sort(key=lambda arc: (arc.key, arc.head))
 
@@ -291,6 +304,7 @@ def describe(graph: Any, edges: Sequence[str], booked: dict[str, SharedCircuit])
             out.append({**c.to_dict(), "ends": list(seg.ends), "oports": list(seg.oports), "use": "rides"})
         else:
             out.append({"circuit": seg.key, "ends": list(seg.ends), "oports": list(seg.oports),
-                        "capacity": cap, "booked_peak": 0.0, "free": cap, "reservations": [], "use": "lights"})
+                        "capacity": cap, "booked_peak": 0.0, "free": cap, "reservations": [], "vlans": [],
+                        "use": "lights"})
     return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
             for d in out]

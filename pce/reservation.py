@@ -68,6 +68,7 @@ class PathRequest:
     exclude: tuple[str, ...] = ()
     ero: tuple[str, ...] | None = None  # explicit route: node ids visited in this order
     groom: bool = False  # may ride circuits other bookings hold in the window (pce/grooming.py)
+    tag: int | None = None  # its VLAN: sharers of a circuit must each have one of their own (grooming)
 
 
 @dataclass
@@ -96,9 +97,9 @@ class PathResult:
             d["available"] = None
         return d
 
-    def booking(self, id: str, start: float, end: float, bandwidth: float) -> Booking:
+    def booking(self, id: str, start: float, end: float, bandwidth: float, tag: int | None = None) -> Booking:
         """The booking that reserves this path (what the service stores after commit)."""
-        return Booking(id, start, end, bandwidth, tuple(self.edges), tuple(self.oports))
+        return Booking(id, start, end, bandwidth, tuple(self.edges), tuple(self.oports), tag)
 
 
 @dataclass
@@ -201,7 +202,7 @@ def _problem(graph: Any, req: PathRequest, bookings: Any, bandwidth_required: bo
     circuits: dict[str, SharedCircuit] = {}
     if req.groom:
         circuits = booked_circuits(graph, calendar, start, end, view.headroom)
-        add_circuit_arcs(view, circuits)
+        add_circuit_arcs(view, circuits, req.tag)
     excluded: set[str] = set().union(*_known(view, req.exclude, "exclude")) if req.exclude else set()
     if {src.node, dst.node} & excluded:
         raise InvalidInputError("an endpoint cannot be excluded")
@@ -366,7 +367,7 @@ def available_bandwidth(graph: Any, src: str, dst: str, start: float, end: float
     """What-if: the most Mbit/s one path could carry from ``src`` to ``dst`` over the whole window,
     with that path (``(0.0, None)`` if the endpoints are not connected); ``groom``: riding circuits
     others booked counts too (the path's ``circuits`` say which it rides or lights)."""
-    req = PathRequest(src, dst, 0.0, start, end, objective="widest", groom=groom)
+    req = PathRequest(src, dst, 0.0, start, end, objective="widest", groom=groom, tag=0)  # 0: a VLAN of its own
     p = _problem(graph, req, bookings, bandwidth_required=False)
     route = _solve(p, p.cons)
     if route is None:

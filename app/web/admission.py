@@ -46,7 +46,14 @@ def to_booking(res: Reservation) -> Booking:
     path = res.path or {}
     return Booking(id=str(res.id), start=res.start_ts, end=res.end_ts, bandwidth=res.bandwidth,
                    edges=tuple(dict.fromkeys(path_elements(path, "edges"))),
-                   oports=tuple(dict.fromkeys(path_elements(path, "oports"))))
+                   oports=tuple(dict.fromkeys(path_elements(path, "oports"))),
+                   tag=circuit_tag(res.src_vlan, res.dst_vlan))
+
+
+def circuit_tag(src_vlan: int | None, dst_vlan: int | None) -> int | None:
+    """The VLAN that tells a reservation apart on a shared circuit (grooming): its VLAN when both ends
+    have the same one (the controller does not translate VLANs), else None (it cannot share)."""
+    return src_vlan if src_vlan is not None and src_vlan == dst_vlan else None
 
 
 def path_elements(path: dict[str, Any], what: str) -> list[str]:
@@ -68,21 +75,22 @@ def path_to_json(result: PathResult | ProtectedPath) -> dict[str, Any]:
 
 def find_path(graph: MultiLayerGraph, session: Session, *, src: str, dst: str, bandwidth: float, start: float,
               end: float, now: float, ero: list[str] | None = None,
-              exclude_id: int | None = None, protection: str = "none", groom: bool = False) -> PathResult | ProtectedPath:
+              exclude_id: int | None = None, protection: str = "none", groom: bool = False,
+              vlan: int | None = None) -> PathResult | ProtectedPath:
     """Compute a path (``protection`` "1+1": a working and a fibre-disjoint protection path, both
     booked) for the request against current bookings; raise an :class:`ApiError` if none.
 
     ``groom``: the path may ride circuits other reservations booked for an overlapping window when
     they have room (the piecewise peak of their bookings leaves it), and lights a new circuit only
     when none has (docs/pce-paths.md, grooming); the result's ``circuits`` say which. 1+1 pairs are
-    not groomed."""
+    not groomed. ``vlan``: the request's :func:`circuit_tag` (sharers need distinct VLANs)."""
     from pce.errors import InvalidInputError, NoPathError, PceError, UnknownTopologyError
     from pce.protection import NoProtectionError, protected_paths
     from pce.reservation import PathRequest, compute_path
 
     bookings = [to_booking(r) for r in overlapping(session, start, end, now, exclude_id)]
     req = PathRequest(src=src, dst=dst, bandwidth=bandwidth, start=start, end=end,
-                      ero=tuple(ero) if ero else None, groom=groom and protection != "1+1")
+                      ero=tuple(ero) if ero else None, groom=groom and protection != "1+1", tag=vlan)
     try:
         return protected_paths(graph, req, bookings) if protection == "1+1" else compute_path(graph, req, bookings)
     except NoPathError as exc:
@@ -109,7 +117,7 @@ def check_on_path(graph: MultiLayerGraph, session: Session, *, path: dict[str, A
     """
     from pce.bookings import as_calendar
     from pce.cspf import RoutingView, fits
-    from pce.grooming import add_circuit_arcs, booked_circuits, segments
+    from pce.grooming import booked_circuits, segments
     from pce.reservation import PathResult
 
     bookings = [to_booking(r) for r in overlapping(session, start, end, now, exclude_id)]
@@ -118,11 +126,14 @@ def check_on_path(graph: MultiLayerGraph, session: Session, *, path: dict[str, A
     # a circuit the path shares with other reservations (grooming) is checked as one packet link of its
     # container, not port by port (its ports are "booked whole" by the sharers)
     shared = booked_circuits(graph, cal, start, end, view.headroom)
-    add_circuit_arcs(view, shared)
     elems: list[str] = []
     for seg in segments(graph, [*path_elements(path, "edges")]):
         if seg.key in shared:
-            elems.append(seg.key)
+            c = shared[seg.key]
+            elems.append(c.key)
+            view.headroom[c.key] = c.free
+            view.why[c.key] = f"shared circuit of {c.capacity:g} Mbit/s with {c.peak:g} booked at peak by " \
+                              f"{', '.join(c.holders)}"
     ridden = {o for k in elems for o in shared[k].segment.oports}
     worst: str | None = None
     worst_free = math.inf

@@ -52,7 +52,7 @@ def create(db: Session, graph: MultiLayerGraph, user: User, inp: ReservationInpu
                        field="dst")
     result = admission.find_path(graph, db, src=inp.src, dst=inp.dst, bandwidth=inp.bandwidth,
                                  start=inp.start, end=inp.end, now=now, ero=inp.ero, protection=inp.protection,
-                                 groom=groom)
+                                 groom=groom, vlan=admission.circuit_tag(inp.src_vlan, inp.dst_vlan))
     path = admission.path_to_json(result)
     res = Reservation(name=inp.name, description=inp.description, src=inp.src, src_vlan=inp.src_vlan,
                       dst=inp.dst, dst_vlan=inp.dst_vlan, bandwidth=inp.bandwidth, start_ts=inp.start,

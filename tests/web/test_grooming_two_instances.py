@@ -1,6 +1,6 @@
 """Grooming under concurrency (issue 28): two ``mlte web --grooming`` processes on one database
 (PostgreSQL, and one SQLite file), 40 concurrent 3 Mbit/s requests A:1 → C:3 on Fig. 2 for the same
-hour, half through each: exactly 6 admitted (the two 10 Mbit/s circuits from A carry three each), 34
+hour (each with a VLAN of its own, which sharing needs), half through each: exactly 6 admitted (the two 10 Mbit/s circuits from A carry three each), 34
 refused with a 409 naming a full circuit, and no circuit over-booked in any instant (read from the
 database, not the API). The figures go to ``test-artifacts/web/grooming_two_instances_<backend>.json``."""
 from __future__ import annotations
@@ -36,7 +36,8 @@ def test_forty_groomed_requests_through_two_instances_admit_six(database: str, t
         token = create_user_cli(database, "alice")
         calls = [Call("POST", "/api/v1/reservations", token,
                       {"name": f"g{i}", "src": "A:1", "dst": "C:3", "bandwidth": 3.0, "start": iso(T_START),
-                       "end": iso(T_START + 3600)}, instance=i % 2) for i in range(40)]
+                       "end": iso(T_START + 3600), "src_vlan": 100 + i, "dst_vlan": 100 + i},
+                      instance=i % 2) for i in range(40)]
         seconds = burst(urls, calls, workers=40)
     for log in sorted(tmp_path.glob("web*.log")):
         assert "Traceback" not in log.read_text(), log.read_text()[-4000:]

@@ -24,8 +24,8 @@ def groomed_orders(n: int, bw: float = 3.0) -> list[Order]:
     books: list[Booking] = []
     out = []
     for i in range(n):
-        res = compute_path(g, PathRequest("A:1", "C:3", bw, 0, 3600, groom=True), books)
-        books.append(res.booking(str(i + 1), 0, 3600, bw))
+        res = compute_path(g, PathRequest("A:1", "C:3", bw, 0, 3600, groom=True, tag=100 + i), books)
+        books.append(res.booking(str(i + 1), 0, 3600, bw, tag=100 + i))
         out.append(Order(i + 1, src_vlan=100 + i, dst_vlan=100 + i, bandwidth=bw, path=res.to_dict()))
     assert all(o.path == out[0].path | {"rides": o.path["rides"], "circuits": o.path["circuits"],
                                         "available": o.path["available"], "bottleneck": o.path["bottleneck"]}

@@ -26,8 +26,11 @@ def fig2() -> MultiLayerGraph:
 
 def _book(g: MultiLayerGraph, books: list[Booking], rid: str, bw: float, start: float, end: float,
           src: str = "A:1", dst: str = "C:3", **kw: object):
-    res = compute_path(g, PathRequest(src, dst, bw, start, end, groom=True, **kw), books)  # type: ignore[arg-type]
-    books.append(res.booking(rid, start, end, bw))
+    """Admit and book with grooming; each booking gets a VLAN of its own (100, 101, ...) unless ``tag``."""
+    tag = kw.pop("tag", 100 + len(books))
+    res = compute_path(g, PathRequest(src, dst, bw, start, end, groom=True, tag=tag, **kw),  # type: ignore[arg-type]
+                       books)
+    books.append(res.booking(rid, start, end, bw, tag=tag))  # type: ignore[arg-type]
     return res
 
 
@@ -154,4 +157,19 @@ def test_a_lit_booked_circuit_is_ridden_through_its_bookings_not_its_packet_link
     res = _book(live, books, "b", 1.0, 0.0, 100.0)
     assert res.rides == [X_Z] and res.edges == first.edges
     with pytest.raises(NoPathError):  # not the 10 Mbit/s of the packet link, nor a fresh circuit
-        compute_path(live, PathRequest("A:1", "C:3", 1.0, 0.0, 100.0, groom=True, exclude=("X:4",)), books)
+        compute_path(live, PathRequest("A:1", "C:3", 1.0, 0.0, 100.0, groom=True, tag=7, exclude=("X:4",)), books)
+
+
+def test_sharers_need_a_vlan_each_all_different(fig2: MultiLayerGraph) -> None:
+    """The packet rules on a shared circuit match the VLAN: an untagged request, or one with a VLAN
+    already on the circuit, cannot join (its rules would collide), and nobody joins an untagged one."""
+    books: list[Booking] = []
+    _book(fig2, books, "a", 3.0, 0.0, 100.0, tag=100)
+    assert _book(fig2, books, "untagged", 3.0, 0.0, 100.0, tag=None).rides == []  # lights the other circuit
+    for tag in (100, None):
+        with pytest.raises(NoPathError) as err:
+            _book(fig2, books, "no", 3.0, 0.0, 100.0, tag=tag)
+        assert "needs a VLAN for this reservation and every other on it" in str(err.value)
+    assert _book(fig2, books, "b", 3.0, 0.0, 100.0, tag=101).rides == [X_Z]
+    (c,) = [c for c in booked_circuits(fig2, BookingCalendar(books), 0.0, 100.0).values() if c.key == X_Z]
+    assert c.tags == (100, 101) and c.takes(102) and not c.takes(101) and not c.takes(None)

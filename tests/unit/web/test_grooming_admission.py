@@ -21,6 +21,11 @@ from tests.unit.web.conftest import T0, body, iso
 X_Z = "circuit:X:1~X:3~Z:3~Z:2"
 
 
+def tagged(body: dict, vlan: int) -> dict:
+    """A request with a VLAN of its own at both ends: what sharing a circuit needs (the rules match it)."""
+    return {**body, "src_vlan": vlan, "dst_vlan": vlan}
+
+
 def _app(tmp_path, clock=None, grooming: bool = True):  # noqa: ANN001, ANN202
     conf = {"DATABASE": str(tmp_path / "groom.db"), "TOPOLOGY": "fig2", "SECRET_KEY": "x", "GROOMING": grooming}
     if clock is not None:
@@ -37,7 +42,8 @@ def test_forty_concurrent_requests_admit_six(tmp_path) -> None:  # noqa: ANN001
             s.commit()
             graph = st.topology.graph(s)
         with serve_app(app, threads=16) as url:
-            codes = post_all(url, token, [request(f"g{i}", "A:1", "C:3", 3.0) for i in range(40)], workers=40)
+            codes = post_all(url, token, [tagged(request(f"g{i}", "A:1", "C:3", 3.0), 100 + i) for i in range(40)],
+                             workers=40)
         assert Counter(codes) == {201: 6, 409: 34}, Counter(codes)
         with st.db.session() as s:
             rows = list(s.execute(select(Reservation)).scalars())
@@ -62,7 +68,8 @@ def test_without_grooming_each_takes_a_whole_circuit(tmp_path) -> None:  # noqa:
             _, token = create_user(s, "racer")
             s.commit()
         with serve_app(app, threads=8) as url:
-            codes = post_all(url, token, [request(f"g{i}", "A:1", "C:3", 3.0) for i in range(10)], workers=10)
+            codes = post_all(url, token, [tagged(request(f"g{i}", "A:1", "C:3", 3.0), 100 + i) for i in range(10)],
+                             workers=10)
         assert Counter(codes) == {201: 2, 409: 8}
     finally:
         st.db.dispose()
@@ -79,11 +86,11 @@ def test_answers_say_ride_or_light_and_whatif_lists_free_capacity(tmp_path) -> N
         s.commit()
     h = {"Authorization": f"Bearer {token}"}
     try:
-        first = client.post("/api/v1/reservations", json=body(bandwidth=3.0), headers=h)
+        first = client.post("/api/v1/reservations", json=tagged(body(bandwidth=3.0), 100), headers=h)
         assert first.status_code == 201, first.json
         (c1,) = first.json["path"]["circuits"]
         assert c1["use"] == "lights" and c1["free"] == 10.0 and c1["circuit"] == X_Z
-        second = client.post("/api/v1/reservations", json=body(bandwidth=3.0), headers=h)
+        second = client.post("/api/v1/reservations", json=tagged(body(bandwidth=3.0), 101), headers=h)
         (c2,) = second.json["path"]["circuits"]
         assert c2["use"] == "rides" and c2["free"] == 7.0 and c2["reservations"] == [str(first.json["id"])]
         q = f"/api/v1/available?src=A:1&dst=C:3&start={iso(T0 + 600)}&end={iso(T0 + 4200)}"
@@ -120,8 +127,8 @@ def test_the_form_result_and_detail_page_say_ride_or_light(ui, app) -> None:  # 
     app.extensions["mlte"].grooming = True  # what [web] grooming = true sets
     login(ui)
     pages = []
-    for _ in range(2):
-        r = ui.post("/reservations/new", data=_form(ui), follow_redirects=True)
+    for vlan in (100, 101):
+        r = ui.post("/reservations/new", data=_form(ui, src_vlan=str(vlan), dst_vlan=str(vlan)), follow_redirects=True)
         assert r.status_code == 200
         pages.append(r.get_data(as_text=True))
     assert "is HELD; it lights a new circuit" in pages[0] and "lights a new circuit A – C" in pages[0]
