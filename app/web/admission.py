@@ -107,7 +107,7 @@ def find_path(graph: MultiLayerGraph, session: Session, *, src: str, dst: str, b
 
 def check_on_path(graph: MultiLayerGraph, session: Session, *, path: dict[str, Any], bandwidth: float,
                   start: float, end: float, now: float, exclude_id: int, field: str,
-                  what: str) -> PathResult:
+                  what: str, vlan: int | None = None) -> PathResult:
     """Re-admit a reservation on exactly its recorded ``path`` (edge keys incl. the endpoint access
     edges, and optical ports taken whole); raise a Conflict naming the bottleneck if it no longer fits.
 
@@ -123,12 +123,12 @@ def check_on_path(graph: MultiLayerGraph, session: Session, *, path: dict[str, A
     bookings = [to_booking(r) for r in overlapping(session, start, end, now, exclude_id)]
     cal = as_calendar(bookings)
     view = RoutingView.build(graph, cal.usage(start, end))
-    # a circuit the path shares with other reservations (grooming) is checked as one packet link of its
-    # container, not port by port (its ports are "booked whole" by the sharers)
+    # a circuit the path may share with other reservations (grooming: ``vlan`` is its circuit_tag, the
+    # others' VLANs all different) is checked as one packet link of its container, not port by port
     shared = booked_circuits(graph, cal, start, end, view.headroom)
     elems: list[str] = []
     for seg in segments(graph, [*path_elements(path, "edges")]):
-        if seg.key in shared:
+        if seg.key in shared and shared[seg.key].takes(vlan):
             c = shared[seg.key]
             elems.append(c.key)
             view.headroom[c.key] = c.free

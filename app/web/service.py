@@ -89,7 +89,7 @@ def fail(db: Session, user: User, res: Reservation, reason: str, now: float) -> 
 
 
 def modify(db: Session, graph: MultiLayerGraph, user: User, res: Reservation, bandwidth: float | None,
-           end: float | None, now: float) -> None:
+           end: float | None, now: float, groom: bool = False) -> None:
     """Change bandwidth and/or end; the new values are re-admitted against everybody else's bookings.
 
     A RESERVED, PROVISIONING or ACTIVE reservation keeps its path (:data:`PINNED_PATH_STATES`): the change is checked
@@ -106,13 +106,15 @@ def modify(db: Session, graph: MultiLayerGraph, user: User, res: Reservation, ba
         result = admission.check_on_path(graph, db, path=res.path, bandwidth=new_bw, start=res.start_ts,
                                          end=new_end, now=now, exclude_id=res.id,
                                          field="bandwidth" if bandwidth is not None else "end",
-                                         what=f"a committed ({res.state}) reservation keeps its path")
+                                         what=f"a committed ({res.state}) reservation keeps its path",
+                                         vlan=admission.circuit_tag(res.src_vlan, res.dst_vlan))
         kept = {"protection": res.path["protection"]} if res.path.get("protection") else {}  # checked with it
         path = {**admission.path_to_json(result), **kept}
     else:
         result_or_pair = admission.find_path(graph, db, src=res.src, dst=res.dst, bandwidth=new_bw,
                                              start=res.start_ts, end=new_end, now=now, ero=res.ero,
-                                             exclude_id=res.id, protection=res.protection or "none")
+                                             exclude_id=res.id, protection=res.protection or "none",
+                                             groom=groom, vlan=admission.circuit_tag(res.src_vlan, res.dst_vlan))
         path = admission.path_to_json(result_or_pair)
     old = {"bandwidth": res.bandwidth, "end": to_iso(res.end_ts)}
     res.bandwidth, res.end_ts = new_bw, new_end

@@ -369,7 +369,7 @@ def modify_reservation(user: User, res_id: int):  # noqa: ANN201
                 locked = _load(user, res_id, db)
                 t = now()
                 bandwidth, end = parse_modify(change, locked.start_ts, t)
-                service.modify(db, graph(db), user, locked, bandwidth, end, t)
+                service.modify(db, graph(db), user, locked, bandwidth, end, t, groom=state().grooming)
             flash(f"reservation {res_id} modified: " + ", ".join(f"{k} {v}" for k, v in change.items()), "ok")
             return redirect(url_for("ui.reservation_detail", res_id=res_id))
         except ApiError as exc:

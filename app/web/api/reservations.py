@@ -116,7 +116,7 @@ def _mutate(res_id: int, action: str):  # noqa: ANN202
             service.fail(db, user, res, reason, t)
         else:
             bandwidth, end = parse_modify(body, res.start_ts, t)
-            service.modify(db, graph(db), user, res, bandwidth, end, t)
+            service.modify(db, graph(db), user, res, bandwidth, end, t, groom=state().grooming)
         db.flush()
         out = serialize.reservation(res)
     return jsonify(out)

@@ -135,3 +135,26 @@ def test_the_form_result_and_detail_page_say_ride_or_light(ui, app) -> None:  # 
     assert "is HELD; it rides an existing circuit" in pages[1]
     assert "rides the circuit A – C (X:1 X:3 Z:3 Z:2, 10 Mbit/s) booked by reservation(s) 1: 7 Mbit/s were free" \
         in pages[1]
+
+
+def test_a_held_groomed_reservation_is_re_routed_with_grooming(tmp_path) -> None:  # noqa: ANN001
+    from tests.unit.web.conftest import Clock
+
+    app = _app(tmp_path, Clock())
+    client = app.test_client()
+    with app.extensions["mlte"].db.session() as s:
+        _, token = create_user(s, "alice")
+        s.commit()
+    h = {"Authorization": f"Bearer {token}"}
+    try:
+        ids = [client.post("/api/v1/reservations", json=tagged(body(bandwidth=3.0), 100 + i), headers=h).json["id"]
+               for i in range(2)]  # both on one circuit
+        r = client.patch(f"/api/v1/reservations/{ids[1]}", json={"bandwidth": 7.0}, headers=h)  # HELD: re-routed
+        assert r.status_code == 200, r.json
+        (c,) = r.json["path"]["circuits"]
+        assert c["use"] == "rides" and c["free"] == 7.0 and c["circuit"] == X_Z  # 10 - the other's 3
+        r = client.patch(f"/api/v1/reservations/{ids[0]}", json={"bandwidth": 4.0}, headers=h)
+        (c,) = r.json["path"]["circuits"]
+        assert c["use"] == "lights" and c["circuit"] != X_Z  # 3 left on it: the other circuit
+    finally:
+        app.extensions["mlte"].db.dispose()
