@@ -142,3 +142,12 @@ def test_pure_helpers() -> None:
     assert set(gc.to_release(ca, [])) == set(ca.xcons)
     assert gc.to_release(ca, [], [gc.xcon_id(("X", 3, 1))]) == tuple(x for x in ca.xcons if x.ots == "Z")
     assert gc.xcon_id(XconSpec("X", 1, 3)) == gc.xcon_id(("X", 3, 1))
+
+
+def test_the_probe_frame_of_a_vlan_reservation_carries_its_tag() -> None:
+    """Verification counts a VLAN reservation's rules only if the probe frames carry the VLAN."""
+    from app.controller.reservations_app import PROBE_ETHERTYPE, probe_frame
+
+    plain, tagged = probe_frame(), probe_frame(0x1000 | 101)
+    assert plain[12:14] == PROBE_ETHERTYPE.to_bytes(2, "big")
+    assert tagged[12:16] == bytes([0x81, 0x00, 0x00, 101]) and tagged[16:18] == plain[12:14]
