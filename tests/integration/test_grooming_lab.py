@@ -96,12 +96,13 @@ def tagged_udp(session, work, offers: dict[int, float], seconds: float = 4.0) ->
     (work / "gsend.py").write_text(SENDER)
     (work / "grecv.py").write_text(RECEIVER)
     h1, h3 = session.lab.node("h1"), session.lab.node("h3")
-    recv = h3.popen([sys.executable, str(work / "grecv.py"), "h3-eth0", str(seconds + 2.0)],
+    recv = h3.popen([sys.executable, str(work / "grecv.py"), h3.defaultIntf().name, str(seconds + 2.0)],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(0.5)
         spec = ",".join(f"{v}:{5200 + v}:{mbps}" for v, mbps in offers.items())
-        send = h1.popen([sys.executable, str(work / "gsend.py"), "h1-eth0", "00:00:00:00:00:01", "00:00:00:00:00:03",
+        send = h1.popen([sys.executable, str(work / "gsend.py"), h1.defaultIntf().name, "00:00:00:00:00:01",
+                         "00:00:00:00:00:03",
                          spec, str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         sent, err = send.communicate(timeout=seconds + 30)
         assert send.returncode == 0, err
