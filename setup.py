@@ -33,6 +33,7 @@ setup(
         "requests>=2.31",
         "etcd3gw>=2.7",
         "cryptography>=38",  # mlte pki: the CA and certificates for OpenFlow over TLS
+        "prometheus-client>=0.20",  # GET /metrics on the controller and mlte web
     ],
     extras_require={
         "dev": [

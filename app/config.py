@@ -44,6 +44,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "restore": True,  # re-light reservations a failure broke, on a new path (docs/failures.md)
         "restore_holdoff": 0.0,  # seconds to wait after a failure before restoring (a flapping port settles)
         "restore_retry": 2.0,  # first back-off (s) of a DEGRADED reservation's retries; doubles up to 30 s
+        # revert a restored reservation to its original path once that is repaired and has stayed clear
+        # of faults for revert_hold_s (a flap restarts the hold); off: a revert is a second traffic move
+        # nobody asked for (non-revertive is the usual default, G.808.1) — docs/failures.md, "Revert"
+        "revert": False,
+        "revert_hold_s": 30.0,
         "meter_reservations": False,  # meter static reservations at their bandwidth too (on with [web] grooming)
         # OpenFlow over TLS (docs/operations.md): listen_port then takes TLS only (no plain listener) and
         # every switch and OTS agent must show a certificate signed by the CA
@@ -181,6 +186,8 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError("[controller] restore_holdoff must be a finite number of seconds >= 0")
     if not 0 < cfg["controller"]["restore_retry"] < float("inf"):
         raise ConfigError("[controller] restore_retry must be a finite number of seconds > 0")
+    if not 0 <= cfg["controller"]["revert_hold_s"] < float("inf"):
+        raise ConfigError("[controller] revert_hold_s must be a finite number of seconds >= 0")
     if not 0 <= cfg["controller"]["circuit_stable_ms"] < float("inf"):
         raise ConfigError("[controller] circuit_stable_ms must be a finite number >= 0")
     _check_tls(cfg["controller"])

@@ -39,6 +39,7 @@ from mininet_labs.reservation_lifecycle import _state
 
 PERIOD = 0.001  # s between probe packets (1 packet/ms)
 PROBE_PORT = 6003
+REVERT_HOLD_S = 2.0  # the lab's revert hold (the default is 30 s): the revert phase stays short
 RESERVED_MBPS = 2.0
 TOPOLOGIES = ("fig2", "mesh6")
 #: (source host port, destination host port, destination IP) of the probed reservation per topology
@@ -115,7 +116,16 @@ def _run(out: Path, *, quick: bool, topology: str, progress: Callable[[str], Non
             clock.note(f"reservation {rid} {src} -> {dst} ACTIVE")
             res["reservation_id"] = rid
             hosts = (h1, hd, dst_ip)
-            n = _cuts(session, url, headers, rid, hosts, work, 0, cuts, quick, clock.note, res["events"])
+            # revertive mode for a cut at a time: restored around it, back on the admitted path after the repair
+            res["reverts"] = []
+            for k in range(1 if quick else 5):
+                rv = _revert_phase(session, url, headers, rid, hosts, work, k)
+                res["reverts"].append(rv)
+                clock.note(f"revert {k + 1}: {rv['outcome']}, back on the original path {rv['reverted_s']} s after "
+                           f"the repair (plan {rv['revert_plan_s']} s), {rv['probe_lost_after_repair']} probe "
+                           "packets lost after it")
+            res["revert"] = _revert_summary(res["reverts"])
+            n = _cuts(session, url, headers, rid, hosts, work, 1, cuts, quick, clock.note, res["events"])
             if not quick:  # the other faults of the failure model
                 n = _other_faults(session, rid, hosts, work, n, topology, clock.note, res["events"])
             res["leftover"] = _leftover(session, url, headers, rid)
@@ -240,6 +250,68 @@ def _cuts(session: Any, url: str, headers: dict, rid: int, hosts: tuple[Any, Any
         out.append(ev)
         note(_line(ev))
     return n
+
+
+def _revert_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"runs": len(runs), "reverted": sum(1 for r in runs if r["outcome"] == "reverted"),
+            "all_back_on_original": all(r["back_on_original"] for r in runs),
+            "median_reverted_s": _median([r["reverted_s"] for r in runs]),
+            "median_revert_plan_s": _median([r["revert_plan_s"] for r in runs]),
+            "max_probe_lost_after_repair": max((r["probe_lost_after_repair"] for r in runs), default=None)}
+
+
+def _revert_phase(session: Any, url: str, headers: dict, rid: int, hosts: tuple[Any, Any, str],
+                  work: Path, k: int) -> dict[str, Any]:
+    """Revertive mode on (hold :data:`REVERT_HOLD_S`) for one cut of the admitted path: restored on a
+    path that keeps off it, the fibre repaired, and the probe kept running until the reservation is
+    back on its original path, moved make-before-break (``reverted_s``: repair → the revert verified;
+    ``probe_lost_after_repair``: what the revert cost, 0 when made before break). Revert off again after."""
+    h1, hd, dst_ip = hosts
+    path = (_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}
+    a, b = _fibres(path)[0]
+    session.client.request("POST", "/restoration", {"revert": True, "revert_hold_s": REVERT_HOLD_S}, timeout=10)
+    seconds = 6.0 + REVERT_HOLD_S
+    got = work / f"probe-revert-{k}.json"
+    recv = hd.popen([sys.executable, loss_probe.SCRIPT, "recv", str(PROBE_PORT), str(seconds + 2), str(got)],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    send = h1.popen([sys.executable, loss_probe.SCRIPT, "send", dst_ip, str(PROBE_PORT), str(seconds),
+                     str(PERIOD)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seq0 = max((e["seq"] for e in session.client.events()), default=0)
+    time.sleep(0.5)
+    t_cut = _wall(faults.cut_fibre, session, a, b)
+    settled = _within(lambda: _settled(session, rid, seq0), 10.0)
+    restored_path = ((_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}).get("edges") or []
+    time.sleep(0.5)
+    t_repair = _wall(faults.repair_fibre, session, a, b)
+
+    def reverted() -> dict[str, Any] | None:
+        return next((e for e in session.client.events(since=seq0, kind="reservation")
+                     if e.get("reservation_id") == rid and e.get("event") in ("reservation_reverted",
+                                                                             "reservation_revert_failed")), None)
+
+    done = _within(reverted, REVERT_HOLD_S + 10.0)
+    sent_out, _ = send.communicate(timeout=seconds + 30)
+    recv.communicate(timeout=seconds + 30)
+    session.client.request("POST", "/restoration", {"revert": False}, timeout=10)
+    sent, t0 = sent_out.split()
+    arrived = {int(k): tuple(v) for k, v in json.loads(got.read_text()).items()}
+    probe = loss_probe.loss_after(arrived, int(sent), float(t0), PERIOD, t_cut)
+    after_repair = loss_probe.loss_after(arrived, int(sent), float(t0), PERIOD, t_repair)
+    plans = [e for e in session.client.events(since=seq0, kind="plan") if e.get("reservation_id") == rid]
+    move = [e for e in plans if "revert" in str(e.get("plan", ""))]
+    final_path = ((_get(f"{url}/reservations/{rid}", headers) or {}).get("path") or {}).get("edges") or []
+    time.sleep(1.0)
+    return {"fault": f"fibre {a}-{b} cut, repaired", "hold_s": REVERT_HOLD_S, "settled": settled,
+            "outcome": None if done is None else str(done["event"]).removeprefix("reservation_"),
+            "reason": None if done is None else done.get("reason"),
+            "reverted_s": None if done is None or done["event"] != "reservation_reverted"
+            else round(done["t"] - t_repair, 4),
+            "revert_plan_s": round(move[-1]["t"] - move[0]["t"], 4) if len(move) > 1 else None,
+            "probe_lost_after_repair": after_repair["probe_lost_after_fault"], "probe_lost": probe["probe_lost"],
+            "probe_sent": probe["probe_sent"], "original_path": path.get("edges") or [],
+            "restored_path": restored_path, "final_path": final_path,
+            "back_on_original": final_path == (path.get("edges") or [])}
 
 
 def _other_faults(session: Any, rid: int, hosts: tuple[Any, Any, str], work: Path, n: int, topology: str,

@@ -6,9 +6,19 @@ so they register handlers here instead of reaching into the API app by name.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 CONTEXT = "mlte_api_routes"
+
+
+@dataclass(frozen=True)
+class Text:
+    """An answer that is not JSON (``GET /metrics``: the Prometheus text format), sent as it is."""
+
+    body: bytes
+    content_type: str
+
 
 Handler = Callable[[dict, dict], Any]  # (query, JSON body) -> JSON-able answer or (status, answer)
 

@@ -26,7 +26,7 @@ from os_ken.ofproto import ofproto_v1_0
 
 from app.controller import api_token, db_writer, guard, services, state_file
 from app.controller.api_routes import CONTEXT as ROUTES
-from app.controller.api_routes import ApiRoutes
+from app.controller.api_routes import ApiRoutes, Text
 from app.controller.circuit_request import CircuitOutcome, run_circuit
 from app.controller.driver_errors import DriverError
 from app.controller.journal import JOURNAL
@@ -165,7 +165,10 @@ class ControlApi(app_manager.OSKenApp):
             guard.failures.append(f"API {method} {path}: {exc!r}")
             guard.ERROR_LOG.exception("API %s %s failed", method, path)
             status, body = 500, {"error": f"internal error: {exc!r}"}
-        payload = json.dumps(body, sort_keys=True).encode()
+        if isinstance(body, Text):  # GET /metrics: not JSON
+            payload, headers = body.body, [("Content-Type", body.content_type)]
+        else:
+            payload = json.dumps(body, sort_keys=True).encode()
         start_response(f"{status} {_REASONS.get(status, 'Error')}", [*headers, ("Content-Length", str(len(payload)))])
         return [payload]
 

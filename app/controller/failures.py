@@ -88,3 +88,21 @@ def broken_by(xcons: Iterable[XconSpec], packet_ports: Iterable[Port], f: Failur
         if (why := f.ports.get((p[0], int(p[1])))) is not None:
             return why
     return None
+
+
+def path_fault(xcons: Iterable[XconSpec], packet_ports: Iterable[Port], f: Failures,
+               g: MultiLayerGraph) -> str | None:
+    """The first failure on a path that is not lit (a restored reservation's original path, before a
+    revert): one of its ports failed, or it needs a port a new path would avoid (the far end of a
+    failed fibre, a port of an unreachable OTS). None: the path is clear."""
+    xcons = list(xcons)
+    if (why := broken_by(xcons, packet_ports, f)) is not None:
+        return why
+    avoid = set(f.exclude(g))
+    for x in xcons:
+        if x.ots in f.unreachable:
+            return f"OTS {x.ots} unreachable"
+        for port in (x.in_port, x.out_port):
+            if f"{x.ots}:{port}" in avoid:
+                return f"{x.ots}:{port} is at a failed fibre"
+    return None

@@ -24,6 +24,7 @@ APPS = [
     "app.controller.forwarding",
     "app.controller.ots_driver",
     "app.controller.control_api",
+    "app.controller.metrics_app",  # GET /metrics (Prometheus)
 ]
 
 TOPOLOGY_PUBLISHER = "app.controller.topology_publisher"  # topology snapshots + circuits for the web service, when a DB is set

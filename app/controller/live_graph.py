@@ -93,8 +93,11 @@ def live_graph(
             continue
         done.add((a, b))
         na, nb = names[a.dpid], names[b.dpid]
-        widths = [g.g.nodes[oport_id(names[o[0]], o[1])]["capacity"] for o in
-                  (adapt_cap.get((na, a.port_no)), adapt_cap.get((nb, b.port_no))) if o is not None]
+        # an adaptation whose OTS port is not in the graph yet (its ports or capabilities not read:
+        # the problem is listed above) gives no width: the link counts as copper until they arrive
+        onodes = [oport_id(names[o[0]], o[1]) for o in (adapt_cap.get((na, a.port_no)), adapt_cap.get((nb, b.port_no)))
+                  if o is not None]
+        widths = [g.g.nodes[n]["capacity"] for n in onodes if n in g.g.nodes]
         if widths:
             cap = min(widths)  # a circuit: as wide as its optical containers
         else:  # copper: as fast as the slower port

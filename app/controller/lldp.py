@@ -24,7 +24,6 @@ from os_ken.base import app_manager
 from os_ken.controller import event as osken_event
 from os_ken.controller import ofp_event
 from os_ken.controller.handler import MAIN_DISPATCHER, set_ev_cls
-from os_ken.lib import hub
 from os_ken.lib.packet import ethernet, lldp, packet
 from os_ken.lib.packet.ether_types import ETH_TYPE_LLDP
 
@@ -40,7 +39,7 @@ from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.controller.runtime import SETTINGS
-from app.controller.services import Scheduler, Service
+from app.controller.services import Service, app_scheduler
 from topology import rule_plan
 
 CHASSIS_PREFIX = b"mlte:"
@@ -112,8 +111,7 @@ class LldpDiscovery(app_manager.OSKenApp):
         self.southbound: OpenFlowSouthbound = kwargs.get(SOUTHBOUND) or OpenFlowSouthbound()
         self.interval = float(SETTINGS.controller["lldp_interval"])
         self.timeout = float(SETTINGS.controller["link_timeout"])
-        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev), services(self.interval),
-                                  spawn=hub.spawn, sleep=hub.sleep)
+        self.services = app_scheduler(self, services(self.interval))
         self._burst_pending = False  # an OTS-triggered probe of every packet port is scheduled
         self._bursts = 0  # OTS-triggered bursts started: a newer one takes over the older's follow-ups
 

@@ -42,7 +42,7 @@ from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.runtime import SETTINGS
-from app.controller.services import Scheduler, Service
+from app.controller.services import Service, app_scheduler
 from app.te.decisions import HostNotFound, host_port
 from app.te.mapping import (
     PLACE,
@@ -104,8 +104,7 @@ class MappingApp(app_manager.OSKenApp):
         self.routes.add("POST", "/mapping/flows", self.r_add)
         self.routes.add("DELETE", "/mapping/flows", self.r_remove)
         self.routes.add("PUT", "/mapping/policy", self.r_policy)
-        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
-                                  [Service("tick", EventMappingTick, self.interval)], spawn=hub.spawn, sleep=hub.sleep)
+        self.services = app_scheduler(self, [Service("tick", EventMappingTick, self.interval)])
 
     def start(self):
         thread = super().start()

@@ -46,15 +46,18 @@ from app.controller.api_routes import ApiRoutes
 from app.controller.guard import loud
 from app.controller.inventory import OFP_VERSIONS
 from app.controller.journal import JOURNAL
+from app.controller.lit_circuits import lit_circuits
 from app.controller.mastership import CONTEXT as MASTERSHIP
 from app.controller.mastership import Mastership
+from app.controller.metrics import CONTEXT as METRICS
+from app.controller.metrics import ControllerMetrics
 from app.controller.model import PACKET
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OpenFlowSouthbound
 from app.controller.runtime import SETTINGS
-from app.controller.services import Deadline, Scheduler, Service
+from app.controller.services import Deadline, Service, app_scheduler
 from app.controller.view_changes import ViewChange
 from monitor import flowstats
 from monitor.core import FineSource, MonitorCore, circuits_from_graph
@@ -63,10 +66,11 @@ from monitor.events import Event
 from monitor.fine import ENABLE, FineAction
 from monitor.flowstats import FlowCounting, RuleOp
 from monitor.ovsdb_sflow import OvsdbError, OvsSflow, bridges_by_dpid
+from monitor.path_corroboration import LATENCY_SHIFT, RouteMemory
 from monitor.probes import (
-    PATH_CHANGE,
     PROBE_ETHERTYPE,
     LatencyMonitor,
+    link_id,
     parse_probe,
     probe_frame,
     probed_links,
@@ -169,11 +173,13 @@ def agent_address(index: int) -> str:
 class MonitorApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _EVENTS = [EventMonitor]
-    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, MASTERSHIP: Mastership}
+    _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, MASTERSHIP: Mastership,
+                 METRICS: ControllerMetrics}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_monitor"
+        self.metrics: ControllerMetrics = kwargs.get(METRICS) or ControllerMetrics(process=False)  # cycle times
         # a follower polls counters (reads) but installs no rules and sends no probes
         self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
@@ -211,10 +217,12 @@ class MonitorApp(app_manager.OSKenApp):
         self._poll_start = 0.0
         self.cost: dict[str, int] = dict.fromkeys(COST_KEYS, 0)  # OpenFlow bytes of monitoring
         self.probe_interval = float(self.cfg["probe_interval"])
+        self.path_memory = RouteMemory()  # light path of each probed link at its detector's base
+        self._paths: dict[str, tuple] = {}
+        self._paths_at = -1
         self.latency = LatencyMonitor(float(self.cfg["path_change_tolerance_ms"]), timeout=float(self.cfg["probe_timeout"]))
         self._trapped: set[int] = set()
-        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
-                                  services(self.interval, self.probe_interval), spawn=hub.spawn, sleep=hub.sleep)
+        self.services = app_scheduler(self, services(self.interval, self.probe_interval))
         self._replies_due = Deadline(lambda ev: self.send_event(self.name, ev), EventRepliesDue,
                                      spawn=hub.spawn, sleep=hub.sleep)
         # the circuits come from the view's graph: read it again on the next tick only once the graph
@@ -318,6 +326,7 @@ class MonitorApp(app_manager.OSKenApp):
             self.cost["replies_late"] += len(self._awaiting)
             self._awaiting.clear()
         self._tick()
+        self.metrics.monitor_cycle(time.monotonic() - self._poll_start)
         if self.first_window > 0 and self.core.fresh:
             self.services.later(min(self.first_window, 0.8 * self.interval), EventEarlyWindow(self._polls))
 
@@ -479,9 +488,9 @@ class MonitorApp(app_manager.OSKenApp):
         assert self.writer is not None
         self.writer.submit(db_writer.EVENT, STORE, lambda store: store.add_event(ev))
 
-    def _publish(self, ev: Event) -> None:
+    def _publish(self, ev: Event, level: int = logging.WARNING) -> None:
         """Journal (``GET /events?type=monitor``) and other os-ken apps (:class:`EventMonitor`)."""
-        LOG.warning("monitor event %s on %s %s", ev.kind, ev.circuit, [str(f) for f in ev.flows])
+        LOG.log(level, "monitor event %s on %s %s", ev.kind, ev.circuit, [str(f) for f in ev.flows])
         d = ev.as_dict()
         JOURNAL.add("monitor", event=ev.kind, circuit=ev.circuit, flows=d["flows"], detail=d["detail"])
         self.send_event_to_observers(EventMonitor(ev))
@@ -578,8 +587,10 @@ class MonitorApp(app_manager.OSKenApp):
                 return
             res = self.latency.received(probe[0], (sw.name, msg.match["in_port"]), now)
             if res is not None:
+                route = self._light_paths().get(res.link)
+                self.path_memory.seen(res.link, route)
                 for change in res.changes:
-                    self._path_change(res.link, change)
+                    self._path_change(res.link, change, route)
             return
         if self.counting is not None and flowstats.cookie_kind(msg.cookie) == flowstats.KIND_LEARN:
             self.cost["fine_received"] += len(msg.buf or b"")  # the learn copies are fine-monitoring bytes
@@ -615,6 +626,8 @@ class MonitorApp(app_manager.OSKenApp):
         directed = [(names[x.src.dpid], x.src.port_no, names[x.dst.dpid], x.dst.port_no)
                     for x in self.view.links.links() if x.src.dpid in names and x.dst.dpid in names]
         added, removed = self.latency.set_links(probed_links(directed))
+        if removed:
+            self.path_memory.forget_except(self.latency.links)
         if added or removed:
             JOURNAL.add("monitor_probe_links", added=added, removed=removed, links=sorted(self.latency.links))
         packet = [sw for sw in inv.switches.values() if sw.kind == PACKET]
@@ -655,9 +668,25 @@ class MonitorApp(app_manager.OSKenApp):
     def _switch_leave(self, ev) -> None:
         self._trapped.discard(ev.switch.dpid)  # re-install the trap when it comes back
 
-    def _path_change(self, link: str, change) -> None:
-        ev = Event(change.t, link, PATH_CHANGE, detail={"old_ms": change.old_ms, "new_ms": round(change.new_ms, 4)})
-        self._publish(ev)
+    def _light_paths(self) -> dict[str, tuple]:
+        """Each packet link that is one of our lit circuits -> its light path (hops), per view version."""
+        if self._paths_at != self.view.version:
+            graph, _problems = self.view.graph()
+            def end(port: str) -> tuple[str, int]:
+                sw, no = port.rsplit(":", 1)
+                return sw, int(no)
+
+            self._paths = {link_id(end(c.a_end), end(c.z_end)): c.xcons for c in lit_circuits(graph)}
+            self._paths_at = self.view.version
+        return self._paths
+
+    def _path_change(self, link: str, change, route: tuple | None = None) -> None:
+        """A change point: a path change, or a latency shift on one of our circuits whose light path is
+        unchanged (monitor/path_corroboration.py)."""
+        kind, why = self.path_memory.judge(link, route)
+        ev = Event(change.t, link, kind, detail={"old_ms": change.old_ms, "new_ms": round(change.new_ms, 4), **why})
+        # a latency shift is an INFO: nothing for an operator to look at
+        self._publish(ev, logging.INFO if kind == LATENCY_SHIFT else logging.WARNING)
         if self.writer is not None:
             self._store_event(dataclasses.replace(ev, t=time.time()))
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from app.controller import guard
 from app.controller.plan_log import PLANS, PlanLog, journal_event
 from app.update.executor import (
     DEFAULT_POLL_S,
@@ -103,6 +104,8 @@ class PlanRunner:
         # both None for a single controller, which records nothing while a plan runs
         self.store: PlanStore | None = None
         self.epoch: int | None = None
+        # told (record, source) after every plan: the metrics' plan counts and step times
+        self.observers: list[Callable[[PlanRecord, str], None]] = []
 
     @property
     def bound(self) -> bool:
@@ -174,6 +177,12 @@ class PlanRunner:
         if done:
             self._free_api_circuits(plan)
         self.log.add({**record.to_json(), **extra}, source=kind)
+        for observe in self.observers:
+            try:
+                observe(record, kind)
+            except Exception as exc:  # noqa: BLE001 - a figure must not fail the caller of a plan that is done
+                guard.failures.append(f"plan observer: {exc!r}")
+                guard.ERROR_LOG.exception("plan observer failed on plan %s", plan.id)
         if store is not None:  # the reservations keep their plans themselves (record_plan)
             store.finish(plan.id, record.to_json(), keep=kind != "reservations")
         return record

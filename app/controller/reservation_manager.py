@@ -29,9 +29,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from app.controller import groomed_circuits, protected_circuits
+from app.controller.failures import Failures, path_fault
 from app.controller.reservation_circuits import (
     ReservationCircuit,
     ReservationPathError,
@@ -43,8 +44,8 @@ from app.controller.reservation_circuits import (
 from app.te.elastic import HOLD, ElasticDecision, ElasticState, kbps, rate_mbps
 from app.update import model, planner
 from app.update.executor import PlanRecord
-from app.update.model import FlowRule, Port, XconSpec
-from app.update.plan import Plan
+from app.update.model import FlowRule, IngressChange, Port, XconSpec
+from app.update.plan import Plan, PlanError
 from app.update.southbound import Southbound
 from topology import rule_plan
 from topology.graph import MultiLayerGraph
@@ -81,7 +82,7 @@ class Outcome:
     """What one provision or release did (also an event)."""
 
     reservation_id: int
-    action: str  # provision | release | restore
+    action: str  # provision | release | restore | revert
     ok: bool
     state: str  # the reservation's state afterwards as far as we know
     reason: str = ""
@@ -125,6 +126,23 @@ def circuit_records(c: ReservationCircuit) -> list[dict[str, Any]]:
             for (a, z), xs in zip(c.segments, c.segment_xcons, strict=True)]
 
 
+class Original(NamedTuple):
+    """A restored reservation's original (admitted) path and its endpoints."""
+
+    src: str
+    dst: str
+    path: dict[str, Any]
+
+
+def original_path(order: Any) -> dict[str, Any] | None:
+    """The path ``order`` was admitted on: the stored one's ``original`` once it was restored, else the
+    stored path itself (None: no stored path)."""
+    path = order.path or {}
+    if path.get("original"):
+        return dict(path["original"])
+    return {k: v for k, v in path.items() if k != "original"} if path.get("edges") else None
+
+
 class ReservationManager:
     """Provision and release reservations through the update planner and the plan runner."""
 
@@ -136,7 +154,8 @@ class ReservationManager:
                  clock: Callable[[], float] = time.time, verify: bool = True,
                  stable_ms: float = planner.DEFAULT_STABLE_MS, circuit_timeout_s: float = 10.0,
                  verify_timeout_s: float = 3.0, elastic: Mapping[str, float] | None = None,
-                 active: dict[int, ReservationCircuit] | None = None, meter_static: bool = False) -> None:
+                 active: dict[int, ReservationCircuit] | None = None, revertive: bool = False,
+                 meter_static: bool = False) -> None:
         self.store = store
         self.southbound = southbound
         self.graph = graph
@@ -160,6 +179,11 @@ class ReservationManager:
         self._bytes: dict[tuple[int, int], tuple[float, int]] = {}
         # 1+1 reservations running on their surviving path with no new protection found (why), retried
         self.unprotected: dict[int, str] = {}
+        # revert (docs/failures.md, "Revert"): a restoration first looks for a path that keeps off the
+        # original one, so that going back can be made before break; the original path (a PathResult
+        # dict) of each unprotected reservation lit on a restoration path
+        self.revertive = revertive
+        self.originals: dict[int, Original] = {}
         # grooming: static reservations are metered at their bandwidth too (sharers of a circuit must not
         # starve each other), and the decide-then-run of sharers is serialised per circuit
         self.meter_static = meter_static
@@ -313,13 +337,15 @@ class ReservationManager:
                 "verify_timeout_s": self.timing["verify_timeout_s"],
                 "plan_id": f"res{res_id}-{kind}-{int(self.clock() * 1000)}"}
 
-    def _run(self, plan: Plan, res_id: int, c: ReservationCircuit, opens: bool) -> PlanRecord:
-        """Run and record a plan that lights ``c`` (``opens``: its ports are reserved from before the
-        plan, probe frames cross the new path while it runs, for verification) or takes it down (its
-        ports are given back once it is done)."""
+    def _run(self, plan: Plan, res_id: int, c: ReservationCircuit, opens: bool,
+             ports: Sequence[Port] | None = None) -> PlanRecord:
+        """Run and record a plan that lights ``c`` (``opens``: its ports — ``ports`` if given — are
+        reserved from before the plan, probe frames cross the new path while it runs, for verification)
+        or takes it down (its ports are given back once it is done)."""
         stop = self.probes(c) if self.probes is not None and opens else None
+        held = (c.packet_ports if ports is None else tuple(ports)) if opens else ()
         try:
-            record = self.runner.run(plan, f"{OWNER}{res_id}", "reservations", ports=c.packet_ports if opens else (),
+            record = self.runner.run(plan, f"{OWNER}{res_id}", "reservations", ports=held,
                                      releases=not opens, context={"reservation_id": res_id})
         finally:
             if stop is not None:
@@ -363,6 +389,7 @@ class ReservationManager:
                 self._remove_meters(c)
             self.elastic.pop(res_id, None)
             self.unprotected.pop(res_id, None)
+            self.originals.pop(res_id, None)
             for key in [k for k in self._bytes if k[0] == res_id]:
                 del self._bytes[key]
             if mark:
@@ -407,6 +434,7 @@ class ReservationManager:
         try_ = {"cause": cause, "detected_ts": detected, "started_ts": started, "attempt": attempt,
                 "old_path": old_path}
         pc = None
+        original = None if protected_circuits.is_protected(order) else original_path(order)
         try:
             if protected_circuits.is_protected(order):  # both paths broke: a new pair, else one path
                 try:
@@ -414,11 +442,15 @@ class ReservationManager:
                 except ReservationPathError:
                     pc = None
             if pc is None:
-                c, path = self.circuit_around(order, avoid)
+                c, path = self._restoration_path(order, avoid, original)
             else:
                 c = pc.circuit
         except (ReservationPathError, ValueError) as exc:
             return self._degraded(order.id, f"no path around the failure: {exc}", try_)
+        if original is not None and path.get("edges") == original.get("edges"):
+            original = None  # lit on its admitted path again (a retry after the repair): nothing to revert
+        if original is not None:  # the reservation keeps knowing its admitted path (a revert goes back to it)
+            path = {**path, "original": original}
         if getattr(order, "mode", "static") == "elastic":  # metered again at what it had
             elastic = elastic or self._elastic_state(order)
             c = metered(c, rule_plan.reservation_meter(order.id))
@@ -436,6 +468,8 @@ class ReservationManager:
         self.active[order.id] = c
         if elastic is not None:
             self.elastic[order.id] = elastic
+        if original is not None:
+            self.originals[order.id] = Original(order.src, order.dst, original)
         if not ok:  # cancelled or ended while we were restoring it: take it down again
             out = self.release_circuit(order.id, c)
             return Outcome(order.id, "restore", False, "RELEASED" if out.ok else "LEFT",
@@ -485,6 +519,114 @@ class ReservationManager:
         """After a restart: what the store lists as installed for an ACTIVE reservation is ours again."""
         c = self.active[inst.reservation_id] = installed_circuit(inst)
         self.runner.reserve(f"{OWNER}{c.ident}", c.packet_ports)
+
+    # ---- revert to the original path (docs/failures.md, "Revert") ------------------------------------
+    def _restoration_path(self, order: Any, avoid: Sequence[str], original: dict[str, Any] | None
+                          ) -> tuple[ReservationCircuit, dict[str, Any]]:
+        """A path around the failure; when reverts are on, first one that also keeps off the original
+        path's optical ports (RFC 4872 keeps the working LSP's resources for its reversion), so going
+        back can be made before break. There may be none: then any path (a revert will say why not)."""
+        keep_off = set((original or {}).get("oports") or ()) if self.revertive else set()
+        if keep_off & set(avoid) and keep_off - set(avoid):  # the original crosses the failure: keep off it
+            try:
+                return self.circuit_around(order, tuple(sorted(set(avoid) | keep_off)))
+            except ReservationPathError:
+                pass
+        return self.circuit_around(order, avoid)
+
+    def note_original(self, order: Any) -> None:
+        """After a restart: an adopted reservation lit on a restoration path still knows its original one."""
+        if order.id in self.active and not protected_circuits.is_protected(order) \
+                and (order.path or {}).get("original"):
+            self.originals[order.id] = Original(order.src, order.dst, dict(order.path["original"]))
+
+    def original_fault(self, res_id: int, f: Failures) -> str | None:
+        """Why the original path of ``res_id`` is not clear now (None: it is); a path that no longer walks
+        on the live graph is not clear either."""
+        original = self.originals.get(res_id)
+        if original is None:
+            return "no original path"
+        g = self.graph()
+        try:
+            c = circuit_for(g, res_id, original.src, original.dst, list(original.path.get("edges") or []))
+        except (ReservationPathError, ValueError) as exc:
+            return f"the original path is not in the network: {exc}"
+        return path_fault(c.xcons, c.packet_ports, f, g)
+
+    def revert(self, order: Any, clear_since: float) -> Outcome:
+        """Move a restored reservation back to its original path, make-before-break
+        (:func:`app.update.planner.move`): the original's XCONs → circuit up → its transit rules → the
+        ingress rules overwritten in place (the traffic moves) → data-plane verification → the
+        restoration path drained and taken down. Only when the original's optical ports are neither
+        held by another circuit nor booked by another reservation, and share no port with the
+        restoration path (that could not be made before break). A plan that fails before the traffic
+        moved is rolled back: the reservation stays ACTIVE on its restoration path, and says why.
+        ``clear_since``: when the original path was last seen repaired (the restorations row's start)."""
+        started = self.clock()
+        known = self.originals.get(order.id)
+        cur = self.active.get(order.id)
+        if known is None or cur is None:
+            return Outcome(order.id, "revert", False, "UNCHANGED", "not on a restoration path")
+        if protected_circuits.is_protected(order):
+            self.originals.pop(order.id, None)
+            return Outcome(order.id, "revert", False, "UNCHANGED", "1+1 reservations are not revertive")
+        original = known.path
+        edges = list(original.get("edges") or [])
+        row = {"cause": "revert", "detected_ts": clear_since, "started_ts": started,
+               "old_path": list((order.path or {}).get("edges") or []), "new_path": edges}
+        try:
+            back = circuit_for(self.graph(), order.id, order.src, order.dst, edges, _vlan(order))
+        except (ReservationPathError, ValueError) as exc:
+            return self._revert_refused(order.id, f"the original path is not in the network: {exc}", row)
+        mine = {(x.ots, p) for x in cur.xcons for p in x.ports}
+        taken = sorted(f"{x.ots}:{p}" for x in back.xcons for p in x.ports & self.busy_ports(x.ots)
+                       if (x.ots, p) not in mine)
+        if taken:
+            return self._revert_refused(order.id, f"the original path's optical port(s) {', '.join(taken)} are "
+                                                  "held by another circuit", row)
+        oports = sorted({f"{x.ots}:{p}" for x in back.xcons for p in x.ports})
+        if booked := self.run_db("booked_elsewhere", order.id, oports, started):
+            return self._revert_refused(order.id, "the original path's optical port(s) are booked by "
+                                        + ", ".join(f"{p} (reservation {r})" for p, r in sorted(booked.items())), row)
+        if any(r.meter is not None for r in cur.ingress):  # an elastic one: the same meter, already set
+            back = metered(back, next(r.meter for r in cur.ingress if r.meter is not None))
+        try:
+            plan = planner.move(cur.xcons, list(cur.transit), back.xcons, back.packet_ports, list(back.segments),
+                                list(back.transit), [IngressChange(n, o) for n, o in zip(back.ingress, cur.ingress,
+                                                                                          strict=True)],
+                                **self._plan_options(order.id, "revert"))
+        except (PlanError, ValueError) as exc:
+            return self._revert_refused(order.id, f"no make-before-break revert: {exc}", row)
+        owner = f"{OWNER}{order.id}"
+        record = self._run(plan, order.id, back, opens=True, ports=(*cur.packet_ports, *back.packet_ports))
+        moved = record.state == "done" or bool(plan.commit) and all(s.ok for s in record.steps if s.id in plan.commit)
+        if not moved:  # rolled back: the restoration path carries on (the runner gave its ports back)
+            self.runner.reserve(owner, cur.packet_ports)
+            undone = "rolled back" if record.state == "rolled_back" else f"roll-back incomplete: {record.error}"
+            return self._revert_refused(order.id, f"the revert plan failed at {failed_step(record)}; {undone}",
+                                        row, record.to_json())
+        self.active[order.id] = back
+        self.originals.pop(order.id, None)
+        self.runner.reserve(owner, back.packet_ports)
+        reason = "" if record.state == "done" else \
+            f"back on the original path, but taking the restoration path down failed at {failed_step(record)}"
+        ok = self.run_db("mark_reverted", order.id, circuit_records(back), [rule_record(r) for r in back.rules],
+                         original, {**row, "reason": reason}, self.clock())
+        if not ok:  # cancelled or ended meanwhile: take it down the normal way
+            out = self.release_circuit(order.id, back)
+            return Outcome(order.id, "revert", False, "RELEASED" if out.ok else "LEFT",
+                           "the reservation ended while it was being reverted; released", record.to_json())
+        out = Outcome(order.id, "revert", True, "ACTIVE", reason, record.to_json())
+        self.on_event("reservation_reverted", out.to_json() | {"circuit": back.to_json(),
+                                                               "took_s": round(self.clock() - clear_since, 3)})
+        return out
+
+    def _revert_refused(self, res_id: int, reason: str, row: dict[str, Any],
+                        plan: dict[str, Any] | None = None) -> Outcome:
+        self.run_db("revert_refused", res_id, reason, row, self.clock())
+        out = Outcome(res_id, "revert", False, "ACTIVE", reason, plan or {})
+        self.on_event("reservation_revert_failed", out.to_json())
+        return out
 
 
     # ---- elastic reservations ------------------------------------------------------------------------

@@ -49,8 +49,9 @@ from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations, ReservationCircuit
 from app.controller.reservation_manager import ReservationManager
+from app.controller.revert_hold import RevertHold
 from app.controller.runtime import SETTINGS
-from app.controller.services import Scheduler, Service
+from app.controller.services import Scheduler, Service, app_scheduler
 
 LOG = logging.getLogger("mlte.controller.reservations")
 STORE = "provisioning_store"  # the ProvisioningStore, a resource of the db_writer thread
@@ -111,7 +112,8 @@ class ReservationsApp(app_manager.OSKenApp):
             verify_timeout_s=float(ctl.get("verify_timeout", 3.0)),
             elastic={field: float(v) for key, field in ELASTIC_KEYS.items()
                      if (v := SETTINGS.te.get(key)) is not None},
-            active=kwargs.get(LIT_CONTEXT), meter_static=bool(ctl.get("meter_reservations", False)))
+            active=kwargs.get(LIT_CONTEXT), revertive=bool(ctl.get("revert", False)),
+            meter_static=bool(ctl.get("meter_reservations", False)))
         self.routes[("GET", "/reservations")] = self.r_reservations
         self.routes[("POST", "/restoration")] = self.r_restoration
         self.frozen = ""  # an operator froze restoration (why): failures are still read, nothing is re-routed
@@ -119,11 +121,12 @@ class ReservationsApp(app_manager.OSKenApp):
         self.holdoff = float(ctl.get("restore_holdoff", 0.0))
         self.retry_s = float(ctl.get("restore_retry", 2.0))
         self.retry: dict[int, tuple[float, int]] = {}  # DEGRADED / RESTORING: (next try at, attempt)
+        # revert to the original path after the repair (docs/failures.md, "Revert")
+        self.revert_on = bool(ctl.get("revert", False))
+        self.reverts = RevertHold(float(ctl.get("revert_hold_s", 30.0)))
         self.adopted = False  # the store's installed ACTIVE reservations were taken over (first pass)
         # the first pass at once: a restarted controller adopts what is lit before anything else
-        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
-                                  [Service("follow", EventFollow, self.poll, first=0.0)],
-                                  spawn=hub.spawn, sleep=hub.sleep)
+        self.services = app_scheduler(self, [Service("follow", EventFollow, self.poll, first=0.0)])
         self._spawn, self._sleep = hub.spawn, hub.sleep  # of the verification probes' schedulers
 
     def start(self):
@@ -181,11 +184,14 @@ class ReservationsApp(app_manager.OSKenApp):
 
     @set_ev_cls([events.EventPortChange, events.EventSwitchLeave, events.EventSwitchEnter])
     def _network_changed(self, ev: Any) -> None:
-        """A port or switch changed: restore, in this event, every lit reservation a failure broke."""
-        if self.writer is None or not self.restore_on or self.frozen or not self.manager.active \
-                or not self.mastership.acting():
+        """A port or switch changed: restore, in this event, every lit reservation a failure broke (and
+        restart the revert hold of those whose original path it touched)."""
+        if self.writer is None or not self.mastership.acting():
             return
         f = self.failures()
+        self._watch_reverts(f, time.time())
+        if not self.restore_on or self.frozen or not self.manager.active:
+            return
         if not f.ports:
             return
         now = time.time()
@@ -227,6 +233,32 @@ class ReservationsApp(app_manager.OSKenApp):
                 hub.spawn(self._guarded, order.id,
                           lambda rid, a=attempt: self._restore(rid, f"retry {a} after a failure", now, a), order.id)
 
+    def _watch_reverts(self, f: Failures, now: float) -> None:
+        """Tell the revert hold, per reservation on a restoration path, whether its original path is clear."""
+        if not self.revert_on:
+            return
+        self.reverts.keep(self.manager.originals)
+        for res_id in list(self.manager.originals):
+            self.reverts.observe(res_id, self.manager.original_fault(res_id, f) is None, now)
+
+    def _revert_due(self, now: float) -> None:
+        """Revert the reservations whose original path stayed clear for the hold time."""
+        self._watch_reverts(self.failures(), now)
+        for res_id in self.reverts.due(now):
+            if res_id not in self.busy and res_id in self.manager.active:
+                self.busy.add(res_id)
+                hub.spawn(self._guarded, res_id, self._revert, res_id)
+
+    def _revert(self, res_id: int) -> Any:
+        since = self.reverts.clear_since.get(res_id, time.time())
+        orders = self._db("orders", [res_id])
+        if not orders:
+            self.manager.originals.pop(res_id, None)
+            return self.manager.held(res_id, "no such reservation")
+        out = self.manager.revert(orders[0], since)
+        self.reverts.tried(res_id, out.ok, time.time())
+        return out
+
     # ---- the loop ----------------------------------------------------------------------------------
     @set_ev_cls(EventFollow)
     def _follow(self, ev: EventFollow) -> None:
@@ -245,10 +277,13 @@ class ReservationsApp(app_manager.OSKenApp):
         if self.writer is None or not self.mastership.acting():
             return
         if not self.adopted:
-            for inst in self._db("installed"):
-                if inst.state == "ACTIVE":
-                    self.manager.adopt(inst)
-                    JOURNAL.add("reservation", event="adopted", reservation_id=inst.reservation_id)
+            lit = [inst for inst in self._db("installed") if inst.state == "ACTIVE"]
+            for inst in lit:
+                self.manager.adopt(inst)
+                JOURNAL.add("reservation", event="adopted", reservation_id=inst.reservation_id)
+            lit = [inst.reservation_id for inst in lit]
+            for order in self._db("orders", lit) if lit else ():  # those on a restoration path: a revert to come
+                self.manager.note_original(order)
             self.adopted = True
         now = time.time()
         for order in self._db("due", now):
@@ -261,6 +296,8 @@ class ReservationsApp(app_manager.OSKenApp):
                 hub.spawn(self._guarded, inst.reservation_id, self.manager.release, inst)
         if self.restore_on and not self.frozen:
             self._retry_degraded(now)
+            if self.revert_on:
+                self._revert_due(now)
         self.manager.elastic_tick()  # elastic reservations follow their demand, a unit at a time
 
     def _guarded(self, res_id: int, fn: Any, arg: Any) -> None:
@@ -279,6 +316,8 @@ class ReservationsApp(app_manager.OSKenApp):
         broken reservations are left as they are until ``{"frozen": false}``, which also catches up."""
         from app.controller.control_api import ApiError
 
+        if "frozen" not in d and ("revert" in d or "revert_hold_s" in d):
+            return self._set_revert(d)
         frozen = d.get("frozen")
         if not isinstance(frozen, bool):
             raise ApiError(400, "'frozen' must be true or false")
@@ -291,6 +330,23 @@ class ReservationsApp(app_manager.OSKenApp):
             self._network_changed(None)  # what broke meanwhile is restored now
         return {"frozen": bool(self.frozen), "reason": self.frozen}
 
+    def _set_revert(self, d: dict) -> dict:
+        """``POST /restoration {"revert": bool, "revert_hold_s"?: s}``: revertive mode on or off at run time
+        (``[controller] revert`` / ``revert_hold_s`` at start): an operator's choice per maintenance."""
+        from app.controller.control_api import ApiError
+
+        on, hold = d.get("revert", self.revert_on), d.get("revert_hold_s", self.reverts.hold_s)
+        if not isinstance(on, bool):
+            raise ApiError(400, "'revert' must be true or false")
+        if isinstance(hold, bool) or not isinstance(hold, (int, float)) or not 0 <= hold < 86400:
+            raise ApiError(400, "'revert_hold_s' must be a number of seconds in [0, 86400)")
+        self.revert_on = self.manager.revertive = on
+        self.reverts.hold_s = float(hold)
+        if not on:
+            self.reverts.keep(())
+        JOURNAL.add("reservation", event="revert_set", enabled=on, hold_s=self.reverts.hold_s)
+        return {"revert": on, "revert_hold_s": self.reverts.hold_s}
+
     def r_reservations(self, q: dict, d: dict) -> dict:
         return {"lit": {str(k): c.to_json() for k, c in sorted(self.manager.active.items())},
                 "elastic": {str(k): e.to_json() for k, e in sorted(self.manager.elastic.items())},
@@ -298,4 +354,5 @@ class ReservationsApp(app_manager.OSKenApp):
                 "failures": {f"{sw}:{p}": why for (sw, p), why in sorted(self.failures().ports.items())},
                 "retry": {str(k): {"at": at, "attempt": a} for k, (at, a) in sorted(self.retry.items())},
                 "restoration": {"enabled": self.restore_on, "frozen": bool(self.frozen), "reason": self.frozen},
+                "revert": {"enabled": self.revert_on, "hold_s": self.reverts.hold_s, "waiting": self.reverts.to_json()},
                 "database": bool(SETTINGS.db_url)}

@@ -228,3 +228,11 @@ def health(schedulers: Iterable[Scheduler] | None = None) -> dict[str, dict[str,
     for s in RUNNING if schedulers is None else schedulers:
         out.update(s.status())
     return out
+
+
+def app_scheduler(app: Any, services: Iterable[Service]) -> Scheduler:
+    """The scheduler of an os-ken app: its events go to the app's own queue, on the hub's threads
+    (every controller app builds its scheduler this one way)."""
+    from os_ken.lib import hub
+
+    return Scheduler(app.name, lambda ev: app.send_event(app.name, ev), services, spawn=hub.spawn, sleep=hub.sleep)

@@ -60,6 +60,8 @@ from app.controller.journal import JOURNAL
 from app.controller.lit_circuits import lit_circuits
 from app.controller.mastership import CONTEXT as MASTERSHIP
 from app.controller.mastership import Mastership
+from app.controller.metrics import CONTEXT as METRICS
+from app.controller.metrics import ControllerMetrics
 from app.controller.model import OTS, PACKET
 from app.controller.monitor_app import EventMonitor
 from app.controller.network_view import CONTEXT as VIEW
@@ -69,7 +71,7 @@ from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations
 from app.controller.runtime import SETTINGS
-from app.controller.services import Scheduler, Service
+from app.controller.services import Service, app_scheduler
 from app.te.damping import Damper
 from app.te.decisions import OFFLOAD, RELEASE, SKIP, Decision, Offload, OffloadDecider, link_capacity
 from app.te.elastic import rate_mbps
@@ -128,12 +130,13 @@ def services(cfg: dict[str, Any]) -> list[Service]:
 class TeApp(app_manager.OSKenApp):
     OFP_VERSIONS = OFP_VERSIONS
     _CONTEXTS = {VIEW: NetworkView, SOUTHBOUND: OpenFlowSouthbound, ROUTES: ApiRoutes, RUNNER: PlanRunner,
-                 LIT_CONTEXT: LitReservations, MASTERSHIP: Mastership}
+                 LIT_CONTEXT: LitReservations, MASTERSHIP: Mastership, METRICS: ControllerMetrics}
     _EVENTS = [events.EventDecision, *RUNNER_EVENTS]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.name = "mlte_te"
+        self.metrics: ControllerMetrics = kwargs.get(METRICS) or ControllerMetrics(process=False)  # decision times
         # several controllers: a follower decides nothing; elected, it runs the takeover pass under its epoch
         self.mastership: Mastership = kwargs.get(MASTERSHIP) or Mastership()
         self.view: NetworkView = kwargs.get(VIEW) or NetworkView()
@@ -179,8 +182,7 @@ class TeApp(app_manager.OSKenApp):
         routes = kwargs.get(ROUTES)
         if routes is not None:
             routes[("GET", "/te")] = lambda q, d: self.status()
-        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev), services(cfg),
-                                  spawn=hub.spawn, sleep=hub.sleep)
+        self.services = app_scheduler(self, services(cfg))
 
     def _open_store(self, state_file: str) -> TeStore:
         """``[db] url`` set: the shared database's ``te_records`` (every controller sees them; writes go
@@ -245,7 +247,10 @@ class TeApp(app_manager.OSKenApp):
             self.held_events = [*self.held_events[-(HELD_EVENTS - 1):], ev]
             return
         if e.kind == BALANCED_GROWTH:
-            for g in self.growth.on_event(e, self.view.graph()[0], time.monotonic()):
+            t0 = time.perf_counter()
+            grown = self.growth.on_event(e, self.view.graph()[0], time.monotonic())
+            self.metrics.te_decided("growth", time.perf_counter() - t0)
+            for g in grown:
                 self._note(g)
                 if g.kind == GROW:
                     hub.spawn(self._run, g)
@@ -254,8 +259,11 @@ class TeApp(app_manager.OSKenApp):
             return  # elephant gone is judged on the offload's own counters (see the module docstring)
         graph, _ = self.view.graph()
         rates = dict(zip(e.flows, e.detail.get("elephant_mbps") or [], strict=False))
-        for d in self.decider.on_event(e, graph, time.monotonic(), flow_bytes=self._flow_bytes,
-                                       loads_mbps=self._loads(e, graph)):
+        t0 = time.perf_counter()
+        decided = self.decider.on_event(e, graph, time.monotonic(), flow_bytes=self._flow_bytes,
+                                        loads_mbps=self._loads(e, graph))
+        self.metrics.te_decided("offload", time.perf_counter() - t0)
+        for d in decided:
             self._note(d)
             if d.kind == SKIP and d.detail.get("gain"):  # judged again while it lasts (_retry_waiting)
                 now = time.monotonic()

@@ -20,7 +20,6 @@ from typing import Any
 from os_ken.base import app_manager
 from os_ken.controller import event as osken_event
 from os_ken.controller.handler import set_ev_cls
-from os_ken.lib import hub
 
 from app.controller import db_writer, events
 from app.controller.failures import Failures, failures_of
@@ -31,7 +30,7 @@ from app.controller.mastership import Mastership
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.runtime import SETTINGS
-from app.controller.services import Scheduler, Service
+from app.controller.services import Service, app_scheduler
 from app.controller.view_changes import ViewChange
 
 LOG = logging.getLogger("mlte.controller.topology_publisher")
@@ -96,8 +95,7 @@ class TopologyPublisher(app_manager.OSKenApp):
         self._rewrite = False  # set by the writer thread when a write failed for good: write again
         self.pending = Debounce()
         self.faults: dict[str, str] = {}  # failed ports last written as events (port -> why)
-        self.services = Scheduler(self.name, lambda ev: self.send_event(self.name, ev),
-                                  [Service("tick", EventFeedTick, POLL)], spawn=hub.spawn, sleep=hub.sleep)
+        self.services = app_scheduler(self, [Service("tick", EventFeedTick, POLL)])
 
     def start(self):
         thread = super().start()

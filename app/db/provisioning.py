@@ -40,7 +40,16 @@ from sqlalchemy.orm import Session, selectinload
 from app.db import lifecycle
 from app.db.engine import Database
 from app.db.models import Circuit, Event, Plan, Reservation, ReservationRule, Restoration, Xcon
-from app.db.states import ACTIVE, DEGRADED, FAILED, FINAL_STATES, PROVISIONING, RESTORING
+from app.db.states import (
+    ACTIVE,
+    BOOKING_STATES,
+    DEGRADED,
+    FAILED,
+    FINAL_STATES,
+    HELD,
+    PROVISIONING,
+    RESTORING,
+)
 
 INSTALLED, RELEASED = "ACTIVE", "RELEASED"  # Circuit.state of an installed / removed circuit
 PLAN_MODES = ("ordered", "one_shot")
@@ -509,6 +518,72 @@ class ProvisioningStore:
             s.add(Restoration(reservation_id=res.id, finished_ts=now, outcome="degraded", **row))
             lifecycle.transition(s, None, res, DEGRADED, reason, now, **BY_CONTROLLER)
             return True
+
+    # -- revert to the original path (docs/failures.md, "Revert") ----------------------------------
+    def mark_reverted(self, res_id: int, circuits: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, Any]],
+                      path: Mapping[str, Any], restoration: Mapping[str, Any], now: float) -> bool:
+        """ACTIVE on a restoration path → ACTIVE on its original path again (make-before-break: it never
+        left ACTIVE): the restoration path's installation recorded as removed, the original's as
+        installed, ``path`` stored, a ``restorations`` row (outcome "reverted"), an audit entry and an
+        events row. False if it is no longer ACTIVE (the installation is recorded all the same)."""
+        cs, rs = _installation(circuits, rules)
+        row = _restoration(restoration)
+        if not isinstance(path, Mapping):
+            raise ProvisioningError("path must be a mapping (a PathResult)")
+        now = _finite(now, "now")
+        with self.db.locked() as s:
+            res = self._get(s, res_id)
+            ok = res.state == ACTIVE
+            if ok:
+                self._release_rows(s, res_id, now)
+            new_c, new_r = self._record_installation(s, res, cs, rs, now)
+            s.add(Restoration(reservation_id=res.id, finished_ts=now, outcome="reverted", **row))
+            detail = {"circuits": [c[0] for c in new_c], "rules": len(new_r), **BY_CONTROLLER}
+            lifecycle.audit(s, None, "revert" if ok else "install", res, state=res.state, **detail)
+            if not ok:
+                return False
+            res.path = json.loads(json.dumps(dict(path)))
+            res.state_reason, res.updated_ts = "reverted to its original path after the repair", now
+            s.add(Event(ts=now, kind="reservation.reverted", severity="info",
+                        message=f"reservation {res.id} ({res.name}) reverted to its original path "
+                                f"{round(now - row['detected_ts'], 1)} s after the repair",
+                        detail={"reservation": res.id, **detail}))
+            return True
+
+    def revert_refused(self, res_id: int, reason: str, restoration: Mapping[str, Any], now: float) -> bool:
+        """A revert that did not happen (the original path is taken, booked, or its plan failed and was
+        rolled back): the reservation stays on its restoration path; a ``restorations`` row (outcome
+        "revert_failed") and a warning in the events. False for an unknown-state (final) reservation."""
+        reason = _text(reason, "reason", 500)
+        row = _restoration({**restoration, "reason": reason})
+        now = _finite(now, "now")
+        with self.db.locked() as s:
+            res = self._get(s, res_id)
+            if res.state in FINAL_STATES:
+                return False
+            s.add(Restoration(reservation_id=res.id, finished_ts=now, outcome="revert_failed", **row))
+            s.add(Event(ts=now, kind="reservation.revert_failed", severity="warning",
+                        message=f"reservation {res.id} ({res.name}) stays on its restoration path: {reason}",
+                        detail={"reservation": res.id, "reason": reason}))
+            return True
+
+    def booked_elsewhere(self, res_id: int, oports: Iterable[str], now: float) -> dict[str, int]:
+        """Which of ``oports`` (optical ports, taken whole) another reservation books in the rest of
+        ``res_id``'s window: port → that reservation (a revert must not take them)."""
+        want = {_text(p, "optical port", 64) for p in oports}
+        now = _finite(now, "now")
+        with self.db.session() as s:
+            res = self._get(s, res_id)
+            rows = s.execute(select(Reservation).where(
+                Reservation.id != res.id, Reservation.state.in_(BOOKING_STATES), Reservation.start_ts < res.end_ts,
+                Reservation.end_ts > now, or_(Reservation.state != HELD, Reservation.hold_expires_ts > now))).scalars()
+            out: dict[str, int] = {}
+            for other in rows:
+                path = other.path or {}
+                for p in [*path.get("oports", ()), *(path.get("protection") or {}).get("oports", ())]:
+                    if p in want:
+                        out.setdefault(p, other.id)
+            return out
 
     def restorations(self, reservation_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """Recorded restorations, newest first (optionally of one reservation)."""

@@ -53,6 +53,9 @@ def create_app(test_config: dict[str, Any] | None = None, db: Database | None = 
                                      float(app.config["LOGIN_WINDOW_SECONDS"]), app.config["CLOCK"]),
         grooming=bool(app.config["GROOMING"]))
     app.teardown_appcontext(close_session)
+    from app.web import metrics
+
+    metrics.install(app, db)  # GET /metrics; its request hooks go first, so they time every request
 
     from flask_wtf.csrf import CSRFProtect
 

@@ -19,7 +19,7 @@ from topology.errors import TopologyError
 from topology.graph import edge_key
 
 KIND_PREFIX = "monitor."
-_INFO_KINDS = {"hot_spot_cleared", "elephant_gone"}  # the others ask an operator to look
+_INFO_KINDS = {"hot_spot_cleared", "elephant_gone", "latency_shift"}  # the others ask an operator to look
 
 
 def link_key(a_end: str, z_end: str) -> str:

@@ -153,7 +153,7 @@ SCHEMAS: dict[str, Any] = {
             "required": ["id", "cause", "outcome", "reason", "attempt", "detected", "started", "finished", "took_s",
                          "old_path", "new_path"],
             "properties": {"id": {"type": "integer"}, "cause": _STR,
-                           "outcome": {"type": "string", "enum": ["restored", "degraded", "failed"]},
+                           "outcome": {"type": "string", "enum": ["restored", "degraded", "failed", "reverted", "revert_failed"]},
                            "reason": _STR, "attempt": {"type": "integer"}, "detected": _DT, "started": _DT,
                            "finished": {**_DT, "nullable": True},
                            "took_s": {"type": "number", "nullable": True,

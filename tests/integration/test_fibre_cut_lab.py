@@ -1,5 +1,6 @@
 """Lab ``fibre-cut --quick`` on the Fig. 2 testbed (docs/failures.md): a lit reservation probed at
-1 packet/ms; two fibres on its path cut in turn. Each cut must be detected from the ports (loss of
+1 packet/ms; first, in revertive mode, a fibre of its path cut and repaired: restored, then back on its
+original path after the hold; then two fibres on its path cut in turn. Each cut must be detected from the ports (loss of
 light propagates to the packet ports), the reservation restored on a verified path around the cut
 (its stored path changed, a restorations row), nothing half-installed after the repairs. Then a 1+1
 reservation whose working fibre is cut: the probe comes back before the controller sends anything
@@ -36,7 +37,12 @@ def test_cut_fibres_are_detected_and_the_reservation_is_restored_around_them(tmp
     assert unprotected[0]["fault"] != unprotected[1]["fault"]  # the second cut hit the restored path
     assert res["leftover"]["extra"] == [] and res["leftover"]["missing"] == [], res["leftover"]
     assert res["final_state"] == "ACTIVE"
-    assert [r["outcome"] for r in res["restorations"]] == ["restored", "restored"]
+    assert [r["outcome"] for r in res["restorations"]] == ["restored", "restored", "reverted", "restored"]
+    (rv,) = res["reverts"]  # revertive mode for one cut: restored, repaired, back on the admitted path
+    assert rv["settled"] == "restored" and rv["outcome"] == "reverted", rv
+    assert rv["back_on_original"] is True and rv["restored_path"] != rv["original_path"], rv
+    assert rv["reverted_s"] is not None and rv["reverted_s"] >= rv["hold_s"], rv  # not before the hold
+    assert res["revert"]["reverted"] == 1 and res["revert"]["all_back_on_original"] is True, res["revert"]
     assert res["released"] is True
     assert protected["protection"] == "1+1" and protected["settled"] == "restored", protected  # protected again
     assert protected["restored_s"] is not None and protected["first_change_s"] is not None

@@ -3,11 +3,11 @@ interactive flow from port 5060, an elephant) once per ``[te] placement``, measu
 
 Asserted on what was measured: every policy offloads the elephant (alone: the interactive flow and
 the small flows keep their path) and releases it; OTTER's tolerance-weighted allocation is at least
-each other policy's within the noise of the comparison (tests/lib/placement_checks.py). On Fig. 2
-the three policies make the same move (one dark circuit from A to C), so what differs is when the
-offload lands (the offload gain passes on the first byte count or one count later): OTTER's ratio
-to another policy ranged 0.94-1.13 over 10 comparisons on 2026-11-27 (docs/labs.md,
-``placement-compare``)."""
+each other policy's where they chose differently (tests/lib/placement_checks.py). On Fig. 2 the three
+policies make the same move (one dark circuit from A to C), so what differs is only when the offload
+lands (the offload gain passes on the first byte count or one count later): OTTER's ratio to another
+policy ranged 0.94-1.13 over 10 comparisons on 2026-11-27 on a quiet machine (docs/labs.md,
+``placement-compare``), lower with both cores busy; it is printed, not asserted."""
 from __future__ import annotations
 
 import json

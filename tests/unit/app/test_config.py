@@ -35,6 +35,8 @@ def test_override_and_int_to_float(tmp_path):
         ({"pce": {"k_paths": -3}}, "[pce] k_paths must be >= 1"),
         ({"pce": {"k_paths": 0}}, "[pce] k_paths must be >= 1"),
         ({"pce": {"solver": "gurobi"}}, "[pce] solver must be one of highs, cbc, got 'gurobi'"),
+        ({"controller": {"revert_hold_s": -1.0}}, "[controller] revert_hold_s must be"),
+        ({"controller": {"revert": "yes"}}, "[controller] revert must be bool"),
     ],
 )
 def test_bad_config_names_the_key(overrides, needle):

@@ -110,3 +110,38 @@ def test_mark_active_with_the_path_lit_replaces_the_stored_one(w: World) -> None
         assert s.execute(select(Reservation.path).where(Reservation.id == rid)).scalar_one()["edges"] == NEW_PATH["edges"]
     with pytest.raises(ProvisioningError):
         w.store.mark_active(rid, CIRCUIT, RULES, T, ["not", "a", "mapping"])
+
+
+def test_reverted_to_the_original_path_stays_active_with_a_row_and_an_event(w: World) -> None:  # noqa: F811
+    rid = lit(w)
+    w.store.mark_restoring(rid, "fibre X:3-Z:3 failed", T + 1)
+    assert w.store.mark_restored(rid, [NEW_CIRCUIT], RULES, {**NEW_PATH, "original": PATH}, TRY, T + 1.5)
+    back = {"cause": "revert", "detected_ts": T + 10, "started_ts": T + 40, "old_path": NEW_PATH["edges"],
+            "new_path": PATH["edges"]}
+    assert w.store.mark_reverted(rid, [CIRCUIT], RULES, PATH, back, T + 40.5) is True
+    state, reason = w.state(rid)
+    assert state == ACTIVE and "reverted to its original path" in reason
+    (inst,) = w.store.installed()
+    assert [c.xcons for c in inst.circuits] == [(("X", 1, 3), ("Z", 3, 2))]  # the restoration path removed
+    from sqlalchemy import select
+
+    from app.db.models import Reservation
+    with w.db.session() as s:
+        assert s.execute(select(Reservation.path)).scalar_one() == PATH  # no "original" left
+    row = w.store.restorations(rid)[0]
+    assert row["outcome"] == "reverted" and row["cause"] == "revert" and row["took_s"] == 30.5
+    assert ("reservation.reverted", "info") in w.events()
+
+
+def test_a_refused_revert_is_a_row_and_a_warning_and_bookings_of_others_are_found(w: World) -> None:  # noqa: F811
+    rid = lit(w)
+    other = w.reservation(ACTIVE, start=T + 100)  # books the same PATH later in our window
+    w.reservation(FINISHED)  # over: books nothing
+    assert w.store.booked_elsewhere(rid, ["X:1", "Y:1"], T) == {"X:1": other}
+    assert w.store.booked_elsewhere(rid, ["Y:1"], T) == {}
+    back = {"cause": "revert", "detected_ts": T + 10, "started_ts": T + 40, "old_path": [], "new_path": PATH["edges"]}
+    assert w.store.revert_refused(rid, f"X:1 booked by reservation {other}", back, T + 40) is True
+    assert w.state(rid)[0] == ACTIVE
+    row = w.store.restorations(rid)[0]
+    assert row["outcome"] == "revert_failed" and "booked" in row["reason"]
+    assert ("reservation.revert_failed", "warning") in w.events()

@@ -1,5 +1,5 @@
-"""The placement labs' OTTER-leads check (tests/lib/placement_checks.py): the same move compared with
-the allowance for when it landed, different moves with the tighter one."""
+"""The placement labs' OTTER-leads check (tests/lib/placement_checks.py): the same move is the same
+decision (its byte ratio is a timing figure, printed), different moves are compared with NOISE."""
 from __future__ import annotations
 
 import pytest
@@ -25,6 +25,12 @@ def test_different_moves_get_the_tighter_bar_and_a_real_loss_still_fails():
     by = {"otter": entry(7.9, EL, ["c0:A:4-C:4"]), "cspf": entry(8.79, EL, ["c1:A:5-C:5"])}
     with pytest.raises(AssertionError, match="different moves"):
         assert_otter_leads(by, [], ("cspf",))
-    by["cspf"] = entry(9.5, EL, ["c0:A:4-C:4"])  # 0.83: more than a later landing explains
-    with pytest.raises(AssertionError, match="the same move"):
-        assert_otter_leads(by, [], ("cspf",))
+    by["cspf"] = entry(8.0, EL, ["c1:A:5-C:5"])  # 0.9875: within the noise
+    assert_otter_leads(by, [], ("cspf",))
+
+
+def test_the_same_move_on_a_busy_machine_is_printed_not_failed(capsys):
+    # both cores busy: every policy's counts come later, by different amounts (issue 26 item 9)
+    by = {"otter": entry(6.1, EL, ["c0:A:4-C:4"]), "cspf": entry(8.79, EL, ["c0:A:4-C:4"])}
+    assert_otter_leads(by, [], ("cspf",))
+    assert "otter / cspf: 0.694 (the same move" in capsys.readouterr().out

@@ -177,3 +177,29 @@ def test_restoration_events_show_as_warnings(app, client, clock, store) -> None:
         assert f'href="/reservations/{rid}">(reservation {rid})</a>' in row
     active = page[page.index('data-kind="reservation.active"'):].split("</tr>")[0]
     assert "<td>info</td>" in active
+
+
+def test_a_revert_shows_with_the_restorations_and_in_the_events(app, client, clock, store) -> None:  # noqa: ANN001
+    ui, h = _dora(app)
+    rid, old = _lit(app, client, clock, h)
+    assert store.mark_restoring(rid, "loss of light at X:3", clock.t + 1)
+    circuit, rules = installation({**old, "edges": DETOUR, "xcons": [["X:4", "X:5"], ["Z:5", "Z:4"]]})
+    try_ = {"cause": "loss of light at X:3", "detected_ts": clock.t + 1, "started_ts": clock.t + 1.01,
+            "old_path": old["edges"], "new_path": DETOUR}
+    assert store.mark_restored(rid, [circuit], rules, {**old, "edges": DETOUR, "original": old}, try_, clock.t + 1.5)
+    back_circuit, back_rules = installation(old)
+    back = {"cause": "revert", "detected_ts": clock.t + 10, "started_ts": clock.t + 40, "old_path": DETOUR,
+            "new_path": old["edges"]}
+    assert store.revert_refused(rid, "the original path's optical port(s) X:1 are held by another circuit",
+                                back, clock.t + 40)
+    assert store.mark_reverted(rid, [back_circuit], back_rules, old, {**back, "started_ts": clock.t + 70},
+                               clock.t + 70.5)
+    page = ui.get(f"/reservations/{rid}").get_data(as_text=True)
+    section = page[page.index('id="restorations"'):page.index("Live utilization")]
+    reverted, refused = section.index('data-outcome="reverted"'), section.index('data-outcome="revert_failed"')
+    assert reverted < refused < section.index('data-outcome="restored"')  # newest first
+    assert 'class="state s-active">reverted<' in section and "<td>revert</td>" in section
+    assert "held by another circuit" in section[refused:]
+    assert 'class="state s-active" id="res-state">ACTIVE<' in page
+    events = ui.get("/events").get_data(as_text=True)  # the events page: the revert and the refusal
+    assert "reverted to its original path" in events and "stays on its restoration path" in events
