@@ -50,6 +50,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # nobody asked for (non-revertive is the usual default, G.808.1) — docs/failures.md, "Revert"
         "revert": False,
         "revert_hold_s": 30.0,
+        "meter_reservations": False,  # meter static reservations at their bandwidth too (on with [web] grooming)
         # OpenFlow over TLS (docs/operations.md): listen_port then takes TLS only (no plain listener) and
         # every switch and OTS agent must show a certificate signed by the CA
         "tls": False,
@@ -139,6 +140,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "hold_seconds": 300,  # a HELD reservation expires after this long unless committed
         "login_max_failures": 5,  # failed UI logins per user name (x4 per address) before a lockout
         "login_window_seconds": 300,  # ... counted over this sliding window, which is also the lockout
+        # grooming (docs/pce-paths.md): admission lets a reservation ride a circuit other reservations booked
+        # for an overlapping window when it has room; off until the controller provisions shared circuits
+        "grooming": False,
     },
 }
 

@@ -38,9 +38,9 @@ def get(url: str, headers: dict) -> Any:
 
 
 @contextmanager
-def lab_web(db: Path | str, log: Path) -> Iterator[LabWeb]:
+def lab_web(db: Path | str, log: Path, extra: tuple[str, ...] = ()) -> Iterator[LabWeb]:
     """``mlte web`` on ``db`` (the controller's SQLite file, or a database URL), with a user ``lab``;
-    output to ``log``."""
+    output to ``log``; ``extra``: more ``mlte web`` options (e.g. ``--grooming``)."""
     from mininet_labs.session import free_port
 
     user = subprocess.run([sys.executable, "-m", "app.cli.main", "web", "create-user", "lab", "--db", str(db)],
@@ -51,7 +51,7 @@ def lab_web(db: Path | str, log: Path) -> Iterator[LabWeb]:
     port = free_port()
     with open(log, "w") as out:
         web = subprocess.Popen([sys.executable, "-m", "app.cli.main", "web", "--db", str(db), "--host", "127.0.0.1",
-                                "--port", str(port), "--topology", "controller"], cwd=ROOT, stdout=out,
+                                "--port", str(port), "--topology", "controller", *extra], cwd=ROOT, stdout=out,
                                stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         url = f"http://127.0.0.1:{port}/api/v1"
         try:

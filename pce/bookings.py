@@ -30,6 +30,9 @@ class Booking:
     bandwidth: float
     edges: tuple[str, ...] = ()
     oports: tuple[str, ...] = ()
+    #: the VLAN that tells its traffic apart from other reservations' on a shared circuit (grooming;
+    #: None: untagged, it cannot share one)
+    tag: int | None = None
 
 
 @dataclass(frozen=True)
@@ -121,5 +124,7 @@ def _check_booking(b: Booking) -> None:
         raise InvalidInputError(f"booking {b.id}: end must be after start")
     if b.bandwidth < 0:
         raise InvalidInputError(f"booking {b.id}: bandwidth must be >= 0")
+    if b.tag is not None and (isinstance(b.tag, bool) or not isinstance(b.tag, int)):
+        raise InvalidInputError(f"booking {b.id}: tag must be an integer VLAN or None, got {b.tag!r}")
     if isinstance(b.edges, str) or isinstance(b.oports, str):
         raise InvalidInputError(f"booking {b.id}: edges and oports must be sequences of ids, not a string")

@@ -31,6 +31,7 @@ from pce.cspf import (
     widest_by_threshold,
 )
 from pce.errors import InvalidInputError, NoPathError, UnknownTopologyError
+from pce.grooming import SharedCircuit, add_circuit_arcs, booked_circuits, describe, expand
 from pce.ksp import disjoint_routes, yen
 
 __all__ = [
@@ -66,6 +67,8 @@ class PathRequest:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     ero: tuple[str, ...] | None = None  # explicit route: node ids visited in this order
+    groom: bool = False  # may ride circuits other bookings hold in the window (pce/grooming.py)
+    tag: int | None = None  # its VLAN: sharers of a circuit must each have one of their own (grooming)
 
 
 @dataclass
@@ -81,6 +84,10 @@ class PathResult:
     available: float
     bottleneck: str | None = None  # the element whose headroom is ``available``
     hops: int = 0
+    rides: list[str] = field(default_factory=list)  # keys of booked circuits it shares (grooming)
+    #: with grooming: each circuit it crosses, "rides" (booked by others) or "lights", its capacity and
+    #: what was free on it in the window before this path (pce.grooming.describe)
+    circuits: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (infinite headroom, i.e. no capacities known, becomes None)."""
@@ -90,9 +97,9 @@ class PathResult:
             d["available"] = None
         return d
 
-    def booking(self, id: str, start: float, end: float, bandwidth: float) -> Booking:
+    def booking(self, id: str, start: float, end: float, bandwidth: float, tag: int | None = None) -> Booking:
         """The booking that reserves this path (what the service stores after commit)."""
-        return Booking(id, start, end, bandwidth, tuple(self.edges), tuple(self.oports))
+        return Booking(id, start, end, bandwidth, tuple(self.edges), tuple(self.oports), tag)
 
 
 @dataclass
@@ -112,6 +119,8 @@ class _Problem:
     cons: Constraints
     include: list[set[str]] = field(default_factory=list)
     ero: list[set[str]] | None = None
+    circuits: dict[str, SharedCircuit] = field(default_factory=dict)  # booked circuits it may ride
+    graph: Any = None  # the networkx graph (to expand ridden circuits)
 
     @property
     def source(self) -> Vertex:
@@ -188,7 +197,12 @@ def _problem(graph: Any, req: PathRequest, bookings: Any, bandwidth_required: bo
     dst = _resolve_endpoint(g, req.dst, "dst")
     if src.node == dst.node:
         raise InvalidInputError(f"src and dst are on the same node {src.node!r}: no path to compute")
-    view = RoutingView.build(graph, as_calendar(bookings).usage(start, end))
+    calendar = as_calendar(bookings)
+    view = RoutingView.build(graph, calendar.usage(start, end))
+    circuits: dict[str, SharedCircuit] = {}
+    if req.groom:
+        circuits = booked_circuits(graph, calendar, start, end, view.headroom)
+        add_circuit_arcs(view, circuits, req.tag)
     excluded: set[str] = set().union(*_known(view, req.exclude, "exclude")) if req.exclude else set()
     if {src.node, dst.node} & excluded:
         raise InvalidInputError("an endpoint cannot be excluded")
@@ -204,8 +218,10 @@ def _problem(graph: Any, req: PathRequest, bookings: Any, bandwidth_required: bo
     for grp in [*include, *(ero or [])]:
         if grp <= excluded:
             raise InvalidInputError(f"{sorted(grp)} is both required (include/ERO) and excluded")
-    cons = Constraints(min_width=bw, banned_bases=frozenset(excluded), max_latency=max_lat)
-    return _Problem(req, view, src, dst, cons, include, ero)
+    # a circuit arc skips its ports: excluding one of them (or its OTS) excludes the circuit
+    banned = frozenset(k for k, c in circuits.items() if set(c.segment.oports) & excluded)
+    cons = Constraints(min_width=bw, banned_bases=frozenset(excluded), max_latency=max_lat, banned_keys=banned)
+    return _Problem(req, view, src, dst, cons, include, ero, circuits, g)
 
 
 # ---------------------------------------------------------------------- solving
@@ -251,6 +267,12 @@ def _solve(p: _Problem, cons: Constraints) -> Route | None:
     return min(cands, key=lambda r: (r.width, r.latency, r.hops))
 
 
+def _lighting_keys(view: RoutingView) -> frozenset[str]:
+    """The adaptation edges: banning them keeps a route off unlit optical ports (booked circuits are
+    ridden through their own arcs)."""
+    return frozenset(k for k, kind in view.edge_kind.items() if kind == "adaptation")
+
+
 def _endpoint_headroom(p: _Problem) -> tuple[str | None, float]:
     best: tuple[str | None, float] = (None, math.inf)
     for ep in (p.src, p.dst):
@@ -261,21 +283,23 @@ def _endpoint_headroom(p: _Problem) -> tuple[str | None, float]:
 
 def _result(p: _Problem, route: Route) -> PathResult:
     view = p.view
-    edges = ([p.src.edge] if p.src.edge else []) + list(route.keys) + ([p.dst.edge] if p.dst.edge else [])
+    plain = expand(route, p.circuits, p.graph)
+    edges = ([p.src.edge] if p.src.edge else []) + plain.keys + ([p.dst.edge] if p.dst.edge else [])
     elem, avail = view.bottleneck(route)
     e_elem, e_avail = _endpoint_headroom(p)
     if e_avail < avail:
         elem, avail = e_elem, e_avail
-    xcons = [(route.vertices[i][0], a.head[0]) for i, a in enumerate(route.arcs) if a.kind == "xcon"]
     return PathResult(
-        nodes=route.bases,
+        nodes=plain.bases,
         edges=edges,
-        oports=[n for n in route.bases if view.kind.get(n) == "oport"],
-        xcons=xcons,
+        oports=[n for n in plain.bases if view.kind.get(n) == "oport"],
+        xcons=plain.xcons,
         latency=route.latency,
         available=avail,
         bottleneck=elem,
-        hops=route.hops,
+        hops=len(plain.keys),
+        rides=plain.rides,
+        circuits=describe(p.graph, edges, p.circuits) if p.req.groom else [],
     )
 
 
@@ -326,17 +350,24 @@ def compute_path(graph: Any, req: PathRequest, bookings: Iterable[Booking] | Boo
     """
     p = _problem(graph, req, bookings)
     e_elem, e_avail = _endpoint_headroom(p)
-    route = None if not fits(e_avail, p.cons.min_width) else _solve(p, p.cons)
+    route = None
+    if fits(e_avail, p.cons.min_width):
+        if p.circuits:  # grooming: ride booked circuits if that serves the request, light new ones if not
+            route = _solve(p, p.cons.but(banned_keys=p.cons.banned_keys | _lighting_keys(p.view)))
+        if route is None:
+            route = _solve(p, p.cons)
     if route is None:
         raise _fail(p)
     return _result(p, route)
 
 
 def available_bandwidth(graph: Any, src: str, dst: str, start: float, end: float,
-                        bookings: Iterable[Booking] | BookingCalendar = ()) -> tuple[float, PathResult | None]:
+                        bookings: Iterable[Booking] | BookingCalendar = (),
+                        groom: bool = False) -> tuple[float, PathResult | None]:
     """What-if: the most Mbit/s one path could carry from ``src`` to ``dst`` over the whole window,
-    with that path (``(0.0, None)`` if the endpoints are not connected)."""
-    req = PathRequest(src, dst, 0.0, start, end, objective="widest")
+    with that path (``(0.0, None)`` if the endpoints are not connected); ``groom``: riding circuits
+    others booked counts too (the path's ``circuits`` say which it rides or lights)."""
+    req = PathRequest(src, dst, 0.0, start, end, objective="widest", groom=groom, tag=0)  # 0: a VLAN of its own
     p = _problem(graph, req, bookings, bandwidth_required=False)
     route = _solve(p, p.cons)
     if route is None:

@@ -34,6 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="controller (default: the newest snapshot the controller wrote to the DB) | fig2 (the "
                         "built-in lab testbed, not the live network) | FILE.json (a MultiLayerGraph file)")
     p.add_argument("--threads", type=int, default=8, help="waitress worker threads")
+    p.add_argument("--grooming", action="store_true", default=None,
+                   help="reservations may ride circuits others booked when they have room (default: [web] grooming)")
     p.add_argument("--secret-key", help="session signing key (default: random per start; logs users out on restart)")
     p.add_argument("--secure-cookies", action="store_true",
                    help="mark the session cookie Secure (set this when users reach the UI through HTTPS)")
@@ -366,7 +368,7 @@ def check_serve_settings(args: argparse.Namespace) -> dict[str, Any]:
         "DATABASE": url, "TOPOLOGY": args.topology,
         "UNIT_MBPS": cfg["ots"]["unit_mbps"], "HOLD_SECONDS": cfg["web"]["hold_seconds"],
         "LOGIN_MAX_FAILURES": cfg["web"]["login_max_failures"],
-        "LOGIN_WINDOW_SECONDS": cfg["web"]["login_window_seconds"]}
+        "LOGIN_WINDOW_SECONDS": cfg["web"]["login_window_seconds"], "GROOMING": bool(getattr(args, "grooming", None)) or cfg["web"]["grooming"]}
     if args.secret_key:
         conf["SECRET_KEY"] = args.secret_key
     if args.secure_cookies:

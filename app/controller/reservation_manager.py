@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple, Protocol
 
-from app.controller import protected_circuits
+from app.controller import groomed_circuits, protected_circuits
 from app.controller.failures import Failures, path_fault
 from app.controller.reservation_circuits import (
     ReservationCircuit,
@@ -154,7 +154,8 @@ class ReservationManager:
                  clock: Callable[[], float] = time.time, verify: bool = True,
                  stable_ms: float = planner.DEFAULT_STABLE_MS, circuit_timeout_s: float = 10.0,
                  verify_timeout_s: float = 3.0, elastic: Mapping[str, float] | None = None,
-                 active: dict[int, ReservationCircuit] | None = None, revertive: bool = False) -> None:
+                 active: dict[int, ReservationCircuit] | None = None, revertive: bool = False,
+                 meter_static: bool = False) -> None:
         self.store = store
         self.southbound = southbound
         self.graph = graph
@@ -183,6 +184,10 @@ class ReservationManager:
         # dict) of each unprotected reservation lit on a restoration path
         self.revertive = revertive
         self.originals: dict[int, Original] = {}
+        # grooming: static reservations are metered at their bandwidth too (sharers of a circuit must not
+        # starve each other), and the decide-then-run of sharers is serialised per circuit
+        self.meter_static = meter_static
+        self.sharing = groomed_circuits.SegmentLocks()
 
     # ---- the path ---------------------------------------------------------------------------------
     def circuit(self, order: Any) -> ReservationCircuit:
@@ -201,7 +206,9 @@ class ReservationManager:
                 c = circuit_for(g, order.id, order.src, order.dst, edges, vlan)
             except ReservationPathError:  # the VLAN was checked above: the path does not walk on today's graph
                 c = None  # compute a new one
-            if c is not None and not any(x.ports & self.busy_ports(x.ots) for x in c.xcons):
+            # (grooming: the ports of a circuit it shares with a lit reservation are its own, not taken)
+            own = groomed_circuits.shared_ports(c, groomed_circuits.others_of(self.active, order.id)) if c else {}
+            if c is not None and not any(x.ports & (self.busy_ports(x.ots) - own.get(x.ots, set())) for x in c.xcons):
                 return c, None
         try:
             return self.circuit_around(order, ())
@@ -279,10 +286,15 @@ class ReservationManager:
             if refused:
                 self._remove_meters(c)
                 return self._failed(order.id, f"elastic: {refused}", {})
+        elif self.meter_static:  # grooming: metered at its bandwidth, like an elastic one
+            c = metered(c, rule_plan.reservation_meter(order.id))
+            if refused := self._set_meters(c, float(order.bandwidth)):
+                self._remove_meters(c)
+                return self._failed(order.id, f"meter: {refused}", {})
         record = self._light(order.id, c, "provision", pc)
         if record.state != "done":
             where = failed_step(record)
-            if state is not None:
+            if any(r.meter is not None for r in c.ingress):
                 self._remove_meters(c)
             return self._failed(order.id, f"provisioning failed at {where}; rolled back", record.to_json())
         lit = self.run_db("mark_active", order.id, circuit_records(c), [rule_record(r) for r in c.rules],
@@ -309,10 +321,15 @@ class ReservationManager:
         opts = self._plan_options(res_id, kind)
         if pc is not None:
             plan = protected_circuits.provision_plan(dataclasses.replace(pc, circuit=c), **opts)
-        else:
-            plan = planner.provision(c.xcons, c.packet_ports, list(c.segments), list(c.transit), list(c.ingress),
-                                     **opts)
-        return self._run(plan, res_id, c, opens=True)
+            return self._run(plan, res_id, c, opens=True)
+        with self.sharing.holding(c):  # grooming: light only the circuits no lit reservation has lit
+            xcons, segs = groomed_circuits.to_light(c, groomed_circuits.others_of(self.active, res_id))
+            plan = planner.provision(xcons, [p for seg in segs for p in seg], list(segs), list(c.transit),
+                                     list(c.ingress), **opts)
+            record = self._run(plan, res_id, c, opens=True)
+            if record.state == "done":
+                self.active.setdefault(res_id, c)  # lit now: a sharer's release must keep the circuit
+            return record
 
     def _plan_options(self, res_id: int, kind: str) -> dict[str, Any]:
         return {"verify": self.verify, "stable_ms": self.timing["stable_ms"],
@@ -355,10 +372,15 @@ class ReservationManager:
         return self.release_circuit(inst.reservation_id, c, mark=True)
 
     def release_circuit(self, res_id: int, c: ReservationCircuit, mark: bool = False) -> Outcome:
-        plan = planner.release(c.xcons, list(c.transit), list(c.ingress), drain=False,
-                               groups=protected_circuits.groups_of(c),
-                               plan_id=f"res{res_id}-release-{int(self.clock() * 1000)}")
-        record = self._run(plan, res_id, c, opens=False)
+        with self.sharing.holding(c):  # grooming: a circuit another reservation still uses stays lit
+            xcons = groomed_circuits.to_release(c, groomed_circuits.others_of(self.active, res_id),
+                                                map(groomed_circuits.xcon_id, self.run_db("xcons_in_use", res_id)))
+            plan = planner.release(xcons, list(c.transit), list(c.ingress), drain=False,
+                                   groups=protected_circuits.groups_of(c),
+                                   plan_id=f"res{res_id}-release-{int(self.clock() * 1000)}")
+            record = self._run(plan, res_id, c, opens=False)
+            if record.state == "done":
+                self.active.pop(res_id, None)
         data = record.to_json()
         ok = record.state == "done"
         if ok:

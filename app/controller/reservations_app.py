@@ -69,11 +69,14 @@ class EventFollow(osken_event.EventBase):
     """Period of ``[controller] reservation_poll``: what is due and what ended, from the database."""
 
 
-def probe_frame() -> bytes:
-    """A broadcast frame that follows the reservation's rules like its own traffic would."""
+def probe_frame(vlan_vid: int | None = None) -> bytes:
+    """A broadcast frame that follows the reservation's rules like its own traffic would (``vlan_vid``:
+    the rule's VLAN match, OFPVID_PRESENT | VLAN: the frame carries that 802.1Q tag, or the rule never
+    counts it)."""
     dst = b"\xff" * 6
     src = bytes(int(b, 16) for b in PROBE_SRC.split(":"))
-    return dst + src + PROBE_ETHERTYPE.to_bytes(2, "big") + b"mlte reservation probe".ljust(46, b"\0")
+    tag = b"" if vlan_vid is None else (0x8100).to_bytes(2, "big") + (int(vlan_vid) & 0x0FFF).to_bytes(2, "big")
+    return dst + src + tag + PROBE_ETHERTYPE.to_bytes(2, "big") + b"mlte reservation probe".ljust(46, b"\0")
 
 
 class ReservationsApp(app_manager.OSKenApp):
@@ -109,7 +112,8 @@ class ReservationsApp(app_manager.OSKenApp):
             verify_timeout_s=float(ctl.get("verify_timeout", 3.0)),
             elastic={field: float(v) for key, field in ELASTIC_KEYS.items()
                      if (v := SETTINGS.te.get(key)) is not None},
-            active=kwargs.get(LIT_CONTEXT), revertive=bool(ctl.get("revert", False)))
+            active=kwargs.get(LIT_CONTEXT), revertive=bool(ctl.get("revert", False)),
+            meter_static=bool(ctl.get("meter_reservations", False)))
         self.routes[("GET", "/reservations")] = self.r_reservations
         self.routes[("POST", "/restoration")] = self.r_restoration
         self.frozen = ""  # an operator froze restoration (why): failures are still read, nothing is re-routed
@@ -157,10 +161,9 @@ class ReservationsApp(app_manager.OSKenApp):
         """Send probe frames in at both endpoint ports every ``PROBE_INTERVAL`` while the plan runs
         (data-plane verification): a scheduler of its own per plan, whose post sends at once (the
         plan's greenthread waits meanwhile; nothing of the app's state changes)."""
-        frame = probe_frame()
-
         def send() -> None:
             for r in c.ingress:
+                frame = probe_frame(r.match_dict().get("vlan_vid"))
                 sw = self.view.by_name(r.switch)
                 dp = self.southbound.datapath(sw.dpid) if sw is not None else None
                 if dp is None:

@@ -33,6 +33,7 @@ class WebState:
     clock: Callable[[], float]
     hold_seconds: float
     login_throttle: LoginThrottle
+    grooming: bool = False  # [web] grooming: reservations may ride circuits others booked
 
 
 def state() -> WebState:

@@ -31,6 +31,7 @@ def create_app(test_config: dict[str, Any] | None = None, db: Database | None = 
         HOLD_SECONDS=DEFAULTS["web"]["hold_seconds"],
         LOGIN_MAX_FAILURES=DEFAULTS["web"]["login_max_failures"],
         LOGIN_WINDOW_SECONDS=DEFAULTS["web"]["login_window_seconds"],
+        GROOMING=DEFAULTS["web"]["grooming"],
         CLOCK=time.time,
         SECRET_KEY=secrets.token_hex(32),
         SESSION_COOKIE_HTTPONLY=True,
@@ -49,7 +50,8 @@ def create_app(test_config: dict[str, Any] | None = None, db: Database | None = 
         db=db, topology=TopologySource(app.config["TOPOLOGY"], app.config["UNIT_MBPS"]),
         clock=app.config["CLOCK"], hold_seconds=float(app.config["HOLD_SECONDS"]),
         login_throttle=LoginThrottle(int(app.config["LOGIN_MAX_FAILURES"]),
-                                     float(app.config["LOGIN_WINDOW_SECONDS"]), app.config["CLOCK"]))
+                                     float(app.config["LOGIN_WINDOW_SECONDS"]), app.config["CLOCK"]),
+        grooming=bool(app.config["GROOMING"]))
     app.teardown_appcontext(close_session)
     from app.web import metrics
 

@@ -43,15 +43,16 @@ def transition(db: Session, user: User | None, res: Reservation, target: str, re
 
 
 def create(db: Session, graph: MultiLayerGraph, user: User, inp: ReservationInput, now: float,
-           hold_seconds: float) -> Reservation:
-    """Admit and store a new reservation in state HELD."""
+           hold_seconds: float, groom: bool = False) -> Reservation:
+    """Admit and store a new reservation in state HELD (``groom``: it may ride circuits others booked)."""
     check_endpoint_in_graph(graph, inp.src, "src")
     check_endpoint_in_graph(graph, inp.dst, "dst")
     if inp.src.split(":")[0] == inp.dst.split(":")[0]:
         raise ApiError("src and dst are on the same switch: a local connection needs no network path",
                        field="dst")
     result = admission.find_path(graph, db, src=inp.src, dst=inp.dst, bandwidth=inp.bandwidth,
-                                 start=inp.start, end=inp.end, now=now, ero=inp.ero, protection=inp.protection)
+                                 start=inp.start, end=inp.end, now=now, ero=inp.ero, protection=inp.protection,
+                                 groom=groom, vlan=admission.circuit_tag(inp.src_vlan, inp.dst_vlan))
     path = admission.path_to_json(result)
     res = Reservation(name=inp.name, description=inp.description, src=inp.src, src_vlan=inp.src_vlan,
                       dst=inp.dst, dst_vlan=inp.dst_vlan, bandwidth=inp.bandwidth, start_ts=inp.start,
@@ -88,7 +89,7 @@ def fail(db: Session, user: User, res: Reservation, reason: str, now: float) -> 
 
 
 def modify(db: Session, graph: MultiLayerGraph, user: User, res: Reservation, bandwidth: float | None,
-           end: float | None, now: float) -> None:
+           end: float | None, now: float, groom: bool = False) -> None:
     """Change bandwidth and/or end; the new values are re-admitted against everybody else's bookings.
 
     A RESERVED, PROVISIONING or ACTIVE reservation keeps its path (:data:`PINNED_PATH_STATES`): the change is checked
@@ -105,13 +106,15 @@ def modify(db: Session, graph: MultiLayerGraph, user: User, res: Reservation, ba
         result = admission.check_on_path(graph, db, path=res.path, bandwidth=new_bw, start=res.start_ts,
                                          end=new_end, now=now, exclude_id=res.id,
                                          field="bandwidth" if bandwidth is not None else "end",
-                                         what=f"a committed ({res.state}) reservation keeps its path")
+                                         what=f"a committed ({res.state}) reservation keeps its path",
+                                         vlan=admission.circuit_tag(res.src_vlan, res.dst_vlan))
         kept = {"protection": res.path["protection"]} if res.path.get("protection") else {}  # checked with it
         path = {**admission.path_to_json(result), **kept}
     else:
         result_or_pair = admission.find_path(graph, db, src=res.src, dst=res.dst, bandwidth=new_bw,
                                              start=res.start_ts, end=new_end, now=now, ero=res.ero,
-                                             exclude_id=res.id, protection=res.protection or "none")
+                                             exclude_id=res.id, protection=res.protection or "none",
+                                             groom=groom, vlan=admission.circuit_tag(res.src_vlan, res.dst_vlan))
         path = admission.path_to_json(result_or_pair)
     old = {"bandwidth": res.bandwidth, "end": to_iso(res.end_ts)}
     res.bandwidth, res.end_ts = new_bw, new_end

@@ -248,10 +248,13 @@ def new_reservation(user: User):  # noqa: ANN201
         try:
             inp = parse_create(_form_to_body(form), now())
             with write_tx() as db:
-                res = service.create(db, graph(db), user, inp, now(), state().hold_seconds)
+                res = service.create(db, graph(db), user, inp, now(), state().hold_seconds, state().grooming)
                 db.flush()
                 res_id = res.id
-            flash(f"reservation {res_id} is HELD: commit it within {state().hold_seconds:.0f} s", "ok")
+                uses = [c.get("use") for c in (res.path or {}).get("circuits") or ()]
+            groomed = ("; it rides an existing circuit" if "rides" in uses else
+                       "; it lights a new circuit" if uses else "")  # grooming: which, said at once
+            flash(f"reservation {res_id} is HELD{groomed}: commit it within {state().hold_seconds:.0f} s", "ok")
             return redirect(url_for("ui.reservation_detail", res_id=res_id))
         except ApiError as exc:
             if not _attach_error(form, exc):
@@ -366,7 +369,7 @@ def modify_reservation(user: User, res_id: int):  # noqa: ANN201
                 locked = _load(user, res_id, db)
                 t = now()
                 bandwidth, end = parse_modify(change, locked.start_ts, t)
-                service.modify(db, graph(db), user, locked, bandwidth, end, t)
+                service.modify(db, graph(db), user, locked, bandwidth, end, t, groom=state().grooming)
             flash(f"reservation {res_id} modified: " + ", ".join(f"{k} {v}" for k, v in change.items()), "ok")
             return redirect(url_for("ui.reservation_detail", res_id=res_id))
         except ApiError as exc:

@@ -44,7 +44,7 @@ def create_reservation():  # noqa: ANN201
     user = require_user(read_session())
     inp = parse_create(json_body(), now())
     with write_tx() as db:
-        res = service.create(db, graph(db), user, inp, now(), state().hold_seconds)
+        res = service.create(db, graph(db), user, inp, now(), state().hold_seconds, state().grooming)
         db.flush()
         body = serialize.reservation(res)
     resp = jsonify(body)
@@ -116,7 +116,7 @@ def _mutate(res_id: int, action: str):  # noqa: ANN202
             service.fail(db, user, res, reason, t)
         else:
             bandwidth, end = parse_modify(body, res.start_ts, t)
-            service.modify(db, graph(db), user, res, bandwidth, end, t)
+            service.modify(db, graph(db), user, res, bandwidth, end, t, groom=state().grooming)
         db.flush()
         out = serialize.reservation(res)
     return jsonify(out)
@@ -169,6 +169,9 @@ def what_if():  # noqa: ANN201
     check_endpoint_in_graph(g, src, "src")
     check_endpoint_in_graph(g, dst, "dst")
     advance_if_due()
-    bw, path = admission.available(g, db, src=src, dst=dst, start=start, end=end, now=t, protection=protection)
+    groom = state().grooming
+    bw, path = admission.available(g, db, src=src, dst=dst, start=start, end=end, now=t, protection=protection,
+                                   groom=groom)
+    extra = {"circuits": admission.shared_circuits(g, db, start=start, end=end, now=t)} if groom else {}
     return jsonify({"src": src, "dst": dst, "start": to_iso(start), "end": to_iso(end), "available": bw,
-                    "path": None if path is None else admission.path_to_json(path)})
+                    "path": None if path is None else admission.path_to_json(path), **extra})

@@ -19,7 +19,12 @@
         var p = res.d.path;
         out.textContent = res.d.available.toFixed(2) + " Mbit/s available" +
           (p ? " via " + p.nodes.join(" → ") + " (limited by " + p.bottleneck + ")" : " (not connected)") +
-          (p && p.protection ? ", protected via " + p.protection.nodes.join(" → ") : "");
+          (p && p.protection ? ", protected via " + p.protection.nodes.join(" → ") : "") +
+          (p && p.circuits && p.circuits.length ? (p.circuits.some(function (c) { return c.use === "rides"; })
+            ? ", riding an existing circuit" : ", lighting a new circuit") : "") +
+          (res.d.circuits && res.d.circuits.length ? "; booked circuits in the window: " + res.d.circuits.map(function (c) {
+            return c.ends.join("–") + " " + c.free + " of " + c.capacity + " Mbit/s free";
+          }).join(", ") : "");
       })
       .catch(function () { out.textContent = "request failed"; });
   });

@@ -1,0 +1,17 @@
+"""Grooming (issue 28): several reservations record the same circuit; ``xcons_in_use`` tells a release
+which XCONs other installations still hold, so a shared circuit goes only with its last reservation."""
+from __future__ import annotations
+
+from app.db.states import PROVISIONING
+from tests.unit.db.test_provisioning import CIRCUIT, RULES, T, World, w  # noqa: F401
+
+
+def test_a_shared_circuit_is_in_use_until_its_last_installation_is_released(w: World) -> None:  # noqa: F811
+    a, b = w.reservation(PROVISIONING), w.reservation(PROVISIONING)
+    assert w.store.mark_active(a, [CIRCUIT], RULES, T) and w.store.mark_active(b, [CIRCUIT], RULES, T)
+    assert w.store.xcons_in_use(a) == [("X", 1, 3), ("Z", 3, 2)]  # b's record of the same circuit
+    assert w.store.xcons_in_use(b) == [("X", 1, 3), ("Z", 3, 2)]
+    w.cancel(a)
+    assert w.store.mark_released(a, T + 1)
+    assert w.store.xcons_in_use(b) == []  # a's record is released: b is the last one on it
+    assert w.store.xcons_in_use(a) == [("X", 1, 3), ("Z", 3, 2)]
