@@ -69,4 +69,8 @@ LABS: dict[str, Lab] = {lab.name: lab for lab in (
     Lab("overlay", "mininet_labs.overlay",
         "direct path vs split-TCP relays chosen by the RTT/loss-cut rule: TCP throughput improvement",
         "CRONets (Cai et al.) relay rule and split overlay"),
+    Lab("wan", "mininet_labs.wan",
+        "a topohub backbone (--topology topohub:<key>), one packet switch + OTS per PoP: discovery time, "
+        "controller CPU and RSS, monitor OpenFlow cost per Ts",
+        "mlte at WAN scale (issue 25)"),
 )}

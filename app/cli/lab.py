@@ -77,8 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the other with the same seed (default all)")
     p.add_argument("--demo", action="store_true", help="with `run` (elastic-offload): `make demo` — also the web "
                                                        "service, every event of the loop live, one short run")
-    p.add_argument("--topology", choices=["fig2", "mesh6"], help="with `run` (fibre-cut): the testbed "
-                                                                 "(default fig2)")
+    p.add_argument("--topology", help="with `run`: the testbed of fibre-cut (fig2 | mesh6, default fig2) or "
+                                             "of wan (topohub:<key>, default topohub:sndlib/abilene)")
     p.add_argument("--paper-sizes", action="store_true", help="with `run` (big-vs-small): the paper's U(512 KB, "
                                                               "4 MB) small transfers, 100-s runs (about 7 min)")
     p.add_argument("--discover", action="store_true",
@@ -151,6 +151,9 @@ def _lab_options(args: argparse.Namespace, name: str, runner) -> dict:
     refused = [k for k in given if k not in takes]
     if refused:
         raise LabError(f"lab {name} does not take {', '.join('--' + k.replace('_', '-') for k in refused)}")
+    topo = given.get("topology")
+    if topo is not None and (topo not in ("fig2", "mesh6") if name != "wan" else not topo.startswith("topohub:")):
+        raise LabError(f"lab {name}: --topology {topo!r}: expected " + ("topohub:<key>" if name == "wan" else "fig2 or mesh6"))
     if given.get("paper_sizes") and args.quick:
         raise LabError("--paper-sizes runs the paper's transfer sizes for 100 s per C: not a --quick size")
     if given.get("demo") and given.get("te") is False:

@@ -1,0 +1,26 @@
+"""The WAN lab (issue 25) in its CI size on Abilene: the backbone is discovered and its control-plane
+cost recorded (first stage: no reservations, elephants or TE loop yet)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.lab("wan")
+@pytest.mark.timeout(900)  # includes the wait for the machine-wide network lock
+def test_wan_lab_discovers_abilene_and_records_its_cost(tmp_path):
+    from mininet_labs.wan import run
+    from topology.spec import from_topohub
+
+    spec = from_topohub("sndlib/abilene")
+    res = run(tmp_path, quick=True, topology="topohub:sndlib/abilene", progress=lambda _line: None)
+    assert res["controller_errors"] == "", res["controller_errors"]
+    assert res["pops"] == len(spec.dpid_names()) // 2 and res["fibres"] == len(spec.links_of_kind("optical"))
+    assert 0 < res["connected_s"] <= res["discovery_s"]
+    assert 0 < res["cpu_share"] < 2.0  # at most both cores
+    assert res["rss_mb"] > 10
+    assert res["monitor_cost"]["per_ts"], res["monitor_cost"]  # the monitor polled during the window
+    assert json.loads((tmp_path / "results.json").read_text())["discovery_s"] == res["discovery_s"]
