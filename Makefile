@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: soak bootstrap demo test test-labs test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay bench-ha clean
+.PHONY: soak bootstrap demo test test-labs test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay bench-ha bench-wan clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh --with-web
@@ -41,7 +41,7 @@ lint: bootstrap
 soak: bootstrap
 	$(PY) -m app.cli.main lab run soak --out soak-out
 
-bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay bench-ha
+bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay bench-ha bench-wan
 
 bench-pce: bootstrap
 	$(PY) bench/run.py pce
@@ -64,6 +64,9 @@ bench-delay: bootstrap
 # the leader election alone (app/ha, a private etcd): takeover after a leader's death or resignation
 bench-ha: bootstrap
 	$(PY) bench/run.py ha
+
+bench-wan: bootstrap  # the WAN lab size series (Mininet, the network lock; minutes per size)
+	$(PY) bench/run.py wan
 
 clean:
 	rm -rf demo-out .pytest_cache
