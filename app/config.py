@@ -106,6 +106,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "elephant_confidence_z": 1.96,  # an elephant's sampled rate must exceed the threshold by z standard errors (rate/sqrt(samples))
         "reply_timeout": 0.2,  # seconds a poll waits at most for its stats replies (the tick runs as soon as all are in)
         "fine_first_window": 0.5,  # seconds after a hot spot (by drops) to name elephants from the first fine samples (0 = wait for the next interval)
+        "fine_early_poll": True,  # fine_backend = "flowstats": an early window reads the counting rules' stats first (else it sees the last poll's)
+        "fine_early_step": 0.1,  # seconds between early windows after the first, until the elephants are named or the next poll
+        "drop_watch_interval": 0.0,  # seconds between reads of the watched circuit ends' queue drops between polls (a hot spot by drops without waiting for the next Ts; 0 = off)
         "fine_everywhere": False,  # fine data on every packet switch all the time (the per-flow polling baseline of bench/monitor_detection.py)
         "fine_window": 1.0,  # seconds of sFlow samples per flow-rate estimate (= Ts: elephants named one interval after the hot spot)
         "probe_interval": 0.2,  # latency probes: seconds between probes per packet link (seed 001: 200 ms; 0 = no probes)
@@ -197,6 +200,8 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError("[monitor] ewma_alpha must be in (0, 1]")
     if cfg["monitor"]["interval"] <= 0:
         raise ConfigError("[monitor] interval must be > 0")
+    if cfg["monitor"]["drop_watch_interval"] < 0 or cfg["monitor"]["fine_early_step"] <= 0:
+        raise ConfigError("[monitor] needs drop_watch_interval >= 0 and fine_early_step > 0")
     if cfg["monitor"]["fine_backend"] not in ("sflow", "flowstats", "sflow-rt"):
         raise ConfigError('[monitor] fine_backend must be "sflow", "flowstats" or "sflow-rt"')
     _check_mapping(cfg["te"])

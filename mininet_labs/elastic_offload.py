@@ -41,8 +41,9 @@ from mininet_labs.traffic import SCRIPT
 ROOT = Path(__file__).resolve().parents[1]
 ELEPHANT_PORT, SMALL_PORT, ELEPHANT_SPORT = 5201, 5202, 45000
 STATIC_CIRCUIT = "packet:A:3-B:1"
-# the first early window 0.3 s after the hot-spot tick: the counting rules went in at that tick
-MONITOR = 'interval = 1.0\nfine_backend = "flowstats"\nfine_first_window = 0.3\n'
+# the first early window 0.3 s after the hot spot: the counting rules went in then; the drop watch
+# reads the circuit ends' queue drops every 0.25 s between polls (docs/te-loop.md "Timing")
+MONITOR = 'interval = 1.0\nfine_backend = "flowstats"\nfine_first_window = 0.3\ndrop_watch_interval = 0.25\n'
 # min_gain_s: the move must win back at least about one more switch-over (0.185 s setup + 0.1 s
 # overhead); the default 1 s waits one or two more counts at Ts = 1 s (docs/te-loop.md)
 TE = "[te]\nenabled = {enabled}\nmin_gain_s = 0.3\nmin_hold_s = 5.0\npoll = 1.0\ngone_intervals = 3\n"
@@ -63,19 +64,26 @@ class Phases:
 
 
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print, runs: int = 1,
-        seed: int = 1, te: bool = True, demo: bool = False) -> dict[str, Any]:
-    """Run the lab; write ``out/results.json`` and ``out/elastic_offload.png``; return the results."""
+        seed: int = 1, te: bool = True, demo: bool = False, counter_refresh_ms: int | None = None) -> dict[str, Any]:
+    """Run the lab; write ``out/results.json`` and ``out/elastic_offload.png``; return the results.
+
+    ``counter_refresh_ms``: OVS's ``other_config:max-revalidator`` while the lab runs (userspace OVS
+    refreshes OpenFlow rule counters from its datapath flows only this often, 500 ms by default: the
+    verification and the counting rules' first bytes wait for it); None = OVS's own setting."""
     if runs < 1:
         raise ValueError(f"--runs must be >= 1, got {runs}")
+    if counter_refresh_ms is not None and counter_refresh_ms < 10:
+        raise ValueError(f"--counter-refresh-ms must be >= 10, got {counter_refresh_ms}")
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     clock = _Clock(progress)
     phases = Phases(quick or demo)
     res: dict[str, Any] = {"lab": "elastic-offload", "quick": quick, "demo": demo, "seed": seed, "te": te,
-                           "ts_s": 1.0, "small_flows": 16, "phases_s": vars(phases)}
+                           "ts_s": 1.0, "small_flows": 16, "phases_s": vars(phases),
+                           "counter_refresh_ms": counter_refresh_ms}
     live = _Live(clock, verbose=demo)
     if te:
-        with _session(out / "work", enabled=True, demo=demo, clock=clock) as (lab, web):
+        with _session(out / "work", enabled=True, demo=demo, clock=clock, refresh=counter_refresh_ms) as (lab, web):
             if web:
                 res["web"] = web
             runs_out = []
@@ -92,7 +100,8 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
         if runs > 1:
             res["median"] = _medians(runs_out)
     if not demo:  # the same workload and seed with the loop off: what the small flows get without it
-        with _session(out / "baseline", enabled=False, demo=False, clock=clock) as (lab, _web):
+        with _session(out / "baseline", enabled=False, demo=False, clock=clock,
+                      refresh=counter_refresh_ms) as (lab, _web):
             clock.note(f"baseline: the same workload (seed {seed}) with the TE loop off")
             split = res.get("verified_s") if te else None
             base = _one_run(lab, out / "baseline", phases, seed, clock, live, te=False, split_s=split)
@@ -121,7 +130,26 @@ class _Clock:
 
 
 @contextlib.contextmanager
-def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock) -> Iterator[tuple[Any, dict | None]]:
+def _counter_refresh(ms: int | None) -> Iterator[None]:
+    """OVS's ``max-revalidator`` set to ``ms`` while the lab holds the network lock, then restored."""
+    if ms is None:
+        yield
+        return
+    get = subprocess.run(["ovs-vsctl", "--if-exists", "get", "Open_vSwitch", ".", "other_config:max-revalidator"],
+                         capture_output=True, text=True, check=False)
+    before = get.stdout.strip().strip('"')
+    subprocess.run(["ovs-vsctl", "set", "Open_vSwitch", ".", f"other_config:max-revalidator={ms}"], check=True)
+    try:
+        yield
+    finally:
+        restore = (["set", "Open_vSwitch", ".", f"other_config:max-revalidator={before}"] if before else
+                   ["remove", "Open_vSwitch", ".", "other_config", "max-revalidator"])
+        subprocess.run(["ovs-vsctl", *restore], check=False)
+
+
+@contextlib.contextmanager
+def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock,
+             refresh: int | None = None) -> Iterator[tuple[Any, dict | None]]:
     """The Fig. 2 monitor lab with the TE loop on or off (and, for the demo, the web service)."""
     from mininet_labs.monitor_lab import fig2_monitor_lab
 
@@ -136,7 +164,7 @@ def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock) -> Iterato
     held: dict = {}
     try:
         with fig2_monitor_lab(work, MONITOR + TE.format(enabled=str(enabled).lower()), check_errors=False,
-                              controller_args=args) as lab:
+                              controller_args=args) as lab, _counter_refresh(refresh):
             try:
                 clock.note(f"testbed up: circuit 'initial' lit (A-X-Y-B-Y-Z-C), A:3 behind a bounded 10 Mbit/s "
                            f"queue; controller API http://127.0.0.1:{lab.api_port}")

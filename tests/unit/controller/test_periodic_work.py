@@ -264,3 +264,111 @@ def test_the_reservation_probes_are_sent_every_period_until_the_plan_ended(monke
     drive(*args)
     assert timers.slept == [reservations_app.PROBE_INTERVAL] * 4
     assert len(dp.sent) == 3 and sched not in services.RUNNING
+
+
+def _fresh_flowstats(mon) -> None:  # noqa: ANN001
+    """A fresh hot circuit on A with counting rules on (flowstats), its fine data due from A."""
+    from monitor.flowstats import FlowCounting
+
+    mon.app.counting = FlowCounting()
+    mon.app.counting.enable("A", {})
+    mon.app.core = SimpleNamespace(fresh=True, fresh_switches=lambda: ["A"])
+    sent = mon.dp.sent
+
+    def send_msg(msg) -> None:  # noqa: ANN001  (a datapath numbers each request, as os-ken's does)
+        msg.xid = len(sent) + 1
+        sent.append(msg)
+
+    mon.dp.send_msg = send_msg
+
+
+def _flow_reply(mon, xid: int) -> None:  # noqa: ANN001
+    msg = SimpleNamespace(datapath=mon.dp, buf=b"x" * 16, flags=0, body=[], xid=xid)
+    mon.app._flow_stats(SimpleNamespace(msg=msg))
+
+
+def _poll_all(mon) -> None:  # noqa: ANN001
+    """A poll whose every reply comes: queue, port and the counting rules' flow stats."""
+    mon.app._poll(EventMonitorPoll())
+    mon.timers.spawned.clear()
+    poll_req = mon.dp.sent[-1]
+    assert type(poll_req).__name__ == "OFPFlowStatsRequest"
+    mon.reply("queue")
+    mon.reply("port")
+    _flow_reply(mon, poll_req.xid)
+    assert not mon.app._poll_open
+
+
+def test_a_flowstats_early_window_reads_the_counting_rules_first_and_looks_when_they_are_in(mon):
+    _fresh_flowstats(mon)
+    _poll_all(mon)
+    mon.drain()  # runs to the first early window (0.3 s): a FLOW_STATS request, no look yet
+    assert mon.early == []
+    req = mon.dp.sent[-1]
+    assert type(req).__name__ == "OFPFlowStatsRequest" and mon.app._early_awaiting == {0xA1}
+    mon.timers.t += 0.02  # the switch answers
+    _flow_reply(mon, req.xid)
+    assert mon.early == [pytest.approx(0.32)]  # the look follows the reply, not the last poll's data
+    assert mon.app.cost["fine_received"] == 32  # the poll's reply and the early one
+    mon.drain()  # fresh still: the next window fine_early_step (0.1 s) later asks again
+    assert type(mon.dp.sent[-1]).__name__ == "OFPFlowStatsRequest" and mon.dp.sent[-1] is not req
+
+
+def test_without_fine_early_poll_the_early_window_looks_at_the_polls_data(mon):
+    _fresh_flowstats(mon)
+    mon.app.early_fine_poll = False
+    _poll_all(mon)
+    sent = len(mon.dp.sent)
+    mon.drain()
+    assert mon.early == pytest.approx([0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]) and len(mon.dp.sent) == sent
+
+
+def test_a_new_poll_drops_the_early_windows_outstanding_reply(mon):
+    _fresh_flowstats(mon)
+    _poll_all(mon)
+    mon.drain()
+    req = mon.dp.sent[-1]
+    mon.app._poll(EventMonitorPoll())  # the next poll, before the early reply came
+    _flow_reply(mon, req.xid)  # late: no early look, and it is not the poll's flow reply
+    assert mon.early == [] and (0xA1, "flow") in mon.app._awaiting
+
+
+def test_the_drop_watch_reads_the_watched_ends_queues_and_a_rise_starts_the_early_windows(mon):
+    from app.controller.monitor_app import EventDropWatch
+    from monitor.core import TickResult
+    from monitor.events import HOT_SPOT, Event
+
+    mon.app.services = mon.timers.scheduler(mon.app.name, monitor_app.services(1.0, 0.0, 0.25))
+    readings: list = []
+
+    def watch_drops(now, drops):  # noqa: ANN001, ANN202
+        readings.append((round(now - 100.0, 6), dict(drops)))
+        mon.app.core.fresh = bool(drops.get(("A", 1)))
+        return TickResult(events=[Event(now, "A-B", HOT_SPOT)] if mon.app.core.fresh else [])
+
+    mon.app.core = SimpleNamespace(fresh=False, watched_points=lambda: [("A", 1)], watch_drops=watch_drops)
+    mon.app._publish = lambda ev: None
+    mon.timers.t += 0.25
+    mon.app._watch(EventDropWatch())
+    req = mon.dp.sent[-1]
+    assert type(req).__name__ == "OFPQueueStatsRequest"  # one per switch with a watched end
+    req.xid = 7  # numbered by the datapath
+    mon.app._watch_xids[0xA1] = {7}
+    body = [SimpleNamespace(port_no=1, queue_id=0, tx_errors=5), SimpleNamespace(port_no=2, queue_id=0, tx_errors=9)]
+    mon.app._queue_stats(SimpleNamespace(msg=SimpleNamespace(datapath=mon.dp, buf=b"x" * 16, flags=0, body=body,
+                                                             xid=7)))
+    assert readings == [(0.25, {("A", 1): 5})] and mon.app.queue_drops == {}  # watched ends; not the poll's data
+    assert mon.app.cost["coarse_received"] == 16
+    mon.drain()
+    assert mon.early[0] == pytest.approx(0.55)  # first_window (0.3 s) after the watch's hot spot
+
+
+def test_no_drop_watch_while_a_polls_replies_are_due(mon):
+    from app.controller.monitor_app import EventDropWatch
+
+    mon.app.services = mon.timers.scheduler(mon.app.name, monitor_app.services(1.0, 0.0, 0.25))
+    mon.app.core = SimpleNamespace(fresh=False, watched_points=lambda: [("A", 1)])
+    mon.app._poll(EventMonitorPoll())
+    sent = len(mon.dp.sent)
+    mon.app._watch(EventDropWatch())
+    assert len(mon.dp.sent) == sent
