@@ -148,7 +148,7 @@ def _lab_options(args: argparse.Namespace, name: str, runner) -> dict:
 
     given = {"runs": args.runs, "seeds": args.seeds, "seed": args.seed, "te": None if args.te is None else args.te == "on",
              "demo": args.demo or None, "placement": args.placement, "paper_sizes": args.paper_sizes or None,
-             "topology": args.topology, "counter_refresh_ms": args.counter_refresh_ms}
+             "topology": args.topology, "counter_refresh_ms": getattr(args, "counter_refresh_ms", None)}
     given = {k: v for k, v in given.items() if v is not None}
     takes = inspect.signature(runner).parameters
     refused = [k for k in given if k not in takes]
