@@ -115,6 +115,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "path_change_tolerance_ms": 0.5,  # path-change detector: stable band and minimum shift (seed 001: 0.5 ms)
         "probe_timeout": 2.0,  # latency probes: a probe not back after this many seconds is lost
         "flowstats_idle_timeout": 10,  # fine_backend = "flowstats": a per-flow counting rule idles out after this many seconds
+        "flowstats_min_span": 0.5,  # fine_backend = "flowstats": s between two stats samples of a rule for a rate (the early windows' 0.1-s reads would see OVS's counter refresh steps as rates)
         "flowstats_max_flows": 1000,  # fine_backend = "flowstats": at most this many counting rules per switch
         "sflow_sampling": 64,  # 1-in-N packet sampling on hot spots
         "sflow_polling": 1,  # seconds between sFlow counter samples
