@@ -208,6 +208,11 @@ class MonitorCore:
         """Circuits that became hot by drops in the last tick (their fine data just started)."""
         return set(self._fresh)
 
+    def switches(self, circuit: str) -> tuple[str, ...]:
+        """The switches at the ends of ``circuit`` (none if it is not watched)."""
+        c = self.circuits.get(circuit)
+        return c.switches if c is not None else ()
+
     def fresh_switches(self) -> list[str]:
         """The switches of the circuits in :attr:`fresh` (where an early window reads fine data)."""
         return sorted({s for cid in self._fresh if cid in self.circuits for s in self.circuits[cid].switches})

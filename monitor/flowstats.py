@@ -95,6 +95,7 @@ class _Count:
     updated: float | None = None
     bytes_seen: int | None = None  # the newest sample (the reference above may be older: ``min_span``)
     duration_seen: float = 0.0
+    seen_at: float = 0.0  # when the newest sample came
 
 
 @dataclass
@@ -227,7 +228,7 @@ class FlowCounting:
                 continue
             seen.add(cookie_id(ck))
             c = st.counts[key]
-            c.bytes_seen, c.duration_seen = byte_count, duration
+            c.bytes_seen, c.duration_seen, c.seen_at = byte_count, duration, now
             if c.last_duration is None or duration < c.last_duration or byte_count < (c.last_bytes or 0):
                 if duration >= self.min_duration:  # first sample (or rule re-added): since install
                     c.rate, c.updated = byte_count / duration, now
@@ -272,7 +273,7 @@ class FlowCounting:
                     continue
                 old = out.get(key)
                 if old is None or c.bytes_seen > old.bytes:
-                    out[key] = FlowCount(c.bytes_seen, c.rate * 8 / 1e6, c.updated, c.duration_seen)
+                    out[key] = FlowCount(c.bytes_seen, c.rate * 8 / 1e6, max(c.updated, c.seen_at), c.duration_seen)
         return out
 
     def rules(self, switch: str) -> dict[str, int]:

@@ -62,7 +62,7 @@ from app.controller.view_changes import ViewChange
 from monitor import flowstats
 from monitor.core import FineSource, MonitorCore, circuits_from_graph
 from monitor.counters import PortSnapshot
-from monitor.events import Event
+from monitor.events import UNCONSTRAINED_IMBALANCE, Event
 from monitor.fine import ENABLE, FineAction
 from monitor.flowstats import FlowCounting, RuleOp
 from monitor.ovsdb_sflow import OvsdbError, OvsSflow, bridges_by_dpid
@@ -225,6 +225,10 @@ class MonitorApp(app_manager.OSKenApp):
         self.early_fine_poll = bool(self.cfg["fine_early_poll"])
         self.early_step = float(self.cfg["fine_early_step"])
         self._early_awaiting: set[int] = set()  # dpids whose early flow-stats reply is due
+        # after an elephant is named, the early windows keep reading its switches' counts until the
+        # next poll (fine_early_follow): the TE loop's gain judges it again on each newer count
+        self.early_follow = bool(self.cfg["fine_early_follow"])
+        self._follow: set[str] = set()
         # the drop watch: every drop_watch_interval s (0 = off) the queue drops of the watched circuit
         # ends only, so a hot spot by drops starts fine monitoring between polls (MonitorCore.watch_drops)
         self.drop_watch = float(self.cfg["drop_watch_interval"])
@@ -326,6 +330,7 @@ class MonitorApp(app_manager.OSKenApp):
         self._polls += 1
         self._poll_start = time.monotonic()
         self._early_awaiting.clear()  # this poll's flow stats supersede an early window's
+        self._follow.clear()
         self._request_stats()
         self._poll_open = True
         if not self._awaiting:
@@ -345,10 +350,12 @@ class MonitorApp(app_manager.OSKenApp):
         if self._awaiting:
             self.cost["replies_late"] += len(self._awaiting)
             self._awaiting.clear()
-        self._tick()
+        events = self._tick()
         self.metrics.monitor_cycle(time.monotonic() - self._poll_start)
         if self.first_window > 0 and self.core.fresh:
             self.services.later(min(self.first_window, 0.8 * self.interval), EventEarlyWindow(self._polls))
+        elif self._follow_named(events or []):
+            self.services.later(self.early_step, EventEarlyWindow(self._polls))
 
     @set_ev_cls(EventEarlyWindow)
     def _early_window(self, ev: EventEarlyWindow) -> None:
@@ -366,14 +373,24 @@ class MonitorApp(app_manager.OSKenApp):
         """Name elephants from the fine data; not named yet: look again ``fine_early_step`` s on, while
         within 0.85 interval of the poll's start."""
         self._early()
-        if self.core.fresh and time.monotonic() - self._poll_start < 0.85 * self.interval:
+        if (self.core.fresh or self._follow) and time.monotonic() - self._poll_start < 0.85 * self.interval:
             self.services.later(self.early_step, EventEarlyWindow(self._polls))
+
+    def _follow_named(self, events: list[Event]) -> bool:
+        """Follow the switches of the circuits whose elephants these events name; True if newly on."""
+        if self.counting is None or not self.early_follow:
+            return False
+        before = bool(self._follow)
+        for ev in events:
+            if ev.kind == UNCONSTRAINED_IMBALANCE:
+                self._follow |= set(self.core.switches(ev.circuit))
+        return bool(self._follow) and not before
 
     def _request_early_flows(self) -> bool:
         """FLOW_STATS of the counting rules on the fresh circuits' fine switches; False if none asked."""
         assert self.counting is not None
         self._early_awaiting = set()
-        for name in self.core.fresh_switches():
+        for name in sorted(set(self.core.fresh_switches()) | self._follow):
             dp = self._datapath_by_name(name) if name in self.counting.enabled else None
             if dp is None or dp.ofproto.OFP_VERSION != ofproto_v1_3.OFP_VERSION:
                 continue
@@ -535,7 +552,7 @@ class MonitorApp(app_manager.OSKenApp):
     def _view_changed(self, change: ViewChange) -> None:
         self._graph_moved = self._graph_moved or change.graph
 
-    def _tick(self) -> None:
+    def _tick(self) -> list[Event]:
         if self._graph_moved:
             self._graph_moved = False
             graph, _problems = self.view.graph()
@@ -572,6 +589,7 @@ class MonitorApp(app_manager.OSKenApp):
             for ev in res.events:  # the core's clock is monotonic; the database keeps epoch time
                 self._store_event(dataclasses.replace(ev, t=wall))
             self.writer.submit(db_writer.PRUNE, STORE, lambda store: store.prune(wall))
+        return res.events
 
     def _early(self) -> None:
         """The first fine window of the circuits that just became hot (see :meth:`MonitorCore.early`).
@@ -581,6 +599,7 @@ class MonitorApp(app_manager.OSKenApp):
         if self.counting is not None:
             self.view.set_fine_flows(self.counting.flow_counts(now))
         res = self.core.early(now)
+        self._follow_named(res.events)
         for action in res.actions:
             self._execute(action)
         for ev in res.events:

@@ -272,7 +272,7 @@ def _fresh_flowstats(mon) -> None:  # noqa: ANN001
 
     mon.app.counting = FlowCounting()
     mon.app.counting.enable("A", {})
-    mon.app.core = SimpleNamespace(fresh=True, fresh_switches=lambda: ["A"])
+    mon.app.core = SimpleNamespace(fresh=True, fresh_switches=lambda: ["A"], switches=lambda cid: ("A",))
     sent = mon.dp.sent
 
     def send_msg(msg) -> None:  # noqa: ANN001  (a datapath numbers each request, as os-ken's does)
@@ -392,3 +392,43 @@ def test_an_early_look_publishes_the_counts_before_its_events(mon):
     MonitorApp._early(mon.app)
     ((kind, counts),) = seen
     assert kind == UNCONSTRAINED_IMBALANCE and counts[UDP].bytes == 150_000
+
+
+def _named_in_the_first_window(mon, follow: bool) -> list:  # noqa: ANN001
+    """The first early window's reply names the elephant; returns the FLOW_STATS sent after it."""
+    from monitor.core import TickResult
+    from monitor.events import UNCONSTRAINED_IMBALANCE, Event
+
+    _fresh_flowstats(mon)
+    mon.app.early_follow = follow
+
+    def early(now):  # noqa: ANN001, ANN202
+        mon.app.core.fresh = False
+        return TickResult(events=[Event(now, "A-B", UNCONSTRAINED_IMBALANCE, ())])
+
+    mon.app.core.early = early
+    mon.app._early = MonitorApp._early.__get__(mon.app)
+    mon.app._publish = lambda ev: None
+    _poll_all(mon)
+    mon.drain()
+    req = mon.dp.sent[-1]
+    _flow_reply(mon, req.xid)  # named here
+    sent = len(mon.dp.sent)
+    for _ in range(3):
+        mon.drain()
+        if len(mon.dp.sent) > sent and mon.app._early_awaiting:
+            _flow_reply(mon, mon.dp.sent[-1].xid)
+    return [m for m in mon.dp.sent[sent:] if type(m).__name__ == "OFPFlowStatsRequest"]
+
+
+def test_after_naming_the_early_windows_keep_reading_the_counts_until_the_next_poll(mon):
+    """The TE loop's gain judges a named elephant again on each newer count: with fine_early_follow the
+    counts keep coming every fine_early_step, not only at the next poll."""
+    assert len(_named_in_the_first_window(mon, follow=True)) >= 3
+    assert mon.app._follow == {"A"}
+    mon.app._poll(EventMonitorPoll())
+    assert mon.app._follow == set()  # the poll's counts take over
+
+
+def test_without_fine_early_follow_naming_ends_the_early_windows(mon):
+    assert _named_in_the_first_window(mon, follow=False) == []

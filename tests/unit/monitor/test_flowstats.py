@@ -168,6 +168,7 @@ def test_samples_closer_than_min_span_give_no_rate_so_a_counter_refresh_step_is_
     fc.stats("A", [(rule, int(0.4 * per_s), 0.4)], now=10.4)  # 0.1 s on: too close, the rate stays
     assert fc.flow_rates(10.4)[0].mbps == 0.0
     assert fc.flow_counts(10.4)[UDP].bytes == int(0.4 * per_s)  # the bytes counted so far are the newest
+    assert fc.flow_counts(10.4)[UDP].t == 10.4  # a newer count (the TE loop judges it again), same rate
     fc.stats("A", [(rule, int(0.9 * per_s), 0.9)], now=10.9)  # 0.6 s after the reference (0.3 s)
     assert fc.flow_rates(10.9)[0].mbps == pytest.approx(3.7 * 0.9 / 0.6)  # the refresh step spread over 0.6 s
     unlimited = fs.FlowCounting(min_duration=0.2, stale=3.0)
