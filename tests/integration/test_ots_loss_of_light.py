@@ -15,6 +15,7 @@ restarted agent's XCONs are read back and adopted by the connected controller.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -129,11 +130,16 @@ def wait_status(ctl: Of10Controller, port: int, want: tuple[int, int], timeout: 
         time.sleep(0.01)
 
 
-def wait_reconnected(ctl: Of10Controller, connections: int, timeout: float = 30.0) -> None:
-    """Wait until the switch has opened a session after the ``connections``-th."""
+def wait_reconnected(ctl: Of10Controller, connections: int, timeout: float = 30.0, agent_log: str | None = None) -> None:
+    """Wait until the switch has opened a session after the ``connections``-th (on failure: the agent's log)."""
     deadline = time.monotonic() + timeout
     while ctl.connections == connections:
-        assert time.monotonic() < deadline, "the switch never reconnected"
+        if time.monotonic() >= deadline:
+            tail = ""
+            if agent_log and os.path.exists(agent_log):
+                with open(agent_log, errors="replace") as f:
+                    tail = "".join(f.readlines()[-30:])
+            raise AssertionError(f"the switch never reconnected in {timeout:.0f} s; its agent's log ends:\n{tail}")
         time.sleep(0.05)
 
 
@@ -225,7 +231,7 @@ def test_a_restarted_agent_keeps_its_xcons_and_traffic(rig, how):
     assert rig.flows("X") == before and ping(rig.h("h1"), "10.0.0.3", count=3)  # hardware keeps its XCONs lit
     connections = rig.ctl["X"].connections
     faults.restart_agent(rig.lab, "X")
-    wait_reconnected(rig.ctl["X"], connections)
+    wait_reconnected(rig.ctl["X"], connections, agent_log=rig.lab.node("X").agent_log)
     stats = rig.ctl["X"].stats(parser.OFPFlowStatsRequest(of10.DP, 0, parser.OFPMatch(), 0xFF, ofp.OFPP_NONE))
     assert sorted((f.match.in_port, f.actions[0].port) for f in stats) == [(1, 3), (3, 1)]
     ports = rig.ctl["X"].features().ports
@@ -248,7 +254,7 @@ def test_power_off_darkens_every_port_and_power_on_has_no_xcons(rig):
         wait_status(rig.ctl[ots], client_port, LOS)
     connections = rig.ctl["Y"].connections
     faults.power_on_ots(rig.lab, "Y")
-    wait_reconnected(rig.ctl["Y"], connections)
+    wait_reconnected(rig.ctl["Y"], connections, agent_log=rig.lab.node("Y").agent_log)
     assert rig.ctl["Y"].stats(parser.OFPFlowStatsRequest(of10.DP, 0, parser.OFPMatch(), 0xFF, ofp.OFPP_NONE)) == []
     assert all(p.config & ofp.OFPPC_PORT_DOWN for p in rig.ctl["Y"].features().ports.values())
     marks = a.mark(), c.mark()
