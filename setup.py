@@ -39,6 +39,7 @@ setup(
         "dev": [
             "pytest>=8",
             "pytest-timeout>=2.2",
+            "pytest-xdist>=3.5",  # make test: the tests without OVS on both cores (Makefile)
             "hypothesis>=6.90",
             "schemathesis>=3.25",
             "playwright>=1.40",
