@@ -52,6 +52,7 @@ from app.controller.reservation_manager import ReservationManager
 from app.controller.revert_hold import RevertHold
 from app.controller.runtime import SETTINGS
 from app.controller.services import Scheduler, Service, app_scheduler
+from app.controller.shared_restoration import FailureUnit, failure_units, restore_together
 
 LOG = logging.getLogger("mlte.controller.reservations")
 STORE = "provisioning_store"  # the ProvisioningStore, a resource of the db_writer thread
@@ -195,12 +196,37 @@ class ReservationsApp(app_manager.OSKenApp):
         if not f.ports:
             return
         now = time.time()
-        for res_id, c in list(self.manager.active.items()):
-            cause = broken_by(c.xcons, c.packet_ports, f)
-            if cause is not None and res_id not in self.busy and res_id not in self.manager.unprotected:
-                JOURNAL.add("reservation", event="broken", reservation_id=res_id, cause=cause)
-                self.busy.add(res_id)
-                hub.spawn(self._guarded, res_id, lambda rid, why=cause: self._restore(rid, why, now, 1), res_id)
+        # a circuit several reservations ride is one failure unit: they are restored together
+        for unit in failure_units(self.manager.active, f, skip=self.busy | set(self.manager.unprotected)):
+            for res_id in unit.ids:
+                JOURNAL.add("reservation", event="broken", reservation_id=res_id, cause=unit.cause, unit=list(unit.ids))
+            self.busy.update(unit.ids)
+            if unit.shared:
+                hub.spawn(self._restore_unit, unit, now)
+            else:
+                hub.spawn(self._guarded, unit.ids[0], lambda rid, why=unit.cause: self._restore(rid, why, now, 1),
+                          unit.ids[0])
+
+    def _restore_unit(self, unit: FailureUnit, detected: float) -> None:
+        """The riders of a shared circuit restored together (:mod:`app.controller.shared_restoration`)."""
+        try:
+            if self.holdoff > 0:
+                hub.sleep(self.holdoff)
+                f = self.failures()
+                if not any(c is not None and broken_by(c.xcons, c.packet_ports, f) is not None
+                           for c in map(self.manager.active.get, unit.ids)):
+                    return
+            f = self.failures()
+            orders = self._db("orders", list(unit.ids))
+            for out in restore_together(self.manager, orders, unit.cause, detected, f.exclude(self.view.graph()[0])):
+                LOG.info("reservation %s: %s", out.reservation_id, out.to_json())
+                if out.state == "DEGRADED":
+                    self.retry[out.reservation_id] = (time.time() + self.retry_s, 2)
+        except Exception as exc:
+            guard.failures.append(f"reservations {list(unit.ids)}: {exc!r}")
+            guard.ERROR_LOG.exception("reservations %s failed", list(unit.ids))
+        finally:
+            self.busy.difference_update(unit.ids)
 
     def _restore(self, res_id: int, cause: str, detected: float, attempt: int) -> Any:
         if self.holdoff > 0 and attempt == 1:  # a flapping port settles; then only if it is still broken
