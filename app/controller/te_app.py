@@ -70,6 +70,7 @@ from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations
+from app.controller.ridden_circuits import link_riders, plan_refusal
 from app.controller.runtime import SETTINGS
 from app.controller.services import Service, app_scheduler
 from app.te.damping import Damper
@@ -254,6 +255,10 @@ class TeApp(app_manager.OSKenApp):
             LOG.info("TE: %s on %s waits for the takeover of the previous controller's circuits", e.kind, e.circuit)
             self.held_events = [*self.held_events[-(HELD_EVENTS - 1):], ev]
             return
+        if e.kind in (BALANCED_GROWTH, UNCONSTRAINED_IMBALANCE) and (riders := link_riders(e.circuit, self.lit)):
+            self._note(Decision(SKIP, f"{e.circuit} carries reservation(s) {', '.join(map(str, riders))}: "
+                                      "their traffic stays on the circuit it was admitted on", e.flows))
+            return
         if e.kind == BALANCED_GROWTH:
             t0 = time.perf_counter()
             grown = self.growth.on_event(e, self.view.graph()[0], time.monotonic())
@@ -345,6 +350,9 @@ class TeApp(app_manager.OSKenApp):
             ident, ends, owner, opens, closes = d.offload.ident, d.offload.ends, f"te:{d.offload.ident}", OFFLOAD, RELEASE
             decider = self.decider
         assert d.plan is not None
+        if (why := plan_refusal(d.plan, self.lit)) is not None:  # grooming: never under a live reservation
+            self._note(Decision(SKIP, f"{d.kind} {ident} not run: {why}", getattr(d, "flows", ())))
+            return
         if d.kind == RELEASE:
             self.releasing.add(ident)
         try:
@@ -534,6 +542,10 @@ class TeApp(app_manager.OSKenApp):
     def _run_release(self, rel: Release) -> None:
         """A takeover's release, once, through the runner like every release; its record goes when it is done
         (a failure leaves it for the next controller)."""
+        if (why := plan_refusal(rel.plan, self.lit)) is not None:  # grooming: never under a live reservation
+            JOURNAL.add("te_done", decision=RELEASE, offload=rel.record.ident if rel.record else None, ok=False,
+                        plan=rel.plan.id, state="refused", error=why, takeover=True, seconds=0.0)
+            return
         try:
             rec = self.runner.run(rel.plan, rel.owner, "te", ports=(), releases=True,
                                   context={"decision": RELEASE, "takeover": True}).to_json()

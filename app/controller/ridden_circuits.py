@@ -1,0 +1,50 @@
+"""What the TE loop must leave alone: the circuits live reservations ride (grooming, issue 28).
+
+Plain code (no os-ken). A circuit several reservations share is one unit that restoration repairs
+(:mod:`app.controller.shared_restoration`); the TE loop may neither release nor re-program it, nor
+pull the traffic of the reservations riding it onto a circuit of its own — that traffic was admitted
+and metered on the circuit, and the loop's elephants are default-forwarded traffic, which keeps off a
+reservation's ports anyway. So:
+
+- :func:`plan_refusal` says why a TE plan (an offload's or a growth's release, a takeover's release
+  of what no record owns) must not run: it removes, or adds, an XCON a live reservation rides;
+- :func:`link_riders` names the live reservations riding a packet link (the monitor's circuit key,
+  ``packet:A:3-C:1``): an imbalance or growth named on it is skipped with that reason.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from app.controller.groomed_circuits import XconId, xcon_id
+from app.controller.reservation_circuits import ReservationCircuit
+from app.update.plan import Plan, XconStep
+from topology.graph import edge_key
+
+
+def ridden_xcons(lit: Mapping[int, ReservationCircuit]) -> dict[XconId, list[int]]:
+    """Every XCON a live reservation rides -> the reservations riding it (ascending)."""
+    out: dict[XconId, list[int]] = {}
+    for rid, c in sorted(lit.items()):
+        for x in c.xcons:
+            riders = out.setdefault(xcon_id(x), [])
+            if rid not in riders:
+                riders.append(rid)
+    return out
+
+
+def plan_refusal(plan: Plan, lit: Mapping[int, ReservationCircuit]) -> str | None:
+    """Why ``plan`` must not run (None: it may): one of its XCON steps touches a circuit live
+    reservations ride."""
+    ridden = ridden_xcons(lit)
+    for s in plan.steps:
+        if isinstance(s, XconStep) and (riders := ridden.get(xcon_id(s.xcon))):
+            x = s.xcon
+            return (f"XCON {x.ots} {x.in_port}<->{x.out_port} is on a circuit reservation(s) "
+                    f"{', '.join(map(str, riders))} ride: the TE loop leaves it alone")
+    return None
+
+
+def link_riders(link: str, lit: Mapping[int, ReservationCircuit]) -> list[int]:
+    """The live reservations with a circuit whose packet link is ``link`` (either direction)."""
+    return sorted(rid for rid, c in lit.items()
+                  if any(edge_key("packet", f"{a[0]}:{a[1]}", f"{z[0]}:{z[1]}") == link for a, z in c.segments))
