@@ -9,13 +9,16 @@ reservation's ports anyway. So:
 - :func:`plan_refusal` says why a TE plan (an offload's or a growth's release, a takeover's release
   of what no record owns) must not run: it removes, or adds, an XCON a live reservation rides;
 - :func:`link_riders` names the live reservations riding a packet link (the monitor's circuit key,
-  ``packet:A:3-C:1``): an imbalance or growth named on it is skipped with that reason.
+  ``packet:A:3-C:1``): an imbalance or growth named on it is skipped with that reason;
+- :func:`held_share` is what the placement holds for each lit reservation: its circuit's capacity split
+  among the reservations riding the very same circuits (not the whole capacity once per sharer, which
+  made a circuit three riders share look three times over-full).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.controller.groomed_circuits import XconId, xcon_id
+from app.controller.groomed_circuits import XconId, segment_ids, xcon_id
 from app.controller.reservation_circuits import ReservationCircuit
 from app.update.plan import Plan, XconStep
 from topology.graph import edge_key
@@ -48,3 +51,13 @@ def link_riders(link: str, lit: Mapping[int, ReservationCircuit]) -> list[int]:
     """The live reservations with a circuit whose packet link is ``link`` (either direction)."""
     return sorted(rid for rid, c in lit.items()
                   if any(edge_key("packet", f"{a[0]}:{a[1]}", f"{z[0]}:{z[1]}") == link for a, z in c.segments))
+
+
+def held_share(lit: Mapping[int, ReservationCircuit]) -> dict[int, float]:
+    """Mbit/s the placement holds for each lit reservation on its circuits: the capacity, split evenly
+    among the reservations whose circuits are the same (the sum on a shared circuit is its capacity)."""
+    key = {rid: frozenset(s for s in segment_ids(c) if s) for rid, c in lit.items()}
+    riders: dict[frozenset, int] = {}
+    for k in key.values():
+        riders[k] = riders.get(k, 0) + 1
+    return {rid: c.capacity / (riders[key[rid]] if key[rid] else 1) for rid, c in lit.items()}

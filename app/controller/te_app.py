@@ -70,7 +70,7 @@ from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations
-from app.controller.ridden_circuits import link_riders, plan_refusal
+from app.controller.ridden_circuits import held_share, link_riders, plan_refusal
 from app.controller.runtime import SETTINGS
 from app.controller.services import Service, app_scheduler
 from app.te.damping import Damper
@@ -206,11 +206,12 @@ class TeApp(app_manager.OSKenApp):
         (a flow's current path) and the reservations app's lit circuits (held where they are)."""
         def reservations(_now: float) -> list[dict[str, Any]]:
             out = []
+            share = held_share(dict(self.lit))  # grooming: sharers of a circuit split its capacity
             for c in list(self.lit.values()):
                 ends = [f"{r.switch}:{dict(r.match)['in_port']}" for r in c.ingress[:2]]
                 if len(ends) == 2 and c.segments:
                     path = tuple(hop_id(*x, *y) for x, y in map(sorted, c.segments))
-                    out.append({"id": c.ident, "src": ends[0], "dst": ends[1], "bandwidth": c.capacity,
+                    out.append({"id": c.ident, "src": ends[0], "dst": ends[1], "bandwidth": share.get(c.ident, c.capacity),
                                 "start_ts": -math.inf, "end_ts": math.inf, "path": path})
             return out
 

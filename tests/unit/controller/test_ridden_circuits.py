@@ -6,10 +6,12 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from app.controller.journal import JOURNAL
 from app.controller.plan_runner import PlanRunner
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations, ReservationCircuit, circuit_for
-from app.controller.ridden_circuits import link_riders, plan_refusal, ridden_xcons
+from app.controller.ridden_circuits import held_share, link_riders, plan_refusal, ridden_xcons
 from app.controller.runtime import SETTINGS
 from app.update import planner
 from app.update.model import XconSpec
@@ -36,6 +38,9 @@ def test_plan_refusal_and_link_riders_on_plain_values() -> None:
     assert plan_refusal(release, {}) is None
     assert plan_refusal(planner.release([XconSpec("X", 4, 5)], [], [], drain=False), lit) is None
     assert link_riders("packet:A:3-C:1", lit) == [1, 2, 3] and link_riders("packet:A:3-B:1", lit) == []
+    # the placement holds a third of the circuit for each sharer (not the whole of it three times)
+    alone = riders_of(A_B, (("A", 3), ("B", 1)), ids=(9,))
+    assert held_share({**lit, **alone}) == {1: 10 / 3, 2: 10 / 3, 3: 10 / 3, 9: 10.0}
 
 
 def make_app(monkeypatch, fabric, lit: LitReservations):  # noqa: ANN001, ANN201
@@ -51,6 +56,21 @@ def make_app(monkeypatch, fabric, lit: LitReservations):  # noqa: ANN001, ANN201
 
 def lit_xcons(fabric) -> set:  # noqa: ANN001
     return {(x.ots, x.ports) for x in fabric.all_xcons()}
+
+
+def test_the_placement_holds_a_share_of_a_shared_circuit_for_each_rider(monkeypatch, net) -> None:  # noqa: F811
+    from app.te.placement import PlacementDecider
+
+    g = spec_to_graph(fig2_testbed())
+    lit = LitReservations({o.id: circuit_for(g, o.id, o.src, o.dst, o.path["edges"], o.src_vlan)
+                           for o in groomed_orders(3)})
+    monkeypatch.setattr(SETTINGS, "te", {"stable_ms": 5.0, "verify_timeout": 2.0, "placement": "otter"}, raising=False)
+    from app.controller import te_app
+
+    app = te_app.TeApp(mlte_network_view=_View(), mlte_plan_runner=PlanRunner(net, _View()), **{LIT_CONTEXT: lit})
+    assert isinstance(app.decider, PlacementDecider)
+    held = app.decider.reservations(0.0)
+    assert sorted(h["id"] for h in held) == [1, 2, 3] and sum(h["bandwidth"] for h in held) == pytest.approx(10.0)
 
 
 def test_an_imbalance_on_a_circuit_reservations_ride_moves_nothing(monkeypatch, net) -> None:  # noqa: F811
