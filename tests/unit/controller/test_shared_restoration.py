@@ -228,3 +228,68 @@ def test_the_app_spawns_one_restoration_for_the_riders_of_a_shared_circuit(monke
     assert spawned[0][1][0].ids == (1, 2, 3) and app.busy == {1, 2, 3}
     app._network_changed(None)
     assert len(spawned) == 1  # being restored already
+
+
+class ElasticRestoringStore(RestoringStore):
+    def set_provisioned(self, res_id, mbps, now):  # noqa: ANN001, ANN201
+        self.provisioned = {**getattr(self, "provisioned", {}), res_id: mbps}
+        return True
+
+
+def test_an_elastic_rider_keeps_its_meter_and_state_across_the_unit_restoration(net) -> None:  # noqa: F811
+    store = ElasticRestoringStore()
+    m, _ = manager(net, store, busy_ports=held_by(net), meter_static=True)
+    m.probes = vlan_probes(net)
+    orders = groomed_orders(3)
+    orders[2] = dataclasses.replace(orders[2], mode="elastic")
+    for o in orders:
+        assert m.provision(o).ok
+    state = m.elastic[3]
+    assert net.meters["A"][rule_plan.reservation_meter(3)] == 1250.0  # one unit to start with
+    net.cut_fibre(("X", 3))
+    outs = sr.restore_together(m, orders, "loss of light at X:3", 100.0, AVOID)
+    assert all(o.state == "ACTIVE" for o in outs), outs
+    assert m.elastic[3] is state and all(r.meter == rule_plan.reservation_meter(3) for r in m.active[3].ingress)
+    assert net.meters["A"] == {rule_plan.reservation_meter(1): 3000.0, rule_plan.reservation_meter(2): 3000.0,
+                               rule_plan.reservation_meter(3): 1250.0}
+    assert all(reaches(net, 100 + i) == "h3" for i in range(3))
+
+
+def test_the_units_restoration_waits_the_holdoff_and_skips_a_failure_that_cleared(monkeypatch) -> None:
+    from app.controller import reservations_app
+    from app.controller.api_routes import CONTEXT as ROUTES
+    from app.controller.api_routes import ApiRoutes
+    from app.controller.model import OTS, PortInfo, SwitchInfo
+    from app.controller.network_view import CONTEXT as VIEW
+    from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
+    from app.controller.openflow_southbound import OpenFlowSouthbound
+    from app.controller.reservation_manager import Outcome
+
+    def port(n: int, up: bool) -> PortInfo:
+        return PortInfo(n, f"p{n}", "00:00:00:00:00:00", up)
+
+    view = NetworkView()
+    view.add_switch(SwitchInfo(0xF01, OTS, 1, "X", {1: port(1, True), 3: port(3, False)}))  # X:3 failed
+    app = reservations_app.ReservationsApp(**{VIEW: view, SOUTHBOUND: OpenFlowSouthbound(), ROUTES: ApiRoutes()})
+    app.holdoff = 0.5
+    g = spec_to_graph(fig2_testbed())
+    orders = groomed_orders(2)
+    for o in orders:
+        app.manager.active[o.id] = circuit_for(g, o.id, o.src, o.dst, o.path["edges"], o.src_vlan)
+    calls: list = []
+    monkeypatch.setattr(reservations_app, "restore_together",
+                        lambda m, os_, cause, det, avoid: calls.append([o.id for o in os_])
+                        or [Outcome(o.id, "restore", False, "DEGRADED", "no path") for o in os_])
+    monkeypatch.setattr(app, "_db", lambda name, ids: [o for o in orders if o.id in ids])
+    (unit,) = sr.failure_units(app.manager.active, app.failures())
+    # the port comes back during the hold-off: nothing is restored
+    monkeypatch.setattr(reservations_app.hub, "sleep", lambda s: view.set_port(0xF01, 3, port(3, True), 2.0))
+    app.busy.update(unit.ids)
+    app._restore_unit(unit, 1.0)
+    assert calls == [] and app.busy == set()
+    # it stays down: one restoration of both; the DEGRADED ones are retried
+    monkeypatch.setattr(reservations_app.hub, "sleep", lambda s: None)
+    view.set_port(0xF01, 3, port(3, False), 3.0)
+    app.busy.update(unit.ids)
+    app._restore_unit(unit, 1.0)
+    assert calls == [[1, 2]] and app.busy == set() and set(app.retry) == {1, 2}
