@@ -52,7 +52,7 @@ from app.controller.reservation_manager import ReservationManager
 from app.controller.revert_hold import RevertHold
 from app.controller.runtime import SETTINGS
 from app.controller.services import Scheduler, Service, app_scheduler
-from app.controller.shared_restoration import FailureUnit, failure_units, restore_together
+from app.controller.shared_restoration import FailureUnit, failure_units, restore_together, retry_units
 
 LOG = logging.getLogger("mlte.controller.reservations")
 STORE = "provisioning_store"  # the ProvisioningStore, a resource of the db_writer thread
@@ -207,10 +207,10 @@ class ReservationsApp(app_manager.OSKenApp):
                 hub.spawn(self._guarded, unit.ids[0], lambda rid, why=unit.cause: self._restore(rid, why, now, 1),
                           unit.ids[0])
 
-    def _restore_unit(self, unit: FailureUnit, detected: float) -> None:
+    def _restore_unit(self, unit: FailureUnit, detected: float, attempt: int = 1) -> None:
         """The riders of a shared circuit restored together (:mod:`app.controller.shared_restoration`)."""
         try:
-            if self.holdoff > 0:
+            if self.holdoff > 0 and attempt == 1:
                 hub.sleep(self.holdoff)
                 f = self.failures()
                 if not any(c is not None and broken_by(c.xcons, c.packet_ports, f) is not None
@@ -218,10 +218,14 @@ class ReservationsApp(app_manager.OSKenApp):
                     return
             f = self.failures()
             orders = self._db("orders", list(unit.ids))
-            for out in restore_together(self.manager, orders, unit.cause, detected, f.exclude(self.view.graph()[0])):
+            for out in restore_together(self.manager, orders, unit.cause, detected, f.exclude(self.view.graph()[0]),
+                                        attempt):
                 LOG.info("reservation %s: %s", out.reservation_id, out.to_json())
                 if out.state == "DEGRADED":
-                    self.retry[out.reservation_id] = (time.time() + self.retry_s, 2)
+                    self.retry[out.reservation_id] = (time.time() + min(RETRY_MAX, self.retry_s * 2 ** (attempt - 1)),
+                                                      attempt + 1)
+                else:
+                    self.retry.pop(out.reservation_id, None)
         except Exception as exc:
             guard.failures.append(f"reservations {list(unit.ids)}: {exc!r}")
             guard.ERROR_LOG.exception("reservations %s failed", list(unit.ids))
@@ -252,12 +256,21 @@ class ReservationsApp(app_manager.OSKenApp):
         unprotected = [i for i in self.manager.unprotected if self.retry.get(i, (now, 1))[0] <= now]
         if unprotected:
             waiting += self._db("orders", unprotected)
+        due = {}
         for order in waiting:
             at, attempt = self.retry.setdefault(order.id, (now, 1))
             if at <= now and order.id not in self.busy:
-                self.busy.add(order.id)
-                hub.spawn(self._guarded, order.id,
-                          lambda rid, a=attempt: self._restore(rid, f"retry {a} after a failure", now, a), order.id)
+                due[order.id] = (order, attempt)
+        # riders of one circuit come back together (one placement: shared again while it fits)
+        for group in retry_units([o for o, _a in due.values()]):
+            ids = tuple(o.id for o in group)
+            attempt = max(due[i][1] for i in ids)
+            self.busy.update(ids)
+            if len(ids) > 1:
+                hub.spawn(self._restore_unit, FailureUnit(ids, f"retry {attempt} after a failure"), now, attempt)
+            else:
+                hub.spawn(self._guarded, ids[0],
+                          lambda rid, a=attempt: self._restore(rid, f"retry {a} after a failure", now, a), ids[0])
 
     def _watch_reverts(self, f: Failures, now: float) -> None:
         """Tell the revert hold, per reservation on a restoration path, whether its original path is clear."""

@@ -24,7 +24,7 @@ re-protects it).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,14 +65,9 @@ class FailureUnit:
         return len(self.ids) > 1
 
 
-def failure_units(active: Mapping[int, ReservationCircuit], f: Failures,
-                  skip: Iterable[int] = ()) -> list[FailureUnit]:
-    """The lit reservations ``f`` broke (but those in ``skip``: being restored already, or 1+1 ones
-    running unprotected), grouped by the circuits they share (connected components)."""
-    skip = set(skip)
-    causes = {rid: why for rid, c in sorted(active.items())
-              if rid not in skip and (why := broken_by(c.xcons, c.packet_ports, f)) is not None}
-    parent = {rid: rid for rid in causes}
+def _components(keys: Mapping[int, Iterable[Hashable]]) -> list[tuple[int, ...]]:
+    """The ids grouped so that two sharing a key are in one group (connected components), ascending."""
+    parent = {i: i for i in keys}
 
     def root(r: int) -> int:
         while parent[r] != r:
@@ -80,19 +75,37 @@ def failure_units(active: Mapping[int, ReservationCircuit], f: Failures,
             r = parent[r]
         return r
 
-    first_of: dict[frozenset[groomed_circuits.XconId], int] = {}
-    for rid in causes:
-        for seg in groomed_circuits.segment_ids(active[rid]):
-            if not seg:
-                continue
-            other = first_of.setdefault(seg, rid)
-            a, b = root(rid), root(other)
+    first_of: dict[Hashable, int] = {}
+    for i in sorted(keys):
+        for k in keys[i]:
+            a, b = root(i), root(first_of.setdefault(k, i))
             if a != b:
                 parent[max(a, b)] = min(a, b)
     groups: dict[int, list[int]] = {}
-    for rid in causes:
-        groups.setdefault(root(rid), []).append(rid)
-    return [FailureUnit(tuple(sorted(ids)), causes[min(ids)]) for _r, ids in sorted(groups.items())]
+    for i in sorted(keys):
+        groups.setdefault(root(i), []).append(i)
+    return [tuple(ids) for _r, ids in sorted(groups.items())]
+
+
+def failure_units(active: Mapping[int, ReservationCircuit], f: Failures,
+                  skip: Iterable[int] = ()) -> list[FailureUnit]:
+    """The lit reservations ``f`` broke (but those in ``skip``: being restored already, or 1+1 ones
+    running unprotected), grouped by the circuits they share (connected components)."""
+    skip = set(skip)
+    causes = {rid: why for rid, c in sorted(active.items())
+              if rid not in skip and (why := broken_by(c.xcons, c.packet_ports, f)) is not None}
+    comps = _components({rid: [s for s in groomed_circuits.segment_ids(active[rid]) if s] for rid in causes})
+    return [FailureUnit(ids, causes[ids[0]]) for ids in comps]
+
+
+def retry_units(orders: Sequence[Any]) -> list[list[Any]]:
+    """Reservations to retry (DEGRADED: nothing lit), grouped by the circuits of their stored paths:
+    riders of one circuit that a failure left with no path come back together — one by one, the
+    first would take the circuit ports the others need (Fig. 2: A has two). 1+1 ones alone."""
+    by_id = {o.id: o for o in orders}
+    keys = {o.id: ([] if protected_circuits.is_protected(o) else
+                   [frozenset(map(str, x)) for x in (o.path or {}).get("xcons") or []]) for o in orders}
+    return [[by_id[i] for i in ids] for ids in _components(keys)]
 
 
 # ---- the plans (values) --------------------------------------------------------------------------------
@@ -189,8 +202,8 @@ def restore_together(m: ReservationManager, orders: Sequence[Any], cause: str, d
                      avoid: Sequence[str], attempt: int = 1) -> list[Outcome]:
     """Restore the riders of a shared circuit as one unit (module docstring): one release plan, one
     placement, one provision plan; an Outcome per rider."""
-    singles = [o for o in orders if protected_circuits.is_protected(o) or o.id not in m.active]
-    if singles:  # 1+1 ones (never shared) and ones not lit by us: the one-reservation restoration
+    singles = [o for o in orders if protected_circuits.is_protected(o)]
+    if singles:  # 1+1 ones (never shared): their own restoration (re-protection)
         rest = [o for o in orders if o not in singles]
         return [m.restore(o, cause, detected, avoid, attempt) for o in singles] + \
             (restore_together(m, rest, cause, detected, avoid, attempt) if rest else [])
@@ -209,23 +222,27 @@ def restore_together(m: ReservationManager, orders: Sequence[Any], cause: str, d
         m.on_event("reservation_restoring", {"reservation_id": o.id, "cause": cause, "attempt": attempt, "unit": ids})
     tries = {o.id: {"cause": cause, "detected_ts": detected, "started_ts": started, "attempt": attempt,
                     "old_path": list((o.path or {}).get("edges") or [])} for o in riders}
-    broken = {o.id: m.active[o.id] for o in riders}
+    broken = {o.id: m.active[o.id] for o in riders if o.id in m.active}  # (a DEGRADED one has nothing lit)
     elastic = {o.id: m.elastic.get(o.id) for o in riders}
     metered_ids = {rid for rid, c in broken.items() if any(r.meter is not None for r in c.ingress)}
-    first = min(ids)
+    if m.meter_static:
+        metered_ids |= set(ids)
     # 1. the unit down, by one plan
-    others = [c for k, c in m.active.items() if k not in broken]
-    elsewhere = map(groomed_circuits.xcon_id, m.run_db("xcons_in_use", first, *ids))
-    down_c = combined(first, list(broken.values()))
-    with m.sharing.holding(down_c):
-        down = m._run(release_plan(broken, others, elsewhere, plan_id=f"res{first}-unit-release-{int(m.clock() * 1000)}"),
-                      first, down_c, opens=False)
-    for rid, c in broken.items():
-        m.active.pop(rid, None)  # (what could not be removed stays reserved: the new paths avoid its ports)
-        if down.state == "done":
-            m.runner.reserve(f"{OWNER}{rid}", ())
-            if rid in metered_ids:
-                m._remove_meters(c)
+    if broken:
+        first = min(broken)
+        others = [c for k, c in m.active.items() if k not in broken]
+        elsewhere = map(groomed_circuits.xcon_id, m.run_db("xcons_in_use", first, *ids))
+        down_c = combined(first, list(broken.values()))
+        with m.sharing.holding(down_c):
+            down = m._run(release_plan(broken, others, elsewhere,
+                                       plan_id=f"res{first}-unit-release-{int(m.clock() * 1000)}"),
+                          first, down_c, opens=False)
+        for rid, c in broken.items():
+            m.active.pop(rid, None)  # (what could not be removed stays reserved: the new paths avoid its ports)
+            if down.state == "done":
+                m.runner.reserve(f"{OWNER}{rid}", ())
+                if any(r.meter is not None for r in c.ingress):
+                    m._remove_meters(c)
     # 2. the riders placed again, sharing the new circuit while it has room
     g = m.graph()
     placed = place(g, riders, avoid, held_oports(g, m.busy_ports), _vlan)
