@@ -197,7 +197,7 @@ def test_retry_units_group_by_the_circuits_of_the_stored_paths() -> None:
     orders = groomed_orders(3)
     other = stored_path(Order(7, src="A:2", dst="C:4"))
     assert [[o.id for o in u] for u in sr.retry_units(orders + [other])] in ([[1, 2, 3, 7]], [[1, 2, 3], [7]])
-    lone = Order(8, path={"edges": [], "xcons": [["X", 4, 5]]})
+    lone = Order(8, path={"edges": [], "xcons": [["X:4", "X:5"], ["Z:5", "Z:4"]]})
     assert [[o.id for o in u] for u in sr.retry_units([orders[0], lone])] == [[1], [8]]
     assert sr.retry_units([]) == []
 
