@@ -50,6 +50,7 @@ from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, s
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations, ReservationCircuit
 from app.controller.reservation_manager import ReservationManager
 from app.controller.revert_hold import RevertHold
+from app.controller.ridden_circuits import shared_circuits
 from app.controller.runtime import SETTINGS
 from app.controller.services import Scheduler, Service, app_scheduler
 from app.controller.shared_restoration import FailureUnit, failure_units, restore_together, retry_units
@@ -394,4 +395,5 @@ class ReservationsApp(app_manager.OSKenApp):
                 "retry": {str(k): {"at": at, "attempt": a} for k, (at, a) in sorted(self.retry.items())},
                 "restoration": {"enabled": self.restore_on, "frozen": bool(self.frozen), "reason": self.frozen},
                 "revert": {"enabled": self.revert_on, "hold_s": self.reverts.hold_s, "waiting": self.reverts.to_json()},
+                "shared": shared_circuits(self.manager.active),  # grooming: failure units of several
                 "database": bool(SETTINGS.db_url)}

@@ -17,9 +17,11 @@ reservation's ports anyway. So:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from app.controller.groomed_circuits import XconId, segment_ids, xcon_id
 from app.controller.reservation_circuits import ReservationCircuit
+from app.update.model import Port, XconSpec
 from app.update.plan import Plan, XconStep
 from topology.graph import edge_key
 
@@ -61,3 +63,18 @@ def held_share(lit: Mapping[int, ReservationCircuit]) -> dict[int, float]:
     for k in key.values():
         riders[k] = riders.get(k, 0) + 1
     return {rid: c.capacity / (riders[key[rid]] if key[rid] else 1) for rid, c in lit.items()}
+
+
+
+def shared_circuits(lit: Mapping[int, ReservationCircuit]) -> list[dict[str, Any]]:
+    """The circuits (segments) several lit reservations ride, each with its ends, XCONs and riders:
+    the failure units a cut would restore together (``GET /reservations`` on the control API)."""
+    riders: dict[frozenset[XconId], list[int]] = {}
+    first: dict[frozenset[XconId], tuple[tuple[Port, Port], tuple[XconSpec, ...]]] = {}
+    for rid, c in sorted(lit.items()):
+        for seg, ends, xs in zip(segment_ids(c), c.segments, c.segment_xcons, strict=True):
+            if seg:
+                riders.setdefault(seg, []).append(rid)
+                first.setdefault(seg, (ends, xs))
+    return [{"ends": [f"{sw}:{p}" for sw, p in first[k][0]], "xcons": [x.to_json() for x in first[k][1]],
+             "reservations": ids} for k, ids in riders.items() if len(ids) > 1]

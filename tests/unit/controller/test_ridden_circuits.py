@@ -11,7 +11,13 @@ import pytest
 from app.controller.journal import JOURNAL
 from app.controller.plan_runner import PlanRunner
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations, ReservationCircuit, circuit_for
-from app.controller.ridden_circuits import held_share, link_riders, plan_refusal, ridden_xcons
+from app.controller.ridden_circuits import (
+    held_share,
+    link_riders,
+    plan_refusal,
+    ridden_xcons,
+    shared_circuits,
+)
 from app.controller.runtime import SETTINGS
 from app.update import planner
 from app.update.model import XconSpec
@@ -41,6 +47,9 @@ def test_plan_refusal_and_link_riders_on_plain_values() -> None:
     # the placement holds a third of the circuit for each sharer (not the whole of it three times)
     alone = riders_of(A_B, (("A", 3), ("B", 1)), ids=(9,))
     assert held_share({**lit, **alone}) == {1: 10 / 3, 2: 10 / 3, 3: 10 / 3, 9: 10.0}
+    # what the control API lists: the circuit the three share (the lone one is no unit of several)
+    (shared,) = shared_circuits({**lit, **alone})
+    assert shared["reservations"] == [1, 2, 3] and shared["ends"] == ["A:3", "C:1"] and len(shared["xcons"]) == 2
 
 
 def make_app(monkeypatch, fabric, lit: LitReservations):  # noqa: ANN001, ANN201

@@ -273,6 +273,7 @@ def test_the_app_spawns_one_restoration_for_the_riders_of_a_shared_circuit(monke
     g = spec_to_graph(fig2_testbed())
     for o in groomed_orders(3):
         app.manager.active[o.id] = circuit_for(g, o.id, o.src, o.dst, o.path["edges"], o.src_vlan)
+    assert [u["reservations"] for u in app.r_reservations({}, {})["shared"]] == [[1, 2, 3]]  # the control API
     spawned: list = []
     monkeypatch.setattr(reservations_app.hub, "spawn", lambda fn, *a: spawned.append((fn, a)))
     view.set_port(0xF01, 3, port(3, False), 1.0)  # the fibre at X:3 failed
