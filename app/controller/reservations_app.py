@@ -50,8 +50,10 @@ from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, s
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations, ReservationCircuit
 from app.controller.reservation_manager import ReservationManager
 from app.controller.revert_hold import RevertHold
+from app.controller.ridden_circuits import shared_circuits
 from app.controller.runtime import SETTINGS
 from app.controller.services import Scheduler, Service, app_scheduler
+from app.controller.shared_restoration import FailureUnit, failure_units, restore_together, retry_units
 
 LOG = logging.getLogger("mlte.controller.reservations")
 STORE = "provisioning_store"  # the ProvisioningStore, a resource of the db_writer thread
@@ -195,12 +197,41 @@ class ReservationsApp(app_manager.OSKenApp):
         if not f.ports:
             return
         now = time.time()
-        for res_id, c in list(self.manager.active.items()):
-            cause = broken_by(c.xcons, c.packet_ports, f)
-            if cause is not None and res_id not in self.busy and res_id not in self.manager.unprotected:
-                JOURNAL.add("reservation", event="broken", reservation_id=res_id, cause=cause)
-                self.busy.add(res_id)
-                hub.spawn(self._guarded, res_id, lambda rid, why=cause: self._restore(rid, why, now, 1), res_id)
+        # a circuit several reservations ride is one failure unit: they are restored together
+        for unit in failure_units(self.manager.active, f, skip=self.busy | set(self.manager.unprotected)):
+            for res_id in unit.ids:
+                JOURNAL.add("reservation", event="broken", reservation_id=res_id, cause=unit.cause, unit=list(unit.ids))
+            self.busy.update(unit.ids)
+            if unit.shared:
+                hub.spawn(self._restore_unit, unit, now)
+            else:
+                hub.spawn(self._guarded, unit.ids[0], lambda rid, why=unit.cause: self._restore(rid, why, now, 1),
+                          unit.ids[0])
+
+    def _restore_unit(self, unit: FailureUnit, detected: float, attempt: int = 1) -> None:
+        """The riders of a shared circuit restored together (:mod:`app.controller.shared_restoration`)."""
+        try:
+            if self.holdoff > 0 and attempt == 1:
+                hub.sleep(self.holdoff)
+                f = self.failures()
+                if not any(c is not None and broken_by(c.xcons, c.packet_ports, f) is not None
+                           for c in map(self.manager.active.get, unit.ids)):
+                    return
+            f = self.failures()
+            orders = self._db("orders", list(unit.ids))
+            for out in restore_together(self.manager, orders, unit.cause, detected, f.exclude(self.view.graph()[0]),
+                                        attempt):
+                LOG.info("reservation %s: %s", out.reservation_id, out.to_json())
+                if out.state == "DEGRADED":
+                    self.retry[out.reservation_id] = (time.time() + min(RETRY_MAX, self.retry_s * 2 ** (attempt - 1)),
+                                                      attempt + 1)
+                else:
+                    self.retry.pop(out.reservation_id, None)
+        except Exception as exc:
+            guard.failures.append(f"reservations {list(unit.ids)}: {exc!r}")
+            guard.ERROR_LOG.exception("reservations %s failed", list(unit.ids))
+        finally:
+            self.busy.difference_update(unit.ids)
 
     def _restore(self, res_id: int, cause: str, detected: float, attempt: int) -> Any:
         if self.holdoff > 0 and attempt == 1:  # a flapping port settles; then only if it is still broken
@@ -226,12 +257,21 @@ class ReservationsApp(app_manager.OSKenApp):
         unprotected = [i for i in self.manager.unprotected if self.retry.get(i, (now, 1))[0] <= now]
         if unprotected:
             waiting += self._db("orders", unprotected)
+        due = {}
         for order in waiting:
             at, attempt = self.retry.setdefault(order.id, (now, 1))
             if at <= now and order.id not in self.busy:
-                self.busy.add(order.id)
-                hub.spawn(self._guarded, order.id,
-                          lambda rid, a=attempt: self._restore(rid, f"retry {a} after a failure", now, a), order.id)
+                due[order.id] = (order, attempt)
+        # riders of one circuit come back together (one placement: shared again while it fits)
+        for group in retry_units([o for o, _a in due.values()]):
+            ids = tuple(o.id for o in group)
+            attempt = max(due[i][1] for i in ids)
+            self.busy.update(ids)
+            if len(ids) > 1:
+                hub.spawn(self._restore_unit, FailureUnit(ids, f"retry {attempt} after a failure"), now, attempt)
+            else:
+                hub.spawn(self._guarded, ids[0],
+                          lambda rid, a=attempt: self._restore(rid, f"retry {a} after a failure", now, a), ids[0])
 
     def _watch_reverts(self, f: Failures, now: float) -> None:
         """Tell the revert hold, per reservation on a restoration path, whether its original path is clear."""
@@ -355,4 +395,5 @@ class ReservationsApp(app_manager.OSKenApp):
                 "retry": {str(k): {"at": at, "attempt": a} for k, (at, a) in sorted(self.retry.items())},
                 "restoration": {"enabled": self.restore_on, "frozen": bool(self.frozen), "reason": self.frozen},
                 "revert": {"enabled": self.revert_on, "hold_s": self.reverts.hold_s, "waiting": self.reverts.to_json()},
+                "shared": shared_circuits(self.manager.active),  # grooming: failure units of several
                 "database": bool(SETTINGS.db_url)}

@@ -70,6 +70,7 @@ from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
 from app.controller.openflow_southbound import OFP_VERSIONS, OpenFlowSouthbound
 from app.controller.plan_runner_live import RUNNER, RUNNER_EVENTS, PlanRunner, shared_runner
 from app.controller.reservation_circuits import LIT_CONTEXT, LitReservations
+from app.controller.ridden_circuits import held_share, link_riders, plan_refusal
 from app.controller.runtime import SETTINGS
 from app.controller.services import Service, app_scheduler
 from app.te.damping import Damper
@@ -205,11 +206,12 @@ class TeApp(app_manager.OSKenApp):
         (a flow's current path) and the reservations app's lit circuits (held where they are)."""
         def reservations(_now: float) -> list[dict[str, Any]]:
             out = []
+            share = held_share(dict(self.lit))  # grooming: sharers of a circuit split its capacity
             for c in list(self.lit.values()):
                 ends = [f"{r.switch}:{dict(r.match)['in_port']}" for r in c.ingress[:2]]
                 if len(ends) == 2 and c.segments:
                     path = tuple(hop_id(*x, *y) for x, y in map(sorted, c.segments))
-                    out.append({"id": c.ident, "src": ends[0], "dst": ends[1], "bandwidth": c.capacity,
+                    out.append({"id": c.ident, "src": ends[0], "dst": ends[1], "bandwidth": share.get(c.ident, c.capacity),
                                 "start_ts": -math.inf, "end_ts": math.inf, "path": path})
             return out
 
@@ -253,6 +255,10 @@ class TeApp(app_manager.OSKenApp):
         if not self.adopted:  # decided once the takeover pass is done (an imbalance is announced only once)
             LOG.info("TE: %s on %s waits for the takeover of the previous controller's circuits", e.kind, e.circuit)
             self.held_events = [*self.held_events[-(HELD_EVENTS - 1):], ev]
+            return
+        if e.kind in (BALANCED_GROWTH, UNCONSTRAINED_IMBALANCE) and (riders := link_riders(e.circuit, self.lit)):
+            self._note(Decision(SKIP, f"{e.circuit} carries reservation(s) {', '.join(map(str, riders))}: "
+                                      "their traffic stays on the circuit it was admitted on", e.flows))
             return
         if e.kind == BALANCED_GROWTH:
             t0 = time.perf_counter()
@@ -345,6 +351,9 @@ class TeApp(app_manager.OSKenApp):
             ident, ends, owner, opens, closes = d.offload.ident, d.offload.ends, f"te:{d.offload.ident}", OFFLOAD, RELEASE
             decider = self.decider
         assert d.plan is not None
+        if (why := plan_refusal(d.plan, self.lit)) is not None:  # grooming: never under a live reservation
+            self._note(Decision(SKIP, f"{d.kind} {ident} not run: {why}", getattr(d, "flows", ())))
+            return
         if d.kind == RELEASE:
             self.releasing.add(ident)
         try:
@@ -534,6 +543,10 @@ class TeApp(app_manager.OSKenApp):
     def _run_release(self, rel: Release) -> None:
         """A takeover's release, once, through the runner like every release; its record goes when it is done
         (a failure leaves it for the next controller)."""
+        if (why := plan_refusal(rel.plan, self.lit)) is not None:  # grooming: never under a live reservation
+            JOURNAL.add("te_done", decision=RELEASE, offload=rel.record.ident if rel.record else None, ok=False,
+                        plan=rel.plan.id, state="refused", error=why, takeover=True, seconds=0.0)
+            return
         try:
             rec = self.runner.run(rel.plan, rel.owner, "te", ports=(), releases=True,
                                   context={"decision": RELEASE, "takeover": True}).to_json()

@@ -361,14 +361,15 @@ class ProvisioningStore:
         with self.db.session() as s:
             return self._installations(s, final_only=True)
 
-    def xcons_in_use(self, res_id: int) -> list[tuple[str, int, int]]:
-        """The XCONs of the circuits recorded as installed for any reservation but ``res_id`` (grooming:
-        several reservations record the same shared circuit; it goes only with the last of them)."""
-        res_id = _int(res_id, "res_id", 1, MAX_ID)
+    def xcons_in_use(self, res_id: int, *also: int) -> list[tuple[str, int, int]]:
+        """The XCONs of the circuits recorded as installed for any reservation but ``res_id`` (and ``also``:
+        the riders of a shared circuit restored together) (grooming: several reservations record the same
+        shared circuit; it goes only with the last of them)."""
+        but = {_int(r, "res_id", 1, MAX_ID) for r in (res_id, *also)}
         with self.db.session() as s:
             rows = s.execute(select(Xcon.ots, Xcon.in_port, Xcon.out_port).join(Circuit, Xcon.circuit_id == Circuit.id)
                              .where(Circuit.state == INSTALLED, Circuit.reservation_id.is_not(None),
-                                    Circuit.reservation_id != res_id))
+                                    Circuit.reservation_id.not_in(but)))
             return sorted({(str(o), int(i), int(p)) for o, i, p in rows})
 
     def plans(self, limit: int = 50, reservation_id: int | None = None) -> list[dict[str, Any]]:

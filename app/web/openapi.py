@@ -194,6 +194,28 @@ SCHEMAS: dict[str, Any] = {
         "type": "object", "required": ["items"],
         "properties": {"items": {"type": "array", "items": _ref("Circuit")}},
     },
+    "CircuitSharing": {
+        "type": "object", "required": ["items"],
+        "properties": {"items": {"type": "array", "items": {
+            "type": "object",
+            "required": ["circuit", "a_end", "z_end", "link", "capacity", "xcons", "rows", "riders", "booked", "free",
+                         "shared"],
+            "properties": {
+                "circuit": _STR, "a_end": _STR, "z_end": _STR,
+                "link": {"type": "string", "description": "the monitor's key of its packet link (/utilization)"},
+                "capacity": {"type": "number"},
+                "xcons": {"type": "array", "items": {"type": "array", "items": {}}},
+                "rows": {"type": "array", "items": {"type": "integer"}, "description": "its rows in /circuits"},
+                "riders": {"type": "array", "items": {
+                    "type": "object", "required": ["id", "bandwidth", "vlan", "state", "mode"],
+                    "properties": {"id": {"type": "integer"}, "bandwidth": {"type": "number"}, "vlan": _VLAN,
+                                   "state": _STR, "mode": _STR,
+                                   "name": {"type": "string", "description": "the owner's and admins' only"}}}},
+                "booked": {"type": "number", "description": "Mbit/s its riders book together"},
+                "free": {"type": "number", "nullable": True,
+                         "description": "capacity minus booked (null: no reservation rides it)"},
+                "shared": {"type": "boolean"}}}}},
+    },
     "Rule": {
         "type": "object", "description": "a packet-switch flow rule the controller installed for a reservation",
         "required": ["id", "switch", "table", "priority", "cookie", "match", "actions", "installed", "installed_at",
@@ -316,6 +338,9 @@ def document() -> dict[str, Any]:
         "/api/v1/circuits": {
             "get": _op("listCircuits", "Optical circuits and their XCONs", _json(_ref("CircuitList"), "circuits"), (400, 401),
                        params=[_q("state", {"type": "string", "enum": ["ACTIVE", "RELEASED"]})], tag="network")},
+        "/api/v1/circuits/sharing": {
+            "get": _op("circuitSharing", "Per lit circuit, the reservations riding it and what is free on it",
+                       _json(_ref("CircuitSharing"), "one item per lit circuit"), (400, 401), tag="network")},
         "/api/v1/plans": {
             "get": _op("listPlans", "Update plans the controller executed (provision, release...), newest first",
                        _json(_ref("PlanList"), "plans"), (400, 401, 403, 404),

@@ -45,6 +45,7 @@ from app.web.drawing import CircuitLink, draw
 from app.web.errors import ApiError
 from app.web.forms import ActionForm, LoginForm, ModifyForm, ReservationForm
 from app.web.listing import history, list_page
+from app.web.sharing import LIVE_CIRCUIT_STATES, circuit_sharing, live_circuits
 from app.web.throttle import login_keys
 from app.web.validation import parse_create, parse_list, parse_modify
 
@@ -299,7 +300,7 @@ def _detail_page(res: Reservation, modify_form: ModifyForm, status: int = 200): 
     g = graph(db)
     path = res.path or {}
     drawing = draw(g, path_edges=tuple(path.get("edges", ())), path_nodes=tuple(path.get("nodes", ())),
-                   circuit_edges=_circuit_edges(g, _live_circuits(db)))
+                   circuit_edges=_circuit_edges(g, live_circuits(db)))
     chart_links = monitor_read.path_links(g, list(path.get("edges", ())))
     entries = history(db, res.id)
     names = {u.id: u.name for u in db.execute(select(User).where(
@@ -393,15 +394,6 @@ def reservation_action(user: User, res_id: int, action: str):  # noqa: ANN201
     return redirect(url_for("ui.reservation_detail", res_id=res_id))
 
 
-LIVE_CIRCUIT_STATES = ("ACTIVE", "UP", "PLANNED")
-
-
-def _live_circuits(db: Session) -> list[Circuit]:
-    """The circuits the controller has lit (or is lighting), with their XCONs."""
-    return list(db.execute(select(Circuit).options(selectinload(Circuit.xcons))
-                           .where(Circuit.state.in_(LIVE_CIRCUIT_STATES)).order_by(Circuit.id)).scalars())
-
-
 def _circuit_edges(g: Any, live: list[Circuit]) -> tuple[str, ...]:
     """Edges to highlight as circuits: circuit packet links and active XCONs of the graph, plus the
     XCONs, fibres, end adaptations and packet link (once LLDP found it) of the circuits the controller
@@ -436,7 +428,7 @@ def _topology_view(db: Session, g: Any, user: User) -> dict[str, Any]:
     the circuits (lit, and the last released), the reservations booked but not lit yet or no longer
     (a failure broke their path: RESTORING, DEGRADED; the user's own; an admin's: all), the layer counts
     and the links the monitor samples."""
-    live = _live_circuits(db)
+    live = live_circuits(db)
     booked = select(Reservation).where(Reservation.state.in_((RESERVED, PROVISIONING, RESTORING, DEGRADED)))
     if not user.is_admin:
         booked = booked.where(Reservation.owner_id == user.id)
@@ -454,7 +446,8 @@ def _topology_view(db: Session, g: Any, user: User) -> dict[str, Any]:
     monitored = list(dict.fromkeys([*g.edges_of_kind("packet"), *(c.key for c in links)]))
     return {"drawing": draw(g, circuit_edges=_circuit_edges(g, live), circuit_links=links), "circuits": live,
             "released": released, "pending": pending, "layers": layers(data), "counts": counts, "monitored": monitored,
-            "link_of": {c.id: link.key for c, link in zip(live, links, strict=True)}}
+            "link_of": {c.id: link.key for c, link in zip(live, links, strict=True)},
+            "sharing": [s for s in circuit_sharing(live, user) if s["riders"]]}
 
 
 @ui_bp.get("/topology")

@@ -15,6 +15,7 @@ from app.web.api.reservations import MAX_ID, load_reservation
 from app.web.auth import require_user
 from app.web.context import graph, now, read_session, state
 from app.web.errors import ApiError
+from app.web.sharing import circuit_sharing, live_circuits
 
 bp = Blueprint("api_network", __name__)
 
@@ -65,6 +66,16 @@ def circuits():  # noqa: ANN201
             raise ApiError(f"state must be one of {', '.join(CIRCUIT_STATES)}, got {wanted[:40]!r}", field="state")
         stmt = stmt.where(Circuit.state == wanted)
     return jsonify({"items": [serialize.circuit(c) for c in db.execute(stmt).scalars()]})
+
+
+@bp.get("/circuits/sharing")
+def circuits_sharing():  # noqa: ANN201
+    """Per lit circuit, the reservations riding it and what is free on it (grooming; app/web/sharing.py)."""
+    db = read_session()
+    user = require_user(db, allow_session=True)
+    if request.args:
+        raise ApiError(f"unknown query parameter {next(iter(request.args))!r}", field=next(iter(request.args)))
+    return jsonify({"items": circuit_sharing(live_circuits(db), user)})
 
 
 def _int_arg(name: str, lo: int, hi: int, default: int | None = None) -> int | None:

@@ -97,8 +97,9 @@ class FakeStore:
         self.plans.append(record)
         return len(self.plans)
 
-    def xcons_in_use(self, res_id):
-        return [x for k, inst in self.installed.items() if k != res_id for c in inst.circuits for x in c.xcons]
+    def xcons_in_use(self, res_id, *also):
+        return [x for k, inst in self.installed.items() if k not in (res_id, *also) for c in inst.circuits
+                for x in c.xcons]
 
 
 @pytest.fixture

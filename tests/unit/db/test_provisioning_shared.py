@@ -11,6 +11,7 @@ def test_a_shared_circuit_is_in_use_until_its_last_installation_is_released(w: W
     assert w.store.mark_active(a, [CIRCUIT], RULES, T) and w.store.mark_active(b, [CIRCUIT], RULES, T)
     assert w.store.xcons_in_use(a) == [("X", 1, 3), ("Z", 3, 2)]  # b's record of the same circuit
     assert w.store.xcons_in_use(b) == [("X", 1, 3), ("Z", 3, 2)]
+    assert w.store.xcons_in_use(a, b) == []  # a unit of both restored together: nobody else holds it
     w.cancel(a)
     assert w.store.mark_released(a, T + 1)
     assert w.store.xcons_in_use(b) == []  # a's record is released: b is the last one on it
