@@ -8,7 +8,9 @@ reservation rule on the bridges belongs to a lit reservation, none twice) and, o
 released (Fig. 2's switch A has two optical ports: an elephant needs both), an elephant offloaded by the
 TE loop just before the leader of the time is SIGKILLed (``mininet_labs/ha_elephant.py``): the next leader
 must adopt it — its XCONs and steer rules still lit, once, its record in the shared ``te_records`` under
-the new epoch — and release it once after the elephant has stopped.
+the new epoch — and release it once after the elephant has stopped. Last, a plan cut in half: the leader
+is SIGKILLed while a hop-by-hop ``POST /circuit`` goes in (as soon as its first hop shows on a bridge);
+the next leader must finish it or roll it back, exactly once, leaving the whole circuit or nothing.
 
 ``results.json``: ``takeover_s`` (SIGKILL -> every switch confirmed the new master's role),
 ``freeze_takeover_s`` (SIGSTOP -> the same), ``probe_lost``, the late reservation's
@@ -16,13 +18,16 @@ the new epoch — and release it once after the elephant has stopped.
 ``refused_writes`` (what the thawed ex-leader's gate and database fence refused), ``elephant``
 (``offloaded_s``, ``takeover_s``, ``te_takeover_s``, ``adopted``, ``duplicate_xcons``,
 ``duplicate_steer_rules``, ``elephant_lost`` — the elephant's packets that A's steer rule sent into the
-offload circuit and C's never took out of it —, ``offload_released_s`` after the elephant stopped, ``releases``, ``clean``), and the details.
+offload circuit and C's never took out of it —, ``offload_released_s`` after the elephant stopped, ``releases``, ``clean``), ``mid_plan`` (``xcons_at_kill``,
+``outcome`` — done or rolled_back —, ``record`` — its epoch and the claiming leader's —, ``plan_records``,
+``recovered_s`` after the kill, ``consistent``, ``clean``), and the details.
 """
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +38,7 @@ import requests
 from app.controller.client import ControlApiError
 from app.web.timeutil import to_iso
 from mininet_labs import audit, ha_elephant, loss_probe
+from mininet_labs.circuits import FIG2_CIRCUITS
 from mininet_labs.fibre_cut import _dirs, _reserve
 from mininet_labs.lab_web import lab_web
 from mininet_labs.reservation_lifecycle import _state
@@ -67,7 +73,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
     conf.write_text(ha_elephant.SETTINGS)  # the monitor and the TE loop on, for the elephant
     with clock.locked(), HaSession(spec, work, controllers=CONTROLLERS, delay=delay,
                                    static_file=str(static), config_file=str(conf)) as ha:
-        first = ha.wait_leader()
+        first = ha.wait_leader(stable_s=1.0)
         note(f"{CONTROLLERS} controllers up, {first.name} leads; Fig. 2 testbed connected to all of them")
         assert ha.lab is not None
         h1, h3 = ha.lab.node("h1"), ha.lab.node("h3")
@@ -87,8 +93,9 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             recv, send, got = _probe(h1, h3, work, probe_s)
             time.sleep(max(1.0, late_start - 1.0 - time.time()))  # the kill 1 s before the late start
             t_kill = ha.kill(first)
+            res["late_start_after_kill_s"] = round(late_start - t_kill, 3)  # > 0: the new leader must light it
             note(f"SIGKILL {first.name} (the leader)")
-            second = ha.wait_leader(timeout=30, exclude=first)
+            second = ha.wait_leader(timeout=30, exclude=first, stable_s=1.0)
             takeover = _role_confirmed(second, t_kill, len(spec.switches) + len(spec.ots))
             res["takeover_s"] = takeover
             note(f"{second.name} leads; every switch confirmed it {takeover} s after the kill")
@@ -110,7 +117,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             time.sleep(1.0)
             t_stop = ha.freeze(second)
             note(f"SIGSTOP {second.name} for {FREEZE_S:g} s")
-            third = ha.wait_leader(timeout=30, exclude=second)
+            third = ha.wait_leader(timeout=30, exclude=second, stable_s=1.0)
             res["freeze_takeover_s"] = _role_confirmed(third, t_stop, len(spec.switches) + len(spec.ots))
             note(f"{third.name} leads {res['freeze_takeover_s']} s after the freeze")
             time.sleep(max(0.0, t_stop + FREEZE_S - time.time()))
@@ -133,7 +140,7 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
                 (health.get("db") or {}).get("refused_writes") or 0)
             note(f"{second.name} thawed: master={st['master']} ({st['reason']}); refused {res['refused_writes']}")
             time.sleep(2.0)
-            leader = ha.wait_leader()
+            leader = ha.wait_leader(stable_s=1.0)
             res["audit"] = audit.audit(ha, leader, {rid, late})
             res.update({k: res["audit"][k] for k in ("duplicate_xcons", "orphan_xcons", "duplicate_rules",
                                                      "orphan_rules")})
@@ -149,6 +156,8 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
             # the elephant: A's two optical ports are free again (its static circuit and its offload need both)
             res["elephant"] = _elephant(ha, len(spec.switches) + len(spec.ots), note)
             res["released"] = res["released"] and bool(audit.within(lambda: not audit.bridge_xcons(ha), 30))
+            # last: a plan cut in half by the leader's death (the bridges are empty again)
+            res["mid_plan"] = _mid_plan_kill(ha, note)
         res["leaders"] = [first.name, second.name, third.name]
         res["controller_errors"] = ha.controller_errors()
     res["lab_seconds"] = clock.durations()
@@ -165,7 +174,7 @@ def _elephant(ha: Any, switches: int, note: Callable[[str], None]) -> dict[str, 
     under the new epoch), and release it once after the elephant has stopped, leaving nothing."""
     out: dict[str, Any] = {"adopted": False}
     with ha_elephant.static_path(ha):
-        leader = ha.wait_leader()
+        leader = ha.wait_leader(stable_s=1.0)
         t_start = time.time()
         proc = ha_elephant.start(ha, ELEPHANT_SPORT, ELEPHANT_MAX_S)
         note(f"static circuit 'initial' lit, elephant h1:{ELEPHANT_SPORT} -> h3 started ({leader.name} leads)")
@@ -183,7 +192,7 @@ def _elephant(ha: Any, switches: int, note: Callable[[str], None]) -> dict[str, 
             t_kill = ha.kill(leader)
             note(f"elephant offloaded {out['offloaded_s']} s after its start ({len(lit)} XCON directions); "
                  f"SIGKILL {leader.name}")
-            new = ha.wait_leader(timeout=30, exclude=leader)
+            new = ha.wait_leader(timeout=30, exclude=leader, stable_s=1.0)
             out["leaders"] = [leader.name, new.name]
             out["takeover_s"] = _role_confirmed(new, t_kill, switches)
             tk = audit.within(lambda: [e for e in new.client.events(0, "te_takeover") if e["t"] > t_kill], 40)
@@ -226,6 +235,84 @@ def _adoption(ha: Any, new: Any, lit: list[tuple[str, int, int]]) -> dict[str, A
     return {"adopted": adopted, "te": {"adopted": te.get("adopted"), "offloads": sorted(te.get("offloads", {}))},
             "epoch": epoch, "te_records": records, "xcons_after_takeover": [list(x) for x in xcons],
             "steer_rules": len(steer), "duplicate_xcons": len(dup_x), "duplicate_steer_rules": len(audit.duplicates(steer))}
+
+
+# ---- a plan cut in half ------------------------------------------------------------------------------
+MID_PLAN_CIRCUIT = "initial"  # four hops X, Y, Y, Z applied one after the other (~0.2 s each)
+
+
+def _mid_plan_kill(ha: Any, note: Callable[[str], None]) -> dict[str, Any]:
+    """``POST /circuit`` (Fig. 2's 'initial' circuit, hop by hop) to the leader, SIGKILLed as soon as the
+    first hop shows on its bridge: the plan's record is left ``running`` with a step done. The next leader
+    must finish it or roll it back, exactly once (its claim on the record, docs/updates.md "Plans a dead
+    leader left half-done"), and the bridges must then hold either the whole circuit, once, or nothing."""
+    hops = FIG2_CIRCUITS[MID_PLAN_CIRCUIT]
+    whole = sorted({(o, a, b) for o, a, b in hops} | {(o, b, a) for o, a, b in hops})
+    leader = ha.wait_leader(stable_s=1.0)
+    before = _circuit_plan_ids(ha.shared_db)
+    answer: dict[str, Any] = {}
+
+    def post() -> None:
+        try:
+            answer["reply"] = leader.client.request(
+                "POST", "/circuit", {"xcons": [{"ots": o, "in_port": a, "out_port": b} for o, a, b in hops],
+                                     "parallel": False}, timeout=30)
+        except (ControlApiError, OSError) as exc:  # the leader died under it: expected
+            answer["error"] = str(exc)[:200]
+
+    t = threading.Thread(target=post, name="mid-plan-post", daemon=True)
+    t.start()
+    first_hop = audit.within(lambda: [x for x in audit.bridge_xcons(ha) if x[0] == hops[0][0]], 10)
+    at_kill = audit.bridge_xcons(ha)
+    t_kill = ha.kill(leader)
+    t.join(timeout=30)
+    out: dict[str, Any] = {"killed": leader.name, "xcons_at_kill": [list(x) for x in at_kill],
+                           "first_hop_seen": bool(first_hop), "answer": answer}
+    new = ha.wait_leader(timeout=30, exclude=leader, stable_s=1.0)
+    out["new_leader"] = new.name
+    note(f"POST /circuit to {leader.name}, SIGKILLed with {len(at_kill)} of {len(whole)} XCON directions on the "
+         f"bridges; {new.name} leads")
+
+    def closed() -> dict[str, Any] | None:
+        rows = [r for r in _circuit_plans(ha.shared_db) if r["id"] not in before]
+        return rows[-1] if rows and rows[-1]["claim_done"] else None
+
+    row = audit.within(closed, 60)
+    out["recovered_s"] = None if row is None else round(float(row["finished_at"]) - t_kill, 3)
+    records = [r for r in _circuit_plans(ha.shared_db) if r["id"] not in before]
+    out["record"] = row if row is not None else (records[-1] if records else None)
+    out["plan_records"] = len(records)
+    after = audit.bridge_xcons(ha)
+    out["xcons_after"] = [list(x) for x in after]
+    outcome = None if row is None else row["state"]
+    out["outcome"] = outcome
+    # the bridges agree with the outcome: the whole circuit once, or nothing at all
+    out["consistent"] = (outcome == "done" and sorted(after) == whole) or (outcome == "rolled_back" and not after)
+    note(f"{new.name} closed the half-done plan: {outcome} {out['recovered_s']} s after the kill; "
+         f"bridges consistent: {out['consistent']}")
+    if after:
+        new.client.request("DELETE", "/circuit", {"xcons": [{"ots": o, "in_port": a} for o, a, _b in hops]},
+                           timeout=30)
+    out["clean"] = bool(audit.within(lambda: not audit.bridge_xcons(ha), 30))
+    return out
+
+
+def _circuit_plans(db_url: str) -> list[dict[str, Any]]:
+    """The plan records of ``POST /circuit`` in the shared database, oldest first."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT id, state, epoch, claimed_epoch, claim_done, finished_at, step_states "
+                                     "FROM plans WHERE source = 'circuit' ORDER BY id")).mappings().all()
+    finally:
+        engine.dispose()
+    return [dict(r) for r in rows]
+
+
+def _circuit_plan_ids(db_url: str) -> set[int]:
+    return {int(r["id"]) for r in _circuit_plans(db_url)}
 
 
 # ---- steps ------------------------------------------------------------------------------------------

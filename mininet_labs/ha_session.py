@@ -148,11 +148,21 @@ class HaSession(LabSession):
         masters = [m for m in self.members if (st := self.status(m)) is not None and st.get("master")]
         return masters[0] if len(masters) == 1 else None
 
-    def wait_leader(self, timeout: float = 30.0, exclude: Member | None = None) -> Member:
-        """The leader (not ``exclude``) once there is one; :attr:`client` then talks to it."""
+    def wait_leader(self, timeout: float = 30.0, exclude: Member | None = None, stable_s: float = 0.0) -> Member:
+        """The leader (not ``exclude``) once there is one — and, with ``stable_s``, once the same member
+        has led that long: on a loaded machine a new leader can lose its 1-s lease again at once and
+        another take over (seen: deposed 0.3 s after its election); :attr:`client` then talks to it."""
+        seen: dict[str, Any] = {"m": None, "since": 0.0}
+
         def found() -> Member | None:
             m = self.leader()
-            return m if m is not None and m is not exclude else None
+            if m is None or m is exclude:
+                seen["m"] = None
+                return None
+            now = time.monotonic()
+            if m is not seen["m"]:
+                seen["m"], seen["since"] = m, now
+            return m if now - seen["since"] >= stable_s else None
 
         try:
             m: Member = wait_until(found, timeout, "a leader", interval=0.05)

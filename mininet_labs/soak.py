@@ -110,10 +110,10 @@ def run(out: Path, *, quick: bool = False, minutes: float | None = None, kill_ev
                                 samples.setdefault(key, []).append({"t": now, "rss_mb": st[0], "fds": st[1]})
                     next_sample = now + SAMPLE_S
                 if now >= next_kill:
-                    leader = ha.wait_leader(timeout=30)
+                    leader = ha.wait_leader(timeout=30, stable_s=1.0)
                     t_kill = ha.kill(leader)
                     kills += 1
-                    ha.wait_leader(timeout=30, exclude=leader)
+                    ha.wait_leader(timeout=30, exclude=leader, stable_s=1.0)
                     # the reservation service admits on host ports again once the new leader's snapshot has them
                     wait_until(partial(_hosts_published, url, headers, len(spec.hosts)), 30, "the hosts in the snapshot")
                     hosts_back.append(round(time.time() - t_kill, 2))

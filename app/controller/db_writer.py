@@ -99,7 +99,8 @@ class DbWriter:
         self._running = False  # a job is being executed (for flush)
         self._closing = False
         self._thread: Any = None
-        self._messages: deque[tuple[int, str]] = deque(maxlen=1000)  # (level, text) for pump()
+        # (level, text, to the error log?) for pump()
+        self._messages: deque[tuple[int, str, bool]] = deque(maxlen=1000)
         self.written = 0
         self.errors = 0
         self.dropped: dict[str, int] = {k: 0 for k in sorted(DROPPABLE)}
@@ -201,8 +202,8 @@ class DbWriter:
         log = logger or LOG
         n = 0
         while self._messages:
-            level, text = self._messages.popleft()
-            (log if level >= logging.WARNING else LOG).log(level, "%s", text)
+            level, text, error_log = self._messages.popleft()
+            (log if level >= logging.WARNING and error_log else LOG).log(level, "%s", text)
             if failures is not None and level >= logging.ERROR:
                 failures.append(text.splitlines()[0])
             n += 1
@@ -251,9 +252,10 @@ class DbWriter:
             LOG.error("%s: %d job(s) not written after %.1f s at shutdown", self.name, self.pending(), timeout)
         return done
 
-    def report(self, level: int, text: str) -> None:
-        """Queue a log line for :meth:`pump` (safe from any thread, e.g. inside a job)."""
-        self._messages.append((level, text))
+    def report(self, level: int, text: str, error_log: bool = True) -> None:
+        """Queue a log line for :meth:`pump` (safe from any thread, e.g. inside a job); warnings and errors
+        go to the error log unless ``error_log`` is False (what fencing is for, not a fault)."""
+        self._messages.append((level, text, error_log))
 
     # ---- the writer thread ----------------------------------------------------------------------------
     def _run(self) -> None:
@@ -331,8 +333,9 @@ class DbWriter:
         fence = self.guard.fence
         if self._refusal_reported != fence:
             self._refusal_reported = fence
+            # the fence doing its job (a deposed leader's write), not a fault: the main log, not the error log
             self.report(logging.WARNING, f"{self.name}: {job.kind} on {job.resource} refused: {exc} "
-                                         "(further refusals are only counted: refused_writes)")
+                                         "(further refusals are only counted: refused_writes)", error_log=False)
         if job.on_error is not None:
             try:
                 job.on_error(exc)

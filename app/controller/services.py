@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.controller import guard
+from app.db.fencing import StaleEpoch
 
 LOG = logging.getLogger("mlte.controller.services")
 
@@ -60,13 +61,14 @@ class ServiceStats:
 
     runs: int = 0
     failures: int = 0
+    refused: int = 0  # runs whose database write the epoch fence refused (this controller no longer leads)
     skipped: int = 0  # periods that posted nothing because the last event was still pending
     last_s: float = 0.0  # duration of the last run
     max_s: float = 0.0
     last_error: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"runs": self.runs, "failures": self.failures, "skipped": self.skipped,
+        return {"runs": self.runs, "failures": self.failures, "refused": self.refused, "skipped": self.skipped,
                 "last_ms": round(self.last_s * 1e3, 3), "max_ms": round(self.max_s * 1e3, 3),
                 "last_error": self.last_error}
 
@@ -162,6 +164,10 @@ class Scheduler:
             return None
 
     def _failed(self, st: _State, exc: Exception) -> None:
+        if isinstance(exc, StaleEpoch):  # a deposed leader's write, refused by the fence: expected, one line
+            st.stats.refused += 1
+            LOG.warning("%s: service %s: %s", self.owner, st.service.name, exc)
+            return
         st.stats.failures += 1
         st.stats.last_error = repr(exc)
         guard.failures.append(f"{self.owner}.{st.service.name}: {exc!r}")

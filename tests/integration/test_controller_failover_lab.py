@@ -4,7 +4,9 @@ each time (every switch confirms its role), a lit reservation's probe loses noth
 starting during the takeover is lit by the new leader, the thawed ex-leader changes nothing, the
 switches hold no orphaned or duplicated XCON or reservation rule, and an elephant offloaded just before
 a third leader's SIGKILL is adopted by the next one (its XCONs and steer rules once, its record under
-the new epoch) and released once after it ended, leaving nothing. Times are recorded, not asserted."""
+the new epoch) and released once after it ended, leaving nothing; last, a leader SIGKILLed in the middle
+of a hop-by-hop ``POST /circuit``: the next leader finishes or rolls back that plan, once, and the
+bridges hold the whole circuit or nothing. Times are recorded, not asserted."""
 from __future__ import annotations
 
 import json
@@ -48,5 +50,10 @@ def test_a_killed_and_a_frozen_leader_are_replaced_without_loss_or_leftovers(tmp
     assert el["offload_released_s"] is not None and el["offload_released_s"] >= 0, el  # after the end, not before
     assert el["releases"] == 1, el
     assert el["clean"] is True, el["left"]
+    mp = res["mid_plan"]  # POST /circuit cut in half by a SIGKILL: finished or rolled back by the next leader, once
+    assert mp["first_hop_seen"] and 0 < len(mp["xcons_at_kill"]) < 8, mp  # the leader died mid-plan
+    assert mp["outcome"] in ("done", "rolled_back") and mp["plan_records"] == 1, mp
+    assert mp["record"]["claimed_epoch"] > mp["record"]["epoch"], mp["record"]  # by a newer leader
+    assert mp["consistent"] is True and mp["clean"] is True, mp  # the whole circuit once, or nothing
     assert json.loads((tmp_path / "results.json").read_text())["takeover_s"] == res["takeover_s"]
     assert (tmp_path / "controller_failover.png").stat().st_size > 10_000

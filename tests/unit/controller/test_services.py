@@ -75,6 +75,33 @@ def test_a_failing_run_is_logged_counted_and_the_service_goes_on(caplog):
     sch.stop()
 
 
+def test_a_write_refused_by_the_epoch_fence_is_one_warning_not_a_failure(caplog):
+    """A deposed leader (e.g. woken from SIGSTOP) whose service ran before its gate closed: the fence
+    refused the write, which is what fencing is for; the error log and the failures stay clean."""
+    import logging
+
+    from app.db.fencing import StaleEpoch
+
+    posted: list = []
+    sch, _, _ = scheduler([Service("follow", lambda: Ev("f"), 1.0)], posted)
+    sch.start()
+    before = len(guard.failures)
+    sch.tick("follow")
+
+    def write() -> None:
+        raise StaleEpoch(0, 6, "c3")
+
+    with caplog.at_level(logging.WARNING):
+        assert sch.run("follow", write) is None
+    st = sch.status()["app.follow"]
+    assert st["refused"] == 1 and st["failures"] == 0 and st["runs"] == 1
+    assert len(guard.failures) == before
+    rec = [r for r in caplog.records if "service follow" in r.getMessage()]
+    assert len(rec) == 1 and rec[0].levelno == logging.WARNING and rec[0].name == "mlte.controller.services"
+    assert "epoch is 6 (held by c3)" in rec[0].getMessage() and not rec[0].exc_info
+    sch.stop()
+
+
 def test_the_driver_waits_first_then_posts_every_period_and_stops():
     posted: list = []
     clock = Clock()
