@@ -64,17 +64,19 @@ def loss_runs(sent: int, received: set[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def downtimes(changes: list[float], sent: int, arrivals: dict[int, float], window_s: float = 1.0
-              ) -> list[dict[str, Any]]:
+def downtimes(changes: list[float], sent: int, arrivals: dict[int, float], window_s: float = 1.0,
+              api_s: list[float] | None = None) -> list[dict[str, Any]]:
     """For each change (wall-clock time it was requested) the longest loss run that began within
-    ``window_s`` after it and before the next change: its length in packets and ms, and when it began
-    and ended (the arrival of the packets either side). A change with no loss has downtime 0. (Without
-    the next-change bound, a bypass that lost less than its restore 0.9 s later was given the
-    restore's run.)"""
+    ``window_s`` after its API call returned (``api_s``: each call's seconds, 0 if not given) and before
+    the next change: its length in packets and ms, and when it began and ended (the arrival of the
+    packets either side). A change with no loss has downtime 0. (Without the next-change bound, a bypass
+    that lost less than its restore 0.9 s later was given the restore's run; without the API time, on a
+    loaded machine a call that took 1.6 s went dark after the window and was given no run at all.)"""
     out = []
     runs = loss_runs(sent, set(arrivals))
     for i, t in enumerate(changes):
-        until = min(t + window_s, changes[i + 1] if i + 1 < len(changes) else float("inf"))
+        api = api_s[i] if api_s is not None else 0.0
+        until = min(t + api + window_s, changes[i + 1] if i + 1 < len(changes) else float("inf"))
         best = None
         for first, length in runs:
             before = arrivals.get(first - 1)
@@ -229,7 +231,8 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
         (work / "events.json").write_text(json.dumps(events))
     sent = int(sent_out.split()[0])
     arrivals = {int(k): v for k, v in json.loads(got_file.read_text()).items()}
-    for c, d in zip(changes, downtimes([c["at"] for c in changes], sent, arrivals), strict=True):
+    for c, d in zip(changes, downtimes([c["at"] for c in changes], sent, arrivals,
+                                       api_s=[c["api_ms"] / 1000 for c in changes]), strict=True):
         c.update({k: v for k, v in d.items() if k != "at"})
     attribute(changes, provisioning_delays(work / "ots-Y.log"))
     packet_layer(changes, events)

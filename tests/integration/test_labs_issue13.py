@@ -22,12 +22,14 @@ def test_xcon_downtime_is_the_provisioning_delay_plus_a_little(tmp_path):
     for c in changes:  # every change interrupted the probe, for at least the emulated provisioning delay
         assert c["provisioning_ms"] is not None, c
         assert c["downtime_ms"] >= c["provisioning_ms"] - 2.0, c  # 1-ms probe: a packet either side
-    # ... and the traffic came back after each one: no change left dark until the next (a lost LLDP burst
-    # once kept a bypass dark 1.1 s, into the restore). How little more than the delay it takes (median
-    # +15..18 ms, 0 of 120 over +50 ms on a quiet machine; more with the cores busy) is a figure of the
-    # lab's results and docs/labs.md, not asserted here: make test must pass on a busy machine (issue 26)
+    # ... and the traffic came back after each one, before the next (a change left dark into the next
+    # would make one loss run of both, and the next change none: the assertion above). How little more
+    # than the delay it takes (median +15..18 ms, 0 of 120 over +50 ms on a quiet machine; up to +2.2 s
+    # with two busy loops and other labs on the 2 cores) is a figure of the lab's results and
+    # docs/labs.md, not asserted here: make test must pass on a busy machine (issue 26)
+    assert all(c.get("dark_to") is not None for c in changes), changes
     over = sorted(c["downtime_ms"] - c["provisioning_ms"] for c in changes)
-    assert over[-1] < 1000.0, over
+    print(f"downtime over the provisioning delay: median {over[len(over) // 2]:.0f} ms, max {over[-1]:.0f} ms")
     assert 150.0 <= res["min_ms"], res["min_ms"]
     for key in ("mean_ms", "p95_ms", "controller_overhead_ms_max"):  # recorded for the docs
         assert res.get(key) is not None, key

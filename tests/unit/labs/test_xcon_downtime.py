@@ -31,6 +31,13 @@ def test_a_change_never_takes_the_next_changes_loss_run() -> None:
     assert a["lost"] == 0 and b["lost"] == 200
 
 
+def test_a_slow_api_call_widens_the_changes_window() -> None:
+    # on a loaded machine the call took 1.6 s: the circuit went dark 1.7 s after the request (1700..1899)
+    arrivals = {n: 100.0 + n / 1000 for n in range(3000) if not 1700 <= n < 1900}
+    assert xd.downtimes([100.0], 3000, arrivals)[0]["lost"] == 0  # outside the 1-s window alone
+    assert xd.downtimes([100.0], 3000, arrivals, api_s=[1.6])[0]["lost"] == 200
+
+
 def test_a_change_applied_in_two_batches_is_dark_for_both() -> None:
     changes = [{"at": 10.0, "downtime_ms": 400.0}, {"at": 11.0, "downtime_ms": 200.0}]
     xd.attribute(changes, [(10.2, 0.18), (10.4, 0.19), (11.2, 0.17)])
