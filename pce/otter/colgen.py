@@ -458,6 +458,13 @@ class ColumnGeneration:
         agg_group = np.zeros(n_agg, np.int64)
         agg_group[agg] = group_of_flow
         self.aggs_of_group = [np.flatnonzero(agg_group == gi) for gi in range(len(groups))]
+        self.group_of_agg = agg_group.tolist()
+        # per group its flows ordered by aggregate, and where each aggregate's members start
+        self.group_members = [np.concatenate([self.members[a] for a in aggs]) if len(aggs) else np.zeros(0, np.int64)
+                              for aggs in self.aggs_of_group]
+        self.group_starts = [np.r_[0, np.cumsum([len(self.members[a]) for a in aggs[:-1]])].astype(np.int64)
+                             for aggs in self.aggs_of_group]
+        self.keep: dict[tuple[str, str], list[CandidatePath]] = {}  # paths every refined state starts with
         self.sub_seconds = 0.0  # spent on coarser states this one was refined from
         self.sub_rounds = 0
         self.cmax = np.array([N_METRICS * len(m) / self.agg_bw[a] for a, m in enumerate(self.members)])
@@ -518,20 +525,33 @@ class ColumnGeneration:
     def refined(self, level: str, paths: Mapping[tuple[str, str], Sequence[CandidatePath]] | None = None
                 ) -> ColumnGeneration:
         """A state over the same graph, flows and circuits switched off, with the finer aggregates
-        of ``level`` and ``paths`` (default: every path this state has) as its initial set; its
-        first solve starts from this state's solution (:meth:`hint_from`)."""
+        of ``level`` and ``paths`` (default: every path this state has) and :attr:`keep` (the
+        flows' current paths, for PATHPIN) as its initial set; its first solve starts from this
+        state's solution (:meth:`hint_from`)."""
         switches, hops, capacity, group_of_flow = self.setup
+        start = {pair: list(ps) for pair, ps in (self.paths if paths is None else paths).items()}
+        for pair, ps in self.keep.items():
+            start.setdefault(pair, []).extend(p for p in ps if p.key not in {q.key for q in start[pair]})
         dests = np.array([self.pricer.node[self.groups[gi].dst] for gi in group_of_flow.tolist()], np.int64)
         agg = level_aggregates(self.fs, group_of_flow, dests, level)
-        new = ColumnGeneration(switches, hops, capacity, self.fs, agg, self.groups, group_of_flow,
-                               self.paths if paths is None else paths, self.build_path, self.price,
-                               self.tolerance, self.max_rounds)
+        new = ColumnGeneration(switches, hops, capacity, self.fs, agg, self.groups, group_of_flow, start,
+                               self.build_path, self.price, self.tolerance, self.max_rounds)
+        new.keep = self.keep
         if self.off:
             new.restrict(set(self.circuit_hop) - self.off)
         new.hint_from(self)
         new.sub_seconds = self.sub_seconds + time.perf_counter() - self.t0
         new.sub_rounds = self.sub_rounds + self.rounds
         return new
+
+    def used_paths(self) -> dict[tuple[str, str], list[CandidatePath]]:
+        """Per pair the paths the master's solution puts traffic on."""
+        out: dict[tuple[str, str], dict[tuple[str, ...], CandidatePath]] = defaultdict(dict)
+        for xv, a, p in zip(self.x.tolist(), self.col_agg, self.col_path, strict=True):
+            if xv > 1e-9:
+                g = self.groups[self.group_of_agg[a]]
+                out[g.src, g.dst][p.key] = p
+        return {pair: list(ps.values()) for pair, ps in out.items()}
 
     def hint_from(self, other: ColumnGeneration) -> None:
         """Seed the next cold solve with ``other``'s solution (same flows, coarser aggregates: each
@@ -592,7 +612,8 @@ class ColumnGeneration:
 
     def price_out(self, z: np.ndarray, y: np.ndarray) -> list[tuple[int, float, list[int]]]:
         """The columns of every group's paths with a positive reduced cost for some aggregate: one
-        label search per source (per group for restricted groups), one scoring per search."""
+        label search per source (per group for restricted groups), then every (member flow, label
+        of its destination) pair of all searches scored in one numpy call."""
         self.pricer.set_duals(y)
         tol = self.tolerance
         searches: dict[tuple, list[int]] = defaultdict(list)
@@ -603,73 +624,54 @@ class ColumnGeneration:
                 bound[gi] = float((self.cmax[aggs] - z[aggs]).max()) - tol
             if bound[gi] > 0:
                 searches[(g.src, g.avoid, g.deadline)].append(gi)
-        new_cols = []
-        # every search first, then every (member, label of its destination) pair of all of them
-        # scored in one call (one call per source cost ~5 ms each)
-        done, flow_parts, lab_parts = [], [], []
+        done: list[tuple[int, list[tuple], int]] = []
+        flow_parts, metric_parts = [], []
         for (src, avoid, deadline), gis in searches.items():
-            mem = np.concatenate([self.members[a] for gi in gis for a in self.aggs_of_group[gi]])
+            mem = np.concatenate([self.group_members[gi] for gi in gis])
             found = self.pricer.labels(src, {self.groups[gi].dst: float(bound[gi]) for gi in gis},
                                        float(self.fs.bw[mem].max()), avoid, deadline)
-            gis = [gi for gi in gis if self.groups[gi].dst in found]
-            if not gis:
-                continue
-            flow_i, lab_i, agg_i, starts = [], [], [], [0]
-            metrics, lab_cost, factor = [], [], []
             for gi in gis:
-                labs = found[self.groups[gi].dst]
-                base = len(metrics)
-                metrics += [(2.0 * lab[1], lab[2], 100.0 * -math.expm1(-lab[3]), lab[4]) for lab in labs]
-                lab_cost += [lab[0] for lab in labs]
-                factor += [1.0 - self.price if lab[5] else 1.0 for lab in labs]
-                for a in self.aggs_of_group[gi].tolist():
-                    for i in self.members[a].tolist():
-                        flow_i += [i] * len(labs)
-                        lab_i += range(base, base + len(labs))
-                        agg_i += [a] * len(labs)
-                starts.append(len(metrics))
-            flow_parts.append(np.array(flow_i, np.int64))
-            lab_parts.append(np.array(metrics, float)[np.array(lab_i, np.int64)])
-            done.append((gis, found, np.array(lab_i), np.array(agg_i), starts, metrics, lab_cost, factor))
+                labs = found.get(self.groups[gi].dst)
+                if not labs:
+                    continue
+                metrics = np.array([(2.0 * lab[1], lab[2], 100.0 * -math.expm1(-lab[3]), lab[4]) for lab in labs], float)
+                members = self.group_members[gi]
+                flow_parts.append(np.repeat(members, len(labs)))
+                metric_parts.append(np.tile(metrics, (len(members), 1)))
+                done.append((gi, labs, len(members)))
+        new_cols: list[tuple[int, float, list[int]]] = []
         if not done:
             return new_cols
-        fi_all = np.concatenate(flow_parts)
-        sc_all = score(self.fs.shapes[fi_all], self.fs.breakpoints[fi_all], self.fs.bw[fi_all],
-                       np.concatenate(lab_parts))
+        fi = np.concatenate(flow_parts)
+        sc_all = score(self.fs.shapes[fi], self.fs.breakpoints[fi], self.fs.bw[fi], np.concatenate(metric_parts))
         at = 0
-        for gis, found, li, ai, starts, metrics, lab_cost, factor in done:
-            sc = sc_all[at:at + len(li)]
-            at += len(li)
-            # reduced cost per (aggregate, label): Σ member scores / bw · factor − cost − z
-            key = ai * len(metrics) + li
-            uk, inv = np.unique(key, return_inverse=True)
-            sums = np.bincount(inv, sc, len(uk))
-            ua, ul = uk // len(metrics), uk % len(metrics)
-            rc = sums / self.agg_bw[ua] * np.array(factor)[ul] - np.array(lab_cost)[ul] - z[ua]
-            good = rc > tol
-            if not good.any():
+        for gi, labs, n_mem in done:
+            n_lab = len(labs)
+            part = sc_all[at:at + n_mem * n_lab].reshape(n_mem, n_lab)
+            at += n_mem * n_lab
+            aggs = self.aggs_of_group[gi]
+            # unpriced coefficient per (aggregate, label): Σ member scores / bw (members by aggregate)
+            raw = np.add.reduceat(part, self.group_starts[gi], axis=0) / self.agg_bw[aggs][:, None]
+            factor = np.array([1.0 - self.price if lab[5] else 1.0 for lab in labs])
+            cost = np.array([lab[0] for lab in labs])
+            rc = raw * factor[None, :] - cost[None, :] - z[aggs][:, None]
+            best = rc.argmax(axis=1)  # per aggregate its best label (the first of equal ones)
+            rows = np.flatnonzero(rc[np.arange(len(aggs)), best] > tol)
+            if not len(rows):
                 continue
-            # per aggregate its best label, if it improves
-            order = np.lexsort((-rc[good], ua[good]))
-            ga, gl = ua[good][order], ul[good][order]
-            first = np.r_[True, ga[1:] != ga[:-1]]
             # only the aggregates that gain enter (fewer columns, a faster master); the others
             # price the path again next round if it comes to pay for them too
-            # the unpriced coefficient of each winner is the score sum just computed (not scored again)
-            raw = (sums / self.agg_bw[ua])[good][order][first]
             winners: dict[int, list[tuple[int, float]]] = defaultdict(list)
-            for a, j, c in zip(ga[first].tolist(), gl[first].tolist(), raw.tolist(), strict=True):
-                winners[j].append((a, c))
-            for n, gi in enumerate(gis):
-                lo, hi = starts[n], starts[n + 1]
-                g, labs = self.groups[gi], found[self.groups[gi].dst]
-                pair = (g.src, g.dst)
-                for j in sorted(j for j in winners if lo <= j < hi):
-                    p = self.build_path(g.src, labs[j - lo][6])
-                    if p.key not in self.keys.setdefault(pair, set()):
-                        self.keys[pair].add(p.key)
-                        self.paths.setdefault(pair, []).append(p)
-                    new_cols += self._record(p, winners[j], self.res.rows_of_path(p))
+            for r, j in zip(rows.tolist(), best[rows].tolist(), strict=True):
+                winners[j].append((int(aggs[r]), float(raw[r, j])))
+            g = self.groups[gi]
+            pair = (g.src, g.dst)
+            for j in sorted(winners):
+                p = self.build_path(g.src, labs[j][6])
+                if p.key not in self.keys.setdefault(pair, set()):
+                    self.keys[pair].add(p.key)
+                    self.paths.setdefault(pair, []).append(p)
+                new_cols += self._record(p, winners[j], self.res.rows_of_path(p))
         return new_cols
 
     def _record(self, p: CandidatePath, coefs: Iterable[tuple[int, float]], rows: list[int]
