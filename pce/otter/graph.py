@@ -982,6 +982,11 @@ def _best_lit_set(state: ColumnGeneration, chosen: list[str], others: Iterable[l
     return best
 
 
+#: The class level's generation stops once a round gains less than this fraction: its optimum
+#: only seeds the exact master (on the bench its last four rounds gained 0.04% together).
+CLASS_MIN_GAIN = 1e-3
+
+
 def _generate_exact(dive: ColumnGeneration, chosen: set[str], keep_all: bool) -> ColumnGeneration:
     """The exact master on the lit set ``chosen``, generated to the end, from the pair-level
     ``dive``: first the class level (one aggregate per group and tolerance class) generated to the
@@ -996,7 +1001,7 @@ def _generate_exact(dive: ColumnGeneration, chosen: set[str], keep_all: bool) ->
     dive.restrict(chosen)
     dive.resolve()
     mid = dive.refined("class", on_set(dive.paths))
-    mid.run()
+    mid.run(CLASS_MIN_GAIN)
     # the exact master starts from the paths the class level uses (its solution is the start):
     # with every path of the class level as well, its cold solve took 1,011 iterations instead
     # of 209 and each one was dearer; the paths the exact aggregates want besides are priced in
