@@ -29,6 +29,7 @@ master starts from a greedy feasible point rather than the all-slack basis.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import time
 from collections import defaultdict
@@ -143,8 +144,8 @@ class Master:
         self.rhs = np.concatenate([agg_bw, cap]).astype(float)
         self.n_cols = 0
         self.coef: list[float] = []
-        self.col_index: list[np.ndarray] = []  # rows of each column (aggregate row first)
-        self.col_value: list[np.ndarray] = []
+        self.col_index: list[list[int]] = []  # rows of each column (aggregate row first)
+        self.col_value: list[list[float]] = []
         self.live: list[bool] = []
         self.in_model: list[int] = []  # store index of each HiGHS column
         self.held: set[int] = set()  # dead but basic when they left: in the model at upper bound 0
@@ -169,10 +170,11 @@ class Master:
         sizes = [len(self.col_index[i]) for i in idx]
         starts = np.zeros(len(idx), np.int32)
         np.cumsum(sizes[:-1], out=starts[1:])
+        index = np.fromiter(itertools.chain.from_iterable(self.col_index[i] for i in idx), np.int32, int(sum(sizes)))
+        value = np.fromiter(itertools.chain.from_iterable(self.col_value[i] for i in idx), float, int(sum(sizes)))
         coef = np.array([self.coef[i] for i in idx], float)
         self.h.addCols(len(idx), -coef, np.zeros(len(idx)), np.full(len(idx), np.inf), int(sum(sizes)), starts,
-                       np.concatenate([self.col_index[i] for i in idx]).astype(np.int32),
-                       np.concatenate([self.col_value[i] for i in idx]))
+                       index, value)
         self.in_model += list(idx)
 
     def add(self, cols: Sequence[tuple[int, float, Sequence[int]]], live: Sequence[bool] | None = None) -> None:
@@ -183,8 +185,8 @@ class Master:
             counts: dict[int, int] = defaultdict(int)
             for r in rows:
                 counts[self.A + r] += 1
-            self.col_index.append(np.array([a, *counts], np.int32))
-            self.col_value.append(np.array([1.0, *counts.values()], float))
+            self.col_index.append([int(a), *counts])
+            self.col_value.append([1.0, *map(float, counts.values())])
             self.coef.append(float(c))
             self.col_agg.append(int(a))
         self.live += [True] * len(cols) if live is None else [bool(v) for v in live]
@@ -227,7 +229,7 @@ class Master:
         x = [0.0] * len(self.in_model)
         for j in sorted(range(len(self.in_model)), key=lambda j: -self.coef[self.in_model[j]]):
             i = self.in_model[j]
-            rows, vals = self.col_index[i].tolist(), self.col_value[i].tolist()
+            rows, vals = self.col_index[i], self.col_value[i]
             v = min(left[r] / c for r, c in zip(rows, vals, strict=True))
             if v > 1e-9:
                 x[j] = v
@@ -258,7 +260,7 @@ class Master:
             if placed[a] or i in self.held:
                 continue
             v = left[a]
-            rows, vals = self.col_index[i].tolist(), self.col_value[i].tolist()
+            rows, vals = self.col_index[i], self.col_value[i]
             if v > 0 and all(left[r] >= v * c for r, c in zip(rows, vals, strict=True)):
                 placed[a] = True
                 col_status[j] = basic
@@ -462,6 +464,8 @@ class ColumnGeneration:
         # per group its flows ordered by aggregate
         self.group_members = [np.concatenate([self.members[a] for a in aggs]) if len(aggs) else np.zeros(0, np.int64)
                               for aggs in self.aggs_of_group]
+        self.group_starts = [np.cumsum([0] + [len(self.members[a]) for a in aggs.tolist()[:-1]]).astype(np.int64)
+                             for aggs in self.aggs_of_group]
         self.agg_rank = np.zeros(len(agg), np.int64)  # per flow: its aggregate's place in its group
         for aggs in self.aggs_of_group:
             for r, a in enumerate(aggs.tolist()):
@@ -503,25 +507,23 @@ class ColumnGeneration:
                 continue
             base = len(metrics)
             metrics += [p.metrics() for p in plist]
-            mem = np.concatenate([self.members[a] for a in aggs])
+            mem = self.group_members[gi]
             flow_i.append(np.repeat(mem, len(plist)))
             path_i.append(np.tile(np.arange(base, base + len(plist)), len(mem)))
-            todo.append((plist, aggs))
+            todo.append((gi, plist, aggs))
         if not todo:
             return []
         fi, pi = np.concatenate(flow_i), np.concatenate(path_i)
         sc = score(self.fs.shapes[fi], self.fs.breakpoints[fi], self.fs.bw[fi], np.array(metrics, float)[pi])
         out, at = [], 0
-        for plist, aggs in todo:
-            n_mem = sum(len(self.members[a]) for a in aggs.tolist())
+        for gi, plist, aggs in todo:
+            n_mem = len(self.group_members[gi])
             part = sc[at:at + n_mem * len(plist)].reshape(n_mem, len(plist))
             at += n_mem * len(plist)
-            sums = np.zeros((len(aggs), len(plist)))
-            np.add.at(sums, np.repeat(np.arange(len(aggs)), [len(self.members[a]) for a in aggs]), part)
-            coefs = (sums / self.agg_bw[aggs][:, None]).tolist()
-            for n, p in enumerate(plist):
-                out += self._record(p, zip(aggs.tolist(), [row[n] for row in coefs], strict=True),
-                                    self.res.rows_of_path(p))
+            coefs = (np.add.reduceat(part, self.group_starts[gi], axis=0) / self.agg_bw[aggs][:, None]).T.tolist()
+            agg_l = aggs.tolist()
+            for p, row in zip(plist, coefs, strict=True):
+                out += self._record(p, zip(agg_l, row, strict=True), self.res.rows_of_path(p))
         return out
 
     def refined(self, level: str, paths: Mapping[tuple[str, str], Sequence[CandidatePath]] | None = None
