@@ -25,6 +25,12 @@ master's optimum is the optimum over all paths (``certified``). The master is on
 new columns enter at 0, so the previous basis stays feasible and the simplex continues from it;
 columns through circuits the lighting switched off leave the model (the basis kept), and a cold
 master starts from a greedy feasible point rather than the all-slack basis.
+
+Coarser aggregations of the same flows (:data:`LEVELS`: one aggregate per restriction group, or
+per group and tolerance class) give smaller masters for the heuristic steps — the priced
+lighting's dive — and :meth:`ColumnGeneration.refined` goes on to a finer level whose cold solve
+starts from the coarser solution (a basis with whole aggregates on the coarse paths). Only the
+exact level is the OTTER LP and only its generation certifies.
 """
 from __future__ import annotations
 

@@ -27,9 +27,11 @@ Circuit lighting (``lighting``): ``priced`` (default) puts every candidate circu
 with its paths' objective coefficients lowered by ``circuit_price`` (a relative price: a new
 circuit must beat an equally free lit path by that much), keeps the circuits that carry traffic
 (port conflicts resolved by ``pce.circuits.round_circuits``, most-used first), then solves again
-with only those (with column generation: the dive runs on the initial master, then the chosen set is
-generated to the end; on small graphs the joint MIP's and the k code's lit sets are evaluated on
-that certified LP too and the best kept, ``JOINT_CHECK_SIZE``). ``joint`` fixes the lit set first with the exact joint routing + lighting MIP
+with only those (with column generation: the dive runs on a pair-level master — one aggregate per
+restriction group — then the chosen set goes through the class level to the exact master, each
+started from the coarser solution, and is generated to the end there; on small graphs the joint
+MIP's and the k code's lit sets are evaluated on that certified LP too and the best kept,
+``JOINT_CHECK_SIZE``). ``joint`` fixes the lit set first with the exact joint routing + lighting MIP
 (``pce.circuits.plan_circuits``) on per-pair bandwidth totals. Priced is the default because the
 OTTER objective — tolerance, not only bandwidth — then decides which circuits are worth lighting,
 and it stays two LPs where the MIP grows with demands × arcs (measured in docs/otter.md).
