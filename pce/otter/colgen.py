@@ -187,12 +187,16 @@ class Master:
         """Columns (aggregate, objective coefficient, resource rows; a row listed twice counts twice);
         ``live[n]`` False keeps column n out of the model until :meth:`set_live` says otherwise."""
         first = self.n_cols
+        made: dict[int, tuple[list[int], list[float]]] = {}  # the columns of one path share its rows
         for a, c, rows in cols:
-            counts: dict[int, int] = defaultdict(int)
-            for r in rows:
-                counts[self.A + r] += 1
-            self.col_index.append([int(a), *counts])
-            self.col_value.append([1.0, *map(float, counts.values())])
+            got = made.get(id(rows))
+            if got is None:
+                counts: dict[int, int] = defaultdict(int)
+                for r in rows:
+                    counts[self.A + r] += 1
+                got = made[id(rows)] = (list(counts), [float(v) for v in counts.values()])
+            self.col_index.append([int(a), *got[0]])
+            self.col_value.append([1.0, *got[1]])
             self.coef.append(float(c))
             self.col_agg.append(int(a))
         self.live += [True] * len(cols) if live is None else [bool(v) for v in live]
@@ -568,6 +572,8 @@ class ColumnGeneration:
         aggregate here lies within one of ``other``'s): per coarse aggregate, the Mbit/s it puts on
         each path is dealt to its finer aggregates, columns of higher coefficient first, each
         aggregate whole onto one path with that much left (:meth:`Master.start_basis`)."""
+        if len(other.x) != len(other.col_agg):  # not solved since its last columns came in
+            return
         parent = np.zeros(len(self.agg_bw), np.int64)
         parent[self.agg] = other.agg
         parent_l = parent.tolist()

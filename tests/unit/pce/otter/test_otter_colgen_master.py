@@ -212,3 +212,11 @@ def test_a_refined_state_starts_from_the_coarse_solution() -> None:
     assert all((fine.group_of_agg[fine.col_agg[n]], fine.col_path[n].key) in used for n in fine.master.hint)
     # a finer aggregation can split any coarse solution in proportion to bandwidth at equal value
     assert fine.run() and fine.objective >= pair.objective - 1e-7 * max(1.0, pair.objective)
+
+
+def test_a_state_refined_from_an_unsolved_one_starts_unseeded() -> None:
+    """Nothing to deal out before the coarse master has a solution: no hint, the greedy start."""
+    g, fl, circuits = small_mesh()
+    fine = colgen_state(g, fl, ClassRules(), circuits, CIRCUIT_PRICE, level="pair").refined("exact")
+    assert fine.master.hint == []
+    assert fine.run() and fine.certified
