@@ -374,7 +374,9 @@ class Pricer:
         front: list[list[int]] = [[] for _ in self.names]
         front[s].append(0)
         heap = [(0.0, 0.0, 0)]
-        cost, w, jit, loss, cap, circ, adj = self.cost, self.w, self.jit, self.loss, self.cap, self.circ, self.adj
+        cost, w, jit, loss, cap, circ = self.cost, self.w, self.jit, self.loss, self.cap, self.circ
+        # the hops this search may use, and only toward switches it can still reach with a gain
+        adj = [[(v, k) for v, k in nb if not banned[k] and cost[k] < reach[v]] for nb in self.adj]
         eps = 1e-12
         while heap:
             _c, _w, li = heapq.heappop(heap)
@@ -383,7 +385,7 @@ class Pricer:
                 continue
             c0, w0, j0, l0, b0, k0, _u, mask = lab[:8]
             for v, k in adj[lab[6]]:
-                if mask >> v & 1 or banned[k]:
+                if mask >> v & 1:
                     continue
                 c1 = c0 + cost[k]
                 if c1 >= reach[v]:
