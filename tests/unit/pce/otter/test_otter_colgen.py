@@ -11,6 +11,7 @@ from app.cli.main import main
 from pce.circuits import candidate_circuits
 from pce.otter.graph import (
     CandidatePath,
+    _generate_exact,
     _solve,
     build_instance,
     circuit_hops,
@@ -221,3 +222,22 @@ def test_generated_paths_are_simple_and_priced_consistently() -> None:
             assert p.switches[0] == s and p.switches[-1] == d
             assert len(set(p.switches)) == len(p.switches)
     assert np.isfinite(cg.objective)
+
+
+@pytest.mark.parametrize("name", [n for n, *_ in INSTANCES])
+def test_the_exact_master_reached_through_the_coarse_levels_is_the_lp_over_every_path(name: str) -> None:
+    """The placement's route to the exact master (the dive's LP on the pair level, then the class
+    level, then the exact aggregates, each seeded from the coarser solution and starting from its
+    used paths) ends certified at the exhaustive LP over every simple path on the lit set."""
+    _n, g, fl, rules = next(i for i in INSTANCES if i[0] == name)
+    fl = [f for f in fl if f.src != f.dst]
+    circuits = candidate_circuits(g, per_pair=4, pairs={tuple(sorted((f.src, f.dst))) for f in fl})
+    keep = {c.id for c in circuits[::2]}
+    dive = colgen_state(g, fl, rules, circuits, CIRCUIT_PRICE, level="pair")
+    dive.resolve()  # the dive's first LP: every circuit, the initial paths
+    exact = _generate_exact(dive, keep, keep_all=False)
+    assert exact.certified
+    assert len(exact.agg_bw) == len(colgen_state(g, fl, rules, circuits, CIRCUIT_PRICE).agg_bw) >= len(dive.agg_bw)
+    want = exhaustive_objective(g, fl, rules, [c for c in circuits if c.id in keep])
+    assert exact.objective == pytest.approx(want, rel=1e-6, abs=1e-6)
+    assert not exact.off & keep and exact.off == {c.id for c in circuits} - keep

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pce.circuits import candidate_circuits
-from pce.otter.colgen import Master
+from pce.otter.colgen import LEVELS, Master
 from pce.otter.demand import score
 from pce.otter.graph import colgen_state
 from pce.otter.graph_flows import ClassRules, GraphFlow
@@ -145,3 +145,78 @@ def test_the_greedy_start_is_feasible_and_the_optimum_is_the_lps(seed: int) -> N
     x, _z, _y, obj = m.solve()
     assert obj == pytest.approx(want, rel=1e-9)
     assert (a @ x <= rhs + 1e-7).all()
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_the_hinted_start_basis_is_feasible_and_the_solve_from_it_is_the_lps(seed: int) -> None:
+    """A cold master seeded with hint columns starts from a basis whose point satisfies every row
+    and puts each hinted aggregate whole on its hinted column; the solve from it ends at SciPy's
+    LP optimum on the same matrix."""
+    import highspy
+    from scipy.optimize import linprog
+
+    bw, cap, cols = random_columns(seed, n_agg=20, n_res=10, n_cols=120)
+    m = Master(bw, cap)
+    m.add(cols)
+    m.hint = list(range(0, len(cols), 7))
+    m.h.setBasis(m.start_basis())
+    m.h.setOptionValue("simplex_iteration_limit", 0)
+    m.h.run()
+    assert m.h.getInfo().simplex_iteration_count == 0
+    x0 = np.asarray(m.h.getSolution().col_value, float)
+    a = np.zeros((len(bw) + len(cap), len(cols)))
+    for n, (agg, _c, rows) in enumerate(cols):
+        a[agg, n] += 1.0
+        for r in rows:
+            a[len(bw) + r, n] += 1.0
+    rhs = np.concatenate([bw, cap])
+    assert (x0 >= -1e-9).all() and (a @ x0 <= rhs + 1e-7).all()
+    status = m.h.getBasis().col_status
+    placed = [n for n in m.hint if status[n] == highspy.HighsBasisStatus.kBasic]
+    assert placed and all(x0[n] == pytest.approx(bw[cols[n][0]]) for n in placed)  # whole aggregates
+    # a hint that fits whole when its turn comes is taken (here: the first whose rows have room)
+    fits = next(n for n in m.hint if all(cap[r] >= bw[cols[n][0]] for r in cols[n][2]))
+    assert fits in placed
+    m.h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
+    want = -linprog(-np.array([c for _a, c, _r in cols]), A_ub=a, b_ub=rhs, bounds=(0, None), method="highs").fun
+    x, _z, _y, obj = m.solve()
+    assert obj == pytest.approx(want, rel=1e-9)
+    assert (a @ x <= rhs + 1e-7).all()
+
+
+def test_each_aggregation_level_refines_the_next() -> None:
+    """Every exact aggregate lies within one class aggregate and every class aggregate within one
+    restriction group (the pair level): what ``hint_from`` deals out relies on it."""
+    g, fl, circuits = small_mesh()
+    fl = fl + [GraphFlow(f"{f.id}-ssh", f.src, f.dst, 3.0, "interactive") for f in fl[:6]]
+    levels = {lv: colgen_state(g, fl, ClassRules(), circuits, CIRCUIT_PRICE, level=lv).agg for lv in LEVELS}
+    for fine, coarse in (("exact", "class"), ("class", "pair")):
+        pairs = set(zip(levels[fine].tolist(), levels[coarse].tolist(), strict=True))
+        assert len(pairs) == len(set(levels[fine].tolist()))  # one coarse aggregate per fine one
+    assert len(set(levels["exact"].tolist())) >= len(set(levels["class"].tolist())) > len(set(levels["pair"].tolist()))
+
+
+def test_a_refined_state_starts_from_the_coarse_solution() -> None:
+    """A class-level state refined from a solved pair-level one gets at most one hint column per
+    aggregate, each on a path the coarse solution uses for its group, and its certified optimum is
+    at least the coarse one."""
+    g, fl, circuits = small_mesh()
+    pair = colgen_state(g, fl, ClassRules(), circuits, CIRCUIT_PRICE, level="pair")
+    assert pair.run()
+    fine = pair.refined("class")
+    used = {(gi, p.key) for xv, a, p in zip(pair.x.tolist(), pair.col_agg, pair.col_path, strict=True)
+            if xv > 1e-9 for gi in [pair.group_of_agg[a]]}
+    assert fine.master.hint
+    hinted = {fine.col_agg[n] for n in fine.master.hint}
+    assert len(hinted) == len(fine.master.hint)
+    assert all((fine.group_of_agg[fine.col_agg[n]], fine.col_path[n].key) in used for n in fine.master.hint)
+    # a finer aggregation can split any coarse solution in proportion to bandwidth at equal value
+    assert fine.run() and fine.objective >= pair.objective - 1e-7 * max(1.0, pair.objective)
+
+
+def test_a_state_refined_from_an_unsolved_one_starts_unseeded() -> None:
+    """Nothing to deal out before the coarse master has a solution: no hint, the greedy start."""
+    g, fl, circuits = small_mesh()
+    fine = colgen_state(g, fl, ClassRules(), circuits, CIRCUIT_PRICE, level="pair").refined("exact")
+    assert fine.master.hint == []
+    assert fine.run() and fine.certified
