@@ -139,7 +139,8 @@ def wait_reconnected(ctl: Of10Controller, connections: int, timeout: float = 30.
             if agent_log and os.path.exists(agent_log):
                 with open(agent_log, errors="replace") as f:
                     tail = "".join(f.readlines()[-30:])
-            raise AssertionError(f"the switch never reconnected in {timeout:.0f} s; its agent's log ends:\n{tail}")
+            raise AssertionError(f"the switch never reconnected in {timeout:.0f} s ({ctl.diagnosis()}); "
+                                 f"its agent's log ends:\n{tail}")
         time.sleep(0.05)
 
 

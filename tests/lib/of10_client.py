@@ -46,8 +46,14 @@ class Of10Controller:
         self._closed = False
         self.connections = 0
         self.session_ends: list[float] = []  # time.monotonic() when each switch session ended (EOF or reset)
+        self.loop_error: BaseException | None = None  # why the accept loop ended, if it did before close()
         self._thread = threading.Thread(target=self._accept_loop, name="of10-test-controller", daemon=True)
         self._thread.start()
+
+    def diagnosis(self) -> str:
+        """One line on the listener's state (for a test that waited for a session in vain)."""
+        return (f"accept loop alive={self._thread.is_alive()} error={self.loop_error!r} connections={self.connections} "
+                f"sessions ended={len(self.session_ends)} current session={'yes' if self._sock is not None else 'no'}")
 
     @property
     def address(self) -> tuple[str, int]:
@@ -56,10 +62,19 @@ class Of10Controller:
     # --- connection ---------------------------------------------------------------------------
 
     def _accept_loop(self) -> None:
+        try:
+            self._serve()
+        except BaseException as exc:  # noqa: BLE001 - kept for the test that waits on a session
+            self.loop_error = exc
+            raise
+
+    def _serve(self) -> None:
         while not self._closed:
             try:
                 sock, _ = self._listener.accept()
-            except OSError:
+            except OSError as exc:
+                if not self._closed:
+                    self.loop_error = exc
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._cond:
