@@ -20,7 +20,7 @@ monitor's link loads are what the flows put on each link, and every flow has a b
 Per size and policy: ``--repeat`` decisions, each with a fresh decider; *cold* = the PCE's candidate
 path/circuit caches cleared first (the first decision after the graph changed), *warm* = kept (the
 same graph again). The split (seconds, summed within a decision): ``graph`` = the decision's working
-graph and candidates (residual copy and candidate circuits for ``joint``; flows, current paths,
+graph and candidates (hosts, residual copy and candidate circuits for ``joint``; flows, current paths,
 background, candidate circuits and paths for ``otter``/``cspf``), ``lp`` = the placement LP (the joint
 circuit-lighting model; OTTER's LP build + solve; ``cspf`` has none), ``paths`` = the rest of the
 ``otter``/``cspf`` placement (candidate paths or column generation, rounding, the greedy of ``cspf``),
@@ -65,7 +65,8 @@ BUSIEST_UTIL = 0.3  # the busiest backbone link's utilisation before the elephan
 ELEPHANT_SHARE = 0.08  # each elephant's rate, of the congested link's capacity
 FREE_UPLINKS = 2  # uplinks per switch left free for new circuits
 #: app.te.placement's steps before the placement itself, timed as the decision's graph phase
-GRAPH_STEPS = ("flows_from_monitor", "forwarding_path", "unmonitored_load", "edge_hop", "flows_from_reservations")
+GRAPH_STEPS = ("flows_from_monitor", "packet_ports", "forwarding_path", "unmonitored_load", "edge_hop",
+               "flows_from_reservations")
 
 
 @dataclass
@@ -312,15 +313,18 @@ def instrumented(split: Split) -> Iterator[None]:
     from app.te import decisions, placement
     from app.update import planner
 
-    saved = [(decisions, "residual_graph", decisions.residual_graph),
+    saved = [(decisions, "residual_graph", decisions.residual_graph), (decisions, "host_ports", decisions.host_ports),
              *((placement, name, getattr(placement, name)) for name in GRAPH_STEPS),
              (circuits, "candidate_circuits", circuits.candidate_circuits),
+             (circuits, "candidate_circuits_by_pair", circuits.candidate_circuits_by_pair),
              (circuits, "plan_circuits", circuits.plan_circuits),
              (planner, "provision", planner.provision)]
     decisions.residual_graph = split.wrap("graph", decisions.residual_graph)
+    decisions.host_ports = split.wrap("graph", decisions.host_ports)  # the elephants' hosts
     for name in GRAPH_STEPS:  # the placement's inputs: flows with their hosts, current paths, background
         setattr(placement, name, split.wrap("graph", getattr(placement, name)))
     circuits.candidate_circuits = split.wrap("graph", circuits.candidate_circuits)
+    circuits.candidate_circuits_by_pair = split.wrap("graph", circuits.candidate_circuits_by_pair)
     circuits.plan_circuits = split.wrap("lp", circuits.plan_circuits)
     planner.provision = split.wrap("plan", planner.provision)
     try:

@@ -79,7 +79,13 @@ class HostNotFound(LookupError):
 
 def host_port(graph: Any, ip: str) -> Port:
     """(switch, port) where the host with IPv4 ``ip`` is attached (its ``access`` edge)."""
-    return host_in(host_ports(graph), ip)
+    for node, d in graph.g.nodes(data=True):
+        if d.get("kind") == "host" and d.get("ip") == ip:
+            for _u, _v, e in graph.g.edges(node, data=True):
+                if e.get("kind") == "access":
+                    (sw, port), = ((n, p) for n, p in e["ports"].items() if n != node)
+                    return str(sw), int(port)
+    raise HostNotFound(f"no learnt host has the address {ip}")
 
 
 def host_ports(graph: Any) -> dict[str, Port]:
@@ -193,6 +199,7 @@ class OffloadDecider:
         rates = dict(zip(ev.flows, ev.detail.get("elephant_mbps") or [], strict=False))
         skips: list[Decision] = []
         groups: dict[tuple[Port, Port], list[FiveTuple]] = {}
+        hosts = host_ports(graph)
         for f in ev.flows:
             if any(f in o.flows for o in self.offloads.values()):
                 skips.append(Decision(SKIP, "already offloaded", (f,)))
@@ -202,7 +209,7 @@ class OffloadDecider:
                 skips.append(Decision(SKIP, why, (f,)))
                 continue
             try:
-                groups.setdefault((host_port(graph, f.src), host_port(graph, f.dst)), []).append(f)
+                groups.setdefault((host_in(hosts, f.src), host_in(hosts, f.dst)), []).append(f)
             except HostNotFound as exc:
                 skips.append(Decision(SKIP, str(exc), (f,), detail={"host_unknown": True}))  # judged again
         out = list(skips)
