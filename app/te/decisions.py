@@ -131,10 +131,15 @@ def link_capacity(graph: Any, edge_key: str) -> float:
         return 0.0
 
 
-def residual_graph(graph: Any, loads_mbps: dict[str, float], avoid: Iterable[str] = ()) -> Any:
+def residual_graph(graph: Any, loads_mbps: dict[str, float], avoid: Iterable[str] = (),
+                   packet_layer: bool = False) -> Any:
     """A copy of ``graph`` whose packet links offer only their spare capacity (``loads_mbps`` by edge key)
-    and the ``avoid`` links (the congested circuit the elephants are to leave) none."""
-    g = graph.copy()
+    and the ``avoid`` links (the congested circuit the elephants are to leave) none.
+
+    ``packet_layer``: copy only the packet switches, hosts and their links — all the joint model reads
+    when it is given its candidate circuits (the optical layer is most of a WAN graph: at germany50 a
+    tenth of the copy)."""
+    g = graph.copy(("packet", "host"), ("packet", "access")) if packet_layer else graph.copy()
     avoid = set(avoid)
     for _u, _v, key, d in g.g.edges(keys=True, data=True):
         if d.get("kind") != "packet":
@@ -216,7 +221,7 @@ class OffloadDecider:
         if groups:
             # one residual graph and one candidate search for every group of the event (the same graph and
             # loads): at germany50 size each costs a graph copy or a routing view
-            shared = _Shared(graph, residual_graph(graph, loads, [ev.circuit]), ev.circuit,
+            shared = _Shared(graph, residual_graph(graph, loads, [ev.circuit], packet_layer=True), ev.circuit,
                              [(src[0], dst[0]) for src, dst in groups if src[0] != dst[0]])
             for (src, dst), flows in groups.items():
                 out.append(self._offload(shared, src, dst, flows, rates, now, flow_bytes))
