@@ -238,12 +238,13 @@ class OffloadDecider:
         congested = shared.congested
         try:
             cands = shared.candidates(src[0], dst[0])
-            # the elephants leave the congested circuit: it offers them nothing, the rest its spare capacity
+            # the elephants leave the congested circuit: it offers them nothing, the rest its spare capacity;
+            # no candidate circuit: the model could only route on what is lit (its answer, without solving it)
             plan = plan_circuits(shared.residual, [Demand("offload", src[0], dst[0], max(want, 1e-3))],
-                                 circuits=cands, solver=self.solver)
+                                 circuits=cands, solver=self.solver) if cands else None
         except PceError as exc:
             return Decision(SKIP, f"no circuit: {exc}", tuple(flows))
-        if not plan.lit:
+        if plan is None or not plan.lit:
             return Decision(SKIP, f"the joint model routes {want:.2f} Mbit/s without a new circuit", tuple(flows))
         c = plan.lit[0]
         keep: list[FiveTuple] = []
