@@ -137,8 +137,8 @@ def residual_graph(graph: Any, loads_mbps: dict[str, float], avoid: Iterable[str
     and the ``avoid`` links (the congested circuit the elephants are to leave) none.
 
     ``packet_layer``: copy only the packet switches, hosts and their links — all the joint model reads
-    when it is given its candidate circuits (the optical layer is most of a WAN graph: at germany50 a
-    tenth of the copy)."""
+    when it is given its candidate circuits (the optical layer is most of a WAN graph: germany50's
+    packet layer is 99 of its 2,066 links)."""
     g = graph.copy(("packet", "host"), ("packet", "access")) if packet_layer else graph.copy()
     avoid = set(avoid)
     for _u, _v, key, d in g.g.edges(keys=True, data=True):
