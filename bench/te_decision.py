@@ -29,7 +29,10 @@ CPU time over the decision (the wall time moves with the load of a shared machin
 baseline. ``view_graph_s``: building the multi-layer graph itself (the network view caches it between
 changes, so a decision does not pay it).
 
-Usage: bench/te_decision.py --json PATH [--quick] [--repeat N] [--policies joint otter cspf]
+``--wavelengths N``: N ODU2 wavelengths per fibre instead of the WAN lab's one (the backbone on the
+first, the others free: candidate circuits between most PoP pairs).
+
+Usage: bench/te_decision.py --json PATH [--quick] [--repeat N] [--policies joint otter cspf] [--wavelengths N]
 """
 from __future__ import annotations
 
@@ -139,7 +142,27 @@ def _fig2() -> tuple[LabSpec, MultiLayerGraph, list[str]]:
     return spec, g, keys
 
 
-def _network(topology: str) -> tuple[LabSpec, MultiLayerGraph, list[str]]:
+def with_wavelengths(spec: LabSpec, n: int) -> LabSpec:
+    """``spec`` with ``n`` wavelengths per fibre: ``n - 1`` more ODU2 port pairs along each fibre
+    (numbered after the OTS's last port), as parallel optical links."""
+    if n <= 1:
+        return spec
+    from dataclasses import replace
+
+    from topology.spec import LinkSpec, OtsSpec
+
+    ports = {o.name: dict(o.ports) for o in spec.ots}
+    extra = []
+    for link in spec.links_of_kind("optical"):
+        for _ in range(n - 1):
+            pa, pb = max(ports[link.a]) + 1, max(ports[link.b]) + 1
+            ports[link.a][pa], ports[link.b][pb] = ports[link.a][link.a_port], ports[link.b][link.b_port]
+            extra.append(LinkSpec(link.a, pa, link.b, pb, "optical", link.mbps, link.latency_ms))
+    return replace(spec, ots=tuple(OtsSpec(o.name, o.dpid, ports[o.name]) for o in spec.ots),
+                   links=spec.links + tuple(extra))
+
+
+def _network(topology: str, wavelengths: int = 1) -> tuple[LabSpec, MultiLayerGraph, list[str]]:
     if topology == "fig2":
         return _fig2()
     import networkx as nx
@@ -148,7 +171,22 @@ def _network(topology: str) -> tuple[LabSpec, MultiLayerGraph, list[str]]:
     tree = nx.Graph([(f.a, f.b) for f in _tree_fibres(base)])
     spec = from_topohub(topology, uplinks=max(d for _n, d in tree.degree()) + FREE_UPLINKS)
     g = spec_to_graph(spec)
-    return spec, g, light_backbone(spec, g)
+    keys = light_backbone(spec, g)  # on the first wavelength of the tree's fibres
+    if wavelengths > 1:
+        spec = with_wavelengths(spec, wavelengths)
+        lit = g
+        g = spec_to_graph(spec)
+        for x in lit.active_xcons():
+            u, v = lit.edge_ends(x)
+            g.set_xcon_active(u, v, True)
+        keys = [g.add_packet_link(*_ends(lit, k), lit.edge(k)["capacity"], lit.edge(k)["latency"], source="lldp")
+                for k in keys]
+    return spec, g, keys
+
+
+def _ends(g: MultiLayerGraph, key: str) -> tuple[str, int, str, int]:
+    (a, pa), (b, pb) = sorted(g.edge(key)["ports"].items())
+    return a, int(pa), b, int(pb)
 
 
 def _tree_routes(g: MultiLayerGraph, keys: list[str]) -> tuple[dict[str, dict[str, tuple[int, str]]], Any]:
@@ -182,11 +220,13 @@ def _hosts(g: MultiLayerGraph) -> list[tuple[str, str, str, str, int]]:
     return out
 
 
-def build_instance(topology: str, flows: int, *, elephants: int = 4, seed: int = 1) -> TeInstance:
-    """The network view, fine data and event of one size (see the module docstring)."""
+def build_instance(topology: str, flows: int, *, elephants: int = 4, seed: int = 1, wavelengths: int = 1
+                   ) -> TeInstance:
+    """The network view, fine data and event of one size (see the module docstring); ``wavelengths``
+    per fibre (the WAN lab's spec has one: the backbone then leaves only the other fibres dark)."""
     rng = random.Random(seed)
     t0 = time.perf_counter()
-    spec, g, keys = _network(topology)
+    spec, g, keys = _network(topology, wavelengths)
     view_graph_s = time.perf_counter() - t0
     nxt, sw_paths = _tree_routes(g, keys)
     hosts = _hosts(g)
@@ -274,6 +314,8 @@ def build_instance(topology: str, flows: int, *, elephants: int = 4, seed: int =
                   {"elephant_mbps": rates, "util": round(util, 3), "drops": 50,
                    "threshold_mbps": round(0.5 * min(rates), 3) if rates else 1.0})
     name = topology if topology == "fig2" else topology.split("/")[-1]
+    if wavelengths > 1 and topology != "fig2":
+        name += f"-{wavelengths}wl"
     return TeInstance(f"{name}-{flows}", g, out, forwarding, link_loads, event, keys, paths, view_graph_s)
 
 
@@ -415,6 +457,8 @@ def main() -> int:
     ap.add_argument("--policies", nargs="+", choices=POLICIES, default=list(POLICIES))
     ap.add_argument("--sizes", nargs="+", help="TOPOLOGY:FLOWS, e.g. sndlib/germany50:1000 (default: the four sizes)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--wavelengths", type=int, default=1,
+                    help="ODU2 wavelengths per fibre of the topohub sizes (default 1, as the WAN lab)")
     a = ap.parse_args()
     from pce.highs import quiet_banner
 
@@ -432,7 +476,7 @@ def main() -> int:
 
     rows = []
     for topology, n in sizes:
-        inst = build_instance(topology, n, seed=a.seed)
+        inst = build_instance(topology, n, seed=a.seed, wavelengths=a.wavelengths)
         row: dict[str, Any] = {"instance": inst.name, "topology": topology, "pops": inst.pops,
                                "flows": len(inst.flows), "elephants": len(inst.event.flows),
                                "backbone_circuits": len(inst.backbone), "congested": inst.event.circuit,
@@ -458,7 +502,8 @@ def main() -> int:
     if base is not None and g50 is not None:
         ratios = {p: round(g50["policies"][p]["cold"]["seconds"]["median"] /
                            max(base["policies"][p]["cold"]["seconds"]["median"], 1e-9), 1) for p in g50["policies"]}
-    out = {"bench": "te_decision", "quick": a.quick, "repeat": repeat, "seed": a.seed, "target_s": TARGET_S,
+    out = {"bench": "te_decision", "quick": a.quick, "repeat": repeat, "seed": a.seed, "wavelengths": a.wavelengths,
+           "target_s": TARGET_S,
            "rows": rows, "germany50_1000": verdict, "ratio_to_fig2_cold": ratios}
     Path(a.json).write_text(json.dumps(out, indent=2))
     print(json.dumps({"germany50_1000": verdict, "ratio_to_fig2_cold": ratios}))

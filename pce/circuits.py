@@ -128,11 +128,12 @@ def _solver(name: str, time_limit: float | None = None) -> Any:
 def _uplinks(g: Any) -> dict[str, list[tuple[int, str]]]:
     """Packet switch -> [(port, oport)] of adaptation edges on ports not held by an active XCON."""
     out: dict[str, list[tuple[int, str]]] = {}
+    lit = {n for u, v, d in g.edges(data=True) if d.get("kind") == "xcon" and d.get("active") for n in (u, v)}
     for u, v, d in g.edges(data=True):
         if d.get("kind") != "adaptation":
             continue
         sw, op = (u, v) if g.nodes[v].get("kind") == "oport" else (v, u)
-        if any(dd.get("kind") == "xcon" and dd.get("active") for _, _, dd in g.edges(op, data=True)):
+        if op in lit:  # held by an active XCON
             continue
         out.setdefault(sw, []).append((int(d.get("ports", {}).get(sw, 0)), op))
     return out

@@ -105,3 +105,17 @@ def test_fig2_uses_its_initial_circuit():
     inst = build_instance("fig2", 10, elephants=2)
     assert sorted(_ends(inst.graph, k) for k in inst.backbone) == [("A", 3, "B", 1), ("B", 2, "C", 1)]
     assert inst.event.circuit in inst.backbone and len(inst.event.flows) == 2
+
+
+def test_more_wavelengths_leave_a_free_one_on_every_fibre():
+    one = build_instance("sndlib/abilene", 20, wavelengths=1)
+    two = build_instance("sndlib/abilene", 20, wavelengths=2)
+    fibres = [(u.rsplit(":", 1)[0], v.rsplit(":", 1)[0]) for u, v, e in two.graph.g.edges(data=True)
+              if e.get("kind") == "optical"]
+    assert len(fibres) == 2 * 15 and all(fibres.count(f) == 2 for f in set(fibres))
+    assert sorted(_ends(two.graph, k) for k in two.backbone) == sorted(_ends(one.graph, k) for k in one.backbone)
+    assert len(two.graph.active_xcons()) == len(one.graph.active_xcons())
+    switches = two.graph.nodes_of_kind("packet")
+    pairs = [(a, b) for a in switches for b in switches if a < b]
+    chains = candidate_circuits_by_pair(two.graph, pairs, per_pair=1)
+    assert all(chains[p] for p in pairs)  # every PoP pair can light a circuit (one wavelength: 5 of 66)
