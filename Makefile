@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: soak bootstrap demo test test-labs test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay bench-ha bench-wan clean
+.PHONY: soak bootstrap demo test test-labs test-unit test-integration lint bench bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay bench-ha bench-wan bench-te clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh --with-web
@@ -46,7 +46,7 @@ lint: bootstrap
 soak: bootstrap
 	$(PY) -m app.cli.main lab run soak --out soak-out
 
-bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay bench-ha bench-wan
+bench: bench-pce bench-monitor bench-rest bench-ots bench-ctl bench-delay bench-ha bench-wan bench-te
 
 bench-pce: bootstrap
 	$(PY) bench/run.py pce
@@ -72,6 +72,9 @@ bench-ha: bootstrap
 
 bench-wan: bootstrap  # the WAN lab size series (Mininet, the network lock; minutes per size)
 	$(PY) bench/run.py wan
+
+bench-te: bootstrap  # the TE decision on Fig. 2, abilene and germany50 (1,000 flows; no switch, a few minutes)
+	$(PY) bench/run.py te
 
 clean:
 	rm -rf demo-out .pytest_cache

@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print("usage: bench/run.py GROUP [--quick]   (GROUP: pce, monitor, rest, ots, ctl, delay, ha, wan)", file=sys.stderr)
+        print("usage: bench/run.py GROUP [--quick]   (GROUP: pce, monitor, rest, ots, ctl, delay, ha, wan, te)", file=sys.stderr)
         return 2
     group, extra = argv[0], argv[1:]
     scripts = sorted(HERE.glob(f"{group}_*.py"))

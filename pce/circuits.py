@@ -33,7 +33,7 @@ import itertools
 import math
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import pulp
@@ -128,11 +128,12 @@ def _solver(name: str, time_limit: float | None = None) -> Any:
 def _uplinks(g: Any) -> dict[str, list[tuple[int, str]]]:
     """Packet switch -> [(port, oport)] of adaptation edges on ports not held by an active XCON."""
     out: dict[str, list[tuple[int, str]]] = {}
+    lit = {n for u, v, d in g.edges(data=True) if d.get("kind") == "xcon" and d.get("active") for n in (u, v)}
     for u, v, d in g.edges(data=True):
         if d.get("kind") != "adaptation":
             continue
         sw, op = (u, v) if g.nodes[v].get("kind") == "oport" else (v, u)
-        if any(dd.get("kind") == "xcon" and dd.get("active") for _, _, dd in g.edges(op, data=True)):
+        if op in lit:  # held by an active XCON
             continue
         out.setdefault(sw, []).append((int(d.get("ports", {}).get(sw, 0)), op))
     return out
@@ -145,6 +146,24 @@ def candidate_circuits(graph: Any, per_pair: int = 8, pairs: Iterable[tuple[str,
     Chains cross only optical ports (no packet switch in the middle) and only free ports of one
     granularity; ``pairs`` restricts the switch pairs considered (default: all).
     """
+    out: list[CandidateCircuit] = []
+    for chains in _chains_by_pair(graph, per_pair, pairs).values():
+        out += [replace(c, id=f"c{len(out) + i}{c.id}") for i, c in enumerate(chains)]
+    return out
+
+
+def candidate_circuits_by_pair(graph: Any, pairs: Iterable[tuple[str, str]], per_pair: int = 8
+                               ) -> dict[tuple[str, str], list[CandidateCircuit]]:
+    """:func:`candidate_circuits` of each sorted pair alone (ids numbered per pair, as one call per pair
+    gives them), from one routing view of ``graph``: a decision with several switch pairs builds it once."""
+    return {pair: [replace(c, id=f"c{i}{c.id}") for i, c in enumerate(chains)]
+            for pair, chains in _chains_by_pair(graph, per_pair, pairs).items()}
+
+
+def _chains_by_pair(graph: Any, per_pair: int, pairs: Iterable[tuple[str, str]] | None
+                    ) -> dict[tuple[str, str], list[CandidateCircuit]]:
+    """Per sorted switch pair (in sorted order), its shortest XCON chains; each id is only the
+    ``:a:port-b:port`` tail (the callers number them)."""
     g = nx_graph(graph)
     view = RoutingView.build(graph)
     ups = _uplinks(g)
@@ -154,8 +173,9 @@ def candidate_circuits(graph: Any, per_pair: int = 8, pairs: Iterable[tuple[str,
     packet_links = frozenset(k for k, kind in view.edge_kind.items() if kind == "packet")
     todo = sorted({tuple(sorted(p)) for p in pairs}) if pairs is not None else [
         (a, b) for i, a in enumerate(switches) for b in switches[i + 1:]]
-    out: list[CandidateCircuit] = []
+    out: dict[tuple[str, str], list[CandidateCircuit]] = {}
     for a, b in todo:
+        chains = out.setdefault((a, b), [])
         if a not in ups or b not in ups:
             continue
         cons = Constraints(min_width=1e-6, banned_bases=blocked - {a, b}, banned_keys=packet_links)
@@ -169,8 +189,8 @@ def candidate_circuits(graph: Any, per_pair: int = 8, pairs: Iterable[tuple[str,
             setup = max((float(view.edge_attrs[arc.key].get("setup_time") or 0.0)
                          for arc in route.arcs if arc.kind == "xcon"), default=0.0)
             cap = min(float(g.nodes[p].get("capacity", math.inf)) for p in oports)
-            out.append(CandidateCircuit(f"c{len(out)}:{a}:{a_port}-{b}:{b_port}", a, a_port, b, b_port, oports, xcons,
-                               cap, setup, route.latency))
+            chains.append(CandidateCircuit(f":{a}:{a_port}-{b}:{b_port}", a, a_port, b, b_port, oports, xcons,
+                                           cap, setup, route.latency))
     return out
 
 

@@ -161,8 +161,11 @@ class RoutingView:
                 why[n] = f"booked whole by {', '.join(holders)}"
             else:
                 headroom[n] = cap
+        # only the ports of an active XCON are looked at (a WAN graph's oports have ~20 XCON edges each)
+        lit_ports = {n for u, v, d in g.edges(data=True) if d.get("kind") == "xcon" and d.get("active")
+                     for n in (u, v)}
         for n in g.nodes:
-            if kind[n] == "oport":
+            if kind[n] == "oport" and n in lit_ports:
                 for _, _, k, d in g.edges(n, keys=True, data=True):
                     if d.get("kind") == "xcon" and d.get("active"):
                         headroom[n] = 0.0

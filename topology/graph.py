@@ -487,9 +487,28 @@ class MultiLayerGraph:
             raise TopologyError(f"graph JSON is not valid JSON: {exc}") from None
         return cls.from_dict(data)
 
-    def copy(self) -> MultiLayerGraph:
-        """Deep copy (attribute dicts included)."""
-        return MultiLayerGraph.from_dict(self.to_dict())
+    def copy(self, node_kinds: Iterable[str] | None = None, edge_kinds: Iterable[str] | None = None
+             ) -> MultiLayerGraph:
+        """Deep copy (attribute dicts included): the graph ``from_dict(to_dict())`` gives — nodes sorted,
+        links by key with sorted ends, attributes as in :meth:`to_dict` — without the round trip's
+        checks (this graph already passed them; the TE loop copies a WAN graph per decision).
+        ``node_kinds`` / ``edge_kinds``: only those (and links between kept nodes), in the same order."""
+        nk = None if node_kinds is None else set(node_kinds)
+        ek = None if edge_kinds is None else set(edge_kinds)
+        out = MultiLayerGraph()
+        add_node, add_edge = out.g.add_node, out.g.add_edge
+        for n, d in sorted(self.g.nodes(data=True), key=lambda x: x[0]):
+            if nk is None or d.get("kind") in nk:
+                add_node(n, **{k: v for k, v in _plain(d).items() if k != "id"})
+        links = [(k, *sorted((u, v)), d) for u, v, k, d in self.g.edges(keys=True, data=True)
+                 if (ek is None or d.get("kind") in ek) and (nk is None or (u in out.g and v in out.g))]
+        links.sort(key=lambda x: x[0])
+        for k, u, v, d in links:
+            attrs = {a: x for a, x in _plain(d).items() if a not in ("u", "v", "key")}
+            if "ports" in attrs:
+                attrs["ports"] = {n: int(p) for n, p in attrs["ports"].items()}
+            add_edge(u, v, key=k, **attrs)
+        return out
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, MultiLayerGraph) and self.to_dict() == other.to_dict()

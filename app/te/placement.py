@@ -13,7 +13,7 @@ what the controller needs around it:
 * :func:`placement_plan`: the ordered update plan of a placement — XCONs of the circuits to light,
   circuit-up barrier, then ``steer``-band 5-tuple rules along each moved flow's path (transit and
   egress first, ingress last, both directions), built with the decider's own helpers
-  (:func:`~app.te.decisions.five_tuple_match`, :func:`~app.te.decisions.host_port`).
+  (:func:`~app.te.decisions.five_tuple_match`, :func:`~app.te.decisions.host_ports`).
 
 * :class:`PlacementDecider`: the TE loop's decider for ``[te] placement = otter | cspf`` — the
   :class:`~app.te.decisions.OffloadDecider` interface (``on_event``, ``done``, ``offloads``), so the
@@ -40,7 +40,8 @@ from app.te.decisions import (
     Offload,
     OffloadDecider,
     five_tuple_match,
-    host_port,
+    host_in,
+    host_ports,
     link_capacity,
 )
 from app.te.gain import offload_gain
@@ -69,12 +70,13 @@ def flows_from_monitor(graph: Any, rates: Iterable[FlowLike], rules: ClassRules
     """Monitored flows (``key`` 5-tuple, ``mbps``, optional ``vlan``) between learnt hosts; returns
     (flows, why each other one was left out)."""
     out, skipped = [], []
+    hosts = host_ports(graph)
     for fl in rates:
         key: FiveTuple = fl.key
         if not fl.mbps > 0:
             continue
         try:
-            (ssw, sport), (dsw, dport) = host_port(graph, key.src), host_port(graph, key.dst)
+            (ssw, sport), (dsw, dport) = host_in(hosts, key.src), host_in(hosts, key.dst)
         except HostNotFound as exc:
             skipped.append(f"{key}: {exc}")
             continue
@@ -223,27 +225,38 @@ def edge_hop(graph: Any, key: str) -> str | None:
     return edge_hops(graph).get(key)
 
 
-def forwarding_path(graph: Any, out_ports: Mapping[str, int], src: str, dst: str) -> tuple[str, ...] | None:
+def forwarding_path(graph: Any, out_ports: Mapping[str, int], src: str, dst: str,
+                    links: Mapping[tuple[str, int], tuple[str, str]] | None = None) -> tuple[str, ...] | None:
     """Hop ids from switch ``src`` to ``dst`` following ``out_ports`` (switch → the port default
-    forwarding sends the destination host's traffic out of); None when the rules do not get there."""
-    g = getattr(graph, "g", graph)
+    forwarding sends the destination host's traffic out of); None when the rules do not get there.
+    ``links``: :func:`packet_ports` of the graph, when many paths are followed on it."""
+    if links is None:
+        links = packet_ports(graph)
     hops: list[str] = []
     at, seen = src, {src}
     while at != dst:
         port = out_ports.get(at)
-        nxt = None
-        for _u, v, d in g.edges(at, data=True):
-            ports = d.get("ports", {})
-            if d.get("kind") == "packet" and int(ports.get(at, -1)) == port:
-                a, b = sorted((at, v))
-                hops.append(hop_id(a, int(ports[a]), b, int(ports[b])))
-                nxt = v
-                break
+        nxt, hop = links.get((at, port), (None, "")) if port is not None else (None, "")
         if nxt is None or nxt in seen:
             return None
+        hops.append(hop)
         seen.add(nxt)
         at = nxt
     return tuple(hops)
+
+
+def packet_ports(graph: Any) -> dict[tuple[str, int], tuple[str, str]]:
+    """(switch, port) -> (the switch at the other end, hop id) of the packet links (the first link at
+    a port, in the graph's order): what :func:`forwarding_path` follows, one pass over the graph."""
+    g = getattr(graph, "g", graph)
+    out: dict[tuple[str, int], tuple[str, str]] = {}
+    for at in g.nodes:
+        for _u, v, d in g.edges(at, data=True):
+            ports = d.get("ports", {})
+            if d.get("kind") == "packet" and at in ports:
+                a, b = sorted((at, v))
+                out.setdefault((at, int(ports[at])), (v, hop_id(a, int(ports[a]), b, int(ports[b]))))
+    return out
 
 
 def unmonitored_load(graph: Any, link_loads: Mapping[str, float], flows: Iterable[GraphFlow],
@@ -394,6 +407,8 @@ class PlacementDecider(OffloadDecider):
         macs = {d.get("ip"): d.get("mac") for _n, d in getattr(graph, "g", graph).nodes(data=True)
                 if d.get("kind") == "host"}
         fwd = self.forwarding()
+        links = packet_ports(graph)
+        towards: dict[Any, dict[str, int]] = {}  # host MAC -> switch -> out port of default forwarding
         ready: list[GraphFlow] = []
         for f in flows:
             key = keys[f.id]
@@ -401,8 +416,9 @@ class PlacementDecider(OffloadDecider):
             path = self.policy.paths.get(f.id)
             if path is None:  # never moved: where default forwarding has it
                 mac = macs.get(key.dst)
-                path = forwarding_path(graph, {s: r[mac] for s, r in fwd.items() if mac is not None and mac in r},
-                                       f.src, f.dst)
+                if mac not in towards:
+                    towards[mac] = {s: r[mac] for s, r in fwd.items() if mac is not None and mac in r}
+                path = forwarding_path(graph, towards[mac], f.src, f.dst, links)
             ready.append(replace(f, path=path, hold=held and path is not None,
                                  avoid=frozenset({avoid}) if avoid and key in named and not held else frozenset()))
         ready += [replace(r, hold=True) for r in flows_from_reservations(graph, self.reservations(now), now,
