@@ -98,6 +98,8 @@ class MonitorCore:
         self._settled: set[str] = set()  # circuits classified at least once since they appeared
         self._fresh: dict[str, tuple[float, int]] = {}  # hot since the last tick (by drops): util, drops
         self._gone: list[str] = []  # hot circuits that left the graph, cleared at the next tick
+        self._util: dict[str, float] = {}  # each circuit's smoothed utilization at the last tick
+        self._watched: dict[str, int] = {}  # point -> queue drops at the last drop-watch reading
 
     def set_circuits(self, circuits: Iterable[WatchedLink]) -> None:
         """The circuits as the graph has them now. One that left the graph while hot (e.g. an offload
@@ -144,6 +146,7 @@ class MonitorCore:
             drops = sum(e.drops for e in ends)
             mbps = max(e.smoothed_mbps for e in ends)
             res.circuits[c.id] = {"util": util, "drops": drops, "mbps": mbps}
+            self._util[c.id] = util
             if c.id not in self._settled:  # first interval: drops from while its ports were dark
                 self._settled.add(c.id)
                 drops = 0
@@ -165,10 +168,54 @@ class MonitorCore:
         self._pending.clear()
         return res
 
+    def watched_points(self) -> list[tuple[str, int]]:
+        """The egress ends (switch, port) the drop watch reads: every settled circuit's."""
+        return sorted({end for cid, c in self.circuits.items() if cid in self._settled for end in c.ends})
+
+    def watch_drops(self, now: float, drops: Mapping[tuple[str, int], int]) -> TickResult:
+        """A drop-watch reading between ticks (``[monitor] drop_watch_interval``): the cumulative queue
+        drops of some watched ends. A rise since the last reading on a circuit that is not hot makes it
+        hot *now* — with the last tick's smoothed utilization — so its fine data starts and its early
+        windows run, instead of waiting for the next tick (up to one Ts). Only hot spots come from here:
+        calm, clearing and growth stay with :meth:`tick` (a reading never counts as a calm interval);
+        a circuit in its first interval is not judged (its drops may be from while it was dark)."""
+        res = TickResult()
+        rise: dict[str, int] = {}
+        for (sw, port), total in sorted(drops.items()):
+            point = point_id(sw, port)
+            before = self._watched.get(point)
+            self._watched[point] = total
+            if before is None or total <= before:
+                continue
+            for c in self.circuits.values():
+                if (sw, port) in c.ends and c.id in self._settled:
+                    rise[c.id] = rise.get(c.id, 0) + total - before
+        for cid, n in sorted(rise.items()):
+            c = self.circuits[cid]
+            if self.classifier.is_hot(cid):
+                continue
+            util = self._util.get(cid, 0.0)
+            for ev in self.classifier.observe(cid, now, util, n, c.capacity_mbps, None):
+                res.actions += self.manager.on_event(ev)
+                if ev.kind == HOT_SPOT:
+                    self._fresh[cid] = (util, n)
+                    ev.detail["by"] = "drop watch"
+                res.events.append(ev)
+        return res
+
     @property
     def fresh(self) -> set[str]:
         """Circuits that became hot by drops in the last tick (their fine data just started)."""
         return set(self._fresh)
+
+    def switches(self, circuit: str) -> tuple[str, ...]:
+        """The switches at the ends of ``circuit`` (none if it is not watched)."""
+        c = self.circuits.get(circuit)
+        return c.switches if c is not None else ()
+
+    def fresh_switches(self) -> list[str]:
+        """The switches of the circuits in :attr:`fresh` (where an early window reads fine data)."""
+        return sorted({s for cid in self._fresh if cid in self.circuits for s in self.circuits[cid].switches})
 
     def early(self, now: float) -> TickResult:
         """Name elephants on the circuits that just became hot from their first fine data, before

@@ -152,3 +152,40 @@ def test_flow_counts_give_the_bytes_counted_so_far_max_over_switches():
     assert counts[UDP].mbps == pytest.approx(550_000 * 8 / 1e6 / 1.1)
     assert counts[UDP].seconds == 1.1  # how long the rule counted: the TE loop's average rate
     assert fc.flow_counts(20.0) == {}  # stale: no longer reported
+
+
+def test_samples_closer_than_min_span_give_no_rate_so_a_counter_refresh_step_is_not_read_as_one():
+    """Userspace OVS refreshes a rule's byte count every ~0.5 s; the early windows read every 0.1 s. A
+    3.7-Mbit/s elephant's count: 0 bytes at 0.3 s (not refreshed yet), then 0.4 s of bytes at 0.4 s.
+    Without min_span that step read as 0.4 s of bytes in 0.1 s: ~14.8 Mbit/s."""
+    fc = fs.FlowCounting(min_duration=0.2, stale=3.0, min_span=0.5)
+    fc.enable("A", {H3: 3})
+    fc.learned("A", learn_cookie(fc, "A", H3), frame(UDP))
+    rule = installed(fc, "A", UDP)
+    per_s = 3.7e6 / 8
+    fc.stats("A", [(rule, 0, 0.3)], now=10.3)  # the first sample: a rate since install (0: not refreshed)
+    assert fc.flow_rates(10.3)[0].mbps == 0.0
+    fc.stats("A", [(rule, int(0.4 * per_s), 0.4)], now=10.4)  # 0.1 s on: too close, the rate stays
+    assert fc.flow_rates(10.4)[0].mbps == 0.0
+    assert fc.flow_counts(10.4)[UDP].bytes == int(0.4 * per_s)  # the bytes counted so far are the newest
+    assert fc.flow_counts(10.4)[UDP].t == 10.4  # a newer count (the TE loop judges it again), same rate
+    fc.stats("A", [(rule, int(0.9 * per_s), 0.9)], now=10.9)  # 0.6 s after the reference (0.3 s)
+    assert fc.flow_rates(10.9)[0].mbps == pytest.approx(3.7 * 0.9 / 0.6)  # the refresh step spread over 0.6 s
+    unlimited = fs.FlowCounting(min_duration=0.2, stale=3.0)
+    unlimited.enable("A", {H3: 3})
+    unlimited.learned("A", learn_cookie(unlimited, "A", H3), frame(UDP))
+    rule = installed(unlimited, "A", UDP)
+    unlimited.stats("A", [(rule, 0, 0.3)], now=10.3)
+    unlimited.stats("A", [(rule, int(0.4 * per_s), 0.4)], now=10.4)
+    assert unlimited.flow_rates(10.4)[0].mbps == pytest.approx(14.8)  # what the early windows saw
+
+
+def test_a_young_rule_without_a_rate_takes_its_average_since_install_between_close_samples():
+    fc = fs.FlowCounting(min_duration=0.2, stale=3.0, min_span=0.5)
+    fc.enable("A", {H3: 3})
+    fc.learned("A", learn_cookie(fc, "A", H3), frame(UDP))
+    rule = installed(fc, "A", UDP)
+    fc.stats("A", [(rule, 10_000, 0.1)], now=10.1)  # too young for a rate
+    assert fc.flow_rates(10.1) == []
+    fc.stats("A", [(rule, 150_000, 0.3)], now=10.3)  # 0.2 s on: since install, 150 kB in 0.3 s = 4 Mbit/s
+    assert fc.flow_rates(10.3)[0].mbps == pytest.approx(4.0)
