@@ -110,6 +110,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "fine_early_poll": True,  # fine_backend = "flowstats": an early window reads the counting rules' stats first (else it sees the last poll's)
         "fine_early_follow": True,  # fine_backend = "flowstats": once an elephant is named, keep reading its switches' counts every fine_early_step s until the next poll (the TE gain judges it again on each)
         "fine_early_step": 0.1,  # seconds between early windows after the first, until the elephants are named or the next poll
+        "fine_early_span": 0.0,  # seconds after a hot spot by drops that early windows look for its elephants, across polls (0 = one interval)
         "drop_watch_interval": 0.0,  # seconds between reads of the watched circuit ends' queue drops between polls (a hot spot by drops without waiting for the next Ts; 0 = off)
         "fine_everywhere": False,  # fine data on every packet switch all the time (the per-flow polling baseline of bench/monitor_detection.py)
         "fine_window": 1.0,  # seconds of sFlow samples per flow-rate estimate (= Ts: elephants named one interval after the hot spot)
@@ -117,7 +118,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "path_change_tolerance_ms": 0.5,  # path-change detector: stable band and minimum shift (seed 001: 0.5 ms)
         "probe_timeout": 2.0,  # latency probes: a probe not back after this many seconds is lost
         "flowstats_idle_timeout": 10,  # fine_backend = "flowstats": a per-flow counting rule idles out after this many seconds
-        "flowstats_min_span": 0.5,  # fine_backend = "flowstats": s between two stats samples of a rule for a rate (the early windows' 0.1-s reads would see OVS's counter refresh steps as rates)
+        "flowstats_refresh": 0.5,  # fine_backend = "flowstats": s between the switch's counter refreshes at most (userspace OVS: max-revalidator, 500 ms); rates are taken between refresh steps
         "flowstats_max_flows": 1000,  # fine_backend = "flowstats": at most this many counting rules per switch
         "sflow_sampling": 64,  # 1-in-N packet sampling on hot spots
         "sflow_polling": 1,  # seconds between sFlow counter samples
@@ -206,8 +207,9 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError("[monitor] ewma_alpha must be in (0, 1]")
     if cfg["monitor"]["interval"] <= 0:
         raise ConfigError("[monitor] interval must be > 0")
-    if cfg["monitor"]["drop_watch_interval"] < 0 or cfg["monitor"]["fine_early_step"] <= 0:
-        raise ConfigError("[monitor] needs drop_watch_interval >= 0 and fine_early_step > 0")
+    if cfg["monitor"]["drop_watch_interval"] < 0 or cfg["monitor"]["fine_early_step"] <= 0 \
+            or cfg["monitor"]["fine_early_span"] < 0:
+        raise ConfigError("[monitor] needs drop_watch_interval >= 0, fine_early_step > 0 and fine_early_span >= 0")
     if cfg["monitor"]["fine_backend"] not in ("sflow", "flowstats", "sflow-rt"):
         raise ConfigError('[monitor] fine_backend must be "sflow", "flowstats" or "sflow-rt"')
     _check_mapping(cfg["te"])

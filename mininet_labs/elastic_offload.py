@@ -163,7 +163,9 @@ def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock,
                "testbed")
     held: dict = {}
     try:
-        with fig2_monitor_lab(work, MONITOR + TE.format(enabled=str(enabled).lower()), check_errors=False,
+        # the controller takes rates between counter refresh steps: tell it the refresh period set here
+        monitor = MONITOR + (f"flowstats_refresh = {refresh / 1000:g}\n" if refresh else "")
+        with fig2_monitor_lab(work, monitor + TE.format(enabled=str(enabled).lower()), check_errors=False,
                               controller_args=args) as lab, _counter_refresh(refresh):
             try:
                 clock.note(f"testbed up: circuit 'initial' lit (A-X-Y-B-Y-Z-C), A:3 behind a bounded 10 Mbit/s "

@@ -107,7 +107,8 @@ def counting_messages(ops: list[RuleOp], idle_timeout: int) -> list:
         if op.op == flowstats.DELETE:
             msgs.append(ofmsg.flow_delete_strict(op.cookie, priority, fields))
         elif op.kind == flowstats.KIND_LEARN:
-            actions = [ofmsg.output(op.port), ofmsg.set_eth_dst(flowstats.LEARN_MAC), ofmsg.to_controller()]
+            actions = [ofmsg.output(op.port), ofmsg.set_eth_dst(flowstats.LEARN_MAC),
+                       ofmsg.to_controller(flowstats.LEARN_COPY_BYTES)]
             msgs.append(ofmsg.flow_add(op.cookie, priority, fields, actions))
         else:
             msgs.append(ofmsg.flow_add(op.cookie, priority, fields, [ofmsg.output(op.port)], idle_timeout=idle_timeout))
@@ -206,7 +207,7 @@ class MonitorApp(app_manager.OSKenApp):
             fine = SflowRtBackend(str(self.cfg["sflow_rt_url"]))
         elif self.backend == "flowstats":
             self.counting = FlowCounting(stale=3 * self.interval, max_flows=int(self.cfg["flowstats_max_flows"]),
-                                         min_span=float(self.cfg["flowstats_min_span"]))
+                                         refresh=float(self.cfg["flowstats_refresh"]))
             fine = self.counting
         self.core = MonitorCore(self.cfg, fine)
         self.sflow = OvsSflow(f"127.0.0.1:{self.cfg['sflow_collector_port']}", int(self.cfg["sflow_sampling"]),
@@ -353,9 +354,16 @@ class MonitorApp(app_manager.OSKenApp):
         events = self._tick()
         self.metrics.monitor_cycle(time.monotonic() - self._poll_start)
         if self.first_window > 0 and self.core.fresh:
-            self.services.later(min(self.first_window, 0.8 * self.interval), EventEarlyWindow(self._polls))
+            self.services.later(self._window_delay(), EventEarlyWindow(self._polls))
         elif self._follow_named(events or []):
             self.services.later(self.early_step, EventEarlyWindow(self._polls))
+
+    def _window_delay(self) -> float:
+        """Until the next early window: ``fine_first_window`` after the youngest fresh hot spot, at least
+        ``fine_early_step`` (a hot spot kept across a poll goes on at that step)."""
+        since = self.core.fresh_since()
+        age = time.monotonic() - since if since is not None else 0.0
+        return min(max(self.first_window - age, self.early_step), 0.8 * self.interval)
 
     @set_ev_cls(EventEarlyWindow)
     def _early_window(self, ev: EventEarlyWindow) -> None:
@@ -444,7 +452,7 @@ class MonitorApp(app_manager.OSKenApp):
             for ev in res.events:
                 self._store_event(dataclasses.replace(ev, t=wall))
         if res.events and self.first_window > 0 and self.core.fresh:
-            self.services.later(min(self.first_window, 0.8 * self.interval), EventEarlyWindow(self._polls))
+            self.services.later(self._window_delay(), EventEarlyWindow(self._polls))
 
     def _send(self, dp, msg, kind: str = "coarse") -> None:
         """Send and count the OpenFlow bytes (``GET /monitor/cost``; sending serializes into ``buf``)."""

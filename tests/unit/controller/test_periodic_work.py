@@ -61,7 +61,7 @@ class Monitor:
         app.interval, app.reply_timeout, app.first_window = 1.0, 0.4, 0.3
         app.services = self.timers.scheduler(app.name, monitor_app.services(app.interval, 0.0))
         app._replies_due = self.timers.deadline(EventRepliesDue)
-        app.core = SimpleNamespace(fresh=False)  # the early windows' question only (the tick is faked)
+        app.core = SimpleNamespace(fresh=False, fresh_since=lambda: None)  # the early windows' question only (the tick is faked)
         self.ticks: list[float] = []
         self.early: list[float] = []
         monkeypatch.setattr(app, "_tick", lambda: self.ticks.append(self.timers.t - 100.0))
@@ -272,7 +272,8 @@ def _fresh_flowstats(mon) -> None:  # noqa: ANN001
 
     mon.app.counting = FlowCounting()
     mon.app.counting.enable("A", {})
-    mon.app.core = SimpleNamespace(fresh=True, fresh_switches=lambda: ["A"], switches=lambda cid: ("A",))
+    mon.app.core = SimpleNamespace(fresh=True, fresh_switches=lambda: ["A"], switches=lambda cid: ("A",),
+                                   fresh_since=lambda: None)
     sent = mon.dp.sent
 
     def send_msg(msg) -> None:  # noqa: ANN001  (a datapath numbers each request, as os-ken's does)
@@ -346,7 +347,8 @@ def test_the_drop_watch_reads_the_watched_ends_queues_and_a_rise_starts_the_earl
         mon.app.core.fresh = bool(drops.get(("A", 1)))
         return TickResult(events=[Event(now, "A-B", HOT_SPOT)] if mon.app.core.fresh else [])
 
-    mon.app.core = SimpleNamespace(fresh=False, watched_points=lambda: [("A", 1)], watch_drops=watch_drops)
+    mon.app.core = SimpleNamespace(fresh=False, watched_points=lambda: [("A", 1)], watch_drops=watch_drops,
+                                   fresh_since=lambda: None)
     mon.app._publish = lambda ev: None
     mon.timers.t += 0.25
     mon.app._watch(EventDropWatch())
@@ -367,7 +369,7 @@ def test_no_drop_watch_while_a_polls_replies_are_due(mon):
     from app.controller.monitor_app import EventDropWatch
 
     mon.app.services = mon.timers.scheduler(mon.app.name, monitor_app.services(1.0, 0.0, 0.25))
-    mon.app.core = SimpleNamespace(fresh=False, watched_points=lambda: [("A", 1)])
+    mon.app.core = SimpleNamespace(fresh=False, watched_points=lambda: [("A", 1)], fresh_since=lambda: None)
     mon.app._poll(EventMonitorPoll())
     sent = len(mon.dp.sent)
     mon.app._watch(EventDropWatch())

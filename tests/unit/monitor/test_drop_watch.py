@@ -68,3 +68,30 @@ def test_a_circuit_in_its_first_interval_is_not_judged():
     assert core.watched_points() == []  # not settled: not read
     core.watch_drops(0.25, {("A", 3): 0})
     assert core.watch_drops(0.5, {("A", 3): 3}).events == []
+
+
+def test_a_hot_spot_late_in_an_interval_keeps_its_early_windows_after_the_next_tick():
+    """Hot at 1.8 by the watch, its count rules too young for a rate before the tick at 2 (which saw no
+    drops of its own): the early windows go on after it — the elephant is named at 2.3 from the hot
+    spot's drops — and stop one interval (fine_early_span = Ts) after the hot spot if nothing is named."""
+    core, fine = calm_core()
+    core.watch_drops(1.75, {("A", 3): 0, ("B", 1): 0})
+    assert core.watch_drops(1.8, {("A", 3): 40}).events[0].kind == HOT_SPOT
+    assert core.early(1.9).events == []  # no fine data yet
+    for sw, port in AB.ends:
+        core.port_stats(2.0, sw, port, PortSnapshot(500_000, 0, drops=0))
+    assert [e.kind for e in core.tick(2.0).events] == []
+    assert core.fresh == {"A-B"} and core.fresh_since() == 1.8
+    fine.flows = [rate(EL, 4.0, 0)] + [rate(m, 0.2, 0) for m in MICE[:3]]
+    (named,) = core.early(2.3).events
+    assert (named.kind, named.flows, named.detail["drops"]) == (UNCONSTRAINED_IMBALANCE, (EL,), 40)
+    assert core.fresh == set()
+    # another circuit episode: nothing named within the span, then the tick lets it go
+    late, _ = calm_core()
+    late.watch_drops(1.75, {("A", 3): 0})
+    late.watch_drops(1.8, {("A", 3): 40})
+    for t in (2.0, 3.0):
+        for sw, port in AB.ends:
+            late.port_stats(t, sw, port, PortSnapshot(int(250_000 * t), 0, drops=0))
+        late.tick(t)
+        assert late.fresh == ({"A-B"} if t == 2.0 else set())

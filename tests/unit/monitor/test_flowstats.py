@@ -73,7 +73,7 @@ def installed(fc, switch, key) -> int:
 
 
 def test_rates_from_byte_count_and_duration_max_over_switches():
-    fc = fs.FlowCounting(min_duration=0.2, stale=3.0)
+    fc = fs.FlowCounting(min_duration=0.2, stale=3.0, refresh=0.0)  # counters fresh at every reply
     for sw in ("A", "B"):
         fc.enable(sw, {H3: 3})
         fc.learned(sw, learn_cookie(fc, sw, H3), frame(UDP))
@@ -140,7 +140,7 @@ def test_disable_forgets_the_switch():
 
 
 def test_flow_counts_give_the_bytes_counted_so_far_max_over_switches():
-    fc = fs.FlowCounting(min_duration=0.2, stale=3.0)
+    fc = fs.FlowCounting(min_duration=0.2, stale=3.0, refresh=0.0)  # counters fresh at every reply
     for sw in ("A", "B"):
         fc.enable(sw, {H3: 3})
         fc.learned(sw, learn_cookie(fc, sw, H3), frame(UDP))
@@ -154,38 +154,66 @@ def test_flow_counts_give_the_bytes_counted_so_far_max_over_switches():
     assert fc.flow_counts(20.0) == {}  # stale: no longer reported
 
 
-def test_samples_closer_than_min_span_give_no_rate_so_a_counter_refresh_step_is_not_read_as_one():
-    """Userspace OVS refreshes a rule's byte count every ~0.5 s; the early windows read every 0.1 s. A
-    3.7-Mbit/s elephant's count: 0 bytes at 0.3 s (not refreshed yet), then 0.4 s of bytes at 0.4 s.
-    Without min_span that step read as 0.4 s of bytes in 0.1 s: ~14.8 Mbit/s."""
-    fc = fs.FlowCounting(min_duration=0.2, stale=3.0, min_span=0.5)
+def ovs_count(per_s: float, t: float, first_refresh: float, period: float = 0.5) -> int:
+    """What userspace OVS shows at rule age ``t``: the bytes of the last refresh (every ``period`` s)."""
+    k = int((t - first_refresh) // period)
+    return 0 if t < first_refresh else int(per_s * (first_refresh + k * period))
+
+
+def test_replies_0_1_s_apart_read_a_refreshed_counter_at_its_rate_never_0_or_double():
+    """The early windows read every 0.1 s, OVS refreshes the count every 0.5 s: two replies 0.5-0.6 s
+    apart held zero, one or two refreshes (min_span = 0.5 read a 3.7-Mbit/s elephant at 0 — the TE loop
+    took it for ended and never moved it — or at ~7). Between refresh steps the rate stays near 3.7."""
+    per_s = 3.7e6 / 8
+    for first in (0.05, 0.17, 0.33, 0.49):
+        fc = fs.FlowCounting(min_duration=0.2, stale=3.0, refresh=0.5)
+        fc.enable("A", {H3: 3})
+        fc.learned("A", learn_cookie(fc, "A", H3), frame(UDP))
+        rule = installed(fc, "A", UDP)
+        rates = []
+        for i in range(1, 40):
+            t = round(0.1 * i, 3)
+            fc.stats("A", [(rule, ovs_count(per_s, t, first), t)], now=100 + t)
+            if fc.flow_rates(100 + t):
+                rates.append(fc.flow_rates(100 + t)[0].mbps)
+        assert rates and min(rates) > 0.75 * 3.7 and max(rates) < 1.3 * 3.7, (first, rates)
+        assert rates[-1] == pytest.approx(3.7, rel=0.1)
+        count = fc.flow_counts(100 + 3.9)[UDP]
+        assert count.bytes * 8 / 1e6 / count.seconds == pytest.approx(3.7, rel=0.1)  # the average since counted
+
+
+def test_a_reply_without_news_keeps_the_count_and_its_time_and_a_stopped_flow_falls_to_0():
+    per_s = 4e6 / 8
+    fc = fs.FlowCounting(min_duration=0.2, stale=3.0, refresh=0.5)
     fc.enable("A", {H3: 3})
     fc.learned("A", learn_cookie(fc, "A", H3), frame(UDP))
     rule = installed(fc, "A", UDP)
-    per_s = 3.7e6 / 8
-    fc.stats("A", [(rule, 0, 0.3)], now=10.3)  # the first sample: a rate since install (0: not refreshed)
-    assert fc.flow_rates(10.3)[0].mbps == 0.0
-    fc.stats("A", [(rule, int(0.4 * per_s), 0.4)], now=10.4)  # 0.1 s on: too close, the rate stays
-    assert fc.flow_rates(10.4)[0].mbps == 0.0
-    assert fc.flow_counts(10.4)[UDP].bytes == int(0.4 * per_s)  # the bytes counted so far are the newest
-    assert fc.flow_counts(10.4)[UDP].t == 10.4  # a newer count (the TE loop judges it again), same rate
-    fc.stats("A", [(rule, int(0.9 * per_s), 0.9)], now=10.9)  # 0.6 s after the reference (0.3 s)
-    assert fc.flow_rates(10.9)[0].mbps == pytest.approx(3.7 * 0.9 / 0.6)  # the refresh step spread over 0.6 s
-    unlimited = fs.FlowCounting(min_duration=0.2, stale=3.0)
-    unlimited.enable("A", {H3: 3})
-    unlimited.learned("A", learn_cookie(unlimited, "A", H3), frame(UDP))
-    rule = installed(unlimited, "A", UDP)
-    unlimited.stats("A", [(rule, 0, 0.3)], now=10.3)
-    unlimited.stats("A", [(rule, int(0.4 * per_s), 0.4)], now=10.4)
-    assert unlimited.flow_rates(10.4)[0].mbps == pytest.approx(14.8)  # what the early windows saw
+    fc.stats("A", [(rule, 0, 0.3)], now=10.3)  # not refreshed yet: no news, no rate (not a rate of 0)
+    assert fc.flow_rates(10.3) == [] and fc.flow_counts(10.3) == {}
+    fc.stats("A", [(rule, int(0.35 * per_s), 0.4)], now=10.4)  # refreshed in (0.3, 0.4]: a step at 0.35
+    assert fc.flow_rates(10.4)[0].mbps == pytest.approx(4.0)
+    fc.stats("A", [(rule, int(0.35 * per_s), 0.5)], now=10.5)  # the same count: no news
+    assert fc.flow_counts(10.5)[UDP].t == 10.4 and fc.flow_counts(10.5)[UDP].seconds == pytest.approx(0.35)
+    fc.stats("A", [(rule, int(0.35 * per_s), 0.6)], now=10.6)
+    fc.stats("A", [(rule, int(0.65 * per_s), 0.7)], now=10.7)  # the next refresh, in (0.6, 0.7]
+    assert fc.flow_rates(10.7)[0].mbps == pytest.approx(4.0)
+    rates = []
+    for i in range(8, 40):  # the flow stopped at 0.65 s: the count stays
+        t = round(0.1 * i, 3)
+        fc.stats("A", [(rule, int(0.65 * per_s), t)], now=10 + t)
+        rates.append(fc.flow_rates(10 + t)[0].mbps)
+    assert rates[:8] == [pytest.approx(4.0)] * 8  # no news for less than two refresh periods
+    assert rates[-1] == 0.0 and rates == sorted(rates, reverse=True)
 
 
-def test_a_young_rule_without_a_rate_takes_its_average_since_install_between_close_samples():
-    fc = fs.FlowCounting(min_duration=0.2, stale=3.0, min_span=0.5)
+def test_with_fresh_counters_each_reply_is_a_step():
+    fc = fs.FlowCounting(min_duration=0.2, stale=3.0, refresh=0.0)
     fc.enable("A", {H3: 3})
     fc.learned("A", learn_cookie(fc, "A", H3), frame(UDP))
     rule = installed(fc, "A", UDP)
     fc.stats("A", [(rule, 10_000, 0.1)], now=10.1)  # too young for a rate
     assert fc.flow_rates(10.1) == []
-    fc.stats("A", [(rule, 150_000, 0.3)], now=10.3)  # 0.2 s on: since install, 150 kB in 0.3 s = 4 Mbit/s
+    fc.stats("A", [(rule, 150_000, 0.3)], now=10.3)  # since install, 150 kB in 0.3 s = 4 Mbit/s
     assert fc.flow_rates(10.3)[0].mbps == pytest.approx(4.0)
+    fc.stats("A", [(rule, 150_000, 1.3)], now=11.3)  # nothing in 1 s, over the 1-s window: 0
+    assert fc.flow_rates(11.3)[0].mbps == pytest.approx(0.0)
