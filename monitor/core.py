@@ -104,9 +104,10 @@ class MonitorCore:
         self._pending: dict[str, PointSample] = {}
         self._settled: set[str] = set()  # circuits classified at least once since they appeared
         # hot by drops, elephants not named yet: util, drops, since when (early() names them from fine data);
-        # kept across ticks for fine_early_span s (default Ts) after the hot spot, until named
+        # kept across ticks for fine_early_span s (default 1.5 Ts: a hot spot found by a tick keeps its windows
+        # past the next one) after the hot spot, until named
         self._fresh: dict[str, tuple[float, int, float]] = {}
-        self.early_span = float(self.cfg.get("fine_early_span") or self.cfg.get("interval", 1.0))
+        self.early_span = float(self.cfg.get("fine_early_span") or 1.5 * float(self.cfg.get("interval", 1.0)))
         self._gone: list[str] = []  # hot circuits that left the graph, cleared at the next tick
         self._util: dict[str, float] = {}  # each circuit's smoothed utilization at the last tick
         self._watched: dict[str, int] = {}  # point -> queue drops at the last drop-watch reading

@@ -73,7 +73,7 @@ def test_a_circuit_in_its_first_interval_is_not_judged():
 def test_a_hot_spot_late_in_an_interval_keeps_its_early_windows_after_the_next_tick():
     """Hot at 1.8 by the watch, its count rules too young for a rate before the tick at 2 (which saw no
     drops of its own): the early windows go on after it — the elephant is named at 2.3 from the hot
-    spot's drops — and stop one interval (fine_early_span = Ts) after the hot spot if nothing is named."""
+    spot's drops — and stop 1.5 intervals (fine_early_span 0: 1.5 Ts) after the hot spot if nothing is named."""
     core, fine = calm_core()
     core.watch_drops(1.75, {("A", 3): 0, ("B", 1): 0})
     assert core.watch_drops(1.8, {("A", 3): 40}).events[0].kind == HOT_SPOT
@@ -90,8 +90,8 @@ def test_a_hot_spot_late_in_an_interval_keeps_its_early_windows_after_the_next_t
     late, _ = calm_core()
     late.watch_drops(1.75, {("A", 3): 0})
     late.watch_drops(1.8, {("A", 3): 40})
-    for t in (2.0, 3.0):
+    for t in (2.0, 3.0, 3.5):
         for sw, port in AB.ends:
-            late.port_stats(t, sw, port, PortSnapshot(int(250_000 * t), 0, drops=0))
+            late.port_stats(t, sw, port, PortSnapshot(int(250_000 * t), 0, drops=int(10 * t)))  # hot still
         late.tick(t)
-        assert late.fresh == ({"A-B"} if t == 2.0 else set())
+        assert late.fresh == ({"A-B"} if t < 3.3 else set()) and late.classifier.is_hot("A-B")
