@@ -191,18 +191,18 @@ def test_a_reply_without_news_keeps_the_count_and_its_time_and_a_stopped_flow_fa
     fc.stats("A", [(rule, 0, 0.3)], now=10.3)  # not refreshed yet: no news, no rate (not a rate of 0)
     assert fc.flow_rates(10.3) == [] and fc.flow_counts(10.3) == {}
     fc.stats("A", [(rule, int(0.35 * per_s), 0.4)], now=10.4)  # refreshed in (0.3, 0.4]: a step at 0.35
-    assert fc.flow_rates(10.4)[0].mbps == pytest.approx(4.0)
+    assert fc.flow_rates(10.4)[0].mbps == pytest.approx(4.0 * 0.35 / 0.4)  # young: since install, a lower bound
     fc.stats("A", [(rule, int(0.35 * per_s), 0.5)], now=10.5)  # the same count: no news
     assert fc.flow_counts(10.5)[UDP].t == 10.4 and fc.flow_counts(10.5)[UDP].seconds == pytest.approx(0.35)
     fc.stats("A", [(rule, int(0.35 * per_s), 0.6)], now=10.6)
     fc.stats("A", [(rule, int(0.65 * per_s), 0.7)], now=10.7)  # the next refresh, in (0.6, 0.7]
-    assert fc.flow_rates(10.7)[0].mbps == pytest.approx(4.0)
+    assert fc.flow_rates(10.7)[0].mbps == pytest.approx(4.0 * 0.65 / 0.7)
     rates = []
     for i in range(8, 40):  # the flow stopped at 0.65 s: the count stays
         t = round(0.1 * i, 3)
         fc.stats("A", [(rule, int(0.65 * per_s), t)], now=10 + t)
         rates.append(fc.flow_rates(10 + t)[0].mbps)
-    assert rates[:8] == [pytest.approx(4.0)] * 8  # no news for less than two refresh periods
+    assert rates[:8] == [pytest.approx(4.0 * 0.65 / 0.7)] * 8  # no news for less than two refresh periods
     assert rates[-1] == 0.0 and rates == sorted(rates, reverse=True)
 
 
