@@ -42,6 +42,7 @@ KIND_LEARN = rule_plan.FLOW_LEARN.kind
 KIND_COUNT = rule_plan.FLOW_COUNT.kind
 KIND_MASK = 0xFFFFFFFF000000FF
 ALL_MASK = 0xFFFFFFFF000000FE  # learn + count
+EXACT_MASK = 0xFFFFFFFFFFFFFFFF  # one rule by its cookie
 ID_LIMIT = 1 << 24
 LEARN_PRIORITY = rule_plan.FLOW_LEARN.priority()
 COUNT_PRIORITY = rule_plan.FLOW_COUNT.priority()
@@ -216,10 +217,19 @@ class FlowCounting:
         return RefreshSteps(min_span=self.min_duration, window=max(1.0, 2 * self.refresh), refresh=self.refresh,
                             stall=2 * self.refresh)
 
-    def stats(self, switch: str, entries: Iterable[tuple[int, int, float]], now: float) -> None:
-        """One complete flow-stats reply of ``switch``: (cookie, byte_count, duration_s) per rule.
+    def count_cookies(self, switch: str, keys: Iterable[FiveTuple]) -> list[int]:
+        """The cookies of ``keys``' count rules on ``switch`` (those it has), to read them alone."""
+        st = self.switches.get(switch)
+        if st is None:
+            return []
+        return sorted(cookie(KIND_COUNT, st.counts[k].ident) for k in set(keys) if k in st.counts)
 
-        Count rules missing from the reply were removed by the switch (idle timeout): forgotten.
+    def stats(self, switch: str, entries: Iterable[tuple[int, int, float]], now: float, *,
+              complete: bool = True) -> None:
+        """One flow-stats reply of ``switch``: (cookie, byte_count, duration_s) per rule.
+
+        ``complete`` (a reply for every count rule): those missing from it were removed by the switch
+        (idle timeout) and are forgotten; a reply for some rules only (by cookie) forgets nothing.
         """
         st = self.switches.get(switch)
         if st is None:
@@ -237,7 +247,7 @@ class FlowCounting:
             if c.counter.sample(byte_count, duration) and c.counter.rate is not None:
                 c.updated = now
         for ident, key in list(st.by_id.items()):
-            if ident not in seen:
+            if complete and ident not in seen:
                 c = st.counts.pop(key)
                 del st.by_id[ident]
                 if c.counter.last is None:

@@ -225,11 +225,14 @@ class MonitorApp(app_manager.OSKenApp):
         # from it one Ts after the hot spot); every fine_early_step s until named or the next poll
         self.early_fine_poll = bool(self.cfg["fine_early_poll"])
         self.early_step = float(self.cfg["fine_early_step"])
-        self._early_awaiting: set[int] = set()  # dpids whose early flow-stats reply is due
+        self._early_xids: dict[int, tuple[int, bool]] = {}  # early flow-stats requests due: xid -> (dpid, all rules)
         # after an elephant is named, the early windows keep reading its switches' counts until the
         # next poll (fine_early_follow): the TE loop's gain judges it again on each newer count
         self.early_follow = bool(self.cfg["fine_early_follow"])
-        self._follow: set[str] = set()
+        # switch -> the named elephants whose counts are followed (one FLOW_STATS per count rule, by its
+        # cookie), until _follow_until: fine_early_span after the naming, across polls
+        self._follow: dict[str, set] = {}
+        self._follow_until = 0.0
         # the drop watch: every drop_watch_interval s (0 = off) the queue drops of the watched circuit
         # ends only, so a hot spot by drops starts fine monitoring between polls (MonitorCore.watch_drops)
         self.drop_watch = float(self.cfg["drop_watch_interval"])
@@ -330,8 +333,9 @@ class MonitorApp(app_manager.OSKenApp):
             self._finish_poll()
         self._polls += 1
         self._poll_start = time.monotonic()
-        self._early_awaiting.clear()  # this poll's flow stats supersede an early window's
-        self._follow.clear()
+        self._early_xids.clear()  # this poll's flow stats supersede an early window's
+        if self._poll_start >= self._follow_until:
+            self._follow.clear()
         self._request_stats()
         self._poll_open = True
         if not self._awaiting:
@@ -355,7 +359,7 @@ class MonitorApp(app_manager.OSKenApp):
         self.metrics.monitor_cycle(time.monotonic() - self._poll_start)
         if self.first_window > 0 and self.core.fresh:
             self.services.later(self._window_delay(), EventEarlyWindow(self._polls))
-        elif self._follow_named(events or []):
+        elif self._follow_named(events or []) or self._follow:
             self.services.later(self.early_step, EventEarlyWindow(self._polls))
 
     def _window_delay(self) -> float:
@@ -381,6 +385,8 @@ class MonitorApp(app_manager.OSKenApp):
         """Name elephants from the fine data; not named yet: look again ``fine_early_step`` s on, while
         within 0.85 interval of the poll's start."""
         self._early()
+        if self._follow and time.monotonic() >= self._follow_until:
+            self._follow.clear()
         if (self.core.fresh or self._follow) and time.monotonic() - self._poll_start < 0.85 * self.interval:
             self.services.later(self.early_step, EventEarlyWindow(self._polls))
 
@@ -391,24 +397,31 @@ class MonitorApp(app_manager.OSKenApp):
         before = bool(self._follow)
         for ev in events:
             if ev.kind == UNCONSTRAINED_IMBALANCE:
-                self._follow |= set(self.core.switches(ev.circuit))
+                for name in self.core.switches(ev.circuit):
+                    self._follow.setdefault(name, set()).update(ev.flows)
+                self._follow_until = time.monotonic() + self.core.early_span
         return bool(self._follow) and not before
 
     def _request_early_flows(self) -> bool:
-        """FLOW_STATS of the counting rules on the fresh circuits' fine switches; False if none asked."""
+        """FLOW_STATS of the counting rules on the fresh circuits' fine switches (all of them: the
+        elephants are still to be named), and of the followed elephants' rules only (by cookie) on the
+        others; False if none asked."""
         assert self.counting is not None
-        self._early_awaiting = set()
-        for name in sorted(set(self.core.fresh_switches()) | self._follow):
+        self._early_xids = {}
+        fresh = set(self.core.fresh_switches())
+        for name in sorted(fresh | set(self._follow)):
             dp = self._datapath_by_name(name) if name in self.counting.enabled else None
             if dp is None or dp.ofproto.OFP_VERSION != ofproto_v1_3.OFP_VERSION:
                 continue
-            self._flow_replies.pop(dp.id, None)
-            req = ofmsg.flow_stats_request(dp.ofproto.OFP_VERSION, flowstats.cookie(flowstats.KIND_COUNT, 0),
-                                           flowstats.KIND_MASK)
-            self._send(dp, req, "fine")
-            self._flow_xids[dp.id] = req.xid
-            self._early_awaiting.add(dp.id)
-        return bool(self._early_awaiting)
+            if name in fresh:
+                asks = [(flowstats.cookie(flowstats.KIND_COUNT, 0), flowstats.KIND_MASK)]
+            else:
+                asks = [(ck, flowstats.EXACT_MASK) for ck in self.counting.count_cookies(name, self._follow[name])]
+            for ck, mask in asks:
+                req = ofmsg.flow_stats_request(dp.ofproto.OFP_VERSION, ck, mask)
+                self._send(dp, req, "fine")
+                self._early_xids[req.xid] = (dp.id, mask == flowstats.KIND_MASK)
+        return bool(self._early_xids)
 
     @set_ev_cls(EventDropWatch)
     def _watch(self, ev: EventDropWatch) -> None:
@@ -488,7 +501,7 @@ class MonitorApp(app_manager.OSKenApp):
                 self._send(dp, ofmsg.queue_stats_request())
                 self._send(dp, ofmsg.port_stats_request(version))
                 if sw.name in fine:  # per-flow counters only where fine monitoring is on
-                    self._flow_replies.pop(dp.id, None)
+                    self._flow_replies.pop((dp.id, self._flow_xids.get(dp.id)), None)
                     self._awaiting.add((dp.id, "flow"))
                     req = ofmsg.flow_stats_request(version, flowstats.cookie(flowstats.KIND_COUNT, 0),
                                                    flowstats.KIND_MASK)
@@ -536,25 +549,27 @@ class MonitorApp(app_manager.OSKenApp):
     @loud
     def _flow_stats(self, ev) -> None:
         msg, dp = ev.msg, ev.msg.datapath
-        if self.counting is None or self._flow_xids.get(dp.id) != msg.xid:
+        early = self._early_xids.get(msg.xid)
+        if early is not None and early[0] != dp.id:
+            early = None
+        if self.counting is None or (early is None and self._flow_xids.get(dp.id) != msg.xid):
             return  # not ours: forwarding and the OTS driver read their rules back with flow stats
-        entries = self._flow_replies.setdefault(dp.id, [])
+        entries = self._flow_replies.setdefault((dp.id, msg.xid), [])
         entries += [(st.cookie, st.byte_count, st.duration_sec + st.duration_nsec / 1e9) for st in msg.body]
-        if not msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:  # else more parts of this reply follow
-            del self._flow_replies[dp.id]
-            sw = self.view.switches.get(dp.id)
-            if sw is not None:
-                self.counting.stats(sw.name, entries, time.monotonic())
-            if dp.id in self._early_awaiting:  # an early window's request, not the poll's
-                self._early_awaiting.discard(dp.id)
-                self._received(msg, "fine", "")
-                if not self._early_awaiting:
-                    self.services.protect("poll", self._early_look)
-                return
-        elif dp.id in self._early_awaiting:
-            self._received(msg, "fine", "")
+        if msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:  # more parts of this reply follow
+            self._received(msg, "fine", "" if early is not None else "flow")
             return
-        self._received(msg, "fine", "flow")
+        del self._flow_replies[(dp.id, msg.xid)]
+        sw = self.view.switches.get(dp.id)
+        if sw is not None:  # a reply by cookie holds only the followed rules: the others are not gone
+            self.counting.stats(sw.name, entries, time.monotonic(), complete=early is None or early[1])
+        if early is None:
+            self._received(msg, "fine", "flow")
+            return
+        del self._early_xids[msg.xid]  # an early window's request, not the poll's
+        self._received(msg, "fine", "")
+        if not self._early_xids:
+            self.services.protect("poll", self._early_look)
 
     # ---- classification and fine actions ------------------------------------------------------------
     def _view_changed(self, change: ViewChange) -> None:

@@ -272,8 +272,8 @@ def _fresh_flowstats(mon) -> None:  # noqa: ANN001
 
     mon.app.counting = FlowCounting()
     mon.app.counting.enable("A", {})
-    mon.app.core = SimpleNamespace(fresh=True, fresh_switches=lambda: ["A"], switches=lambda cid: ("A",),
-                                   fresh_since=lambda: None)
+    mon.app.core = SimpleNamespace(fresh=True, fresh_switches=lambda: ["A"] if mon.app.core.fresh else [],
+                                   switches=lambda cid: ("A",), fresh_since=lambda: None, early_span=1.5)
     sent = mon.dp.sent
 
     def send_msg(msg) -> None:  # noqa: ANN001  (a datapath numbers each request, as os-ken's does)
@@ -306,7 +306,7 @@ def test_a_flowstats_early_window_reads_the_counting_rules_first_and_looks_when_
     mon.drain()  # runs to the first early window (0.3 s): a FLOW_STATS request, no look yet
     assert mon.early == []
     req = mon.dp.sent[-1]
-    assert type(req).__name__ == "OFPFlowStatsRequest" and mon.app._early_awaiting == {0xA1}
+    assert type(req).__name__ == "OFPFlowStatsRequest" and list(mon.app._early_xids.values()) == [(0xA1, True)]
     mon.timers.t += 0.02  # the switch answers
     _flow_reply(mon, req.xid)
     assert mon.early == [pytest.approx(0.32)]  # the look follows the reply, not the last poll's data
@@ -400,13 +400,19 @@ def _named_in_the_first_window(mon, follow: bool) -> list:  # noqa: ANN001
     """The first early window's reply names the elephant; returns the FLOW_STATS sent after it."""
     from monitor.core import TickResult
     from monitor.events import UNCONSTRAINED_IMBALANCE, Event
+    from tests.unit.monitor.test_flowstats import H3, UDP, frame, learn_cookie
 
     _fresh_flowstats(mon)
     mon.app.early_follow = follow
+    counting = mon.app.counting
+    counting.enable("A", {H3: 3})
+    counting.learned("A", learn_cookie(counting, "A", H3), frame(UDP))
 
     def early(now):  # noqa: ANN001, ANN202
+        if not mon.app.core.fresh:
+            return TickResult()
         mon.app.core.fresh = False
-        return TickResult(events=[Event(now, "A-B", UNCONSTRAINED_IMBALANCE, ())])
+        return TickResult(events=[Event(now, "A-B", UNCONSTRAINED_IMBALANCE, (UDP,))])
 
     mon.app.core.early = early
     mon.app._early = MonitorApp._early.__get__(mon.app)
@@ -418,18 +424,31 @@ def _named_in_the_first_window(mon, follow: bool) -> list:  # noqa: ANN001
     sent = len(mon.dp.sent)
     for _ in range(3):
         mon.drain()
-        if len(mon.dp.sent) > sent and mon.app._early_awaiting:
+        if len(mon.dp.sent) > sent and mon.app._early_xids:
             _flow_reply(mon, mon.dp.sent[-1].xid)
     return [m for m in mon.dp.sent[sent:] if type(m).__name__ == "OFPFlowStatsRequest"]
 
 
-def test_after_naming_the_early_windows_keep_reading_the_counts_until_the_next_poll(mon):
-    """The TE loop's gain judges a named elephant again on each newer count: with fine_early_follow the
-    counts keep coming every fine_early_step, not only at the next poll."""
-    assert len(_named_in_the_first_window(mon, follow=True)) >= 3
-    assert mon.app._follow == {"A"}
-    mon.app._poll(EventMonitorPoll())
-    assert mon.app._follow == set()  # the poll's counts take over
+def test_after_naming_the_early_windows_keep_reading_the_elephants_count_for_fine_early_span(mon):
+    """The TE loop's gain judges a named elephant again on each newer count: with fine_early_follow its
+    count keeps coming every fine_early_step (its rule alone, by cookie), across polls, until
+    fine_early_span (1.5 s here) after the naming."""
+    from monitor import flowstats
+    from tests.unit.monitor.test_flowstats import UDP, installed
+
+    follows = _named_in_the_first_window(mon, follow=True)
+    assert len(follows) >= 3
+    rule = installed(mon.app.counting, "A", UDP)
+    assert {(m.cookie, m.cookie_mask) for m in follows} == {(rule, flowstats.EXACT_MASK)}
+    assert mon.app._follow == {"A": {UDP}}
+    _poll_all(mon)
+    assert mon.app._follow == {"A": {UDP}}  # a poll within the span: still followed
+    sent = len(mon.dp.sent)
+    mon.drain()
+    assert (mon.dp.sent[-1].cookie, mon.dp.sent[-1].cookie_mask) == (rule, flowstats.EXACT_MASK) and len(mon.dp.sent) > sent
+    mon.timers.t += 2.0
+    _poll_all(mon)
+    assert mon.app._follow == {}  # past the span: the poll's counts take over
 
 
 def test_without_fine_early_follow_naming_ends_the_early_windows(mon):

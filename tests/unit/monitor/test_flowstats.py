@@ -217,3 +217,20 @@ def test_with_fresh_counters_each_reply_is_a_step():
     assert fc.flow_rates(10.3)[0].mbps == pytest.approx(4.0)
     fc.stats("A", [(rule, 150_000, 1.3)], now=11.3)  # nothing in 1 s, over the 1-s window: 0
     assert fc.flow_rates(11.3)[0].mbps == pytest.approx(0.0)
+
+
+def test_a_reply_for_some_rules_only_forgets_none_of_the_others():
+    """The early windows follow a named elephant by its count rule's cookie alone: the other flows are
+    missing from that reply, not gone."""
+    fc = fs.FlowCounting(min_duration=0.2, stale=3.0, refresh=0.0)
+    fc.enable("A", {H3: 3})
+    for key in (UDP, TCP):
+        fc.learned("A", learn_cookie(fc, "A", H3), frame(key))
+    assert fc.count_cookies("A", [UDP, FiveTuple("10.0.0.9", "10.0.0.3", 17, 1, 2)]) == [installed(fc, "A", UDP)]
+    assert fc.count_cookies("B", [UDP]) == []
+    fc.stats("A", [(installed(fc, "A", UDP), 100_000, 0.5), (installed(fc, "A", TCP), 50_000, 0.5)], now=10.5)
+    fc.stats("A", [(installed(fc, "A", UDP), 300_000, 1.0)], now=11.0, complete=False)
+    assert set(fc.switches["A"].counts) == {UDP, TCP}
+    assert fc.flow_counts(11.0)[UDP].bytes == 300_000
+    fc.stats("A", [(installed(fc, "A", UDP), 400_000, 1.2)], now=11.2)  # a complete reply: TCP idled out
+    assert set(fc.switches["A"].counts) == {UDP}
