@@ -108,7 +108,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "reply_timeout": 0.2,  # seconds a poll waits at most for its stats replies (the tick runs as soon as all are in)
         "fine_first_window": 0.5,  # seconds after a hot spot (by drops) to name elephants from the first fine samples (0 = wait for the next interval)
         "fine_early_poll": True,  # fine_backend = "flowstats": an early window reads the counting rules' stats first (else it sees the last poll's)
-        "fine_early_follow": True,  # fine_backend = "flowstats": once an elephant is named, keep reading its switches' counts every fine_early_step s until the next poll (the TE gain judges it again on each)
+        "fine_early_follow": True,  # fine_backend = "flowstats": once an elephant is named, keep reading its count rules (by cookie) every fine_early_step s for fine_early_span s (the TE gain judges it again on each)
         "fine_early_step": 0.1,  # seconds between early windows after the first, until the elephants are named or the next poll
         "fine_early_span": 0.0,  # seconds after a hot spot by drops that early windows look for its elephants, across polls (0 = 1.5 intervals)
         "drop_watch_interval": 0.0,  # seconds between reads of the watched circuit ends' queue drops between polls (a hot spot by drops without waiting for the next Ts; 0 = off)

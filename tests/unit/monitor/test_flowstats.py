@@ -234,3 +234,34 @@ def test_a_reply_for_some_rules_only_forgets_none_of_the_others():
     assert fc.flow_counts(11.0)[UDP].bytes == 300_000
     fc.stats("A", [(installed(fc, "A", UDP), 400_000, 1.2)], now=11.2)  # a complete reply: TCP idled out
     assert set(fc.switches["A"].counts) == {UDP}
+
+
+def test_a_replay_of_ovs_refresh_timing_never_reads_a_named_flow_at_0_or_double():
+    """100 random phases: OVS refreshes every 0.5 ± 0.05 s, the monitor reads every 0.1 s for 0.85 s
+    after each 1-s poll (the early windows) and at the polls. A 3.5-Mbit/s flow never reads above 1.3x;
+    once above 1 Mbit/s (the elephant threshold of a 10-Mbit/s circuit) never below it again (the TE
+    loop would take a named elephant for ended); from 1 s on it is within 30 %. (With rates between replies >= 0.5 s apart
+    about half of such phases read it below 1 Mbit/s at some point.)"""
+    import random
+
+    per_s = 3.5e6 / 8
+    for seed in range(100):
+        rnd = random.Random(seed)
+        refresh, r = [], rnd.uniform(0.0, 0.5)
+        while r < 6.0:
+            refresh.append(r)
+            r += 0.5 + rnd.uniform(-0.05, 0.05)
+        phase = rnd.uniform(0.0, 1.0)
+        reads = sorted(round(p + 0.1 * k, 4) for p in (phase - 1 + i for i in range(7)) for k in range(9)
+                       if 0.25 < p + 0.1 * k < 5.5)
+        fc = fs.FlowCounting(min_duration=0.2, stale=3.0, refresh=0.5)
+        fc.enable("A", {H3: 3})
+        fc.learned("A", learn_cookie(fc, "A", H3), frame(UDP))
+        rule = installed(fc, "A", UDP)
+        named = False
+        for t in reads:
+            shown = max((x for x in refresh if x <= t), default=0.0)
+            fc.stats("A", [(rule, int(per_s * shown), t)], now=100 + t)
+            mbps = fc.flow_rates(100 + t)[0].mbps if fc.flow_rates(100 + t) else 0.0
+            named = named or mbps > 1.0
+            assert mbps < 1.3 * 3.5 and (not named or mbps > 1.0) and (t < 1.0 or mbps > 0.7 * 3.5), (seed, t, mbps)
