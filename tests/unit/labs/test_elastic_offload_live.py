@@ -41,3 +41,21 @@ def test_the_counter_refresh_option_reaches_the_lab_and_is_checked(tmp_path) -> 
     assert _lab_options(args, "elastic-offload", elastic_offload.run) == {"runs": 5, "counter_refresh_ms": 100}
     with pytest.raises(ValueError, match="counter-refresh-ms must be >= 10"):
         elastic_offload.run(tmp_path / "out", counter_refresh_ms=5)
+    args.min_gain_s = 0.0
+    assert _lab_options(args, "elastic-offload", elastic_offload.run)["min_gain_s"] == 0.0
+    with pytest.raises(ValueError, match="min-gain-s must be in"):
+        elastic_offload.run(tmp_path / "out", min_gain_s=-1.0)
+    assert "min_gain_s = 0\n" in elastic_offload.TE.format(enabled="true", gain=0.0)
+
+
+def test_the_min_gain_option_is_a_number_at_least_0() -> None:
+    import argparse
+
+    import pytest
+
+    from app.cli.lab import non_negative_float
+
+    assert non_negative_float("0") == 0.0 and non_negative_float("0.3") == 0.3
+    for bad in ("-0.1", "nan", "x"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            non_negative_float(bad)
