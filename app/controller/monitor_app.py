@@ -333,7 +333,9 @@ class MonitorApp(app_manager.OSKenApp):
             self._finish_poll()
         self._polls += 1
         self._poll_start = time.monotonic()
-        self._early_xids.clear()  # this poll's flow stats supersede an early window's
+        for xid, (dpid, _all) in self._early_xids.items():  # this poll's flow stats supersede an early window's
+            self._flow_replies.pop((dpid, xid), None)
+        self._early_xids.clear()
         if self._poll_start >= self._follow_until:
             self._follow.clear()
         self._request_stats()
