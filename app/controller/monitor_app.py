@@ -215,7 +215,7 @@ class MonitorApp(app_manager.OSKenApp):
         self.queue_drops: dict[tuple[int, int], int] = {}
         self.fine_on: set[str] = set()
         self.last: dict = {}
-        self._flow_replies: dict[int, list] = {}  # dpid -> flow-stats entries of a multipart reply
+        self._flow_replies: dict[tuple[int, int], list] = {}  # (dpid, xid) -> flow-stats entries of a multipart reply
         self._flow_xids: dict[int, int] = {}  # dpid -> xid of our last flow-stats request (others read back rules too)
         self.reply_timeout = float(self.cfg["reply_timeout"])
         self.first_window = float(self.cfg["fine_first_window"])
@@ -503,7 +503,7 @@ class MonitorApp(app_manager.OSKenApp):
                 self._send(dp, ofmsg.queue_stats_request())
                 self._send(dp, ofmsg.port_stats_request(version))
                 if sw.name in fine:  # per-flow counters only where fine monitoring is on
-                    self._flow_replies.pop((dp.id, self._flow_xids.get(dp.id)), None)
+                    self._flow_replies.pop((dp.id, self._flow_xids.get(dp.id, -1)), None)  # the last poll's, if cut
                     self._awaiting.add((dp.id, "flow"))
                     req = ofmsg.flow_stats_request(version, flowstats.cookie(flowstats.KIND_COUNT, 0),
                                                    flowstats.KIND_MASK)
