@@ -107,12 +107,18 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "elephant_confidence_z": 1.96,  # an elephant's sampled rate must exceed the threshold by z standard errors (rate/sqrt(samples))
         "reply_timeout": 0.2,  # seconds a poll waits at most for its stats replies (the tick runs as soon as all are in)
         "fine_first_window": 0.5,  # seconds after a hot spot (by drops) to name elephants from the first fine samples (0 = wait for the next interval)
+        "fine_early_poll": True,  # fine_backend = "flowstats": an early window reads the counting rules' stats first (else it sees the last poll's)
+        "fine_early_follow": True,  # fine_backend = "flowstats": once an elephant is named, keep reading its count rules (by cookie) every fine_early_step s for fine_early_span s (the TE gain judges it again on each)
+        "fine_early_step": 0.1,  # seconds between early windows after the first, until the elephants are named or the next poll
+        "fine_early_span": 0.0,  # seconds after a hot spot by drops that early windows look for its elephants, across polls (0 = 1.5 intervals)
+        "drop_watch_interval": 0.0,  # seconds between reads of the watched circuit ends' queue drops between polls (a hot spot by drops without waiting for the next Ts; 0 = off)
         "fine_everywhere": False,  # fine data on every packet switch all the time (the per-flow polling baseline of bench/monitor_detection.py)
         "fine_window": 1.0,  # seconds of sFlow samples per flow-rate estimate (= Ts: elephants named one interval after the hot spot)
         "probe_interval": 0.2,  # latency probes: seconds between probes per packet link (seed 001: 200 ms; 0 = no probes)
         "path_change_tolerance_ms": 0.5,  # path-change detector: stable band and minimum shift (seed 001: 0.5 ms)
         "probe_timeout": 2.0,  # latency probes: a probe not back after this many seconds is lost
         "flowstats_idle_timeout": 10,  # fine_backend = "flowstats": a per-flow counting rule idles out after this many seconds
+        "flowstats_refresh": 0.5,  # fine_backend = "flowstats": s between the switch's counter refreshes at most (userspace OVS: max-revalidator, 500 ms); rates are taken between refresh steps
         "flowstats_max_flows": 1000,  # fine_backend = "flowstats": at most this many counting rules per switch
         "sflow_sampling": 64,  # 1-in-N packet sampling on hot spots
         "sflow_polling": 1,  # seconds between sFlow counter samples
@@ -201,6 +207,9 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError("[monitor] ewma_alpha must be in (0, 1]")
     if cfg["monitor"]["interval"] <= 0:
         raise ConfigError("[monitor] interval must be > 0")
+    if cfg["monitor"]["drop_watch_interval"] < 0 or cfg["monitor"]["fine_early_step"] <= 0 \
+            or cfg["monitor"]["fine_early_span"] < 0:
+        raise ConfigError("[monitor] needs drop_watch_interval >= 0, fine_early_step > 0 and fine_early_span >= 0")
     if cfg["monitor"]["fine_backend"] not in ("sflow", "flowstats", "sflow-rt"):
         raise ConfigError('[monitor] fine_backend must be "sflow", "flowstats" or "sflow-rt"')
     _check_mapping(cfg["te"])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import secrets
 import signal
@@ -40,11 +41,16 @@ from mininet_labs.traffic import SCRIPT
 ROOT = Path(__file__).resolve().parents[1]
 ELEPHANT_PORT, SMALL_PORT, ELEPHANT_SPORT = 5201, 5202, 45000
 STATIC_CIRCUIT = "packet:A:3-B:1"
-MONITOR = 'interval = 1.0\nfine_backend = "flowstats"\n'
+# the first early window 0.3 s after the hot spot: the counting rules went in then; the drop watch
+# reads the circuit ends' queue drops every 0.25 s between polls (docs/te-loop.md "Timing")
+MONITOR = 'interval = 1.0\nfine_backend = "flowstats"\nfine_first_window = 0.3\ndrop_watch_interval = 0.25\n'
 # min_gain_s: the move must win back at least about one more switch-over (0.185 s setup + 0.1 s
 # overhead); the default 1 s waits one or two more counts at Ts = 1 s (docs/te-loop.md)
-TE = "[te]\nenabled = {enabled}\nmin_gain_s = 0.3\nmin_hold_s = 5.0\npoll = 1.0\ngone_intervals = 3\n"
+TE = "[te]\nenabled = {enabled}\nmin_gain_s = {gain:g}\nmin_hold_s = 5.0\npoll = 1.0\ngone_intervals = 3\n"
+MIN_GAIN_S = 0.3
 BIN_S = 0.25
+TS_S = 1.0
+LAB_FLOWS, PACKET_SWITCHES = 17, 3  # the per-flow polling baseline of the monitor's cost (_monitor_cost)
 
 
 class Phases:
@@ -59,19 +65,31 @@ class Phases:
 
 
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print, runs: int = 1,
-        seed: int = 1, te: bool = True, demo: bool = False) -> dict[str, Any]:
-    """Run the lab; write ``out/results.json`` and ``out/elastic_offload.png``; return the results."""
+        seed: int = 1, te: bool = True, demo: bool = False, counter_refresh_ms: int | None = None,
+        min_gain_s: float = MIN_GAIN_S) -> dict[str, Any]:
+    """Run the lab; write ``out/results.json`` and ``out/elastic_offload.png``; return the results.
+
+    ``counter_refresh_ms``: OVS's ``other_config:max-revalidator`` while the lab runs (userspace OVS
+    refreshes OpenFlow rule counters from its datapath flows only this often, 500 ms by default: the
+    verification and the counting rules' first bytes wait for it); None = OVS's own setting.
+    ``min_gain_s``: the TE loop's ``[te] min_gain_s`` (how much sooner a move must finish the elephant)."""
     if runs < 1:
         raise ValueError(f"--runs must be >= 1, got {runs}")
+    if counter_refresh_ms is not None and counter_refresh_ms < 10:
+        raise ValueError(f"--counter-refresh-ms must be >= 10, got {counter_refresh_ms}")
+    if not 0 <= min_gain_s < 60:
+        raise ValueError(f"--min-gain-s must be in [0, 60), got {min_gain_s}")
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     clock = _Clock(progress)
     phases = Phases(quick or demo)
     res: dict[str, Any] = {"lab": "elastic-offload", "quick": quick, "demo": demo, "seed": seed, "te": te,
-                           "ts_s": 1.0, "small_flows": 16, "phases_s": vars(phases)}
+                           "ts_s": 1.0, "small_flows": 16, "phases_s": vars(phases),
+                           "counter_refresh_ms": counter_refresh_ms, "min_gain_s": min_gain_s}
     live = _Live(clock, verbose=demo)
     if te:
-        with _session(out / "work", enabled=True, demo=demo, clock=clock) as (lab, web):
+        with _session(out / "work", enabled=True, demo=demo, clock=clock, refresh=counter_refresh_ms,
+                      gain=min_gain_s) as (lab, web):
             if web:
                 res["web"] = web
             runs_out = []
@@ -88,7 +106,8 @@ def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = pri
         if runs > 1:
             res["median"] = _medians(runs_out)
     if not demo:  # the same workload and seed with the loop off: what the small flows get without it
-        with _session(out / "baseline", enabled=False, demo=False, clock=clock) as (lab, _web):
+        with _session(out / "baseline", enabled=False, demo=False, clock=clock,
+                      refresh=counter_refresh_ms) as (lab, _web):
             clock.note(f"baseline: the same workload (seed {seed}) with the TE loop off")
             split = res.get("verified_s") if te else None
             base = _one_run(lab, out / "baseline", phases, seed, clock, live, te=False, split_s=split)
@@ -117,7 +136,26 @@ class _Clock:
 
 
 @contextlib.contextmanager
-def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock) -> Iterator[tuple[Any, dict | None]]:
+def _counter_refresh(ms: int | None) -> Iterator[None]:
+    """OVS's ``max-revalidator`` set to ``ms`` while the lab holds the network lock, then restored."""
+    if ms is None:
+        yield
+        return
+    get = subprocess.run(["ovs-vsctl", "--if-exists", "get", "Open_vSwitch", ".", "other_config:max-revalidator"],
+                         capture_output=True, text=True, check=False)
+    before = get.stdout.strip().strip('"')
+    subprocess.run(["ovs-vsctl", "set", "Open_vSwitch", ".", f"other_config:max-revalidator={ms}"], check=True)
+    try:
+        yield
+    finally:
+        restore = (["set", "Open_vSwitch", ".", f"other_config:max-revalidator={before}"] if before else
+                   ["remove", "Open_vSwitch", ".", "other_config", "max-revalidator"])
+        subprocess.run(["ovs-vsctl", *restore], check=False)
+
+
+@contextlib.contextmanager
+def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock,
+             refresh: int | None = None, gain: float = MIN_GAIN_S) -> Iterator[tuple[Any, dict | None]]:
     """The Fig. 2 monitor lab with the TE loop on or off (and, for the demo, the web service)."""
     from mininet_labs.monitor_lab import fig2_monitor_lab
 
@@ -131,8 +169,10 @@ def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock) -> Iterato
                "testbed")
     held: dict = {}
     try:
-        with fig2_monitor_lab(work, MONITOR + TE.format(enabled=str(enabled).lower()), check_errors=False,
-                              controller_args=args) as lab:
+        # the controller takes rates between counter refresh steps: tell it the refresh period set here
+        monitor = MONITOR + (f"flowstats_refresh = {refresh / 1000:g}\n" if refresh else "")
+        with fig2_monitor_lab(work, monitor + TE.format(enabled=str(enabled).lower(), gain=gain), check_errors=False,
+                              controller_args=args) as lab, _counter_refresh(refresh):
             try:
                 clock.note(f"testbed up: circuit 'initial' lit (A-X-Y-B-Y-Z-C), A:3 behind a bounded 10 Mbit/s "
                            f"queue; controller API http://127.0.0.1:{lab.api_port}")
@@ -320,6 +360,7 @@ def _one_run(lab: Any, work: Path, ph: Phases, seed: int, clock: _Clock, live: _
         for th in threads:
             th.start()
         time.sleep(max(0.0, t0 - time.time()))
+        cost0 = (time.monotonic(), lab.client.request("GET", "/monitor/cost"))
         procs.append(h2.popen([sys.executable, SCRIPT, "small", "10.0.0.4", str(SMALL_PORT), "--duration",
                                str(ph.total), "--seed", str(seed), "--report", str(files["small"])],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE))
@@ -334,6 +375,7 @@ def _one_run(lab: Any, work: Path, ph: Phases, seed: int, clock: _Clock, live: _
                 clock.note(_progress_line(rates, t0, t_el, ph))
                 next_line += 2.0
             time.sleep(0.1)
+        cost = _monitor_cost(cost0, (time.monotonic(), lab.client.request("GET", "/monitor/cost")))
         for p in procs:
             _out, err = p.communicate(timeout=10)
             if p.returncode:
@@ -350,7 +392,29 @@ def _one_run(lab: Any, work: Path, ph: Phases, seed: int, clock: _Clock, live: _
                 p.wait(timeout=10)
         for th in threads:
             th.join(timeout=5)
-    return _measure(lab, since, files, rates, t0, t_el, ph, te, released, split_s)
+    out = _measure(lab, since, files, rates, t0, t_el, ph, te, released, split_s)
+    out["monitor_cost"] = cost
+    return out
+
+
+def _monitor_cost(a: tuple[float, dict], b: tuple[float, dict]) -> dict[str, Any]:
+    """The monitor's OpenFlow bytes during the run (``GET /monitor/cost``) against per-flow polling of
+    the run's flows every Ts (bench/monitor_cost.py's model, real OF1.3 encodings): each of the
+    ``LAB_FLOWS`` concurrent flows (16 small + the elephant) holds a 5-tuple rule on its ingress and
+    egress switch, spread over the 3 packet switches, all polled every Ts."""
+    sys.path.insert(0, str(ROOT))
+    from bench.monitor_cost import per_flow_polling
+
+    (t0, c0), (t1, c1) = a, b
+    keys = ("coarse_sent", "coarse_received", "fine_sent", "fine_received")
+    seconds = max(1e-9, t1 - t0)
+    per_s = {k: round((c1.get(k, 0) - c0.get(k, 0)) / seconds, 1) for k in keys}
+    split = sum(per_s.values())
+    rules = math.ceil(LAB_FLOWS * 2 / PACKET_SWITCHES)
+    baseline = per_flow_polling(PACKET_SWITCHES, rules)["per_interval_bytes"] / TS_S
+    return {"seconds": round(seconds, 2), "polls": c1.get("polls", 0) - c0.get("polls", 0), "bytes_per_s": per_s,
+            "monitor_bytes_per_s": round(split, 1), "per_flow_polling_bytes_per_s": round(baseline, 1),
+            "per_flow_rules_per_switch": rules, "ratio": round(baseline / split, 2) if split else None}
 
 
 def _progress_line(rates: _PortRates, t0: float, t_el: float, ph: Phases) -> str:
@@ -479,6 +543,9 @@ def _medians(runs: list[dict]) -> dict[str, Any]:
         vals = [r["breakdown"][k] for r in runs if r.get("breakdown", {}).get(k) is not None]
         out[f"breakdown_{k}"] = round(statistics.median(vals), 3) if vals else None
     out["offload_delays_s"] = [r.get("offload_delay_s") for r in runs]
+    for k in ("ratio", "monitor_bytes_per_s", "per_flow_polling_bytes_per_s"):
+        vals = [r["monitor_cost"][k] for r in runs if r.get("monitor_cost", {}).get(k) is not None]
+        out[f"monitor_cost_{k}"] = round(statistics.median(vals), 2) if vals else None
     out["all_released"] = all(r.get("released") for r in runs)
     out["small_flows_moved"] = sum(r.get("small_flows_moved", 0) for r in runs)
     return out
@@ -496,7 +563,10 @@ def _summary(res: dict[str, Any]) -> str:
         line += (f"; loop off: elephant {b['elephant_mbps_after']:.2f}, small flows {b['small_mbps_after']:.2f} "
                  "Mbit/s after the same time")
     if "median" in res:
-        line += f"; median offload delay over {len(res['runs'])} runs {res['median']['offload_delay_s']} s"
+        m = res["median"]
+        line += (f"; median offload delay over {len(res['runs'])} runs {m['offload_delay_s']} s; monitor "
+                 f"{m.get('monitor_cost_monitor_bytes_per_s')} B/s, per-flow polling "
+                 f"{m.get('monitor_cost_per_flow_polling_bytes_per_s')} B/s (ratio {m.get('monitor_cost_ratio')})")
     return line
 
 

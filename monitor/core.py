@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from monitor.counters import CounterTracker, PointSample, PortSnapshot
-from monitor.events import HOT_SPOT, HOT_SPOT_CLEARED, Event, EventClassifier, Thresholds
+from monitor.events import (
+    HOT_SPOT,
+    HOT_SPOT_CLEARED,
+    UNCONSTRAINED_IMBALANCE,
+    Event,
+    EventClassifier,
+    Thresholds,
+)
 from monitor.fine import FineAction, FineMonitorManager
 from monitor.sflow.estimator import FlowRate
 
@@ -96,8 +103,14 @@ class MonitorCore:
         self.manager = FineMonitorManager(lambda cid: self.circuits[cid].switches if cid in self.circuits else ())
         self._pending: dict[str, PointSample] = {}
         self._settled: set[str] = set()  # circuits classified at least once since they appeared
-        self._fresh: dict[str, tuple[float, int]] = {}  # hot since the last tick (by drops): util, drops
+        # hot by drops, elephants not named yet: util, drops, since when (early() names them from fine data);
+        # kept across ticks for fine_early_span s (default 1.5 Ts: a hot spot found by a tick keeps its windows
+        # past the next one) after the hot spot, until named
+        self._fresh: dict[str, tuple[float, int, float]] = {}
+        self.early_span = float(self.cfg.get("fine_early_span") or 1.5 * float(self.cfg.get("interval", 1.0)))
         self._gone: list[str] = []  # hot circuits that left the graph, cleared at the next tick
+        self._util: dict[str, float] = {}  # each circuit's smoothed utilization at the last tick
+        self._watched: dict[str, int] = {}  # point -> queue drops at the last drop-watch reading
 
     def set_circuits(self, circuits: Iterable[WatchedLink]) -> None:
         """The circuits as the graph has them now. One that left the graph while hot (e.g. an offload
@@ -134,7 +147,8 @@ class MonitorCore:
             res.events.append(ev)
             res.actions += self.manager.on_event(ev)
         self._gone = []
-        self._fresh = {}  # early() is only for the interval right after the hot spot
+        kept = {cid: v for cid, v in self._fresh.items() if now - v[2] < self.early_span}
+        self._fresh = {}  # early() is only for the first fine_early_span s after the hot spot
         for c in self.circuits.values():
             ends = [self._pending.get(point_id(s, p)) for s, p in c.ends]
             ends = [e for e in ends if e is not None]
@@ -144,6 +158,7 @@ class MonitorCore:
             drops = sum(e.drops for e in ends)
             mbps = max(e.smoothed_mbps for e in ends)
             res.circuits[c.id] = {"util": util, "drops": drops, "mbps": mbps}
+            self._util[c.id] = util
             if c.id not in self._settled:  # first interval: drops from while its ports were dark
                 self._settled.add(c.id)
                 drops = 0
@@ -155,8 +170,12 @@ class MonitorCore:
             for ev in evs:
                 res.actions += self.manager.on_event(ev)
                 if ev.kind == HOT_SPOT and drops > 0:
-                    self._fresh[c.id] = (util, drops)
+                    self._fresh[c.id] = (util, drops, now)
             res.events += evs
+        named = {ev.circuit for ev in res.events if ev.kind == UNCONSTRAINED_IMBALANCE}
+        for cid, v in kept.items():  # not named yet, and still hot: the early windows go on
+            if cid not in self._fresh and cid not in named and self.classifier.is_hot(cid):
+                self._fresh[cid] = v
         if self.classifier.tracked and self.fine is not None:
             gone = self.classifier.observe_flows(now, self.fine.flow_rates(now))
             for ev in gone:
@@ -165,20 +184,71 @@ class MonitorCore:
         self._pending.clear()
         return res
 
+    def watched_points(self) -> list[tuple[str, int]]:
+        """The egress ends (switch, port) the drop watch reads: every settled circuit's."""
+        return sorted({end for cid, c in self.circuits.items() if cid in self._settled for end in c.ends})
+
+    def watch_drops(self, now: float, drops: Mapping[tuple[str, int], int]) -> TickResult:
+        """A drop-watch reading between ticks (``[monitor] drop_watch_interval``): the cumulative queue
+        drops of some watched ends. A rise since the last reading on a circuit that is not hot makes it
+        hot *now* — with the last tick's smoothed utilization — so its fine data starts and its early
+        windows run, instead of waiting for the next tick (up to one Ts). Only hot spots come from here:
+        calm, clearing and growth stay with :meth:`tick` (a reading never counts as a calm interval);
+        a circuit in its first interval is not judged (its drops may be from while it was dark)."""
+        res = TickResult()
+        rise: dict[str, int] = {}
+        for (sw, port), total in sorted(drops.items()):
+            point = point_id(sw, port)
+            before = self._watched.get(point)
+            self._watched[point] = total
+            if before is None or total <= before:
+                continue
+            for c in self.circuits.values():
+                if (sw, port) in c.ends and c.id in self._settled:
+                    rise[c.id] = rise.get(c.id, 0) + total - before
+        for cid, n in sorted(rise.items()):
+            c = self.circuits[cid]
+            if self.classifier.is_hot(cid):
+                continue
+            util = self._util.get(cid, 0.0)
+            for ev in self.classifier.observe(cid, now, util, n, c.capacity_mbps, None):
+                res.actions += self.manager.on_event(ev)
+                if ev.kind == HOT_SPOT:
+                    self._fresh[cid] = (util, n, now)
+                    ev.detail["by"] = "drop watch"
+                res.events.append(ev)
+        return res
+
     @property
     def fresh(self) -> set[str]:
-        """Circuits that became hot by drops in the last tick (their fine data just started)."""
+        """Circuits hot by drops whose elephants are not named yet, for fine_early_span s after the hot
+        spot (their fine data just started)."""
         return set(self._fresh)
+
+    def fresh_since(self) -> float | None:
+        """When the youngest of :attr:`fresh` became hot (None: none is)."""
+        return max((v[2] for v in self._fresh.values()), default=None)
+
+    def switches(self, circuit: str) -> tuple[str, ...]:
+        """The switches at the ends of ``circuit`` (none if it is not watched)."""
+        c = self.circuits.get(circuit)
+        return c.switches if c is not None else ()
+
+    def fresh_switches(self) -> list[str]:
+        """The switches of the circuits in :attr:`fresh` (where an early window reads fine data)."""
+        return sorted({s for cid in self._fresh if cid in self.circuits for s in self.circuits[cid].switches})
 
     def early(self, now: float) -> TickResult:
         """Name elephants on the circuits that just became hot from their first fine data, before
-        the next interval: the shim calls this ``fine_first_window`` after the hot-spot tick and
-        then every 0.1 s while :attr:`fresh` is not empty, until the next tick clears it. The
+        the next interval: the shim calls this ``fine_first_window`` after the hot spot and then
+        every ``fine_early_step`` s while :attr:`fresh` is not empty (named, or ``fine_early_span``
+        s after the hot spot: the tick drops it; a tick does not, before that — a hot spot found late
+        in an interval keeps its early windows after the next poll). The
         coarse sign is the hot-spot interval's (drops, smoothed utilization); the classifier's
         confidence rule (``elephant_confidence_z``) keeps the fewer samples from naming false
         elephants. A circuit left unnamed here is classified again at the next tick as before."""
         res = TickResult()
-        for cid, (util, drops) in sorted(self._fresh.items()):
+        for cid, (util, drops, _since) in sorted(self._fresh.items()):
             c = self.circuits.get(cid)
             if c is None:
                 del self._fresh[cid]

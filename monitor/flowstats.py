@@ -5,7 +5,7 @@ Design (plain logic; the os-ken shim in ``app/controller/monitor_app.py`` turns 
 
 * While fine monitoring is on for a packet switch, it gets one **learn rule** per forwarding rule
   (priority ``LEARN_PRIORITY`` above forwarding's 100): ``eth_type=IPv4, eth_dst=M →
-  output(P), set eth_dst=LEARN_MAC, output(CONTROLLER)``. The packet still leaves on the
+  output(P), set eth_dst=LEARN_MAC, output(CONTROLLER, max_len=LEARN_COPY_BYTES)``. The packet still leaves on the
   forwarding port unchanged (actions run in order); the controller gets a copy whose destination
   MAC is rewritten to a MAC no host has, so the forwarding app does not deliver it a second time.
   The learn rule's cookie carries the index of ``M``.
@@ -15,7 +15,9 @@ Design (plain logic; the os-ken shim in ``app/controller/monitor_app.py`` turns 
   the controller. Count rules idle out after ``idle_timeout`` s (the switch removes them; a flow
   missing from a stats reply is forgotten and learnt again if it comes back).
 * Every Ts the controller asks for the flow statistics of the count rules (by cookie) on exactly
-  the fine switches; rate = Δbyte_count / Δduration of each rule (the switch's own clock). A
+  the fine switches; rate = Δbyte_count / Δduration of each rule (the switch's own clock) between
+  the rule's counter refresh steps (:mod:`monitor.refresh_steps`: userspace OVS refreshes them every
+  ~0.5 s, so two replies hold zero, one or two refreshes' bytes). A
   flow crossing several fine switches is counted on each: its rate is the **maximum**, like
   the sFlow estimator. Rates are exact (no sampling), so they carry no sample count.
 * Forwarding changes (a re-route) are followed by :meth:`FlowCounting.sync` with the forwarding
@@ -29,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from monitor.refresh_steps import RefreshSteps
 from monitor.sflow.estimator import FlowRate
 from monitor.sflow.packet import HEADER_ETHERNET, parse_header
 from topology import rule_plan
@@ -39,10 +42,15 @@ KIND_LEARN = rule_plan.FLOW_LEARN.kind
 KIND_COUNT = rule_plan.FLOW_COUNT.kind
 KIND_MASK = 0xFFFFFFFF000000FF
 ALL_MASK = 0xFFFFFFFF000000FE  # learn + count
+EXACT_MASK = 0xFFFFFFFFFFFFFFFF  # one rule by its cookie
 ID_LIMIT = 1 << 24
 LEARN_PRIORITY = rule_plan.FLOW_LEARN.priority()
 COUNT_PRIORITY = rule_plan.FLOW_COUNT.priority()
 LEARN_MAC = "02:4d:4c:54:45:4c"  # locally administered; never a host's address
+# a learn copy carries the packet's first bytes only: the 5-tuple is in its headers (Ethernet, a VLAN tag,
+# IPv4 with options, the ports), and a full-size copy of every new flow's first packets was most of the
+# monitor's control-channel bytes in the elastic-offload lab
+LEARN_COPY_BYTES = 128
 ADD, DELETE = "add", "delete"
 
 
@@ -79,8 +87,8 @@ class FlowCount:
 
     bytes: int
     mbps: float
-    t: float  # monotonic time of the stats reply
-    seconds: float = 0.0  # how long its count rule had counted at that reply (the rule's duration)
+    t: float  # monotonic time of the stats reply that brought this count (a reply without news keeps it)
+    seconds: float = 0.0  # how long its count rule had counted when these bytes were (the rule's clock)
 
 
 @dataclass
@@ -89,10 +97,9 @@ class _Count:
     mac: str
     port: int
     ident: int
-    last_bytes: int | None = None
-    last_duration: float | None = None
-    rate: float = 0.0  # bytes/s
-    updated: float | None = None
+    counter: RefreshSteps = field(default_factory=RefreshSteps)
+    bytes_seen: int | None = None  # the newest reply's byte count
+    updated: float | None = None  # when a reply last brought news (a refresh step, or the first rate)
 
 
 @dataclass
@@ -115,14 +122,18 @@ def flow_key(frame: bytes) -> FiveTuple | None:
 class FlowCounting:
     """Counting rules and per-flow rates for the switches with fine monitoring on.
 
-    ``min_duration``: a first stats sample of a rule younger than this is not turned into a rate
-    (a few packets over a few milliseconds explode). ``stale``: a flow not seen in a stats reply
-    for this long has no rate any more. ``max_flows``: count rules per switch (the rest are not
-    counted; a flood of new flows cannot fill the switch's table).
+    Rates come from each rule's refresh steps (:class:`monitor.refresh_steps.RefreshSteps`):
+    ``min_duration`` is the shortest span a rate is taken over (a few packets over a few milliseconds
+    explode), ``refresh`` the switch's counter refresh period at most (userspace OVS: 0.5 s). A flow's
+    count is news only when its byte count moved. ``stale``: a flow with no news for this long has no
+    rate any more. ``max_flows``: count rules per switch (the rest are not counted; a flood of new flows
+    cannot fill the switch's table).
     """
 
-    def __init__(self, min_duration: float = 0.2, stale: float = 3.0, max_flows: int = 1000) -> None:
+    def __init__(self, min_duration: float = 0.2, stale: float = 3.0, max_flows: int = 1000,
+                 refresh: float = 0.5) -> None:
         self.min_duration = min_duration
+        self.refresh = refresh
         self.stale = stale
         self.max_flows = max_flows
         self.switches: dict[str, _Switch] = {}
@@ -198,14 +209,27 @@ class FlowCounting:
             cid = cid % (ID_LIMIT - 1) + 1
         st.next_id = cid % (ID_LIMIT - 1) + 1
         port = st.learn[mac][0]
-        st.counts[key] = _Count(key, mac, port, cid)
+        st.counts[key] = _Count(key, mac, port, cid, self._counter())
         st.by_id[cid] = key
         return RuleOp(ADD, KIND_COUNT, cookie(KIND_COUNT, cid), mac, port, key)
 
-    def stats(self, switch: str, entries: Iterable[tuple[int, int, float]], now: float) -> None:
-        """One complete flow-stats reply of ``switch``: (cookie, byte_count, duration_s) per rule.
+    def _counter(self) -> RefreshSteps:
+        return RefreshSteps(min_span=self.min_duration, window=max(1.0, 2 * self.refresh), refresh=self.refresh,
+                            stall=2 * self.refresh)
 
-        Count rules missing from the reply were removed by the switch (idle timeout): forgotten.
+    def count_cookies(self, switch: str, keys: Iterable[FiveTuple]) -> list[int]:
+        """The cookies of ``keys``' count rules on ``switch`` (those it has), to read them alone."""
+        st = self.switches.get(switch)
+        if st is None:
+            return []
+        return sorted(cookie(KIND_COUNT, st.counts[k].ident) for k in set(keys) if k in st.counts)
+
+    def stats(self, switch: str, entries: Iterable[tuple[int, int, float]], now: float, *,
+              complete: bool = True) -> None:
+        """One flow-stats reply of ``switch``: (cookie, byte_count, duration_s) per rule.
+
+        ``complete`` (a reply for every count rule): those missing from it were removed by the switch
+        (idle timeout) and are forgotten; a reply for some rules only (by cookie) forgets nothing.
         """
         st = self.switches.get(switch)
         if st is None:
@@ -219,18 +243,14 @@ class FlowCounting:
                 continue
             seen.add(cookie_id(ck))
             c = st.counts[key]
-            if c.last_duration is None or duration < c.last_duration or byte_count < (c.last_bytes or 0):
-                if duration >= self.min_duration:  # first sample (or rule re-added): since install
-                    c.rate, c.updated = byte_count / duration, now
-            elif duration - c.last_duration > 0:
-                c.rate = (byte_count - (c.last_bytes or 0)) / (duration - c.last_duration)
+            c.bytes_seen = byte_count
+            if c.counter.sample(byte_count, duration) and c.counter.rate is not None:
                 c.updated = now
-            c.last_bytes, c.last_duration = byte_count, duration
         for ident, key in list(st.by_id.items()):
-            if ident not in seen:
+            if complete and ident not in seen:
                 c = st.counts.pop(key)
                 del st.by_id[ident]
-                if c.last_duration is None and c.updated is None:
+                if c.counter.last is None:
                     st.counts[key] = c  # installed after the request left: keep until the next reply
                     st.by_id[ident] = key
 
@@ -245,7 +265,7 @@ class FlowCounting:
                 if c.updated is None or (now is not None and now - c.updated > self.stale):
                     continue
                 rate, points = best.get(key, (0.0, []))
-                best[key] = (max(rate, c.rate), [*points, (name, c.port)])
+                best[key] = (max(rate, c.counter.rate or 0.0), [*points, (name, c.port)])
         return sorted((FlowRate(k, r, 0, tuple(p)) for k, (r, p) in best.items()), key=lambda f: -f.bytes_per_s)
 
     def flow_counts(self, now: float | None = None) -> dict[FiveTuple, FlowCount]:
@@ -255,11 +275,12 @@ class FlowCounting:
         out: dict[FiveTuple, FlowCount] = {}
         for st in self.switches.values():
             for key, c in st.counts.items():
-                if c.updated is None or c.last_bytes is None or (now is not None and now - c.updated > self.stale):
+                if c.updated is None or c.bytes_seen is None or (now is not None and now - c.updated > self.stale):
                     continue
                 old = out.get(key)
-                if old is None or c.last_bytes > old.bytes:
-                    out[key] = FlowCount(c.last_bytes, c.rate * 8 / 1e6, c.updated, c.last_duration or 0.0)
+                if old is None or c.bytes_seen > old.bytes:
+                    out[key] = FlowCount(c.bytes_seen, (c.counter.rate or 0.0) * 8 / 1e6, c.updated,
+                                         c.counter.counted_s)
         return out
 
     def rules(self, switch: str) -> dict[str, int]:

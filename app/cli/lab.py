@@ -35,6 +35,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
 def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
@@ -70,6 +81,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=non_negative_int, help="with `run`: the random seed of labs that take one "
                                                           "(elastic-offload, big-vs-small, path-change, overlay; "
                                                           "multihoming: the first of its --seeds; default theirs)")
+    p.add_argument("--counter-refresh-ms", type=positive_int,
+                   help="with `run` (elastic-offload): OVS other_config:max-revalidator (ms) during the lab: how often "
+                        "userspace OVS refreshes rule counters (OVS default 500)")
+    p.add_argument("--min-gain-s", type=non_negative_float,
+                   help="with `run` (elastic-offload): the TE loop's [te] min_gain_s (the lab's default 0.3)")
     p.add_argument("--te", choices=["on", "off"], help="with `run` (elastic-offload): `off` runs only the "
                                                         "baseline with the TE loop off")
     p.add_argument("--placement", choices=["otter", "joint", "cspf", "all"],
@@ -145,7 +161,8 @@ def _lab_options(args: argparse.Namespace, name: str, runner) -> dict:
 
     given = {"runs": args.runs, "seeds": args.seeds, "seed": args.seed, "te": None if args.te is None else args.te == "on",
              "demo": args.demo or None, "placement": args.placement, "paper_sizes": args.paper_sizes or None,
-             "topology": args.topology}
+             "topology": args.topology, "counter_refresh_ms": getattr(args, "counter_refresh_ms", None),
+             "min_gain_s": getattr(args, "min_gain_s", None)}
     given = {k: v for k, v in given.items() if v is not None}
     takes = inspect.signature(runner).parameters
     refused = [k for k in given if k not in takes]

@@ -62,7 +62,7 @@ from app.controller.view_changes import ViewChange
 from monitor import flowstats
 from monitor.core import FineSource, MonitorCore, circuits_from_graph
 from monitor.counters import PortSnapshot
-from monitor.events import Event
+from monitor.events import UNCONSTRAINED_IMBALANCE, Event
 from monitor.fine import ENABLE, FineAction
 from monitor.flowstats import FlowCounting, RuleOp
 from monitor.ovsdb_sflow import OvsdbError, OvsSflow, bridges_by_dpid
@@ -107,7 +107,8 @@ def counting_messages(ops: list[RuleOp], idle_timeout: int) -> list:
         if op.op == flowstats.DELETE:
             msgs.append(ofmsg.flow_delete_strict(op.cookie, priority, fields))
         elif op.kind == flowstats.KIND_LEARN:
-            actions = [ofmsg.output(op.port), ofmsg.set_eth_dst(flowstats.LEARN_MAC), ofmsg.to_controller()]
+            actions = [ofmsg.output(op.port), ofmsg.set_eth_dst(flowstats.LEARN_MAC),
+                       ofmsg.to_controller(flowstats.LEARN_COPY_BYTES)]
             msgs.append(ofmsg.flow_add(op.cookie, priority, fields, actions))
         else:
             msgs.append(ofmsg.flow_add(op.cookie, priority, fields, [ofmsg.output(op.port)], idle_timeout=idle_timeout))
@@ -130,6 +131,10 @@ class EventEarlyWindow(event.EventBase):
         self.poll = poll
 
 
+class EventDropWatch(event.EventBase):
+    """Period of ``[monitor] drop_watch_interval``: read the queue drops of the watched circuit ends."""
+
+
 class EventEchoRound(event.EventBase):
     """Period of ``[monitor] probe_interval``, half an interval before the probes: ECHO every switch."""
 
@@ -138,10 +143,13 @@ class EventProbeRound(event.EventBase):
     """Period of ``[monitor] probe_interval``: one latency probe per packet link."""
 
 
-def services(interval: float, probe_interval: float) -> list[Service]:
+def services(interval: float, probe_interval: float, drop_watch: float = 0.0) -> list[Service]:
     """The monitor's periodic work (:mod:`app.controller.services`): the first poll at once; echoes
-    half a probe interval away from the probes, so neither waits behind the other's replies."""
+    half a probe interval away from the probes, so neither waits behind the other's replies; the drop
+    watch (if on) between polls."""
     rows = [Service("poll", EventMonitorPoll, interval, jitter=0.05, first=0.0)]
+    if drop_watch > 0:
+        rows.append(Service("watch", EventDropWatch, drop_watch, first=drop_watch))
     if probe_interval > 0:
         rows += [Service("echo", EventEchoRound, probe_interval, first=probe_interval / 2),
                  Service("probe", EventProbeRound, probe_interval, first=probe_interval)]
@@ -198,7 +206,8 @@ class MonitorApp(app_manager.OSKenApp):
         elif self.backend == "sflow-rt":
             fine = SflowRtBackend(str(self.cfg["sflow_rt_url"]))
         elif self.backend == "flowstats":
-            self.counting = FlowCounting(stale=3 * self.interval, max_flows=int(self.cfg["flowstats_max_flows"]))
+            self.counting = FlowCounting(stale=3 * self.interval, max_flows=int(self.cfg["flowstats_max_flows"]),
+                                         refresh=float(self.cfg["flowstats_refresh"]))
             fine = self.counting
         self.core = MonitorCore(self.cfg, fine)
         self.sflow = OvsSflow(f"127.0.0.1:{self.cfg['sflow_collector_port']}", int(self.cfg["sflow_sampling"]),
@@ -206,11 +215,29 @@ class MonitorApp(app_manager.OSKenApp):
         self.queue_drops: dict[tuple[int, int], int] = {}
         self.fine_on: set[str] = set()
         self.last: dict = {}
-        self._flow_replies: dict[int, list] = {}  # dpid -> flow-stats entries of a multipart reply
+        self._flow_replies: dict[tuple[int, int], list] = {}  # (dpid, xid) -> flow-stats entries of a multipart reply
         self._flow_xids: dict[int, int] = {}  # dpid -> xid of our last flow-stats request (others read back rules too)
         self.reply_timeout = float(self.cfg["reply_timeout"])
         self.first_window = float(self.cfg["fine_first_window"])
         self.everywhere = bool(self.cfg["fine_everywhere"])
+        # flowstats: an early window asks the fresh circuits' switches for their counting rules' stats
+        # first and looks when they are in (the poll's data is up to one Ts old: the elephant was named
+        # from it one Ts after the hot spot); every fine_early_step s until named or the next poll
+        self.early_fine_poll = bool(self.cfg["fine_early_poll"])
+        self.early_step = float(self.cfg["fine_early_step"])
+        self._early_xids: dict[int, tuple[int, bool]] = {}  # early flow-stats requests due: xid -> (dpid, all rules)
+        # after an elephant is named, the early windows keep reading its switches' counts until the
+        # next poll (fine_early_follow): the TE loop's gain judges it again on each newer count
+        self.early_follow = bool(self.cfg["fine_early_follow"])
+        # switch -> the named elephants whose counts are followed (one FLOW_STATS per count rule, by its
+        # cookie), until _follow_until: fine_early_span after the naming, across polls
+        self._follow: dict[str, set] = {}
+        self._follow_until = 0.0
+        # the drop watch: every drop_watch_interval s (0 = off) the queue drops of the watched circuit
+        # ends only, so a hot spot by drops starts fine monitoring between polls (MonitorCore.watch_drops)
+        self.drop_watch = float(self.cfg["drop_watch_interval"])
+        self._watch_xids: dict[int, set[int]] = {}  # dpid -> xids of drop-watch requests in flight
+        self._watch_points: set[tuple[str, int]] = set()  # the ends the last watch reads
         self._awaiting: set[tuple[int, str]] = set()  # (dpid, reply type) still due for this poll
         self._polls = 0  # polls begun (an early window of an older poll is dropped)
         self._poll_open = False  # the last poll's replies are awaited: its tick is still to come
@@ -222,7 +249,7 @@ class MonitorApp(app_manager.OSKenApp):
         self._paths_at = -1
         self.latency = LatencyMonitor(float(self.cfg["path_change_tolerance_ms"]), timeout=float(self.cfg["probe_timeout"]))
         self._trapped: set[int] = set()
-        self.services = app_scheduler(self, services(self.interval, self.probe_interval))
+        self.services = app_scheduler(self, services(self.interval, self.probe_interval, self.drop_watch))
         self._replies_due = Deadline(lambda ev: self.send_event(self.name, ev), EventRepliesDue,
                                      spawn=hub.spawn, sleep=hub.sleep)
         # the circuits come from the view's graph: read it again on the next tick only once the graph
@@ -306,6 +333,11 @@ class MonitorApp(app_manager.OSKenApp):
             self._finish_poll()
         self._polls += 1
         self._poll_start = time.monotonic()
+        for xid, (dpid, _all) in self._early_xids.items():  # this poll's flow stats supersede an early window's
+            self._flow_replies.pop((dpid, xid), None)
+        self._early_xids.clear()
+        if self._poll_start >= self._follow_until:
+            self._follow.clear()
         self._request_stats()
         self._poll_open = True
         if not self._awaiting:
@@ -325,10 +357,19 @@ class MonitorApp(app_manager.OSKenApp):
         if self._awaiting:
             self.cost["replies_late"] += len(self._awaiting)
             self._awaiting.clear()
-        self._tick()
+        events = self._tick()
         self.metrics.monitor_cycle(time.monotonic() - self._poll_start)
         if self.first_window > 0 and self.core.fresh:
-            self.services.later(min(self.first_window, 0.8 * self.interval), EventEarlyWindow(self._polls))
+            self.services.later(self._window_delay(), EventEarlyWindow(self._polls))
+        elif self._follow_named(events or []) or self._follow:
+            self.services.later(self.early_step, EventEarlyWindow(self._polls))
+
+    def _window_delay(self) -> float:
+        """Until the next early window: ``fine_first_window`` after the youngest fresh hot spot, at least
+        ``fine_early_step`` (a hot spot kept across a poll goes on at that step)."""
+        since = self.core.fresh_since()
+        age = time.monotonic() - since if since is not None else 0.0
+        return min(max(self.first_window - age, self.early_step), 0.8 * self.interval)
 
     @set_ev_cls(EventEarlyWindow)
     def _early_window(self, ev: EventEarlyWindow) -> None:
@@ -336,11 +377,97 @@ class MonitorApp(app_manager.OSKenApp):
             self.services.protect("poll", self._early_once)
 
     def _early_once(self) -> None:
-        """One early window; not named yet: look again with more samples 0.1 s on, while within
-        0.85 interval of the poll's start."""
+        """One early window. With counting rules (flowstats, ``fine_early_poll``) it first asks the
+        fresh circuits' switches for their flow stats and looks once they are in; else it looks now."""
+        if self.counting is not None and self.early_fine_poll and self._request_early_flows():
+            return  # _early_look runs on the last reply (a lost reply: the next poll takes over)
+        self._early_look()
+
+    def _early_look(self) -> None:
+        """Name elephants from the fine data; not named yet: look again ``fine_early_step`` s on, while
+        within 0.85 interval of the poll's start."""
         self._early()
-        if self.core.fresh and time.monotonic() - self._poll_start < 0.85 * self.interval:
-            self.services.later(0.1, EventEarlyWindow(self._polls))
+        if self._follow and time.monotonic() >= self._follow_until:
+            self._follow.clear()
+        if (self.core.fresh or self._follow) and time.monotonic() - self._poll_start < 0.85 * self.interval:
+            self.services.later(self.early_step, EventEarlyWindow(self._polls))
+
+    def _follow_named(self, events: list[Event]) -> bool:
+        """Follow the switches of the circuits whose elephants these events name; True if newly on."""
+        if self.counting is None or not self.early_follow:
+            return False
+        before = bool(self._follow)
+        for ev in events:
+            if ev.kind == UNCONSTRAINED_IMBALANCE:
+                for name in self.core.switches(ev.circuit):
+                    self._follow.setdefault(name, set()).update(ev.flows)
+                self._follow_until = time.monotonic() + self.core.early_span
+        return bool(self._follow) and not before
+
+    def _request_early_flows(self) -> bool:
+        """FLOW_STATS of the counting rules on the fresh circuits' fine switches (all of them: the
+        elephants are still to be named), and of the followed elephants' rules only (by cookie) on the
+        others; False if none asked."""
+        assert self.counting is not None
+        self._early_xids = {}
+        fresh = set(self.core.fresh_switches())
+        for name in sorted(fresh | set(self._follow)):
+            dp = self._datapath_by_name(name) if name in self.counting.enabled else None
+            if dp is None or dp.ofproto.OFP_VERSION != ofproto_v1_3.OFP_VERSION:
+                continue
+            if name in fresh:
+                asks = [(flowstats.cookie(flowstats.KIND_COUNT, 0), flowstats.KIND_MASK)]
+            else:
+                asks = [(ck, flowstats.EXACT_MASK) for ck in self.counting.count_cookies(name, self._follow[name])]
+            for ck, mask in asks:
+                req = ofmsg.flow_stats_request(dp.ofproto.OFP_VERSION, ck, mask)
+                self._send(dp, req, "fine")
+                self._early_xids[req.xid] = (dp.id, mask == flowstats.KIND_MASK)
+        return bool(self._early_xids)
+
+    @set_ev_cls(EventDropWatch)
+    def _watch(self, ev: EventDropWatch) -> None:
+        self.services.run("watch", self._begin_watch)
+
+    def _begin_watch(self) -> None:
+        """QUEUE_STATS of each OF1.3 switch with a watched circuit end (one request for all its queues:
+        a port without queues would answer a per-port request with an error), not while a poll's
+        replies are due (they carry the same counters)."""
+        if self._poll_open:
+            return
+        self._watch_points = set(self.core.watched_points())
+        for name in sorted({name for name, _port in self._watch_points}):
+            sw = self.view.by_name(name)
+            dp = self.southbound.datapath(sw.dpid) if sw is not None and sw.kind == PACKET else None
+            if dp is None or dp.ofproto.OFP_VERSION != ofproto_v1_3.OFP_VERSION:
+                continue
+            req = ofmsg.queue_stats_request()
+            self._send(dp, req)
+            xids = self._watch_xids.setdefault(dp.id, set())
+            if len(xids) > 64:  # replies that never came
+                xids.clear()
+            xids.add(req.xid)
+
+    def _watched(self, msg) -> None:
+        """A drop-watch reply: hot spots now, their fine monitoring and early windows."""
+        sw = self.view.switches.get(msg.datapath.id)
+        name = sw.name if sw is not None else ""
+        per_port: dict[tuple[str, int], int] = {}
+        for q in msg.body:
+            if (name, q.port_no) in self._watch_points:
+                per_port[(name, q.port_no)] = per_port.get((name, q.port_no), 0) + q.tx_errors
+        self._received(msg, "coarse", "")
+        res = self.core.watch_drops(time.monotonic(), per_port)
+        for action in res.actions:
+            self._execute(action)
+        for ev in res.events:
+            self._publish(ev)
+        if self.writer is not None and self.mastership.acting():
+            wall = time.time()
+            for ev in res.events:
+                self._store_event(dataclasses.replace(ev, t=wall))
+        if res.events and self.first_window > 0 and self.core.fresh:
+            self.services.later(self._window_delay(), EventEarlyWindow(self._polls))
 
     def _send(self, dp, msg, kind: str = "coarse") -> None:
         """Send and count the OpenFlow bytes (``GET /monitor/cost``; sending serializes into ``buf``)."""
@@ -376,7 +503,7 @@ class MonitorApp(app_manager.OSKenApp):
                 self._send(dp, ofmsg.queue_stats_request())
                 self._send(dp, ofmsg.port_stats_request(version))
                 if sw.name in fine:  # per-flow counters only where fine monitoring is on
-                    self._flow_replies.pop(dp.id, None)
+                    self._flow_replies.pop((dp.id, self._flow_xids.get(dp.id, -1)), None)  # the last poll's, if cut
                     self._awaiting.add((dp.id, "flow"))
                     req = ofmsg.flow_stats_request(version, flowstats.cookie(flowstats.KIND_COUNT, 0),
                                                    flowstats.KIND_MASK)
@@ -390,6 +517,11 @@ class MonitorApp(app_manager.OSKenApp):
     @loud
     def _queue_stats(self, ev) -> None:
         dpid = ev.msg.datapath.id
+        xids = self._watch_xids.get(dpid)
+        if xids and ev.msg.xid in xids:
+            xids.discard(ev.msg.xid)
+            self.services.protect("watch", lambda: self._watched(ev.msg))
+            return
         per_port: dict[int, int] = {}
         for q in ev.msg.body:
             per_port[q.port_no] = per_port.get(q.port_no, 0) + q.tx_errors
@@ -419,22 +551,33 @@ class MonitorApp(app_manager.OSKenApp):
     @loud
     def _flow_stats(self, ev) -> None:
         msg, dp = ev.msg, ev.msg.datapath
-        if self.counting is None or self._flow_xids.get(dp.id) != msg.xid:
+        early = self._early_xids.get(msg.xid)
+        if early is not None and early[0] != dp.id:
+            early = None
+        if self.counting is None or (early is None and self._flow_xids.get(dp.id) != msg.xid):
             return  # not ours: forwarding and the OTS driver read their rules back with flow stats
-        entries = self._flow_replies.setdefault(dp.id, [])
+        entries = self._flow_replies.setdefault((dp.id, msg.xid), [])
         entries += [(st.cookie, st.byte_count, st.duration_sec + st.duration_nsec / 1e9) for st in msg.body]
-        if not msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:  # else more parts of this reply follow
-            del self._flow_replies[dp.id]
-            sw = self.view.switches.get(dp.id)
-            if sw is not None:
-                self.counting.stats(sw.name, entries, time.monotonic())
-        self._received(msg, "fine", "flow")
+        if msg.flags & dp.ofproto.OFPMPF_REPLY_MORE:  # more parts of this reply follow
+            self._received(msg, "fine", "" if early is not None else "flow")
+            return
+        del self._flow_replies[(dp.id, msg.xid)]
+        sw = self.view.switches.get(dp.id)
+        if sw is not None:  # a reply by cookie holds only the followed rules: the others are not gone
+            self.counting.stats(sw.name, entries, time.monotonic(), complete=early is None or early[1])
+        if early is None:
+            self._received(msg, "fine", "flow")
+            return
+        del self._early_xids[msg.xid]  # an early window's request, not the poll's
+        self._received(msg, "fine", "")
+        if not self._early_xids:
+            self.services.protect("poll", self._early_look)
 
     # ---- classification and fine actions ------------------------------------------------------------
     def _view_changed(self, change: ViewChange) -> None:
         self._graph_moved = self._graph_moved or change.graph
 
-    def _tick(self) -> None:
+    def _tick(self) -> list[Event]:
         if self._graph_moved:
             self._graph_moved = False
             graph, _problems = self.view.graph()
@@ -471,10 +614,17 @@ class MonitorApp(app_manager.OSKenApp):
             for ev in res.events:  # the core's clock is monotonic; the database keeps epoch time
                 self._store_event(dataclasses.replace(ev, t=wall))
             self.writer.submit(db_writer.PRUNE, STORE, lambda store: store.prune(wall))
+        return res.events
 
     def _early(self) -> None:
-        """The first fine window of the circuits that just became hot (see :meth:`MonitorCore.early`)."""
-        res = self.core.early(time.monotonic())
+        """The first fine window of the circuits that just became hot (see :meth:`MonitorCore.early`).
+        The counts go to the view first: the TE loop judges an elephant named here on its count (else
+        it found none and took the naming as enough, the sFlow rule: the gain was skipped)."""
+        now = time.monotonic()
+        if self.counting is not None:
+            self.view.set_fine_flows(self.counting.flow_counts(now))
+        res = self.core.early(now)
+        self._follow_named(res.events)
         for action in res.actions:
             self._execute(action)
         for ev in res.events:

@@ -50,9 +50,10 @@ def output(port: int) -> Any:
     return parser13.OFPActionOutput(port)
 
 
-def to_controller() -> Any:
-    """Output the whole packet to the controller (no buffering on the switch)."""
-    return parser13.OFPActionOutput(ofp13.OFPP_CONTROLLER, ofp13.OFPCML_NO_BUFFER)
+def to_controller(max_len: int | None = None) -> Any:
+    """Output the whole packet to the controller (no buffering on the switch); with ``max_len`` only its
+    first ``max_len`` bytes (enough for the headers when only they are read)."""
+    return parser13.OFPActionOutput(ofp13.OFPP_CONTROLLER, ofp13.OFPCML_NO_BUFFER if max_len is None else max_len)
 
 
 def set_eth_dst(mac: str) -> Any:

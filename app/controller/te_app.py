@@ -311,11 +311,11 @@ class TeApp(app_manager.OSKenApp):
         ending); one below the elephant threshold (or no longer counted) ended before a move paid."""
         for f, (e, named, seen) in list(self.waiting.items()):
             count = self.view.fine_flows.get(f)
+            if count is not None and count.t <= seen:
+                continue  # no news: judged on this count already
             if count is None or count.mbps < float(e.detail.get("threshold_mbps", 0.0)):
                 del self.waiting[f]
                 self._note(Decision(SKIP, "ended (below the elephant rate) before an offload paid", (f,)))
-                continue
-            if count.t <= seen:
                 continue
             self.waiting[f] = (e, max(named, count.mbps), count.t)
             if slowing(count.mbps, count.bytes, count.seconds):

@@ -10,6 +10,7 @@ from app.controller import ofmsg
 from app.controller.monitor_app import counting_messages
 from monitor import flowstats
 from monitor.flowstats import RuleOp
+from monitor.sflow.encoder import build_frame
 from monitor.sflow.records import FiveTuple
 from tests.lib.fakeoftable import CONTROLLER, OF10, FakeDatapath, FakeOFTable, FlowModError, packet_fields
 from topology import rule_plan
@@ -139,6 +140,10 @@ def test_the_monitors_learn_and_count_rules_forward_count_and_copy_to_the_contro
     res = t.lookup(TCP)
     assert [p for p, _ in res.outputs] == [2, CONTROLLER]
     assert res.outputs[1][1]["eth_dst"] == int(flowstats.LEARN_MAC.replace(":", ""), 16)  # the copy is marked
+    (learn_rule,) = counting_messages([learn], 10)
+    (copy,) = [a for a in learn_rule.instructions[0].actions if getattr(a, "port", None) == ofp13.OFPP_CONTROLLER]
+    assert copy.max_len == flowstats.LEARN_COPY_BYTES  # the headers only, not the whole packet
+    assert flowstats.flow_key(build_frame(five, 1400)[:flowstats.LEARN_COPY_BYTES]) == five  # enough for the 5-tuple
     for m in counting_messages([count], 10):
         t.apply(m)
     assert t.outputs(TCP) == {2} and t.lookup(TCP).rules[0].idle_timeout == 10

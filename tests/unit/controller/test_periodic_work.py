@@ -61,7 +61,7 @@ class Monitor:
         app.interval, app.reply_timeout, app.first_window = 1.0, 0.4, 0.3
         app.services = self.timers.scheduler(app.name, monitor_app.services(app.interval, 0.0))
         app._replies_due = self.timers.deadline(EventRepliesDue)
-        app.core = SimpleNamespace(fresh=False)  # the early windows' question only (the tick is faked)
+        app.core = SimpleNamespace(fresh=False, fresh_since=lambda: None)  # the early windows' question only (the tick is faked)
         self.ticks: list[float] = []
         self.early: list[float] = []
         monkeypatch.setattr(app, "_tick", lambda: self.ticks.append(self.timers.t - 100.0))
@@ -264,3 +264,192 @@ def test_the_reservation_probes_are_sent_every_period_until_the_plan_ended(monke
     drive(*args)
     assert timers.slept == [reservations_app.PROBE_INTERVAL] * 4
     assert len(dp.sent) == 3 and sched not in services.RUNNING
+
+
+def _fresh_flowstats(mon) -> None:  # noqa: ANN001
+    """A fresh hot circuit on A with counting rules on (flowstats), its fine data due from A."""
+    from monitor.flowstats import FlowCounting
+
+    mon.app.counting = FlowCounting()
+    mon.app.counting.enable("A", {})
+    mon.app.core = SimpleNamespace(fresh=True, fresh_switches=lambda: ["A"] if mon.app.core.fresh else [],
+                                   switches=lambda cid: ("A",), fresh_since=lambda: None, early_span=1.5)
+    sent = mon.dp.sent
+
+    def send_msg(msg) -> None:  # noqa: ANN001  (a datapath numbers each request, as os-ken's does)
+        msg.xid = len(sent) + 1
+        sent.append(msg)
+
+    mon.dp.send_msg = send_msg
+
+
+def _flow_reply(mon, xid: int) -> None:  # noqa: ANN001
+    msg = SimpleNamespace(datapath=mon.dp, buf=b"x" * 16, flags=0, body=[], xid=xid)
+    mon.app._flow_stats(SimpleNamespace(msg=msg))
+
+
+def _poll_all(mon) -> None:  # noqa: ANN001
+    """A poll whose every reply comes: queue, port and the counting rules' flow stats."""
+    mon.app._poll(EventMonitorPoll())
+    mon.timers.spawned.clear()
+    poll_req = mon.dp.sent[-1]
+    assert type(poll_req).__name__ == "OFPFlowStatsRequest"
+    mon.reply("queue")
+    mon.reply("port")
+    _flow_reply(mon, poll_req.xid)
+    assert not mon.app._poll_open
+
+
+def test_a_flowstats_early_window_reads_the_counting_rules_first_and_looks_when_they_are_in(mon):
+    _fresh_flowstats(mon)
+    _poll_all(mon)
+    mon.drain()  # runs to the first early window (0.3 s): a FLOW_STATS request, no look yet
+    assert mon.early == []
+    req = mon.dp.sent[-1]
+    assert type(req).__name__ == "OFPFlowStatsRequest" and list(mon.app._early_xids.values()) == [(0xA1, True)]
+    mon.timers.t += 0.02  # the switch answers
+    _flow_reply(mon, req.xid)
+    assert mon.early == [pytest.approx(0.32)]  # the look follows the reply, not the last poll's data
+    assert mon.app.cost["fine_received"] == 32  # the poll's reply and the early one
+    mon.drain()  # fresh still: the next window fine_early_step (0.1 s) later asks again
+    assert type(mon.dp.sent[-1]).__name__ == "OFPFlowStatsRequest" and mon.dp.sent[-1] is not req
+
+
+def test_without_fine_early_poll_the_early_window_looks_at_the_polls_data(mon):
+    _fresh_flowstats(mon)
+    mon.app.early_fine_poll = False
+    _poll_all(mon)
+    sent = len(mon.dp.sent)
+    mon.drain()
+    assert mon.early == pytest.approx([0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]) and len(mon.dp.sent) == sent
+
+
+def test_a_new_poll_drops_the_early_windows_outstanding_reply(mon):
+    _fresh_flowstats(mon)
+    _poll_all(mon)
+    mon.drain()
+    req = mon.dp.sent[-1]
+    mon.app._poll(EventMonitorPoll())  # the next poll, before the early reply came
+    _flow_reply(mon, req.xid)  # late: no early look, and it is not the poll's flow reply
+    assert mon.early == [] and (0xA1, "flow") in mon.app._awaiting
+
+
+def test_the_drop_watch_reads_the_watched_ends_queues_and_a_rise_starts_the_early_windows(mon):
+    from app.controller.monitor_app import EventDropWatch
+    from monitor.core import TickResult
+    from monitor.events import HOT_SPOT, Event
+
+    mon.app.services = mon.timers.scheduler(mon.app.name, monitor_app.services(1.0, 0.0, 0.25))
+    readings: list = []
+
+    def watch_drops(now, drops):  # noqa: ANN001, ANN202
+        readings.append((round(now - 100.0, 6), dict(drops)))
+        mon.app.core.fresh = bool(drops.get(("A", 1)))
+        return TickResult(events=[Event(now, "A-B", HOT_SPOT)] if mon.app.core.fresh else [])
+
+    mon.app.core = SimpleNamespace(fresh=False, watched_points=lambda: [("A", 1)], watch_drops=watch_drops,
+                                   fresh_since=lambda: None)
+    mon.app._publish = lambda ev: None
+    mon.timers.t += 0.25
+    mon.app._watch(EventDropWatch())
+    req = mon.dp.sent[-1]
+    assert type(req).__name__ == "OFPQueueStatsRequest"  # one per switch with a watched end
+    req.xid = 7  # numbered by the datapath
+    mon.app._watch_xids[0xA1] = {7}
+    body = [SimpleNamespace(port_no=1, queue_id=0, tx_errors=5), SimpleNamespace(port_no=2, queue_id=0, tx_errors=9)]
+    mon.app._queue_stats(SimpleNamespace(msg=SimpleNamespace(datapath=mon.dp, buf=b"x" * 16, flags=0, body=body,
+                                                             xid=7)))
+    assert readings == [(0.25, {("A", 1): 5})] and mon.app.queue_drops == {}  # watched ends; not the poll's data
+    assert mon.app.cost["coarse_received"] == 16
+    mon.drain()
+    assert mon.early[0] == pytest.approx(0.55)  # first_window (0.3 s) after the watch's hot spot
+
+
+def test_no_drop_watch_while_a_polls_replies_are_due(mon):
+    from app.controller.monitor_app import EventDropWatch
+
+    mon.app.services = mon.timers.scheduler(mon.app.name, monitor_app.services(1.0, 0.0, 0.25))
+    mon.app.core = SimpleNamespace(fresh=False, watched_points=lambda: [("A", 1)], fresh_since=lambda: None)
+    mon.app._poll(EventMonitorPoll())
+    sent = len(mon.dp.sent)
+    mon.app._watch(EventDropWatch())
+    assert len(mon.dp.sent) == sent
+
+
+def test_an_early_look_publishes_the_counts_before_its_events(mon):
+    """The TE loop judges an elephant named in an early window on its count: the count must be in the
+    view when the event goes out (it found none and skipped the offload gain)."""
+    from monitor.core import TickResult
+    from monitor.events import UNCONSTRAINED_IMBALANCE, Event
+    from tests.unit.monitor.test_flowstats import H3, UDP, frame, installed, learn_cookie
+
+    _fresh_flowstats(mon)
+    counting = mon.app.counting
+    counting.enable("A", {H3: 3})
+    counting.learned("A", learn_cookie(counting, "A", H3), frame(UDP))
+    counting.stats("A", [(installed(counting, "A", UDP), 150_000, 0.3)], now=mon.timers.t)
+    mon.app.core.early = lambda now: TickResult(events=[Event(now, "A-B", UNCONSTRAINED_IMBALANCE, (UDP,))])
+    seen: list = []
+    mon.app._publish = lambda ev: seen.append((ev.kind, dict(mon.app.view.fine_flows)))
+    MonitorApp._early(mon.app)
+    ((kind, counts),) = seen
+    assert kind == UNCONSTRAINED_IMBALANCE and counts[UDP].bytes == 150_000
+
+
+def _named_in_the_first_window(mon, follow: bool) -> list:  # noqa: ANN001
+    """The first early window's reply names the elephant; returns the FLOW_STATS sent after it."""
+    from monitor.core import TickResult
+    from monitor.events import UNCONSTRAINED_IMBALANCE, Event
+    from tests.unit.monitor.test_flowstats import H3, UDP, frame, learn_cookie
+
+    _fresh_flowstats(mon)
+    mon.app.early_follow = follow
+    counting = mon.app.counting
+    counting.enable("A", {H3: 3})
+    counting.learned("A", learn_cookie(counting, "A", H3), frame(UDP))
+
+    def early(now):  # noqa: ANN001, ANN202
+        if not mon.app.core.fresh:
+            return TickResult()
+        mon.app.core.fresh = False
+        return TickResult(events=[Event(now, "A-B", UNCONSTRAINED_IMBALANCE, (UDP,))])
+
+    mon.app.core.early = early
+    mon.app._early = MonitorApp._early.__get__(mon.app)
+    mon.app._publish = lambda ev: None
+    _poll_all(mon)
+    mon.drain()
+    req = mon.dp.sent[-1]
+    _flow_reply(mon, req.xid)  # named here
+    sent = len(mon.dp.sent)
+    for _ in range(3):
+        mon.drain()
+        if len(mon.dp.sent) > sent and mon.app._early_xids:
+            _flow_reply(mon, mon.dp.sent[-1].xid)
+    return [m for m in mon.dp.sent[sent:] if type(m).__name__ == "OFPFlowStatsRequest"]
+
+
+def test_after_naming_the_early_windows_keep_reading_the_elephants_count_for_fine_early_span(mon):
+    """The TE loop's gain judges a named elephant again on each newer count: with fine_early_follow its
+    count keeps coming every fine_early_step (its rule alone, by cookie), across polls, until
+    fine_early_span (1.5 s here) after the naming."""
+    from monitor import flowstats
+    from tests.unit.monitor.test_flowstats import UDP, installed
+
+    follows = _named_in_the_first_window(mon, follow=True)
+    assert len(follows) >= 3
+    rule = installed(mon.app.counting, "A", UDP)
+    assert {(m.cookie, m.cookie_mask) for m in follows} == {(rule, flowstats.EXACT_MASK)}
+    assert mon.app._follow == {"A": {UDP}}
+    _poll_all(mon)
+    assert mon.app._follow == {"A": {UDP}}  # a poll within the span: still followed
+    sent = len(mon.dp.sent)
+    mon.drain()
+    assert (mon.dp.sent[-1].cookie, mon.dp.sent[-1].cookie_mask) == (rule, flowstats.EXACT_MASK) and len(mon.dp.sent) > sent
+    mon.timers.t += 2.0
+    _poll_all(mon)
+    assert mon.app._follow == {}  # past the span: the poll's counts take over
+
+
+def test_without_fine_early_follow_naming_ends_the_early_windows(mon):
+    assert _named_in_the_first_window(mon, follow=False) == []

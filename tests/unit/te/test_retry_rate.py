@@ -85,3 +85,13 @@ def test_a_steady_flow_that_has_sent_enough_is_moved_on_its_next_count(monkeypat
     decisions, a = judge_again(monkeypatch, net, counted_s=66.0, sent=50_000_000, mbps=6.0)
     (off,) = [d for d in decisions if d["decision"] == "offload"]
     assert off["gain"][str(ELEPHANT)]["pays"] and ELEPHANT not in a.waiting
+
+
+def test_a_count_without_news_does_not_end_the_wait(monkeypatch, net):  # noqa: F811
+    """Only a newer count can tell that an elephant ended: one the loop judged already (same time) is no
+    evidence, whatever rate it carries."""
+    _, a = judge_again(monkeypatch, net, counted_s=2.35)
+    seen = a.waiting[ELEPHANT][2]
+    a.view.fine_flows[ELEPHANT] = FlowCount(BURST_BYTES, 0.0, seen, 2.35)
+    with_traffic(net, a._retry_waiting)
+    assert ELEPHANT in a.waiting
