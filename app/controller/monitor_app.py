@@ -458,14 +458,7 @@ class MonitorApp(app_manager.OSKenApp):
                 per_port[(name, q.port_no)] = per_port.get((name, q.port_no), 0) + q.tx_errors
         self._received(msg, "coarse", "")
         res = self.core.watch_drops(time.monotonic(), per_port)
-        for action in res.actions:
-            self._execute(action)
-        for ev in res.events:
-            self._publish(ev)
-        if self.writer is not None and self.mastership.acting():
-            wall = time.time()
-            for ev in res.events:
-                self._store_event(dataclasses.replace(ev, t=wall))
+        self._apply(res.actions, res.events)
         if res.events and self.first_window > 0 and self.core.fresh:
             self.services.later(self._window_delay(), EventEarlyWindow(self._polls))
 
@@ -625,13 +618,18 @@ class MonitorApp(app_manager.OSKenApp):
             self.view.set_fine_flows(self.counting.flow_counts(now))
         res = self.core.early(now)
         self._follow_named(res.events)
-        for action in res.actions:
+        self._apply(res.actions, res.events)
+
+    def _apply(self, actions: list[FineAction], events: list[Event]) -> None:
+        """Carry out what a look of the core decided: its fine actions, its events published and (the
+        leader only) stored with epoch time (the core's clock is monotonic)."""
+        for action in actions:
             self._execute(action)
-        for ev in res.events:
+        for ev in events:
             self._publish(ev)
         if self.writer is not None and self.mastership.acting():
             wall = time.time()
-            for ev in res.events:
+            for ev in events:
                 self._store_event(dataclasses.replace(ev, t=wall))
 
     def _store_event(self, ev: Event) -> None:
