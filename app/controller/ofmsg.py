@@ -127,11 +127,22 @@ def failover_group(group_id: int, ports: Sequence[int], command: str) -> Any:
                                 buckets=buckets)
 
 
+METER_BURST_S = 0.1  # a reservation's meter lets this much of its rate through at once (at least 4 frames)
+
+
+def meter_burst_kbit(kbps: int) -> int:
+    """The drop band's burst: ``METER_BURST_S`` of the rate, at least four 1,500-byte frames. Without
+    OFPMF_BURST the switch picks its own (userspace OVS: a whole second of the rate), and a sharer sending
+    far beyond its meter then pours a second's worth into the shared circuit at once."""
+    return max(int(kbps * METER_BURST_S), 48)
+
+
 def meter_mod(meter_id: int, kbps: int | None, command: str) -> Any:
     """OFPMC ``add`` / ``modify`` a drop meter of ``kbps`` kbit/s, or ``delete`` it."""
     cmd = {"add": ofp13.OFPMC_ADD, "modify": ofp13.OFPMC_MODIFY, "delete": ofp13.OFPMC_DELETE}[command]
-    bands = [] if kbps is None else [parser13.OFPMeterBandDrop(rate=int(kbps), burst_size=0)]
-    return parser13.OFPMeterMod(datapath=None, command=cmd, flags=ofp13.OFPMF_KBPS, meter_id=meter_id, bands=bands)
+    bands = [] if kbps is None else [parser13.OFPMeterBandDrop(rate=int(kbps), burst_size=meter_burst_kbit(int(kbps)))]
+    return parser13.OFPMeterMod(datapath=None, command=cmd, flags=ofp13.OFPMF_KBPS | ofp13.OFPMF_BURST,
+                                meter_id=meter_id, bands=bands)
 
 
 def packet_out(port: int, data: bytes) -> Any:

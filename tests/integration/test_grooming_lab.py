@@ -21,7 +21,7 @@ from mininet_labs.lab_web import get as _get
 from mininet_labs.lab_web import lab_web
 from mininet_labs.reservation_lifecycle import _state
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_lab]  # 1.5-2.5 min: over make test's 60 s per lab
+pytestmark = pytest.mark.integration  # 33 s on a quiet machine (1.5-2.5 min with both cores busy)
 VLANS = (101, 102, 103)
 RATE = 3.0
 
@@ -53,6 +53,8 @@ while True:
     if now >= end:
         break
     for f in flows:
+        if now - f[2] > 0.02:  # starved (a busy machine): skip what is overdue instead of bursting it
+            f[2] = now
         while f[2] <= now:
             sock.send(f[0])
             f[3] += 1
@@ -90,9 +92,11 @@ print(json.dumps(got))
 """
 
 
-def tagged_udp(session, work, offers: dict[int, float], seconds: float = 4.0) -> dict[int, float]:  # noqa: ANN001
-    """Tagged UDP h1 → h3 on each VLAN at the offered Mbit/s (frame bits), all at once: Mbit/s received
-    per VLAN over the sending time."""
+def tagged_udp(session, work, offers: dict[int, float],  # noqa: ANN001
+               seconds: float = 4.0) -> tuple[dict[int, float], dict[int, float]]:
+    """Tagged UDP h1 → h3 on each VLAN at the offered Mbit/s (frame bits), all at once: Mbit/s sent and
+    received per VLAN over the sending time (a starved sender skips frames rather than bursting them, so
+    on a busy machine it may send less than offered: compare what arrived with what was sent)."""
     (work / "gsend.py").write_text(SENDER)
     (work / "grecv.py").write_text(RECEIVER)
     h1, h3 = session.lab.node("h1"), session.lab.node("h3")
@@ -114,9 +118,9 @@ def tagged_udp(session, work, offers: dict[int, float], seconds: float = 4.0) ->
             recv.wait(timeout=10)
     got = {int(k): v for k, v in json.loads(out).items()}
     frame_bits = (14 + 4 + 20 + 8 + 1172) * 8
-    print(f"\n  offered {offers}: sent Mbit/s "
-          f"{ {v: round(int(n) * frame_bits / seconds / 1e6, 3) for v, n in zip(offers, sent.split(), strict=True)} }")
-    return {v: got.get(5200 + v, 0) * 8 / seconds / 1e6 for v in offers}
+    rates = {v: int(n) * frame_bits / seconds / 1e6 for v, n in zip(offers, sent.split(), strict=True)}
+    print(f"\n  offered {offers}: sent Mbit/s { {v: round(m, 3) for v, m in rates.items()} }")
+    return rates, {v: got.get(5200 + v, 0) * 8 / seconds / 1e6 for v in offers}
 
 
 def test_three_reservations_share_one_circuit_and_keep_their_rates(tmp_path) -> None:  # noqa: ANN001
@@ -157,15 +161,16 @@ def test_three_reservations_share_one_circuit_and_keep_their_rates(tmp_path) -> 
             assert [_state(url, headers, rid, None) for rid in ids] == ["ACTIVE"] * 3
             assert len({(x["ots"], x.get("in_port"), x.get("out_port")) for x in session.client.xcons()}) <= 4
             work = tmp_path / "work"
-            together = tagged_udp(session, work, {v: RATE for v in VLANS})
-            over = tagged_udp(session, work, {101: RATE, 102: RATE, 103: 8.0})
+            sent, together = tagged_udp(session, work, {v: RATE for v in VLANS})
+            sent_over, over = tagged_udp(session, work, {101: RATE, 102: RATE, 103: 8.0})
             print(f"\nMEASURED grooming lab: three at {RATE} Mbit/s at once received "
                   f"{ {v: round(m, 3) for v, m in together.items()} }; with VLAN 103 offering 8 Mbit/s: "
                   f"{ {v: round(m, 3) for v, m in over.items()} }")
-            assert all(m >= 0.95 * RATE for m in together.values()), together
-            # measured 93-97 % for the two others here (the issue's target is 95 %; the loss is in the
-            # network, the sender's rates were exact): asserted at 90 %, the figures are printed
-            assert over[101] >= 0.9 * RATE and over[102] >= 0.9 * RATE, over
+            # each gets what it sent (>= 95 %; 100 % on a quiet machine), and the one sending far beyond its
+            # meter is held to its rate while the other two still get what they sent: the meters' burst is
+            # 100 ms of the rate (with the switch's default, a second, they got 92-96 % of theirs)
+            assert all(together[v] >= 0.95 * min(sent[v], RATE) for v in VLANS), (sent, together)
+            assert all(over[v] >= 0.95 * min(sent_over[v], RATE) for v in (101, 102)), (sent_over, over)
             assert over[103] <= 1.15 * RATE, over  # 8 Mbit/s offered, held by its meter
             xcons_lit = session.client.xcons()
             for rid in ids[:2]:
@@ -173,7 +178,8 @@ def test_three_reservations_share_one_circuit_and_keep_their_rates(tmp_path) -> 
             wait_until(lambda: all(_state(url, headers, rid, ("CANCELLED",)) for rid in ids[:2]), 30, "cancelled")
             time.sleep(3.0)  # two polls: their releases ran
             assert len(session.client.xcons()) == len(xcons_lit)  # the last reservation still rides it
-            assert tagged_udp(session, work, {103: RATE}, 2.0)[103] >= 0.95 * RATE
+            sent_last, last = tagged_udp(session, work, {103: RATE}, 2.0)
+            assert last[103] >= 0.95 * min(sent_last[103], RATE), (sent_last, last)
             requests.post(f"{url}/reservations/{ids[2]}/cancel", headers=headers, timeout=30).raise_for_status()
             assert wait_until(lambda: not session.client.xcons(), 30, "the circuit released with the last one")
             assert session.controller_errors() == "", session.controller_errors()
