@@ -40,13 +40,15 @@ import pulp
 
 from pce.cspf import Constraints, RoutingView, nx_graph
 from pce.errors import InvalidInputError, SolverError, UnknownTopologyError
-from pce.ksp import yen
+from pce.ksp import IndexedView, yen_indexed
 
 METHODS = ("integer", "relax")
 #: Repair after rounding: rounds, and candidate circuits tried (one LP each) per round.
 REPAIR_ROUNDS = 5
 REPAIR_TRIALS = 16
 SOLVERS = ("highs", "cbc")
+#: A chain's ports must have headroom: a port held by a lit circuit or a booking has 0.
+CHAIN_MIN_WIDTH = 1e-6
 
 
 @dataclass(frozen=True)
@@ -174,12 +176,15 @@ def _chains_by_pair(graph: Any, per_pair: int, pairs: Iterable[tuple[str, str]] 
     todo = sorted({tuple(sorted(p)) for p in pairs}) if pairs is not None else [
         (a, b) for i, a in enumerate(switches) for b in switches[i + 1:]]
     out: dict[tuple[str, str], list[CandidateCircuit]] = {}
+    iv: IndexedView | None = None  # the view as integer adjacency, shared by every pair's search
     for a, b in todo:
         chains = out.setdefault((a, b), [])
         if a not in ups or b not in ups:
             continue
-        cons = Constraints(min_width=1e-6, banned_bases=blocked - {a, b}, banned_keys=packet_links)
-        for route in itertools.islice(yen(view, (a, ""), {b}, "shortest", cons), per_pair):
+        if iv is None:
+            iv = IndexedView(view, CHAIN_MIN_WIDTH, packet_links, blocked)
+        cons = Constraints(min_width=CHAIN_MIN_WIDTH, banned_bases=blocked - {a, b}, banned_keys=packet_links)
+        for route in itertools.islice(yen_indexed(iv, (a, ""), b, cons), per_pair):
             first, last = route.arcs[0], route.arcs[-1]
             a_port = int(view.edge_attrs[first.key].get("ports", {}).get(a, 0))
             b_port = int(view.edge_attrs[last.key].get("ports", {}).get(b, 0))

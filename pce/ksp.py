@@ -8,9 +8,13 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-from pce.cspf import Constraints, Route, RoutingView, Vertex, best_route, cost_tuple, fits
+from pce.cspf import Arc, Constraints, Route, RoutingView, Vertex, _bnb, best_route, cost_tuple, fits
+
+#: One arc of an :class:`IndexedView`: head, edge key, latency, head is a gated base, the view's arc.
+_IArc = tuple[int, str, float, bool, Arc]
 
 
 def yen(view: RoutingView, source: Vertex, targets: set[str], objective: str, cons: Constraints) -> Iterator[Route]:
@@ -56,6 +60,194 @@ def yen(view: RoutingView, source: Vertex, targets: set[str], objective: str, co
             return
         _, _, nxt = heapq.heappop(candidates)
         accepted.append(nxt)
+        yield nxt
+
+
+class _Everything:
+    """Contains every vertex (a search without a reach set)."""
+
+    def __contains__(self, _: object) -> bool:
+        return True
+
+
+_ALL: Any = _Everything()
+
+
+class IndexedView:
+    """A routing view as integer adjacency for many ``shortest`` searches with one width floor and one
+    set of banned edge keys (the candidate circuits' Yen of every switch pair, :func:`yen_indexed`).
+
+    Arcs no such search may take (too narrow, a banned key) are dropped once; arcs into a *gated* base
+    (packet switches and hosts, for chains) are kept, marked, and taken only into the bases a search
+    opens (its two ends). The kept arcs stay in the view's order, so a search pushes the same labels in
+    the same order as :func:`pce.cspf.best_route` and returns the same route.
+    """
+
+    def __init__(self, view: RoutingView, min_width: float, banned_keys: frozenset[str], gated: frozenset[str]
+                 ) -> None:
+        self.view = view
+        self.vertices: list[Vertex] = []
+        self.index: dict[Vertex, int] = {}
+        self.of_base: dict[str, list[int]] = {}
+
+        def vid(v: Vertex) -> int:
+            i = self.index.get(v)
+            if i is None:
+                i = self.index[v] = len(self.vertices)
+                self.vertices.append(v)
+                self.of_base.setdefault(v[0], []).append(i)
+            return i
+
+        tails = [(vid(tail), arcs) for tail, arcs in view.out.items()]
+        self.adj: list[list[_IArc]] = [[] for _ in self.vertices]
+        for t, arcs in tails:
+            for arc in arcs:
+                if not fits(arc.width, min_width) or arc.key in banned_keys:
+                    continue
+                h = vid(arc.head)
+                self.adj[t].append((h, arc.key, arc.latency, arc.head[0] in gated, arc))
+        self.adj += [[] for _ in range(len(self.vertices) - len(self.adj))]
+        self.gated = [v[0] in gated for v in self.vertices]
+        self.host = {i for i, v in enumerate(self.vertices) if view.kind.get(v[0]) == "host"}
+
+    def reaching(self, targets: set[int], open_: set[int]) -> dict[int, tuple[float, float]]:
+        """Least (latency, hops) from each vertex to ``targets`` over the arcs a search opening
+        ``open_`` may take, ignoring simplicity (reverse Dijkstra): the same values as
+        ``pce.cspf``'s lower bounds of the exact fallback; a vertex missing reaches no target."""
+        rev: list[list[tuple[int, float]]] = [[] for _ in self.vertices]
+        for t, arcs in enumerate(self.adj):
+            if t in self.host and t not in open_:
+                continue
+            for h, _, alat, gated, _ in arcs:
+                if not gated or h in open_:
+                    rev[h].append((t, alat))
+        dist: dict[int, tuple[float, float]] = {}
+        heap: list[tuple[tuple[float, float], Vertex, int]] = [((0.0, 0.0), self.vertices[v], v) for v in targets]
+        heapq.heapify(heap)
+        while heap:
+            cost, _, v = heapq.heappop(heap)
+            if v in dist:
+                continue
+            dist[v] = cost
+            if self.gated[v] and v not in open_:
+                continue
+            for t, alat in rev[v]:
+                if t not in dist:
+                    heapq.heappush(heap, ((cost[0] + alat, cost[1] + 1), self.vertices[t], t))
+        return dist
+
+    def ints(self, bases: Iterable[str]) -> set[int]:
+        """Every vertex of ``bases``."""
+        return {i for b in bases for i in self.of_base.get(b, ())}
+
+    def search(self, source: Vertex, targets: set[int], open_: set[int], banned: set[int], banned_keys: set[str],
+               lat0: float, hops0: int, reach: dict[int, Any] | None = None) -> Route | None:
+        """``pce.cspf``'s label-setting Dijkstra for ``shortest`` without a latency bound: least
+        (latency, hops) from ``source`` to a vertex in ``targets`` (maybe not simple: the caller checks).
+        Vertices not in ``reach`` (:meth:`reaching`, if given) are not entered: no label through them could end
+        at a target, and leaving them out keeps the others' order."""
+        s = self.index.get(source)
+        if s is None:
+            return None
+        adj = self.adj
+        labels: list[tuple[int, int, Arc | None]] = [(s, -1, None)]
+        heap: list[tuple[float, int, int]] = [(lat0, hops0, 0)]
+        settled: set[int] = set()
+        n = 0
+        pop, push = heapq.heappop, heapq.heappush
+        if reach is None:
+            reach = _ALL
+        while heap:
+            lat, hops, idx = pop(heap)
+            v = labels[idx][0]
+            if v in settled:
+                continue
+            settled.add(v)
+            if idx and v in targets:
+                verts: list[Vertex] = []
+                arcs: list[Arc] = []
+                while idx >= 0:
+                    u, idx, a = labels[idx]
+                    verts.append(self.vertices[u])
+                    if a is not None:
+                        arcs.append(a)
+                verts.reverse()
+                arcs.reverse()
+                return Route(tuple(verts), tuple(arcs))
+            h1 = hops + 1
+            for h, key, alat, gated, arc in adj[v]:
+                if h in settled or h not in reach or h in banned or key in banned_keys or (gated and h not in open_):
+                    continue
+                labels.append((h, idx, arc))
+                n += 1
+                push(heap, (lat + alat, h1, n))
+        return None
+
+
+def yen_indexed(iv: IndexedView, source: Vertex, target: str, cons: Constraints) -> Iterator[Route]:
+    """:func:`yen` with the ``shortest`` objective from switch ``source`` to switch ``target`` on an
+    :class:`IndexedView` built with ``cons``' width floor and banned keys, ``cons.banned_bases`` being
+    the view's gated bases but the two ends: the same routes in the same order (every step as
+    :func:`yen` takes it; a spur whose shortest walk is not simple falls back to
+    :func:`pce.cspf.best_route`'s exact search, as there)."""
+    if cons.banned_vertices or cons.max_latency is not None:
+        raise ValueError("yen_indexed: no banned vertices or latency bound (use yen)")
+    objective, view, targets = "shortest", iv.view, {target}
+    tgt = iv.ints(targets)
+    open_ = iv.ints((source[0], target))
+    reach: dict[int, Any] | None = None  # after the first search (most pairs of a WAN have no chain at all)
+    lb: dict[Vertex, tuple[float, float]] | None = None
+
+    def best(spur: Vertex, banned_bases: set[str], banned_verts: set[Vertex], banned_keys: set[str],
+             lat0: float, hops0: int) -> Route | None:
+        nonlocal lb, reach
+        banned = iv.ints(banned_bases) | {iv.index[v] for v in banned_verts if v in iv.index}
+        route = iv.search(spur, tgt, open_, banned, banned_keys, lat0, hops0, reach)
+        if route is None or route.is_simple():
+            return route
+        # best_route's exact fallback, with its lower bounds (computed by the reverse search above)
+        sub = cons.but(banned_keys=cons.banned_keys | frozenset(banned_keys),
+                       banned_bases=cons.banned_bases | frozenset(banned_bases),
+                       banned_vertices=frozenset(banned_verts))
+        if reach is None:
+            reach = iv.reaching(tgt, open_)
+        if lb is None:
+            lb = {iv.vertices[i]: c for i, c in reach.items()}
+        return _bnb(view, spur, targets, objective, sub, lat0, hops0, lb)
+
+    first = best(source, set(), set(), set(), 0.0, 0)
+    if first is None:
+        return
+    if reach is None:
+        reach = iv.reaching(tgt, open_)
+    accepted: list[tuple[Route, tuple[str, ...]]] = [(first, first.keys)]
+    seen = {(first.vertices, first.keys)}
+    yield first
+    candidates: list[tuple[tuple[float, float], int, Route]] = []
+    tie = itertools.count()
+    while True:
+        prev, prev_keys = accepted[-1]
+        for i in range(len(prev.arcs)):
+            root_v, root_k = prev.vertices[: i + 1], prev_keys[:i]
+            spur = root_v[-1]
+            banned_keys = {p.arcs[i].key for p, keys in accepted
+                           if len(p.arcs) > i and p.vertices[: i + 1] == root_v and keys[:i] == root_k}
+            root_bases = {v[0] for v in root_v[:-1]}
+            other = {(spur[0], "out" if spur[1] == "in" else "in")} if spur[1] else set()
+            root = Route(root_v, prev.arcs[:i])
+            tail = best(spur, root_bases, other, banned_keys, root.latency, root.hops)
+            if tail is None:
+                continue
+            total = root + tail
+            ident = (total.vertices, total.keys)
+            if ident in seen or not total.is_simple():
+                continue
+            seen.add(ident)
+            heapq.heappush(candidates, (total.cost(objective), next(tie), total))
+        if not candidates:
+            return
+        _, _, nxt = heapq.heappop(candidates)
+        accepted.append((nxt, nxt.keys))
         yield nxt
 
 
