@@ -32,6 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -148,10 +149,77 @@ def candidate_circuits(graph: Any, per_pair: int = 8, pairs: Iterable[tuple[str,
     Chains cross only optical ports (no packet switch in the middle) and only free ports of one
     granularity; ``pairs`` restricts the switch pairs considered (default: all).
     """
+    return _numbered(_chains_by_pair(graph, per_pair, pairs).values())
+
+
+#: Edge kinds a candidate circuit's XCON chain is made of (and so all its search looks at).
+CHAIN_EDGE_KINDS = ("adaptation", "optical", "xcon")
+
+
+def optical_key(graph: Any) -> tuple[Any, ...]:
+    """What every switch pair's XCON chains depend on, as a hashable value: the optical ports, the
+    adaptation, fibre and XCON edges (with their attributes: capacity, latency, active, ports) and
+    which nodes are switches or hosts. The packet layer (its links, their loads) is not in it: a
+    chain never crosses a packet link or another switch, so its chains stay valid when only that
+    layer changes."""
+    g = nx_graph(graph)
+    nodes = tuple((n, d.get("kind"), tuple(sorted((a, repr(v)) for a, v in d.items())) if d.get("kind") == "oport"
+                   else ()) for n, d in g.nodes(data=True))
+    edges = tuple((u, v, k, tuple(sorted((a, repr(x)) for a, x in d.items())))
+                  for u, v, k, d in g.edges(keys=True, data=True) if d.get("kind") in CHAIN_EDGE_KINDS)
+    return nodes, edges
+
+
+def _numbered(chains_by_pair: Iterable[list[CandidateCircuit]]) -> list[CandidateCircuit]:
+    """Chains of the pairs in order, numbered ``c0``, ``c1``, … across them (the ids' ``c<n>`` prefix)."""
     out: list[CandidateCircuit] = []
-    for chains in _chains_by_pair(graph, per_pair, pairs).values():
+    for chains in chains_by_pair:
         out += [replace(c, id=f"c{len(out) + i}{c.id}") for i, c in enumerate(chains)]
     return out
+
+
+class ChainCache:
+    """:func:`candidate_circuits` that keeps each switch pair's chains while the optical layer
+    (:func:`optical_key`) is unchanged: a placement whose flows gained a switch pair searches that
+    pair only, and a change of the packet layer alone searches nothing. The result is the same list
+    as :func:`candidate_circuits` (a pair's chains do not depend on the other pairs; the numbering
+    is redone per call). ``size`` optical layers are kept (least recently used dropped)."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self._chains: OrderedDict[tuple[Any, ...], dict[tuple[tuple[str, str], int], list[CandidateCircuit]]] = \
+            OrderedDict()
+        self._lists: OrderedDict[tuple[Any, ...], list[CandidateCircuit]] = OrderedDict()
+        self.searched_pairs = 0  # pairs searched since made (tests and benchmarks read it)
+
+    def clear(self) -> None:
+        self._chains.clear()
+        self._lists.clear()
+
+    def circuits(self, graph: Any, per_pair: int, pairs: Iterable[tuple[str, str]]) -> list[CandidateCircuit]:
+        """``candidate_circuits(graph, per_pair, pairs)``, searching only the pairs not yet known."""
+        key = optical_key(graph)
+        todo = sorted({tuple(sorted(p)) for p in pairs})
+        whole = (key, per_pair, tuple(todo))
+        got = self._lists.get(whole)
+        if got is not None:
+            self._lists.move_to_end(whole)
+            return list(got)
+        known = self._chains.get(key)
+        if known is None:
+            known = self._chains[key] = {}
+            while len(self._chains) > self.size:
+                self._chains.popitem(last=False)
+        else:
+            self._chains.move_to_end(key)
+        missing = [p for p in todo if (p, per_pair) not in known]
+        if missing:
+            self.searched_pairs += len(missing)
+            known.update({(p, per_pair): c for p, c in _chains_by_pair(graph, per_pair, missing).items()})
+        out = self._lists[whole] = _numbered(known[p, per_pair] for p in todo)
+        while len(self._lists) > self.size:
+            self._lists.popitem(last=False)
+        return list(out)
 
 
 def candidate_circuits_by_pair(graph: Any, pairs: Iterable[tuple[str, str]], per_pair: int = 8

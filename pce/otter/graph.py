@@ -60,7 +60,13 @@ from typing import Any
 
 import numpy as np
 
-from pce.circuits import CandidateCircuit, Demand, candidate_circuits, plan_circuits, round_circuits
+from pce.circuits import (
+    CandidateCircuit,
+    ChainCache,
+    Demand,
+    plan_circuits,
+    round_circuits,
+)
 from pce.errors import InvalidInputError
 from pce.otter.aggregate import Candidates
 from pce.otter.colgen import INITIAL_K, ColgenResult, ColumnGeneration, Group, Resources, level_aggregates
@@ -390,9 +396,10 @@ class PathFinder:
 
 #: PathFinders of recent graphs: a PER re-solve on an unchanged graph reuses every candidate path.
 _FINDERS: OrderedDict[tuple[Any, ...], PathFinder] = OrderedDict()
-#: Candidate circuits of recent graphs (``pce.circuits.candidate_circuits`` is a Yen per switch pair).
-_CIRCUITS: OrderedDict[tuple[Any, ...], list[CandidateCircuit]] = OrderedDict()
 CACHE_SIZE = 4
+#: Candidate circuits of recent optical layers, per switch pair (``pce.circuits.candidate_circuits``
+#: is a Yen per switch pair).
+_CIRCUITS = ChainCache(CACHE_SIZE)
 
 
 def _remember(cache: OrderedDict, key: tuple[Any, ...], make: Any) -> Any:
@@ -412,19 +419,10 @@ def path_finder(switches: Sequence[str], existing: Sequence[Hop], circuits: Sequ
     return _remember(_FINDERS, key, lambda: PathFinder(switches, existing, circuits, k))
 
 
-def graph_key(graph: Any) -> tuple[Any, ...]:
-    """Every node and edge with its attributes, as a hashable value (the caches' key)."""
-    g = getattr(graph, "g", graph)
-    nodes = tuple((n, tuple(sorted((a, repr(v)) for a, v in d.items()))) for n, d in g.nodes(data=True))
-    edges = tuple((u, v, tuple(sorted((a, repr(x)) for a, x in d.items()))) for u, v, d in g.edges(data=True))
-    return nodes, edges
-
-
 def cached_candidate_circuits(graph: Any, per_pair: int, pairs: Iterable[tuple[str, str]]) -> list[CandidateCircuit]:
-    """``candidate_circuits`` of the graph, reused while the graph and the pairs are unchanged."""
-    pairs = frozenset(pairs)
-    key = (graph_key(graph), per_pair, pairs)
-    return list(_remember(_CIRCUITS, key, lambda: candidate_circuits(graph, per_pair=per_pair, pairs=pairs)))
+    """``candidate_circuits`` of the graph: each switch pair's chains reused while the optical layer is
+    unchanged (``pce.circuits.ChainCache``), so new pairs or a changed packet layer search only what is new."""
+    return _CIRCUITS.circuits(graph, per_pair, pairs)
 
 
 def clear_caches() -> None:
