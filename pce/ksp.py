@@ -109,18 +109,27 @@ class IndexedView:
         self.adj += [[] for _ in range(len(self.vertices) - len(self.adj))]
         self.gated = [v[0] in gated for v in self.vertices]
         self.host = {i for i, v in enumerate(self.vertices) if view.kind.get(v[0]) == "host"}
+        self._rev: list[list[tuple[int, float]]] | None = None
+
+    def _reverse(self) -> list[list[tuple[int, float]]]:
+        """Per vertex the arcs into it as (tail, latency), hosts' arcs left out (built once)."""
+        if self._rev is None:
+            rev: list[list[tuple[int, float]]] = [[] for _ in self.vertices]
+            for t, arcs in enumerate(self.adj):
+                if t not in self.host:
+                    for h, _, alat, _, _ in arcs:
+                        rev[h].append((t, alat))
+            self._rev = rev
+        return self._rev
 
     def reaching(self, targets: set[int], open_: set[int]) -> dict[int, tuple[float, float]]:
         """Least (latency, hops) from each vertex to ``targets`` over the arcs a search opening
         ``open_`` may take, ignoring simplicity (reverse Dijkstra): the same values as
-        ``pce.cspf``'s lower bounds of the exact fallback; a vertex missing reaches no target."""
-        rev: list[list[tuple[int, float]]] = [[] for _ in self.vertices]
-        for t, arcs in enumerate(self.adj):
-            if t in self.host and t not in open_:
-                continue
-            for h, _, alat, gated, _ in arcs:
-                if not gated or h in open_:
-                    rev[h].append((t, alat))
+        ``pce.cspf``'s lower bounds of the exact fallback; a vertex missing reaches no target.
+        The ends (``open_``) are switches: a host is never a tail. An arc into a gated vertex that is
+        not open is never followed back, as :func:`pce.cspf._lower_bounds` leaves it out: such a vertex
+        gets its distance but is not expanded."""
+        rev = self._reverse()
         dist: dict[int, tuple[float, float]] = {}
         heap: list[tuple[tuple[float, float], Vertex, int]] = [((0.0, 0.0), self.vertices[v], v) for v in targets]
         heapq.heapify(heap)
@@ -192,6 +201,8 @@ def yen_indexed(iv: IndexedView, source: Vertex, target: str, cons: Constraints)
     :func:`pce.cspf.best_route`'s exact search, as there)."""
     if cons.banned_vertices or cons.max_latency is not None:
         raise ValueError("yen_indexed: no banned vertices or latency bound (use yen)")
+    if iv.view.kind.get(source[0]) == "host" or iv.view.kind.get(target) == "host":
+        raise ValueError("yen_indexed: between switches only (use yen)")
     objective, view, targets = "shortest", iv.view, {target}
     tgt = iv.ints(targets)
     open_ = iv.ints((source[0], target))
