@@ -206,7 +206,7 @@ def yen_indexed(iv: IndexedView, source: Vertex, target: str, cons: Constraints)
     objective, view, targets = "shortest", iv.view, {target}
     tgt = iv.ints(targets)
     open_ = iv.ints((source[0], target))
-    reach: dict[int, Any] | None = None  # after the first search (most pairs of a WAN have no chain at all)
+    reach: dict[int, Any] | None = None  # for the third route on, or the exact fallback
     lb: dict[Vertex, tuple[float, float]] | None = None
 
     def best(spur: Vertex, banned_bases: set[str], banned_verts: set[Vertex], banned_keys: set[str],
@@ -229,14 +229,14 @@ def yen_indexed(iv: IndexedView, source: Vertex, target: str, cons: Constraints)
     first = best(source, set(), set(), set(), 0.0, 0)
     if first is None:
         return
-    if reach is None:
-        reach = iv.reaching(tgt, open_)
     accepted: list[tuple[Route, tuple[str, ...]]] = [(first, first.keys)]
     seen = {(first.vertices, first.keys)}
     yield first
     candidates: list[tuple[tuple[float, float], int, Route]] = []
     tie = itertools.count()
     while True:
+        if reach is None and len(accepted) > 1:  # pruning pays from the third route on (one reverse search)
+            reach = iv.reaching(tgt, open_)
         prev, prev_keys = accepted[-1]
         for i in range(len(prev.arcs)):
             root_v, root_k = prev.vertices[: i + 1], prev_keys[:i]
