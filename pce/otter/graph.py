@@ -127,8 +127,9 @@ class CandidatePath:
         """Hop ids in order (cached: column generation looks it up per aggregate and column)."""
         return tuple(h.id for h in self.hops)
 
-    @property
+    @cached_property
     def circuits(self) -> tuple[CandidateCircuit, ...]:
+        """The unlit circuits it crosses (cached: pricing and the columns ask per aggregate)."""
         return tuple(h.circuit for h in self.hops if h.circuit is not None)
 
     @property
@@ -137,6 +138,10 @@ class CandidatePath:
 
     def metrics(self) -> tuple[float, float, float, float]:
         """(RTT ms, jitter ms, loss %, throughput Mbit/s) as in the module docstring."""
+        return self._metrics
+
+    @cached_property
+    def _metrics(self) -> tuple[float, float, float, float]:
         keep = 1.0
         for h in self.hops:
             keep *= 1.0 - min(h.loss_pct, 100.0) / 100.0
