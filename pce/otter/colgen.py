@@ -34,6 +34,7 @@ exact level is the OTTER LP and only its generation certifies.
 """
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 import math
@@ -338,6 +339,15 @@ class Pricer:
         self.hop_rows = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(hops), len(res.cap)))
         self.off = [False] * len(hops)  # circuits switched off by the lighting
 
+    def fresh(self) -> Pricer:
+        """A pricer over the same hops (the arrays built in ``__init__`` shared, read only), with no
+        circuit switched off and no duals yet: a refined state's, without building it again."""
+        new = copy.copy(self)
+        new.off = [False] * len(self.w)
+        new.__dict__.pop("cost", None)
+        new.__dict__.pop("lower", None)
+        return new
+
     def set_duals(self, y: np.ndarray) -> None:
         """Hop dual costs and the all-pairs cheapest dual cost (a lower bound on any rest of a path)."""
         self.cost = (self.hop_rows @ y).tolist()
@@ -454,17 +464,20 @@ class ColumnGeneration:
                  agg: np.ndarray, groups: Sequence[Group], group_of_flow: np.ndarray,
                  initial: Mapping[tuple[str, str], Sequence[CandidatePath]],
                  build_path: Callable[[str, Sequence[int]], CandidatePath],
-                 price: float, tolerance: float = TOLERANCE, max_rounds: int = MAX_ROUNDS) -> None:
+                 price: float, tolerance: float = TOLERANCE, max_rounds: int = MAX_ROUNDS,
+                 base: ColumnGeneration | None = None) -> None:
         """``agg``: aggregate of each flow (the aggregates of ``make_problem``; members share a
         group); ``initial``: starting paths per ordered switch pair; ``build_path(src, hop
-        indices)`` makes a CandidatePath of ``hops`` (``hop_capacity``: hop id → capacity left)."""
+        indices)`` makes a CandidatePath of ``hops`` (``hop_capacity``: hop id → capacity left).
+        ``base``: a state over the same switches, hops and capacities, whose rows and pricer's
+        arrays are reused (:meth:`refined`)."""
         from pce.otter.graph_params import HOP_FLOOR_MS
 
         self.t0 = time.perf_counter()
         self.setup = (list(switches), list(hops), dict(hop_capacity), np.asarray(group_of_flow, np.int64))
         self.fs, self.agg, self.groups, self.price = fs, agg, list(groups), price
         self.tolerance, self.max_rounds, self.build_path = tolerance, max_rounds, build_path
-        self.res = Resources(hops, hop_capacity)
+        self.res = base.res if base is not None else Resources(hops, hop_capacity)
         n_agg = int(agg.max()) + 1 if len(agg) else 0
         self.agg_bw = np.bincount(agg, fs.bw, n_agg) if n_agg else np.zeros(0)
         order = np.argsort(agg, kind="stable")
@@ -486,7 +499,8 @@ class ColumnGeneration:
         self.sub_seconds = 0.0  # spent on coarser states this one was refined from
         self.sub_rounds = 0
         self.cmax = np.array([N_METRICS * len(m) / self.agg_bw[a] for a, m in enumerate(self.members)])
-        self.pricer = Pricer(switches, self.res, [max(h.latency, HOP_FLOOR_MS) for h in self.res.hops])
+        self.pricer = base.pricer.fresh() if base is not None else Pricer(
+            switches, self.res, [max(h.latency, HOP_FLOOR_MS) for h in self.res.hops])
         self.circuit_hop = {h.circuit.id: k for k, h in enumerate(self.res.hops) if h.circuit is not None}
         self.master = Master(self.agg_bw, self.res.cap)
         self.paths: dict[tuple[str, str], list[CandidatePath]] = {pair: list(ps) for pair, ps in initial.items()}
@@ -551,7 +565,7 @@ class ColumnGeneration:
         dests = np.array([self.pricer.node[self.groups[gi].dst] for gi in group_of_flow.tolist()], np.int64)
         agg = level_aggregates(self.fs, group_of_flow, dests, level)
         new = ColumnGeneration(switches, hops, capacity, self.fs, agg, self.groups, group_of_flow, start,
-                               self.build_path, self.price, self.tolerance, self.max_rounds)
+                               self.build_path, self.price, self.tolerance, self.max_rounds, base=self)
         new.keep = self.keep
         if self.off:
             new.restrict(set(self.circuit_hop) - self.off)
