@@ -3,7 +3,9 @@
 Plain code, time passed in as ``now`` (the TE app only wires it to the bus and the executor):
 
 - *unconstrained imbalance* on a circuit → for the named elephants between one pair of packet
-  switches: check damping and the offload gain (:mod:`app.te.gain`), let the joint circuit-lighting
+  switches (every host pair between them, either way, decided together; the pairs one after the
+  other, none taking a chain that shares a port with a circuit decided before it in the event):
+  check damping and the offload gain (:mod:`app.te.gain`, :mod:`app.te.young`), let the joint circuit-lighting
   model (``pce.circuits.plan_circuits``, with setup times and the port granularity) pick a temporary
   circuit — the congested packet links enter it with only their spare capacity — and return a
   *provision* plan: its XCONs → circuit up → the egress 5-tuple rules → the ingress 5-tuple rules
@@ -22,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.te.damping import Damper
-from app.te.gain import offload_gain
+from app.te.gain import GainEstimate, offload_gain
+from app.te.young import YoungElephants
 from app.update import planner
 from app.update.model import FlowRule, Port, XconSpec
 from app.update.plan import Plan
@@ -153,12 +156,15 @@ def residual_graph(graph: Any, loads_mbps: dict[str, float], avoid: Iterable[str
 
 class _Shared:
     """What every group of one imbalance event decides on: the residual graph (the congested circuit
-    offers nothing, the other links their spare capacity) and the candidate circuits of the groups'
-    switch pairs, searched once (each pair's ids as a search of that pair alone gives them)."""
+    offers nothing, the other links their spare capacity), the candidate circuits of the groups'
+    switch pairs, searched once (each pair's ids as a search of that pair alone gives them), and the
+    ports the circuits decided so far in the event claim (a later group's candidates that share one
+    are out: each group's plan runs on its own, and two plans lighting one port fail)."""
 
     def __init__(self, graph: Any, residual: Any, congested: str, pairs: list[tuple[str, str]]) -> None:
         self.graph, self.residual, self.congested, self.pairs = graph, residual, congested, pairs
         self._by_pair: dict[tuple[str, str], list[Any]] | None = None
+        self._claimed: dict[str, int] = {}  # port -> the offload (of this event) whose circuit holds it
 
     def candidates(self, a: str, b: str) -> list[Any]:
         from pce.circuits import candidate_circuits, candidate_circuits_by_pair
@@ -172,13 +178,34 @@ class _Shared:
         got = self._by_pair.get((min(a, b), max(a, b)))
         return got if got is not None else candidate_circuits(self.graph, pairs=[(a, b)])
 
+    def claim(self, c: Any, ident: int) -> None:
+        """Circuit ``c`` is decided for offload ``ident``: its optical ports (XCON ports and the OTS side
+        of its uplinks) and its packet ends are no one else's in this event."""
+        for port in _ports_of(c):
+            self._claimed[port] = ident
+
+    def unclaimed(self, cands: list[Any]) -> list[Any]:
+        """The candidates that share no port with a circuit claimed earlier in this event."""
+        return [c for c in cands if not _ports_of(c) & self._claimed.keys()]
+
+    def claimers(self, cands: list[Any]) -> str:
+        """The offloads whose circuits took ``cands``' ports, for a skip's reason."""
+        ids = sorted({self._claimed[p] for c in cands for p in _ports_of(c) if p in self._claimed})
+        return ", ".join(f"offload {i}" for i in ids)
+
+
+def _ports_of(c: Any) -> set[str]:
+    """A candidate circuit's optical ports and its packet ends (``switch:port``): two circuits that share
+    one cannot both be lit."""
+    return {*(f"oport {p}" for p in c.oports), f"packet {c.a}:{c.a_port}", f"packet {c.b}:{c.b_port}"}
+
 
 class OffloadDecider:
     """Turns monitor events into offload / release plans; remembers the offloads it made."""
 
     def __init__(self, damper: Damper | None = None, *, overhead_s: float = 0.1, min_gain_s: float = 1.0,
                  alpha: float = 2.0, solver: str = "highs", stable_ms: float = planner.DEFAULT_STABLE_MS,
-                 verify_timeout_s: float = 3.0, first_ident: int = 1) -> None:
+                 verify_timeout_s: float = 3.0, first_ident: int = 1, young_horizon_s: float = 0.0) -> None:
         self.damper = damper or Damper()
         self.overhead_s = overhead_s  # the controller's share of a switch-over (ordered update), on top of setup
         self.min_gain_s = min_gain_s
@@ -187,13 +214,21 @@ class OffloadDecider:
         self.stable_ms = stable_ms
         self.verify_timeout_s = verify_timeout_s
         self.offloads: dict[int, Offload] = {}
+        self.young = YoungElephants(young_horizon_s)  # [te] young_horizon_s: 0 = off (app/te/young.py)
         self._ids = itertools.count(first_ident)
 
     # ---- decisions ---------------------------------------------------------------------------------
     def on_event(self, ev: Event, graph: Any, now: float, *,
                  flow_bytes: Callable[[FiveTuple], float | None] = lambda _f: None,
-                 loads_mbps: dict[str, float] | None = None) -> list[Decision]:
+                 loads_mbps: dict[str, float] | None = None,
+                 flow_count: Callable[[FiveTuple], Any] = lambda _f: None) -> list[Decision]:
+        """``flow_count``: a flow's latest fine count (``.t``, ``.mbps``; None when not counted), the young
+        elephants' evidence (``[te] young_horizon_s``)."""
         if ev.kind == UNCONSTRAINED_IMBALANCE:
+            for f in ev.flows:
+                count = flow_count(f)
+                if count is not None:
+                    self.young.note(f, float(count.t), float(count.mbps))
             return self._imbalance(ev, graph, now, flow_bytes, loads_mbps or {})
         if ev.kind == ELEPHANT_GONE:
             return self._gone(ev)
@@ -203,7 +238,9 @@ class OffloadDecider:
                    loads: dict[str, float]) -> list[Decision]:
         rates = dict(zip(ev.flows, ev.detail.get("elephant_mbps") or [], strict=False))
         skips: list[Decision] = []
-        groups: dict[tuple[Port, Port], list[FiveTuple]] = {}
+        # one group per pair of packet switches (either direction): every host pair between them is decided
+        # jointly, for one circuit — two groups decided apart from the same graph both took it (issue 25)
+        groups: dict[tuple[str, str], dict[FiveTuple, tuple[Port, Port]]] = {}
         hosts = host_ports(graph)
         for f in ev.flows:
             if any(f in o.flows for o in self.offloads.values()):
@@ -214,41 +251,56 @@ class OffloadDecider:
                 skips.append(Decision(SKIP, why, (f,)))
                 continue
             try:
-                groups.setdefault((host_in(hosts, f.src), host_in(hosts, f.dst)), []).append(f)
+                src, dst = host_in(hosts, f.src), host_in(hosts, f.dst)
             except HostNotFound as exc:
                 skips.append(Decision(SKIP, str(exc), (f,), detail={"host_unknown": True}))  # judged again
+                continue
+            groups.setdefault((min(src[0], dst[0]), max(src[0], dst[0])), {})[f] = (src, dst)
         out = list(skips)
         if groups:
             # one residual graph and one candidate search for every group of the event (the same graph and
             # loads): at germany50 size each costs a graph copy or a routing view
             shared = _Shared(graph, residual_graph(graph, loads, [ev.circuit], packet_layer=True), ev.circuit,
-                             [(src[0], dst[0]) for src, dst in groups if src[0] != dst[0]])
-            for (src, dst), flows in groups.items():
-                out.append(self._offload(shared, src, dst, flows, rates, now, flow_bytes))
+                             [pair for pair in groups if pair[0] != pair[1]])
+            young = (float(ev.detail.get("threshold_mbps") or 0.0), float(ev.detail.get("drops") or 0.0))
+            for flows in groups.values():
+                out.append(self._offload(shared, flows, rates, now, flow_bytes, young))
         return out
 
-    def _offload(self, shared: _Shared, src: Port, dst: Port, flows: list[FiveTuple], rates: dict[FiveTuple, float],
-                 now: float, flow_bytes: Callable[[FiveTuple], float | None]) -> Decision:
+    def _offload(self, shared: _Shared, ends: dict[FiveTuple, tuple[Port, Port]], rates: dict[FiveTuple, float],
+                 now: float, flow_bytes: Callable[[FiveTuple], float | None],
+                 young: tuple[float, float] = (0.0, 0.0)) -> Decision:
+        """One switch pair's elephants (``ends``: each flow's source and destination host ports) onto one new
+        circuit, chosen among the candidates no earlier offload of the same event claimed. ``young``: the
+        event's elephant threshold and drops (a young elephant's evidence)."""
         from pce.circuits import Demand, plan_circuits
         from pce.errors import PceError
 
+        flows = list(ends)
+        src, dst = ends[flows[0]]
         if src[0] == dst[0]:
             return Decision(SKIP, f"both ends on {src[0]}: no circuit can help", tuple(flows))
         want = sum(rates.get(f, 0.0) for f in flows)
         congested = shared.congested
         try:
-            cands = shared.candidates(src[0], dst[0])
-            # the elephants leave the congested circuit: it offers them nothing, the rest its spare capacity;
-            # no candidate circuit: the model could only route on what is lit (its answer, without solving it)
+            found = shared.candidates(src[0], dst[0])
+            if not found:
+                return Decision(SKIP, f"no free XCON chain between {src[0]} and {dst[0]}", tuple(flows))
+            cands = shared.unclaimed(found)
+            if not cands:
+                return Decision(SKIP, f"no free XCON chain between {src[0]} and {dst[0]}: each of its "
+                                      f"{len(found)} shares a port or an uplink with a circuit decided for "
+                                      f"{shared.claimers(found)} in this event", tuple(flows))
+            # the elephants leave the congested circuit: it offers them nothing, the rest its spare capacity
             plan = plan_circuits(shared.residual, [Demand("offload", src[0], dst[0], max(want, 1e-3))],
-                                 circuits=cands, solver=self.solver) if cands else None
+                                 circuits=cands, solver=self.solver)
         except PceError as exc:
             return Decision(SKIP, f"no circuit: {exc}", tuple(flows))
-        if plan is None or not plan.lit:
+        if not plan.lit:
             return Decision(SKIP, f"the joint model routes {want:.2f} Mbit/s without a new circuit", tuple(flows))
         c = plan.lit[0]
         keep: list[FiveTuple] = []
-        gains: dict[str, dict[str, float | bool | str]] = {}
+        gains: dict[str, dict[str, Any]] = {}
         for f in flows:
             current = max(rates.get(f, 0.0), 1e-3)
             sent = flow_bytes(f)
@@ -259,34 +311,58 @@ class OffloadDecider:
             g = offload_gain(sent, current, c.capacity / len(flows), c.setup_time + self.overhead_s,
                              alpha=self.alpha, min_gain_s=self.min_gain_s)
             gains[str(f)] = g.as_dict()
-            if g.pays:
+            if not g.pays and (y := self._young_gain(f, current, c.capacity / len(flows),
+                                                      c.setup_time + self.overhead_s, *young)):
+                gains[str(f)] = y
+            if gains[str(f)]["pays"]:
                 keep.append(f)
+                self.young.forget(f)
         if not keep:
             return Decision(SKIP, "offload gain below the switch-over cost for every flow", tuple(flows),
                             detail={"gain": gains})
         ident = next(self._ids)
-        off = self._build(ident, keep, src, dst, c, now)
+        off = self._build(ident, keep, src, dst, c, now, ends=ends)
+        shared.claim(c, ident)
         plan_out = planner.provision(off.xcons, list(off.ends), [off.ends], list(off.egress), list(off.ingress),
                                      verify_rules=[off.ingress[0], off.egress[0]], stable_ms=self.stable_ms,
                                      verify_timeout_s=self.verify_timeout_s, plan_id=f"offload{ident}")
-        why = (f"{len(keep)} elephant(s) {src[0]} -> {dst[0]} off {congested} onto circuit {c.id} "
-               f"({c.capacity:g} Mbit/s, setup {c.setup_time:.3f} s)")
+        pairs = sorted({(ends[f][0][0], ends[f][1][0]) for f in keep})
+        why = (f"{len(keep)} elephant(s) {', '.join(f'{a} -> {b}' for a, b in pairs)} off {congested} onto circuit "
+               f"{c.id} ({c.capacity:g} Mbit/s, setup {c.setup_time:.3f} s)")
         return Decision(OFFLOAD, why, tuple(keep), plan_out, off, {"gain": gains, "circuit": c.id})
 
-    def _build(self, ident: int, flows: list[FiveTuple], src: Port, dst: Port, c: Any, now: float) -> Offload:
+    def _young_gain(self, f: FiveTuple, current: float, new: float, switch_s: float, threshold_mbps: float,
+                    drops: float) -> dict[str, Any] | None:
+        """The gain of ``f`` judged as a young elephant (its rate over ``young_horizon_s``), or None
+        without the evidence (:mod:`app.te.young`)."""
+        p = self.young.predict(f, threshold_mbps, drops)
+        if p is None:
+            return None
+        g: GainEstimate = offload_gain(0.0, current, new, switch_s, alpha=self.alpha, min_gain_s=self.min_gain_s,
+                                       remaining_bytes=p.remaining_bytes)
+        why = (f"young elephant ({len(p.samples)} counts at >= {p.mbps:.2f} Mbit/s, predicted to send "
+               f"{p.horizon_s:g} s more): {g.reason}")
+        return {**g.as_dict(), "reason": why, "young": True, **p.as_dict()}
+
+    def _build(self, ident: int, flows: list[FiveTuple], src: Port, dst: Port, c: Any, now: float, *,
+               ends: dict[FiveTuple, tuple[Port, Port]] | None = None) -> Offload:
+        """The offload's XCONs and 5-tuple rules; ``ends``: each flow's own host ports (default: ``src`` →
+        ``dst`` for all), so host pairs between the same switches, either way, share the circuit."""
         xcons = tuple(XconSpec(a.split(":")[0], int(a.split(":")[1]), int(b.split(":")[1])) for a, b in c.xcons)
         a_end, b_end = (c.a, c.a_port), (c.b, c.b_port)
         if a_end[0] != src[0]:
             a_end, b_end = b_end, a_end
+        circuit_end = {a_end[0]: a_end[1], b_end[0]: b_end[1]}
         band = rule_plan.STEER
         prio = band.priority()
         egress, ingress = [], []
-        for f in flows:  # forward rules first in each list (verification reads [0])
-            ingress.append(FlowRule(src[0], band.name, ident, prio, five_tuple_match(f, src[1]), a_end[1]))
-            egress.append(FlowRule(dst[0], band.name, ident, prio, five_tuple_match(f, b_end[1]), dst[1]))
-        for f in flows:  # the reverse direction (TCP acks), in at the destination host port
-            ingress.append(FlowRule(dst[0], band.name, ident, prio, five_tuple_match(f, dst[1], True), b_end[1]))
-            egress.append(FlowRule(src[0], band.name, ident, prio, five_tuple_match(f, a_end[1], True), src[1]))
+        where = [(f, *(ends or {}).get(f, (src, dst))) for f in flows]
+        for f, s, d in where:  # forward rules first in each list (verification reads [0])
+            ingress.append(FlowRule(s[0], band.name, ident, prio, five_tuple_match(f, s[1]), circuit_end[s[0]]))
+            egress.append(FlowRule(d[0], band.name, ident, prio, five_tuple_match(f, circuit_end[d[0]]), d[1]))
+        for f, s, d in where:  # the reverse direction (TCP acks), in at the destination host port
+            ingress.append(FlowRule(d[0], band.name, ident, prio, five_tuple_match(f, d[1], True), circuit_end[d[0]]))
+            egress.append(FlowRule(s[0], band.name, ident, prio, five_tuple_match(f, circuit_end[s[0]], True), s[1]))
         return Offload(ident, tuple(flows), c.id, xcons, (a_end, b_end), tuple(egress), tuple(ingress),
                        float(c.capacity), float(c.setup_time), now)
 
