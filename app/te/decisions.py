@@ -3,8 +3,8 @@
 Plain code, time passed in as ``now`` (the TE app only wires it to the bus and the executor):
 
 - *unconstrained imbalance* on a circuit → for the named elephants between one pair of packet
-  switches (every host pair between them, either way, decided together; the pairs one after the
-  other, none taking a chain that shares a port with a circuit decided before it in the event):
+  switches (every host pair from one to the other decided together; the pairs one after the other,
+  none taking a chain that shares a port with a circuit decided before it and not lit yet):
   check damping and the offload gain (:mod:`app.te.gain`, :mod:`app.te.young`), let the joint circuit-lighting
   model (``pce.circuits.plan_circuits``, with setup times and the port granularity) pick a temporary
   circuit — the congested packet links enter it with only their spare capacity — and return a
@@ -35,6 +35,9 @@ from topology.errors import TopologyError
 from topology.flow import FiveTuple
 
 OFFLOAD, RELEASE, SKIP = "offload", "release", "skip"
+#: seconds an offload decided but never reported done keeps its circuit's ports claimed (a plan takes a
+#: few: XCONs, circuit up, rules, verification within ``verify_timeout_s``)
+UNLIT_S = 30.0
 ETH_IPV4 = 0x0800
 L4 = {6: ("tcp_src", "tcp_dst"), 17: ("udp_src", "udp_dst")}
 
@@ -158,13 +161,17 @@ class _Shared:
     """What every group of one imbalance event decides on: the residual graph (the congested circuit
     offers nothing, the other links their spare capacity), the candidate circuits of the groups'
     switch pairs, searched once (each pair's ids as a search of that pair alone gives them), and the
-    ports the circuits decided so far in the event claim (a later group's candidates that share one
-    are out: each group's plan runs on its own, and two plans lighting one port fail)."""
+    ports the circuits decided so far in the event, or by an earlier event and not lit yet, claim (a
+    later group's candidates that share one are out: each group's plan runs on its own, and two plans
+    lighting one port fail)."""
 
-    def __init__(self, graph: Any, residual: Any, congested: str, pairs: list[tuple[str, str]]) -> None:
+    def __init__(self, graph: Any, residual: Any, congested: str, pairs: list[tuple[str, str]],
+                 unlit: Iterable[tuple[int, Any]] = ()) -> None:
         self.graph, self.residual, self.congested, self.pairs = graph, residual, congested, pairs
         self._by_pair: dict[tuple[str, str], list[Any]] | None = None
-        self._claimed: dict[str, int] = {}  # port -> the offload (of this event) whose circuit holds it
+        self._claimed: dict[str, int] = {}  # port -> the offload whose circuit, decided but not lit, holds it
+        for ident, c in unlit:  # decided by an earlier event, its plan still running: not in the graph yet
+            self.claim(c, ident)
 
     def candidates(self, a: str, b: str) -> list[Any]:
         from pce.circuits import candidate_circuits, candidate_circuits_by_pair
@@ -180,12 +187,12 @@ class _Shared:
 
     def claim(self, c: Any, ident: int) -> None:
         """Circuit ``c`` is decided for offload ``ident``: its optical ports (XCON ports and the OTS side
-        of its uplinks) and its packet ends are no one else's in this event."""
+        of its uplinks) and its packet ends are no one else's until it is lit (then the graph says so)."""
         for port in _ports_of(c):
             self._claimed[port] = ident
 
     def unclaimed(self, cands: list[Any]) -> list[Any]:
-        """The candidates that share no port with a circuit claimed earlier in this event."""
+        """The candidates that share no port with a claimed circuit."""
         return [c for c in cands if not _ports_of(c) & self._claimed.keys()]
 
     def claimers(self, cands: list[Any]) -> str:
@@ -214,6 +221,9 @@ class OffloadDecider:
         self.stable_ms = stable_ms
         self.verify_timeout_s = verify_timeout_s
         self.offloads: dict[int, Offload] = {}
+        # offload id -> (when decided, its circuit): decided, its plan not done yet; its ports are claimed for
+        # later decisions until then (the graph shows its XCONs only once they are applied)
+        self.unlit: dict[int, tuple[float, Any]] = {}
         self.young = YoungElephants(young_horizon_s)  # [te] young_horizon_s: 0 = off (app/te/young.py)
         self._ids = itertools.count(first_ident)
 
@@ -238,8 +248,9 @@ class OffloadDecider:
                    loads: dict[str, float]) -> list[Decision]:
         rates = dict(zip(ev.flows, ev.detail.get("elephant_mbps") or [], strict=False))
         skips: list[Decision] = []
-        # one group per pair of packet switches (either direction): every host pair between them is decided
-        # jointly, for one circuit — two groups decided apart from the same graph both took it (issue 25)
+        # one group per ordered pair of packet switches: every host pair from one to the other is decided
+        # jointly, for one circuit — two groups decided apart from the same graph both took it (issue 25);
+        # the other direction is a group of its own (the release counts an offload's elephants at one end)
         groups: dict[tuple[str, str], dict[FiveTuple, tuple[Port, Port]]] = {}
         hosts = host_ports(graph)
         for f in ev.flows:
@@ -255,13 +266,15 @@ class OffloadDecider:
             except HostNotFound as exc:
                 skips.append(Decision(SKIP, str(exc), (f,), detail={"host_unknown": True}))  # judged again
                 continue
-            groups.setdefault((min(src[0], dst[0]), max(src[0], dst[0])), {})[f] = (src, dst)
+            groups.setdefault((src[0], dst[0]), {})[f] = (src, dst)
         out = list(skips)
         if groups:
             # one residual graph and one candidate search for every group of the event (the same graph and
             # loads): at germany50 size each costs a graph copy or a routing view
+            self._expire(now)
             shared = _Shared(graph, residual_graph(graph, loads, [ev.circuit], packet_layer=True), ev.circuit,
-                             [pair for pair in groups if pair[0] != pair[1]])
+                             sorted({(min(p), max(p)) for p in groups if p[0] != p[1]}),
+                             [(ident, c) for ident, (_t, c) in self.unlit.items()])
             young = (float(ev.detail.get("threshold_mbps") or 0.0), float(ev.detail.get("drops") or 0.0))
             for flows in groups.values():
                 out.append(self._offload(shared, flows, rates, now, flow_bytes, young))
@@ -289,8 +302,9 @@ class OffloadDecider:
             cands = shared.unclaimed(found)
             if not cands:
                 return Decision(SKIP, f"no free XCON chain between {src[0]} and {dst[0]}: each of its "
-                                      f"{len(found)} shares a port or an uplink with a circuit decided for "
-                                      f"{shared.claimers(found)} in this event", tuple(flows))
+                                      f"{len(found)} shares a port or an uplink with the circuit of "
+                                      f"{shared.claimers(found)}, decided and not lit yet", tuple(flows),
+                                detail={"claimed": True})
             # the elephants leave the congested circuit: it offers them nothing, the rest its spare capacity
             plan = plan_circuits(shared.residual, [Demand("offload", src[0], dst[0], max(want, 1e-3))],
                                  circuits=cands, solver=self.solver)
@@ -323,6 +337,7 @@ class OffloadDecider:
         ident = next(self._ids)
         off = self._build(ident, keep, src, dst, c, now, ends=ends)
         shared.claim(c, ident)
+        self.unlit[ident] = (now, c)
         plan_out = planner.provision(off.xcons, list(off.ends), [off.ends], list(off.egress), list(off.ingress),
                                      verify_rules=[off.ingress[0], off.egress[0]], stable_ms=self.stable_ms,
                                      verify_timeout_s=self.verify_timeout_s, plan_id=f"offload{ident}")
@@ -406,8 +421,17 @@ class OffloadDecider:
         self._ids = itertools.count(max(nxt, highest + 1))
 
     # ---- what the executor did ------------------------------------------------------------------
+    def _expire(self, now: float) -> None:
+        """Forget claims of offloads decided more than ``UNLIT_S`` ago whose outcome never came (a plan
+        the app did not run)."""
+        for ident, (t, _c) in list(self.unlit.items()):
+            if now - t > UNLIT_S:
+                del self.unlit[ident]
+
     def done(self, d: Decision, ok: bool, now: float) -> None:
         """Record the outcome of an executed decision (damping counts only moves that happened)."""
+        if d.offload is not None:
+            self.unlit.pop(d.offload.ident, None)
         if d.offload is None or not ok:
             return
         if d.kind == OFFLOAD:
