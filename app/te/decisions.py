@@ -283,9 +283,9 @@ class OffloadDecider:
     def _offload(self, shared: _Shared, ends: dict[FiveTuple, tuple[Port, Port]], rates: dict[FiveTuple, float],
                  now: float, flow_bytes: Callable[[FiveTuple], float | None],
                  young: tuple[float, float] = (0.0, 0.0)) -> Decision:
-        """One switch pair's elephants (``ends``: each flow's source and destination host ports) onto one new
-        circuit, chosen among the candidates no earlier offload of the same event claimed. ``young``: the
-        event's elephant threshold and drops (a young elephant's evidence)."""
+        """One ordered switch pair's elephants (``ends``: each flow's source and destination host ports) onto
+        one new circuit, chosen among the candidates that share no port with a circuit decided and not lit
+        yet. ``young``: the event's elephant threshold and drops (a young elephant's evidence)."""
         from pce.circuits import Demand, plan_circuits
         from pce.errors import PceError
 
@@ -341,9 +341,8 @@ class OffloadDecider:
         plan_out = planner.provision(off.xcons, list(off.ends), [off.ends], list(off.egress), list(off.ingress),
                                      verify_rules=[off.ingress[0], off.egress[0]], stable_ms=self.stable_ms,
                                      verify_timeout_s=self.verify_timeout_s, plan_id=f"offload{ident}")
-        pairs = sorted({(ends[f][0][0], ends[f][1][0]) for f in keep})
-        why = (f"{len(keep)} elephant(s) {', '.join(f'{a} -> {b}' for a, b in pairs)} off {congested} onto circuit "
-               f"{c.id} ({c.capacity:g} Mbit/s, setup {c.setup_time:.3f} s)")
+        why = (f"{len(keep)} elephant(s) {src[0]} -> {dst[0]} off {congested} onto circuit {c.id} "
+               f"({c.capacity:g} Mbit/s, setup {c.setup_time:.3f} s)")
         return Decision(OFFLOAD, why, tuple(keep), plan_out, off, {"gain": gains, "circuit": c.id})
 
     def _young_gain(self, f: FiveTuple, current: float, new: float, switch_s: float, threshold_mbps: float,
@@ -362,7 +361,7 @@ class OffloadDecider:
     def _build(self, ident: int, flows: list[FiveTuple], src: Port, dst: Port, c: Any, now: float, *,
                ends: dict[FiveTuple, tuple[Port, Port]] | None = None) -> Offload:
         """The offload's XCONs and 5-tuple rules; ``ends``: each flow's own host ports (default: ``src`` →
-        ``dst`` for all), so host pairs between the same switches, either way, share the circuit."""
+        ``dst`` for all), so several host pairs between the same two switches share the circuit."""
         xcons = tuple(XconSpec(a.split(":")[0], int(a.split(":")[1]), int(b.split(":")[1])) for a, b in c.xcons)
         a_end, b_end = (c.a, c.a_port), (c.b, c.b_port)
         if a_end[0] != src[0]:
