@@ -33,6 +33,7 @@ from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
 from topology import rule_plan
 from topology.errors import TopologyError
 from topology.flow import FiveTuple
+from topology.graph import oport_id
 
 OFFLOAD, RELEASE, SKIP = "offload", "release", "skip"
 #: seconds an offload decided but never reported done keeps its circuit's ports claimed (a plan takes a
@@ -161,17 +162,17 @@ class _Shared:
     """What every group of one imbalance event decides on: the residual graph (the congested circuit
     offers nothing, the other links their spare capacity), the candidate circuits of the groups'
     switch pairs, searched once (each pair's ids as a search of that pair alone gives them), and the
-    ports the circuits decided so far in the event, or by an earlier event and not lit yet, claim (a
-    later group's candidates that share one are out: each group's plan runs on its own, and two plans
-    lighting one port fail)."""
+    ports the circuits of the decider's offloads claim — decided so far in the event, or earlier (a
+    plan still running, a circuit the graph does not show yet) —: a later group's candidates that share
+    one are out (each group's plan runs on its own, and two plans lighting one port fail)."""
 
     def __init__(self, graph: Any, residual: Any, congested: str, pairs: list[tuple[str, str]],
-                 unlit: Iterable[tuple[int, Any]] = ()) -> None:
+                 taken: Iterable[tuple[int, set[str]]] = ()) -> None:
         self.graph, self.residual, self.congested, self.pairs = graph, residual, congested, pairs
         self._by_pair: dict[tuple[str, str], list[Any]] | None = None
-        self._claimed: dict[str, int] = {}  # port -> the offload whose circuit, decided but not lit, holds it
-        for ident, c in unlit:  # decided by an earlier event, its plan still running: not in the graph yet
-            self.claim(c, ident)
+        self._claimed: dict[str, int] = {}  # port -> the offload whose circuit holds it
+        for ident, ports in taken:  # the decider's offloads: their plans may still run, or the graph lag
+            self._claimed.update(dict.fromkeys(ports, ident))
 
     def candidates(self, a: str, b: str) -> list[Any]:
         from pce.circuits import candidate_circuits, candidate_circuits_by_pair
@@ -185,11 +186,9 @@ class _Shared:
         got = self._by_pair.get((min(a, b), max(a, b)))
         return got if got is not None else candidate_circuits(self.graph, pairs=[(a, b)])
 
-    def claim(self, c: Any, ident: int) -> None:
-        """Circuit ``c`` is decided for offload ``ident``: its optical ports (XCON ports and the OTS side
-        of its uplinks) and its packet ends are no one else's until it is lit (then the graph says so)."""
-        for port in _ports_of(c):
-            self._claimed[port] = ident
+    def claim(self, off: Offload) -> None:
+        """Offload ``off`` is decided: its circuit's ports are no one else's in this event."""
+        self._claimed.update(dict.fromkeys(_offload_ports(off), off.ident))
 
     def unclaimed(self, cands: list[Any]) -> list[Any]:
         """The candidates that share no port with a claimed circuit."""
@@ -202,9 +201,15 @@ class _Shared:
 
 
 def _ports_of(c: Any) -> set[str]:
-    """A candidate circuit's optical ports and its packet ends (``switch:port``): two circuits that share
-    one cannot both be lit."""
+    """A candidate circuit's optical ports (its XCONs' ports, the OTS side of its uplinks among them) and
+    its packet ends: two circuits that share one cannot both be lit."""
     return {*(f"oport {p}" for p in c.oports), f"packet {c.a}:{c.a_port}", f"packet {c.b}:{c.b_port}"}
+
+
+def _offload_ports(off: Offload) -> set[str]:
+    """The ports of an offload's circuit, named as :func:`_ports_of` names a candidate's."""
+    return ({f"oport {oport_id(x.ots, p)}" for x in off.xcons for p in x.ports}
+            | {f"packet {sw}:{port}" for sw, port in off.ends})
 
 
 class OffloadDecider:
@@ -221,9 +226,10 @@ class OffloadDecider:
         self.stable_ms = stable_ms
         self.verify_timeout_s = verify_timeout_s
         self.offloads: dict[int, Offload] = {}
-        # offload id -> (when decided, its circuit): decided, its plan not done yet; its ports are claimed for
-        # later decisions until then (the graph shows its XCONs only once they are applied)
-        self.unlit: dict[int, tuple[float, Any]] = {}
+        # offload id -> (when decided, the offload): decided, its plan not done yet; its circuit's ports are
+        # claimed for later decisions until then, as those of the offloads in place (the graph shows an
+        # offload's XCONs only once they are applied and read back)
+        self.unlit: dict[int, tuple[float, Offload]] = {}
         self.young = YoungElephants(young_horizon_s)  # [te] young_horizon_s: 0 = off (app/te/young.py)
         self._ids = itertools.count(first_ident)
 
@@ -271,13 +277,18 @@ class OffloadDecider:
         if groups:
             # one residual graph and one candidate search for every group of the event (the same graph and
             # loads): at germany50 size each costs a graph copy or a routing view
-            self._expire(now)
             shared = _Shared(graph, residual_graph(graph, loads, [ev.circuit], packet_layer=True), ev.circuit,
-                             sorted({(min(p), max(p)) for p in groups if p[0] != p[1]}),
-                             [(ident, c) for ident, (_t, c) in self.unlit.items()])
+                             sorted({(min(p), max(p)) for p in groups if p[0] != p[1]}), self._taken(now))
             young = (float(ev.detail.get("threshold_mbps") or 0.0), float(ev.detail.get("drops") or 0.0))
             for flows in groups.values():
-                out.append(self._offload(shared, flows, rates, now, flow_bytes, young))
+                decided = self._offload(shared, flows, rates, now, flow_bytes, young)
+                out.append(decided)
+                if decided.kind == OFFLOAD and len(decided.flows) < len(flows):
+                    # the group's flows the gain turned down: a skip of their own, judged again like any
+                    rest = tuple(f for f in flows if f not in decided.flows)
+                    gains = decided.detail["gain"]
+                    out.append(Decision(SKIP, "offload gain below the switch-over cost", rest,
+                                        detail={"gain": {str(f): gains[str(f)] for f in rest}}))
         return out
 
     def _offload(self, shared: _Shared, ends: dict[FiveTuple, tuple[Port, Port]], rates: dict[FiveTuple, float],
@@ -303,7 +314,7 @@ class OffloadDecider:
             if not cands:
                 return Decision(SKIP, f"no free XCON chain between {src[0]} and {dst[0]}: each of its "
                                       f"{len(found)} shares a port or an uplink with the circuit of "
-                                      f"{shared.claimers(found)}, decided and not lit yet", tuple(flows),
+                                      f"{shared.claimers(found)}, not in the network's graph yet", tuple(flows),
                                 detail={"claimed": True})
             # the elephants leave the congested circuit: it offers them nothing, the rest its spare capacity
             plan = plan_circuits(shared.residual, [Demand("offload", src[0], dst[0], max(want, 1e-3))],
@@ -336,8 +347,8 @@ class OffloadDecider:
                             detail={"gain": gains})
         ident = next(self._ids)
         off = self._build(ident, keep, src, dst, c, now, ends=ends)
-        shared.claim(c, ident)
-        self.unlit[ident] = (now, c)
+        shared.claim(off)
+        self.unlit[ident] = (now, off)
         plan_out = planner.provision(off.xcons, list(off.ends), [off.ends], list(off.egress), list(off.ingress),
                                      verify_rules=[off.ingress[0], off.egress[0]], stable_ms=self.stable_ms,
                                      verify_timeout_s=self.verify_timeout_s, plan_id=f"offload{ident}")
@@ -420,12 +431,14 @@ class OffloadDecider:
         self._ids = itertools.count(max(nxt, highest + 1))
 
     # ---- what the executor did ------------------------------------------------------------------
-    def _expire(self, now: float) -> None:
-        """Forget claims of offloads decided more than ``UNLIT_S`` ago whose outcome never came (a plan
-        the app did not run)."""
-        for ident, (t, _c) in list(self.unlit.items()):
+    def _taken(self, now: float) -> list[tuple[int, set[str]]]:
+        """The ports of every offload's circuit: in place, or decided and its plan not done (for at most
+        ``UNLIT_S``: an outcome that never comes, a plan the app did not run, frees them)."""
+        for ident, (t, _off) in list(self.unlit.items()):
             if now - t > UNLIT_S:
                 del self.unlit[ident]
+        offs = [*self.offloads.values(), *(off for _t, off in self.unlit.values())]
+        return [(off.ident, _offload_ports(off)) for off in offs]
 
     def done(self, d: Decision, ok: bool, now: float) -> None:
         """Record the outcome of an executed decision (damping counts only moves that happened)."""

@@ -68,7 +68,7 @@ def test_the_other_direction_is_a_group_of_its_own_and_finds_the_uplinks_claimed
     skip = by_flow[E42]
     assert skip.kind == SKIP and skip.detail.get("claimed") is True
     assert skip.reason == ("no free XCON chain between C and A: each of its 2 shares a port or an uplink with "
-                           f"the circuit of offload {by_flow[E13].offload.ident}, decided and not lit yet")
+                           f"the circuit of offload {by_flow[E13].offload.ident}, not in the network's graph yet")
 
 
 def test_a_later_event_never_claims_the_circuit_of_an_offload_not_lit_yet():
@@ -165,7 +165,7 @@ def test_a_later_group_never_claims_an_uplink_an_earlier_group_took():
     # before the fix: a second offload onto a circuit from A:4 as well, whose plan could only fail
     assert second.kind == SKIP, second.reason
     assert "no free XCON chain between A and B" in second.reason
-    assert f"offload {first.offload.ident}" in second.reason and "not lit yet" in second.reason
+    assert f"offload {first.offload.ident}" in second.reason and "not in the network's graph yet" in second.reason
 
 
 def test_no_two_offloads_of_one_event_claim_a_port():
