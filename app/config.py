@@ -72,6 +72,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "max_moves": 2,  # at most this many moves ...
         "move_interval_s": 1.0,  # ... per this many seconds
         "min_gain_s": 1.0,  # a move must finish the flow at least this much sooner (offload gain)
+        "young_horizon_s": 0.0,  # joint: an elephant the gain turns down on its bytes, with 2 fine counts >= the elephant rate and drops on its circuit, is judged as sending this many s more at its lower count (app/te/young.py; 0 = off)
         "overhead_s": 0.1,  # the controller's share of a switch-over, on top of the circuit's setup time
         "stable_ms": 50.0,  # D: a new circuit's ports up and stable this long before rules go in
         "verify_timeout": 3.0,  # seconds for the moved flow to show on the new rules' counters

@@ -156,7 +156,7 @@ class TeApp(app_manager.OSKenApp):
             Damper(min_hold_s=float(cfg["min_hold_s"]), max_moves=int(cfg["max_moves"]),
                    interval_s=float(cfg["move_interval_s"])),
             stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]),
-            **self._gain_settings(cfg))
+            young_horizon_s=float(cfg["young_horizon_s"]), **self._gain_settings(cfg))
         lit = kwargs.get(LIT_CONTEXT)
         self.lit: LitReservations = LitReservations() if lit is None else lit  # the reservations app's
         if cfg["placement"] != "joint":
@@ -275,7 +275,7 @@ class TeApp(app_manager.OSKenApp):
         rates = dict(zip(e.flows, e.detail.get("elephant_mbps") or [], strict=False))
         t0 = time.perf_counter()
         decided = self.decider.on_event(e, graph, time.monotonic(), flow_bytes=self._flow_bytes,
-                                        loads_mbps=self._loads(e, graph))
+                                        loads_mbps=self._loads(e, graph), flow_count=self.view.fine_flows.get)
         self.metrics.te_decided("offload", time.perf_counter() - t0)
         for d in decided:
             self._note(d)
@@ -325,7 +325,8 @@ class TeApp(app_manager.OSKenApp):
             ev = Event(now, e.circuit, UNCONSTRAINED_IMBALANCE, (f,),
                        {**e.detail, "elephant_mbps": [round(rate, 3)]})
             graph, _ = self.view.graph()
-            for d in self.decider.on_event(ev, graph, now, flow_bytes=self._flow_bytes, loads_mbps=self._loads(e, graph)):
+            for d in self.decider.on_event(ev, graph, now, flow_bytes=self._flow_bytes, loads_mbps=self._loads(e, graph),
+                                           flow_count=self.view.fine_flows.get):
                 if _waits(d):
                     continue  # still does not pay (or its host is not placed yet): wait quietly for the next count
                 self.waiting.pop(f, None)

@@ -87,15 +87,19 @@ def slowing(count_mbps: float, sent_bytes: float, counted_s: float, *, factor: f
 
 def offload_gain(sent_bytes: float, current_mbps: float, new_mbps: float, switch_s: float, *,
                  alpha: float = DEFAULT_ALPHA, min_gain_s: float = DEFAULT_MIN_GAIN_S,
-                 min_speedup: float = DEFAULT_MIN_SPEEDUP) -> GainEstimate:
+                 min_speedup: float = DEFAULT_MIN_SPEEDUP, remaining_bytes: float | None = None) -> GainEstimate:
     """Whether moving a flow from ``current_mbps`` to a path where it gets ``new_mbps`` pays, after a
-    switch-over of ``switch_s`` seconds (the new circuit's setup and the ordered update)."""
+    switch-over of ``switch_s`` seconds (the new circuit's setup and the ordered update).
+    ``remaining_bytes``: what it still has to send when predicted otherwise (a young elephant, from its
+    rate: :mod:`app.te.young`); default: from ``sent_bytes`` (:func:`predicted_remaining`)."""
     for name, v in (("current rate", current_mbps), ("new rate", new_mbps)):
         if not v > 0 or not math.isfinite(v):
             raise ValueError(f"{name} must be a finite number of Mbit/s > 0, got {v}")
     if switch_s < 0 or not math.isfinite(switch_s):
         raise ValueError(f"switch-over time must be a finite number of seconds >= 0, got {switch_s}")
-    remaining = predicted_remaining(sent_bytes, alpha)
+    if remaining_bytes is not None and not (remaining_bytes >= 0 and math.isfinite(remaining_bytes)):
+        raise ValueError(f"remaining bytes must be a finite number >= 0, got {remaining_bytes}")
+    remaining = predicted_remaining(sent_bytes, alpha) if remaining_bytes is None else remaining_bytes
     bits = remaining * 8
     stay = bits / (current_mbps * 1e6)
     move = switch_s + bits / (new_mbps * 1e6)
