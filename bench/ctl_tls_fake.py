@@ -153,7 +153,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=4, help="runs per mode, alternated (default 4)")
     ap.add_argument("--plans", type=int, default=50, help="add+remove plan pairs per run (default 50)")
     ap.add_argument("--socket-n", type=int, default=3000,
-                    help="round trips of bench/ctl_tls_socket.py per mode and round (0: skip; default 3000)")
+                    help="round trips of bench/ctl_tls_socket.py per mode (plain, tls, green) and round (0: skip; default 3000)")
     ap.add_argument("--baseline-tree", help="another source tree (e.g. before a change), measured alike")
     args = ap.parse_args()
     if args.rounds < 1 or args.plans < 1 or args.socket_n < 0:
@@ -171,16 +171,16 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="mlte-bench-tls-fake-"))
     pki.init(work / "pki")
     modes = [(t, tls) for _ in range(args.rounds) for t in trees for tls in (False, True)]
-    sockets: dict[str, list[dict]] = {"plain": [], "tls": []}
+    sockets: dict[str, list[dict]] = {"plain": [], "tls": [], "green": []}
     raw: dict[str, dict[str, list[float]]] = {}
     errors = []
     for k, (tree, tls) in enumerate(modes):
         label = f"{tree}.{'tls' if tls else 'plain'}"
-        if args.socket_n and tree == "this":
-            mode = "tls" if tls else "plain"
-            line = subprocess.run([sys.executable, str(ROOT / "bench" / "ctl_tls_socket.py"), mode, str(args.socket_n)],
-                                  capture_output=True, text=True, timeout=300, check=True).stdout.strip().splitlines()[-1]
-            sockets[mode].append(json.loads(line))
+        if args.socket_n and tree == "this":  # the socket alone, same alternation (green: TLS as it was)
+            for mode in ("tls", "green") if tls else ("plain",):
+                line = subprocess.run([sys.executable, str(ROOT / "bench" / "ctl_tls_socket.py"), mode, str(args.socket_n)],
+                                      capture_output=True, text=True, timeout=300, check=True).stdout.strip().splitlines()[-1]
+                sockets[mode].append(json.loads(line))
         with Run(trees[tree], work / f"{k}-{label}", work / "pki" if tls else None) as run:
             measure(run.client, 3, {})  # warm-up, not counted
             cpu0 = run.cpu()

