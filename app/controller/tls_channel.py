@@ -92,7 +92,8 @@ class TlsChannel:
             except ssl.SSLError as exc:  # a bad record or a fatal alert: the session is over
                 self._flush_quietly()
                 raise ConnectionAbortedError(f"TLS: {exc}") from None
-            self._flush()  # what reading made the TLS layer answer (e.g. a key update)
+            if self._out.pending:  # what reading made the TLS layer answer (e.g. a key update); rare,
+                self._flush()  # so the receive loop does not wait on the send loop's lock otherwise
             if not self._fill():
                 self._eof = True
         out = bytes(self._plain[:size])
