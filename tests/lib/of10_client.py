@@ -37,7 +37,7 @@ class Of10Controller:
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", port))
-        self._listener.listen(1)
+        self._listener.listen(8)
         self.port: int = self._listener.getsockname()[1]
         self.received: list[Received] = []
         self._cond = threading.Condition()
@@ -51,9 +51,18 @@ class Of10Controller:
         self._thread.start()
 
     def diagnosis(self) -> str:
-        """One line on the listener's state (for a test that waited for a session in vain)."""
+        """The listener's state and the kernel's TCP sockets on its port (for a test that waited for a
+        session in vain: a peer that believes it is connected shows there, with its process)."""
+        import subprocess
+
+        try:
+            ss = subprocess.run(["ss", "-tanpH", f"( sport = :{self.port} or dport = :{self.port} )"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            ss = f"ss failed: {exc}"
         return (f"accept loop alive={self._thread.is_alive()} error={self.loop_error!r} connections={self.connections} "
-                f"sessions ended={len(self.session_ends)} current session={'yes' if self._sock is not None else 'no'}")
+                f"sessions ended={len(self.session_ends)} current session={'yes' if self._sock is not None else 'no'}; "
+                f"sockets on port {self.port}:\n{ss or '(none)'}")
 
     @property
     def address(self) -> tuple[str, int]:
