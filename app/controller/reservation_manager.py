@@ -75,6 +75,18 @@ class PlanRunning(Protocol):
 
 #: what the plans table keeps of each step (the executor's ``detail`` stays in the journal)
 STEP_FIELDS = ("id", "kind", "target", "deps", "started_at", "finished_at", "ok", "error")
+#: a step's target as the plans table keeps it (the store refuses longer): a verify step of a long path
+#: names every rule, 9 hops of a WAN reservation ~500 characters; the journal keeps it whole
+TARGET_MAX = 256
+
+
+def step_record(step: dict[str, Any]) -> dict[str, Any]:
+    """A step as the plans table keeps it: :data:`STEP_FIELDS`, the target cut to :data:`TARGET_MAX`."""
+    out = {k: step.get(k) for k in STEP_FIELDS}
+    target = out["target"]
+    if isinstance(target, str) and len(target) > TARGET_MAX:
+        out["target"] = target[:TARGET_MAX - 1] + "…"
+    return out
 
 
 @dataclass
@@ -354,7 +366,7 @@ class ReservationManager:
         self.run_db("record_plan", {"kind": data["kind"], "mode": data["mode"], "reservation_id": res_id,
                                     "state": data["state"], "error": data.get("error") or None,
                                     "started_at": data["started_at"], "finished_at": data["finished_at"],
-                                    "steps": [{k: st.get(k) for k in STEP_FIELDS} for st in data["steps"]]})
+                                    "steps": [step_record(st) for st in data["steps"]]})
         return record
 
     def _failed(self, res_id: int, reason: str, plan: dict[str, Any]) -> Outcome:
