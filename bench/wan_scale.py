@@ -1,5 +1,6 @@
 """WAN lab size series (issue 25): discovery time, controller CPU share and RSS, monitor OpenFlow bytes
-per Ts against the number of PoPs, with the log-log exponent fitted per measure.
+per Ts against the number of PoPs, idle and loaded (lit backbone, traffic, reservations starting
+together: ``mininet_labs.wan_load``), with the log-log exponent fitted per measure.
 
 Each size runs ``mininet_labs.wan.run`` (its own lab, under the machine-wide network lock). ``--quick``:
 abilene only; default: abilene, sndlib/geant, gabriel/25, germany50; ``--sizes`` to choose. The issue's
@@ -17,7 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 DEFAULT_SIZES = ("sndlib/abilene", "sndlib/geant", "gabriel/25/0", "sndlib/germany50")
-MEASURES = ("discovery_s", "cpu_share", "rss_mb")
+MEASURES = ("discovery_s", "controller_discovery_s", "cpu_share", "loaded_cpu_share", "rss_mb",
+            "reservations_active_s")
 
 
 def exponent(xs: list[float], ys: list[float]) -> float | None:
@@ -36,8 +38,8 @@ def plot(rows: list[dict], fits: dict[str, float | None], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(MEASURES), figsize=(4 * len(MEASURES), 3.2))
-    for ax, key in zip(axes, MEASURES, strict=True):
+    fig, axes = plt.subplots(2, (len(MEASURES) + 1) // 2, figsize=(4 * ((len(MEASURES) + 1) // 2), 6.4))
+    for ax, key in zip(axes.flat, MEASURES, strict=False):
         pts = [(r["pops"], r[key]) for r in rows if r.get(key)]
         ax.loglog([p[0] for p in pts], [p[1] for p in pts], "o-")
         ax.set_xlabel("PoPs")
@@ -52,6 +54,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", nargs="+", help=f"topohub keys (default: {', '.join(DEFAULT_SIZES)})")
     ap.add_argument("--plot", help="PNG of the cost growth (default: next to the JSON)")
+    ap.add_argument("--reservations", type=int, default=100,
+                    help="reservations that start together in each size's loaded stage (default 100)")
     a = ap.parse_args()
     from mininet_labs.wan import run
 
@@ -60,13 +64,19 @@ def main() -> int:
     for key in sizes:
         with tempfile.TemporaryDirectory(prefix="wan-scale-") as tmp:
             try:
-                res = run(Path(tmp), quick=True, topology=f"topohub:{key}")
+                res = run(Path(tmp), quick=True, topology=f"topohub:{key}", reservations=a.reservations)
             except Exception as exc:  # one size failing must not lose the others
                 print(f"{key}: failed: {exc}", flush=True)
                 rows.append({"topology": key, "error": str(exc)})
                 continue
-        row = {k: res.get(k) for k in ("topology", "pops", "fibres", "connected_s", *MEASURES)}
+        loaded = res.get("loaded") or {}
+        row = {k: res.get(k) for k in ("topology", "pops", "fibres", "uplinks", "connected_s", "phases",
+                                       "discovery_s", "controller_discovery_s", "cpu_share", "rss_mb")}
         row["monitor_per_ts"] = res["monitor_cost"]["per_ts"]
+        row["loaded_cpu_share"] = loaded.get("cpu_share")
+        row["reservations_active_s"] = (loaded.get("reservations") or {}).get("active_s")
+        row["loaded"] = {k: loaded.get(k) for k in ("backbone", "reservations", "rss_mb")}
+        row["loaded_monitor_per_ts"] = (loaded.get("monitor_cost") or {}).get("per_ts")
         rows.append(row)
         print(json.dumps(row), flush=True)
     ok = [r for r in rows if "error" not in r]

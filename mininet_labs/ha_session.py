@@ -65,7 +65,8 @@ class HaSession(LabSession):
         self._pg: contextlib.ExitStack | None = None
 
     # ---- life cycle ------------------------------------------------------------------------------
-    def start(self, timeout: float = 60.0) -> HaSession:
+    def start(self, timeout: float = 60.0, timings: dict[str, float] | None = None) -> HaSession:
+        """etcd, PostgreSQL, the members, a leader, then the lab (``timings``: not recorded here)."""
         from app.ha.etcd_server import EtcdServer
 
         try:

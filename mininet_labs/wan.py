@@ -1,4 +1,4 @@
-"""WAN lab (issue 25, item 1; first stage): a topohub backbone at lab scale and what the control plane costs.
+"""WAN lab (issue 25, item 1): a topohub backbone at lab scale and what the control plane costs.
 
 Each PoP of the topology is a packet switch plus an OTS (``topology.spec.from_topohub``), fibres from the
 topology's edges. The controller discovers the optical domain from the vendor file; the lab records how
@@ -6,11 +6,17 @@ long it takes until every datapath is connected and every copper link is seen, t
 controller process from ``/proc`` (CPU share of one core, RSS) and the monitor's ``GET /monitor/cost``
 (OpenFlow messages and bytes, coarse and fine) over a window at the monitor interval Ts = 1 s.
 
-Not yet done (see the report of branch ``wanlab``): the lit backbone, gravity traffic, reservations,
-elephants and the TE loop's decision time.
+The loaded stage (:mod:`mininet_labs.wan_load`, skipped with ``load=False``): a backbone of circuits
+over a spanning tree of the fibres is lit by reservations, the reservation service books ``n`` small
+reservations that start together and ride the backbone (grooming), and the lab records how long each
+took to be ACTIVE and the controller's CPU, RSS and monitor cost over a window with all of it lit (the
+TE loop on, OTTER placement; no data traffic yet).
 
-``results.json``: ``topology``, ``pops``, ``fibres``, ``discovery_s``, ``window_s``, ``cpu_share`` (of one
-core), ``rss_mb``, ``monitor_cost`` (first and last ``/monitor/cost`` and the per-Ts growth).
+``results.json``: ``topology``, ``pops``, ``fibres``, ``uplinks``, ``discovery_s``, ``window_s``, ``cpu_share``
+(of one core), ``rss_mb``, ``monitor_cost`` (first and last ``/monitor/cost`` and the per-Ts growth);
+``loaded``: ``backbone`` and ``reservations`` (each: ``n``, ``booked_s``, ``uses`` (circuits lit / ridden),
+``active``, ``active_s`` and ``active_median_s`` after their common start, ``states``), ``cpu_share``,
+``rss_mb``, ``monitor_cost``.
 """
 from __future__ import annotations
 
@@ -49,11 +55,27 @@ def per_ts(first: dict[str, Any], last: dict[str, Any], seconds: float, ts: floa
     return out
 
 
-def run(out: Path, *, quick: bool = False, topology: str | None = None,
-        progress: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the WAN lab on ``topology`` (a topohub key, default sndlib/abilene); write ``out/results.json``."""
+def window_cost(session: Any, seconds: float, ts: float) -> dict[str, Any]:
+    """The controller's CPU share of one core, RSS and monitor cost per Ts over ``seconds``."""
+    assert session.controller is not None
+    pid = session.controller.pid
+    cost0 = session.client.request("GET", "/monitor/cost")
+    cpu0, w0 = proc_cpu_s(pid), time.monotonic()
+    time.sleep(seconds)
+    cpu1, w1 = proc_cpu_s(pid), time.monotonic()
+    cost1 = session.client.request("GET", "/monitor/cost")
+    return {"cpu_share": round((cpu1 - cpu0) / (w1 - w0), 4), "rss_mb": proc_rss_mb(pid),
+            "monitor_cost": {"first": cost0, "last": cost1, "per_ts": per_ts(cost0, cost1, w1 - w0, ts)}}
+
+
+def run(out: Path, *, quick: bool = False, topology: str | None = None, load: bool = True,
+        reservations: int | None = None, progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the WAN lab on ``topology`` (a topohub key, default sndlib/abilene); write ``out/results.json``.
+    ``load``: also the loaded stage (backbone, traffic, ``reservations`` starting together: default 30
+    with ``quick``, else 100)."""
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession
+    from mininet_labs.wan_load import uplinks_needed
     from topology.spec import from_topohub, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
@@ -61,40 +83,46 @@ def run(out: Path, *, quick: bool = False, topology: str | None = None,
     if key in ("fig2", "mesh6"):
         raise ValueError("the WAN lab takes --topology topohub:<key> (e.g. topohub:sndlib/abilene)")
     spec = from_topohub(key)
+    spec = from_topohub(key, uplinks=max(2, uplinks_needed(spec)))  # the backbone's tree + one spare
     out = Path(out).resolve()
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     static = out / "wan-optical.json"
     write_vendor_file(spec_to_vendor_file(spec, setup_time=0.1), static)
     ts = 1.0
-    (work / "mlte.toml").write_text(f"[monitor]\ninterval = {ts}\n")
+    (work / "mlte.toml").write_text(f'[monitor]\ninterval = {ts}\n[te]\nplacement = "otter"\n')
     window = 10.0 if quick else 60.0
     res: dict[str, Any] = {"lab": "wan", "quick": quick, "topology": key, "ts_s": ts, "window_s": window}
+    db = work / "mlte.db"
     with net_lock():
-        session = LabSession(spec, work, static_file=str(static), config_file=str(work / "mlte.toml"))
+        session = LabSession(spec, work, static_file=str(static), config_file=str(work / "mlte.toml"),
+                             controller_args=("--db-url", f"sqlite:///{db}"))
         t0 = time.monotonic()
+        phases: dict[str, float] = {}
         try:
-            session.start(timeout=300.0)
+            session.start(timeout=300.0, timings=phases)
             res["connected_s"] = round(time.monotonic() - t0, 2)
             session.wait_links(timeout=120.0)
             res["discovery_s"] = round(time.monotonic() - t0, 2)
+            # what is left for the controller once the lab is built (Mininet, OVS bridges, OTS agents): the
+            # datapaths connect and links are seen while it builds, so this is often ~0
+            res["phases"] = {**phases, "links_s": round(res["discovery_s"] - res["connected_s"], 2)}
+            res["controller_discovery_s"] = round(phases["connect_s"] + res["phases"]["links_s"], 2)
             pops = len(spec.dpid_names()) // 2  # each PoP: one packet switch + one OTS
             res["pops"] = pops
             res["datapaths"] = len(spec.dpid_names())
             res["fibres"] = len(spec.links_of_kind("optical"))
-            progress(f"wan {key}: {pops} PoPs, discovery {res['discovery_s']} s")
-            assert session.controller is not None
-            pid = session.controller.pid
-            cost0 = session.client.request("GET", "/monitor/cost")
-            cpu0, w0 = proc_cpu_s(pid), time.monotonic()
-            time.sleep(window)
-            cpu1, w1 = proc_cpu_s(pid), time.monotonic()
-            cost1 = session.client.request("GET", "/monitor/cost")
-            res["cpu_share"] = round((cpu1 - cpu0) / (w1 - w0), 4)
-            res["rss_mb"] = proc_rss_mb(pid)
-            res["monitor_cost"] = {"first": cost0, "last": cost1, "per_ts": per_ts(cost0, cost1, w1 - w0, ts)}
+            res["uplinks"] = len(spec.links_of_kind("adaptation")) // pops
+            progress(f"wan {key}: {pops} PoPs, discovery {res['discovery_s']} s in all: lab built in "
+                     f"{phases['lab_build_s']} s, then every datapath connected and link seen in "
+                     f"{res['controller_discovery_s']} s")
+            res.update(window_cost(session, window, ts))
+            progress(f"wan {key}: idle: CPU {100 * res['cpu_share']:.1f} % of a core, RSS {res['rss_mb']} MB")
+            if load:
+                from mininet_labs.wan_load import run_loaded
+                res["loaded"] = run_loaded(session, spec, db, work, quick=quick, ts=ts, window=window,
+                                           reservations=reservations, progress=progress)
             res["controller_errors"] = session.controller_errors()
-            progress(f"wan {key}: CPU {100 * res['cpu_share']:.1f} % of a core, RSS {res['rss_mb']} MB")
         finally:
             session.stop()
     (out / "results.json").write_text(json.dumps(res, indent=2, default=str))

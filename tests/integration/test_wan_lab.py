@@ -1,5 +1,6 @@
 """The WAN lab (issue 25) in its CI size on Abilene: the backbone is discovered and its control-plane
-cost recorded (first stage: no reservations, elephants or TE loop yet)."""
+cost recorded idle, then loaded: a backbone over a spanning tree of the fibres lit by reservations, then
+30 reservations that start together, all ACTIVE riding the backbone's circuits."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.lab("wan")
 @pytest.mark.timeout(900)  # includes the wait for the machine-wide network lock
-def test_wan_lab_discovers_abilene_and_records_its_cost(tmp_path):
+def test_wan_lab_discovers_abilene_loads_it_and_records_its_cost(tmp_path):
     from mininet_labs.wan import run
     from topology.spec import from_topohub
 
@@ -23,4 +24,14 @@ def test_wan_lab_discovers_abilene_and_records_its_cost(tmp_path):
     assert 0 < res["cpu_share"] < 2.0  # at most both cores
     assert res["rss_mb"] > 10
     assert res["monitor_cost"]["per_ts"], res["monitor_cost"]  # the monitor polled during the window
+    # the controller learns the datapaths and links while Mininet builds the lab: 0.0-0.8 s are left after it
+    assert 0 <= res["controller_discovery_s"] <= res["discovery_s"]
+    loaded = res["loaded"]
+    # a spanning tree, one circuit per fibre, each lit by its reservation; the 30 ride them
+    assert loaded["backbone"]["uses"] == {"lights": res["pops"] - 1}, loaded["backbone"]
+    assert loaded["backbone"]["active"] == res["pops"] - 1, loaded["backbone"]
+    assert set(loaded["reservations"]["uses"]) == {"rides"}, loaded["reservations"]
+    assert loaded["reservations"]["active"] == loaded["reservations"]["n"] == 30, loaded["reservations"]
+    assert loaded["reservations"]["states"] == {"ACTIVE": 30}
+    assert 0 < loaded["cpu_share"] < 2.0 and loaded["monitor_cost"]["per_ts"]
     assert json.loads((tmp_path / "results.json").read_text())["discovery_s"] == res["discovery_s"]

@@ -1,0 +1,211 @@
+"""The WAN lab's loaded stage (issue 25, item 1): a lit backbone and reservations that start together,
+on the running lab of :mod:`mininet_labs.wan`. No data traffic yet: best-effort traffic does not ride
+reservation circuits, and a backbone lit through ``POST /circuit`` is not in the reservation service's
+calendar (it would book the backbone's ports again), so traffic needs tagged senders per reservation.
+
+What it books is chosen here from the lab's spec alone (pure, unit-tested); the lab drives it through
+the reservation service, as an operator would:
+
+- **backbone**: a depth-first spanning tree over the fibres, one circuit over each of its fibres, each
+  lit by a reservation of its own routed over that fibre (``ero``): every PoP reaches every other over
+  lit circuits (the lab gives each PoP the tree's largest degree + 1 uplinks, the spare for the TE
+  loop);
+- **reservations**: ``n`` small reservations between PoP pairs drawn with gravity weights (the product
+  of the PoPs' fibre degrees), each on a VLAN of its own, all starting at the same instant, riding the backbone's circuits (grooming: their rules and
+  meters only).
+"""
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: Each reservation's VLAN: the first, then one more per reservation; the backbone's from BACKBONE_VLAN.
+FIRST_VLAN = 101
+BACKBONE_VLAN = 3001
+
+
+@dataclass(frozen=True)
+class Pop:
+    """One PoP of a WAN lab: its packet switch, its OTS, its host (on the switch's port 1)."""
+
+    switch: str
+    ots: str
+    host: str
+    ip: str
+
+
+def pops(spec: Any) -> list[Pop]:
+    """The lab's PoPs in the spec's switch order (``from_topohub``: switch ``s<i>`` on OTS ``o<i>``)."""
+    ots_of = {link.a: link.b for link in spec.links_of_kind("adaptation")}
+    host_of = {h.switch: h for h in spec.hosts}
+    out = []
+    for sw in spec.switches:
+        if sw.name not in ots_of or sw.name not in host_of:
+            raise ValueError(f"{sw.name} has no OTS uplink or no host: not a WAN lab PoP")
+        out.append(Pop(sw.name, ots_of[sw.name], host_of[sw.name].name, host_of[sw.name].ip))
+    return out
+
+
+def fibre_degree(spec: Any) -> dict[str, int]:
+    """Fibres at each OTS."""
+    deg: dict[str, int] = {}
+    for link in spec.links_of_kind("optical"):
+        deg[link.a] = deg.get(link.a, 0) + 1
+        deg[link.b] = deg.get(link.b, 0) + 1
+    return deg
+
+
+def tree_pairs(spec: Any) -> list[tuple[Pop, Pop]]:
+    """The edges of a depth-first spanning tree over the fibres from the first PoP (neighbours in name
+    order), parent first: PoPs joined by one fibre each, every PoP reached."""
+    by_ots = {p.ots: p for p in pops(spec)}
+    adj: dict[str, list[str]] = {o: [] for o in by_ots}
+    for link in spec.links_of_kind("optical"):
+        adj[link.a].append(link.b)
+        adj[link.b].append(link.a)
+    first = pops(spec)[0].ots
+    seen, out = {first}, []
+
+    def visit(ots: str) -> None:
+        for nxt in sorted(adj[ots]):
+            if nxt not in seen:
+                seen.add(nxt)
+                out.append((by_ots[ots], by_ots[nxt]))
+                visit(nxt)
+
+    visit(first)
+    if len(seen) != len(by_ots):
+        raise ValueError(f"the fibres do not connect every PoP ({len(seen)} of {len(by_ots)} reached)")
+    return out
+
+
+def uplinks_needed(spec: Any, spare: int = 1) -> int:
+    """Uplinks per PoP for the backbone of :func:`tree_pairs` (its largest degree) plus ``spare`` for
+    circuits the TE loop lights."""
+    deg: dict[str, int] = {}
+    for a, b in tree_pairs(spec):
+        deg[a.switch] = deg.get(a.switch, 0) + 1
+        deg[b.switch] = deg.get(b.switch, 0) + 1
+    return max(deg.values(), default=0) + spare
+
+
+def gravity_pairs(spec: Any, n: int, seed: int = 0) -> list[tuple[Pop, Pop]]:
+    """``n`` ordered PoP pairs (repeats allowed), each drawn with weight degree(a) × degree(b)."""
+    if n < 0:
+        raise ValueError("the number of pairs must be >= 0")
+    ps = pops(spec)
+    deg = fibre_degree(spec)
+    pairs = [(a, b) for a in ps for b in ps if a != b]
+    if not pairs:
+        raise ValueError("a WAN lab needs at least two PoPs")
+    weights = [deg.get(a.ots, 1) * deg.get(b.ots, 1) for a, b in pairs]
+    return random.Random(seed).choices(pairs, weights=weights, k=n)
+
+
+def reservation_requests(pairs: Sequence[tuple[Pop, Pop]], mbps: float, start: str, end: str,
+                         first_vlan: int = FIRST_VLAN) -> list[dict[str, Any]]:
+    """The reservation service's request bodies, one per pair, each on its own VLAN."""
+    if first_vlan + len(pairs) - 1 > 4094:
+        raise ValueError(f"{len(pairs)} reservations from VLAN {first_vlan} run past VLAN 4094")
+    return [{"name": f"wan {i}: {a.switch} to {b.switch}", "src": f"{a.switch}:1", "dst": f"{b.switch}:1",
+             "src_vlan": first_vlan + i, "dst_vlan": first_vlan + i, "bandwidth": mbps, "start": start,
+             "end": end} for i, (a, b) in enumerate(pairs)]
+
+
+
+def _states(url: str, headers: dict[str, str], ids: Sequence[int]) -> dict[int, str]:
+    """The state of each of ``ids`` (one page of at most 500)."""
+    import requests
+
+    r = requests.get(url + "/reservations", headers=headers, params={"limit": 500}, timeout=30)
+    r.raise_for_status()
+    want = set(ids)
+    return {int(x["id"]): x["state"] for x in r.json()["items"] if int(x["id"]) in want}
+
+
+def book_together(url: str, headers: dict[str, str], requests_: Sequence[dict[str, Any]], start: float,
+                  timeout: float, progress: Any = print) -> dict[str, Any]:
+    """Book and commit every request (all starting at ``start``, epoch seconds), then poll until every
+    one is ACTIVE (or ``timeout`` after ``start``): when each was first seen ACTIVE, after ``start``."""
+    import requests
+
+    ids = []
+    uses: dict[str, int] = {}
+    t0 = time.monotonic()
+    for body in requests_:
+        r = requests.post(url + "/reservations", headers=headers, json=body, timeout=30)
+        if r.status_code != 201:
+            raise RuntimeError(f"{body['name']}: refused with {r.status_code}: {r.text[:300]}")
+        ids.append(int(r.json()["id"]))
+        for c in (r.json().get("path") or {}).get("circuits") or []:
+            uses[c["use"]] = uses.get(c["use"], 0) + 1
+        requests.post(f"{url}/reservations/{ids[-1]}/commit", headers=headers, timeout=30).raise_for_status()
+    booked_s = round(time.monotonic() - t0, 2)
+    if time.time() >= start:
+        raise RuntimeError(f"booking {len(ids)} reservations took {booked_s} s, past their start: give them a "
+                           "longer lead")
+    progress(f"wan: {len(ids)} reservations booked in {booked_s} s; they start together in "
+             f"{start - time.time():.1f} s")
+    active_at: dict[int, float] = {}
+    states: dict[int, str] = {}
+    while time.time() < start + timeout and len(active_at) < len(ids):
+        states = _states(url, headers, ids)
+        now = time.time()
+        for rid, state in states.items():
+            if state == "ACTIVE" and rid not in active_at:
+                active_at[rid] = max(0.0, now - start)
+        time.sleep(0.2)
+    after = sorted(active_at.values())
+    return {"n": len(ids), "booked_s": booked_s, "uses": uses, "active": len(after),
+            "active_s": round(after[-1], 2) if len(after) == len(ids) else None,
+            "active_median_s": round(after[len(after) // 2], 2) if after else None,
+            "states": {s: sum(1 for x in states.values() if x == s) for s in sorted(set(states.values()))}}
+
+
+def backbone_requests(spec: Any, start: str, end: str, mbps: float = 0.1,
+                      first_vlan: int = BACKBONE_VLAN) -> list[dict[str, Any]]:
+    """One reservation per edge of :func:`tree_pairs`, routed (``ero``) over its fibre: booked first, each
+    lights its circuit, and the reservations after them ride these circuits (grooming)."""
+    pairs = tree_pairs(spec)
+    body = reservation_requests(pairs, mbps, start, end, first_vlan=first_vlan)
+    for item, (a, b) in zip(body, pairs, strict=True):
+        item["name"] = f"backbone {a.switch}-{b.switch}"
+        item["ero"] = [a.switch, a.ots, b.ots, b.switch]
+    return body
+
+
+def run_loaded(session: Any, spec: Any, db: Any, work: Any, *, quick: bool, ts: float, window: float,
+               reservations: int | None = None, progress: Any = print) -> dict[str, Any]:
+    """The loaded stage on a running WAN lab whose controller keeps its state in ``db``."""
+    from app.web.timeutil import to_iso
+    from mininet_labs.lab_web import lab_web
+    from mininet_labs.wan import window_cost
+
+    n = reservations if reservations is not None else (30 if quick else 100)
+    if not 1 <= n <= BACKBONE_VLAN - FIRST_VLAN:
+        raise ValueError(f"reservations: 1 to {BACKBONE_VLAN - FIRST_VLAN} (one VLAN each), got {n}")
+    out: dict[str, Any] = {}
+    res_mbps = 0.1  # the tree's busiest circuit carries at most ~n/2 of them: 5 of its 10 Mbit/s
+    with lab_web(db, work / "web.log", extra=("--grooming",)) as web:
+        tree = tree_pairs(spec)
+        start = time.time() + 5.0 + 0.3 * len(tree)
+        body = backbone_requests(spec, to_iso(start) or "", to_iso(start + 7200) or "")
+        out["backbone"] = book_together(web.url, web.headers, body, start, timeout=120.0, progress=progress)
+        progress(f"wan: backbone of {len(tree)} circuits (one reservation each) ACTIVE "
+                 f"{out['backbone']['active_s']} s after their start")
+        lead = 10.0 + 0.3 * n
+        start = time.time() + lead
+        body = reservation_requests(gravity_pairs(spec, n, seed=2), res_mbps, to_iso(start) or "",
+                                    to_iso(start + 3600) or "")
+        out["reservations"] = book_together(web.url, web.headers, body, start, timeout=120.0,
+                                            progress=progress)
+        out["reservations"]["mbps_each"] = res_mbps
+        progress(f"wan: {out['reservations']['active']} of {n} reservations ACTIVE, the last "
+                 f"{out['reservations']['active_s']} s after their start "
+                 f"({out['reservations']['uses']} on the backbone's circuits)")
+        out.update(window_cost(session, window, ts))
+        progress(f"wan: loaded: CPU {100 * out['cpu_share']:.1f} % of a core, RSS {out['rss_mb']} MB")
+    return out

@@ -1,0 +1,69 @@
+"""The WAN lab's loaded stage, chosen from the spec alone: a backbone tree that reaches every PoP over one
+fibre per edge, gravity pairs, reservation requests on VLANs of their own."""
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+from mininet_labs import wan_load
+from topology.spec import from_topohub
+
+
+@pytest.fixture(scope="module", params=["sndlib/abilene", "gabriel/25/0"])
+def spec(request):  # noqa: ANN001, ANN201
+    base = from_topohub(request.param)
+    return from_topohub(request.param, uplinks=wan_load.uplinks_needed(base))
+
+
+def test_the_backbone_tree_spans_every_pop_over_one_fibre_each(spec) -> None:  # noqa: ANN001
+    pairs = wan_load.tree_pairs(spec)
+    pops = wan_load.pops(spec)
+    assert len(pairs) == len(pops) - 1
+    tree = nx.Graph([(a.switch, b.switch) for a, b in pairs])
+    assert nx.is_tree(tree) and set(tree) == {p.switch for p in pops}
+    fibres = {frozenset((link.a, link.b)) for link in spec.links_of_kind("optical")}
+    assert all(frozenset((a.ots, b.ots)) in fibres for a, b in pairs)
+
+
+def test_the_backbone_is_one_reservation_per_tree_fibre_routed_over_it(spec) -> None:  # noqa: ANN001
+    body = wan_load.backbone_requests(spec, "2030-01-01T00:00:00Z", "2030-01-01T02:00:00Z")
+    pairs = wan_load.tree_pairs(spec)
+    assert len(body) == len(pairs)
+    assert [b["ero"] for b in body] == [[a.switch, a.ots, z.ots, z.switch] for a, z in pairs]
+    vlans = [b["src_vlan"] for b in body]
+    assert len(set(vlans)) == len(vlans) and min(vlans) >= wan_load.BACKBONE_VLAN
+    # the reservations that ride it never take a backbone VLAN
+    most = wan_load.BACKBONE_VLAN - wan_load.FIRST_VLAN
+    riders = wan_load.reservation_requests(wan_load.gravity_pairs(spec, most), 0.1, "s", "e")
+    assert max(b["src_vlan"] for b in riders) < wan_load.BACKBONE_VLAN
+    # each PoP keeps a spare uplink for the TE loop
+    deg: dict[str, int] = {}
+    for a, z in pairs:
+        deg[a.switch] = deg.get(a.switch, 0) + 1
+        deg[z.switch] = deg.get(z.switch, 0) + 1
+    per_pop = len(spec.links_of_kind("adaptation")) // len(wan_load.pops(spec))
+    assert max(deg.values()) == per_pop - 1
+
+
+def test_gravity_pairs_are_reproducible_and_favour_well_connected_pops(spec) -> None:  # noqa: ANN001
+    a = wan_load.gravity_pairs(spec, 400, seed=3)
+    assert a == wan_load.gravity_pairs(spec, 400, seed=3)
+    assert all(x != y for x, y in a)
+    deg = wan_load.fibre_degree(spec)
+    hi = max(deg, key=lambda o: deg[o])
+    lo = min(deg, key=lambda o: deg[o])
+    if deg[hi] > deg[lo]:
+        count = {o: sum((x.ots == o) + (y.ots == o) for x, y in a) for o in (hi, lo)}
+        assert count[hi] > count[lo]
+    with pytest.raises(ValueError):
+        wan_load.gravity_pairs(spec, -1)
+
+
+def test_reservation_requests_each_on_a_vlan_of_its_own(spec) -> None:  # noqa: ANN001
+    pairs = wan_load.gravity_pairs(spec, 100, seed=2)
+    body = wan_load.reservation_requests(pairs, 0.1, "2030-01-01T00:00:00Z", "2030-01-01T01:00:00Z")
+    assert len({b["src_vlan"] for b in body}) == 100 and all(b["src_vlan"] == b["dst_vlan"] for b in body)
+    assert {b["start"] for b in body} == {"2030-01-01T00:00:00Z"}
+    assert all(b["src"].endswith(":1") and b["src"] != b["dst"] for b in body)
+    with pytest.raises(ValueError, match="4094"):
+        wan_load.reservation_requests(pairs, 0.1, "s", "e", first_vlan=4000)
