@@ -86,14 +86,17 @@ class Of10Controller:
                     self.loop_error = exc
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            # our HELLO goes out before the session is published: a test that sends as soon as it sees
+            # the switch connected must not get its bytes ahead of the HELLO (on a busy machine they did,
+            # and a test of broken streams saw the HELLO glued to the bytes it left unfinished)
+            try:
+                sock.sendall(of10.hello(self.next_xid()))
+            except OSError:  # the switch went at once (a test killed it): _read records the session's end
+                pass
             with self._cond:
                 self._sock = sock
                 self.connections += 1
                 self._cond.notify_all()
-            try:
-                self._send_raw(of10.hello(self.next_xid()))
-            except OSError:  # the switch went at once (a test killed it): _read records the session's end
-                pass
             self._read(sock)
 
     def _read(self, sock: socket.socket) -> None:
