@@ -17,6 +17,20 @@ from pce.cspf import Arc, Constraints, Route, RoutingView, Vertex, _bnb, best_ro
 _IArc = tuple[int, str, float, bool, Arc]
 
 
+def _other_side(spur: Vertex) -> set[Vertex]:
+    """A spur leaving a port must not come back to the port's other side."""
+    return {(spur[0], "out" if spur[1] == "in" else "in")} if spur[1] else set()
+
+
+def _offer(candidates: list[Any], seen: set[Any], tie: Iterator[int], total: Route, objective: str) -> None:
+    """Yen's candidate heap takes ``total`` unless it was offered before or revisits a node."""
+    ident = (total.vertices, total.keys)
+    if ident in seen or not total.is_simple():
+        return
+    seen.add(ident)
+    heapq.heappush(candidates, (total.cost(objective), next(tie), total))
+
+
 def yen(view: RoutingView, source: Vertex, targets: set[str], objective: str, cons: Constraints) -> Iterator[Route]:
     """Yield simple routes from ``source`` to ``targets`` in non-decreasing cost order, no duplicates.
 
@@ -43,19 +57,13 @@ def yen(view: RoutingView, source: Vertex, targets: set[str], objective: str, co
                 if p.vertices[: i + 1] == root.vertices and p.keys[:i] == root.keys and len(p.arcs) > i:
                     banned_keys.add(p.arcs[i].key)
             banned_bases = set(cons.banned_bases) | {v[0] for v in root.vertices[:-1]}
-            # a spur leaving a port must not come back to the port's other side
-            other = {(spur[0], "out" if spur[1] == "in" else "in")} if spur[1] else set()
+            other = _other_side(spur)
             sub = cons.but(banned_keys=frozenset(banned_keys), banned_bases=frozenset(banned_bases),
                            banned_vertices=cons.banned_vertices | frozenset(other))
             tail = best_route(view, spur, targets, objective, sub, root.latency, root.hops, bounds)
             if tail is None:
                 continue
-            total = root + tail
-            ident = (total.vertices, total.keys)
-            if ident in seen or not total.is_simple():
-                continue
-            seen.add(ident)
-            heapq.heappush(candidates, (total.cost(objective), next(tie), total))
+            _offer(candidates, seen, tie, root + tail, objective)
         if not candidates:
             return
         _, _, nxt = heapq.heappop(candidates)
@@ -244,17 +252,12 @@ def yen_indexed(iv: IndexedView, source: Vertex, target: str, cons: Constraints)
             banned_keys = {p.arcs[i].key for p, keys in accepted
                            if len(p.arcs) > i and p.vertices[: i + 1] == root_v and keys[:i] == root_k}
             root_bases = {v[0] for v in root_v[:-1]}
-            other = {(spur[0], "out" if spur[1] == "in" else "in")} if spur[1] else set()
+            other = _other_side(spur)
             root = Route(root_v, prev.arcs[:i])
             tail = best(spur, root_bases, other, banned_keys, root.latency, root.hops)
             if tail is None:
                 continue
-            total = root + tail
-            ident = (total.vertices, total.keys)
-            if ident in seen or not total.is_simple():
-                continue
-            seen.add(ident)
-            heapq.heappush(candidates, (total.cost(objective), next(tie), total))
+            _offer(candidates, seen, tie, root + tail, objective)
         if not candidates:
             return
         _, _, nxt = heapq.heappop(candidates)
