@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from app.controller.client import wait_until
+from mininet_labs import lab_registry
 from mininet_labs.traffic import SCRIPT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -206,6 +207,7 @@ def _web(db: Path, work: Path, clock: _Clock, password: str) -> Iterator[dict]:
     proc = subprocess.Popen([*cli, "--db", str(db), "--host", "127.0.0.1", "--port", str(port), "--topology",
                              "controller"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lab_registry.track(proc.pid)
     try:
         url = f"http://127.0.0.1:{port}/"
         wait_until(lambda: _http_ok(url + "login"), 30, "the web service")

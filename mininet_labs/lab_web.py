@@ -17,6 +17,7 @@ from typing import Any
 import requests
 
 from app.controller.client import wait_until
+from mininet_labs import lab_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,6 +54,7 @@ def lab_web(db: Path | str, log: Path, extra: tuple[str, ...] = ()) -> Iterator[
         web = subprocess.Popen([sys.executable, "-m", "app.cli.main", "web", "--db", str(db), "--host", "127.0.0.1",
                                 "--port", str(port), "--topology", "controller", *extra], cwd=ROOT, stdout=out,
                                stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        lab_registry.track(web.pid)
         url = f"http://127.0.0.1:{port}/api/v1"
         try:
             wait_until(lambda: get(url + "/openapi.json", headers) is not None, 30, "the web service")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from app.controller.client import ControllerClient, wait_until
+from mininet_labs import lab_registry
 from mininet_labs.circuits import directed
 from mininet_labs.testbed import PROJECT_ROOT, LabNet, TlsFiles
 from topology.spec import LabSpec
@@ -148,6 +149,7 @@ class LabSession:
         self.controller = subprocess.Popen(cmd, cwd=str(PROJECT_ROOT), env=env, stdin=subprocess.DEVNULL,
                                            stdout=log, stderr=subprocess.STDOUT)
         log.close()
+        lab_registry.track(self.controller.pid)  # stopped by the next lab if this process is killed outright
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.controller.poll() is not None:

@@ -46,6 +46,7 @@ from mininet.net import Mininet  # noqa: E402
 from mininet.node import Host, Node, OVSSwitch, RemoteController  # noqa: E402
 from mininet.topo import Topo  # noqa: E402
 
+from mininet_labs import lab_registry  # noqa: E402
 from topology.spec import LabSpec, fig2_testbed  # noqa: E402
 
 
@@ -138,6 +139,7 @@ class OtsSwitch(OVSSwitch):
         try:
             self.agent = subprocess.Popen(cmd, cwd=str(PROJECT_ROOT), env=env, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL, stderr=err)
+            lab_registry.track(self.agent.pid)  # stopped by the next lab if this process is killed outright
         finally:
             if self.agent_log:
                 err.close()
@@ -268,6 +270,7 @@ class LabNet:
         self.tls = tls  # the bridges (OVS set-ssl) and the agents dial the controller over TLS with these files
         self._saved_ssl: list[TlsFiles | None] = []  # OVS's SSL set-up before start(), put back by stop()
         self.net: Mininet | None = None
+        self._record: Path | None = None  # this lab's entry in lab_registry while it is built
 
     # ---- names -----------------------------------------------------------------------------------
     def node(self, name: str):
@@ -286,7 +289,16 @@ class LabNet:
         for i, (host, port) in enumerate(self.controllers):
             self.net.addController(ExternalController(f"{self.prefix}c{i}", ip=host, port=port,
                                                       protocol="ssl" if self.tls else "tcp"))
+        swept = lab_registry.sweep_dead()  # what labs killed outright left behind (docs/labs.md)
+        if swept:
+            print(f"removed {len(swept)} leftovers of killed labs: {' '.join(swept[:12])}", file=sys.stderr)
         self._sweep()  # leftovers with exactly our names (a crashed earlier run) would break the build
+        self._record = lab_registry.record(self.prefix, [self.bridge(n) for n in self.spec.dpid_names().values()],
+                                           [self.prefix + n for n in node_names(self.spec)])
+        for ours, theirs in lab_registry.same_datapath_ids({self.bridge(n): d for d, n in
+                                                            self.spec.dpid_names().items()}):
+            print(f"warning: bridge {theirs} carries the datapath id of this lab's {ours} (a leftover? "
+                  f"ovs-vsctl del-br {theirs})", file=sys.stderr)
         try:
             if self.tls is not None:
                 self._saved_ssl = [_ovs_ssl()]
@@ -319,6 +331,9 @@ class LabNet:
             except Exception:  # noqa: BLE001 - keep cleaning up below
                 pass
         self._sweep()
+        if self._record is not None:
+            lab_registry.forget(self._record)
+            self._record = None
         if self._saved_ssl:
             set_ovs_ssl(self._saved_ssl.pop())
 

@@ -97,10 +97,37 @@ def _str(v: object) -> str:
 
 
 def bridges_by_dpid(runner: Runner = run_vsctl) -> dict[int, str]:
-    """Local OVS bridges by datapath id (how the controller finds the bridge of a switch)."""
-    out = runner(["--format=json", "--columns=name,datapath_id", "list", "bridge"])
-    result = {}
-    for name, dpid in json.loads(out)["data"]:
-        if isinstance(dpid, str) and dpid:
-            result[int(dpid, 16)] = name
-    return result
+    """Local OVS bridges by datapath id (how the controller finds the bridge of a switch).
+
+    Two bridges can carry the same datapath id: a lab left behind by a killed run, or a spare
+    copy an operator keeps unconnected. The one whose OpenFlow controller connection is up is the
+    switch we talk to, so it wins; among equals the first name in order (a fixed choice). Picking
+    the stale one silently turned sFlow on where no traffic flows.
+    """
+    out = runner(["--format=json", "--columns=name,datapath_id,controller", "list", "bridge"])
+    connected = _connected_controllers(runner)
+    best: dict[int, tuple[bool, str]] = {}  # dpid -> (not connected, name): the least wins
+    for name, dpid, controllers in json.loads(out)["data"]:
+        if not (isinstance(dpid, str) and dpid):
+            continue
+        rank = (not any(ref in connected for ref in _uuids(controllers)), name)
+        key = int(dpid, 16)
+        if key not in best or rank < best[key]:
+            best[key] = rank
+    return {dpid: name for dpid, (_, name) in best.items()}
+
+
+def _uuids(column: object) -> list[str]:
+    """The row references of an OVSDB column in ``--format=json``: ``["uuid", u]`` or
+    ``["set", [["uuid", u], ...]]``."""
+    if isinstance(column, list) and len(column) == 2:
+        if column[0] == "uuid":
+            return [str(column[1])]
+        if column[0] == "set":
+            return [str(ref[1]) for ref in column[1] if isinstance(ref, list) and len(ref) == 2]
+    return []
+
+
+def _connected_controllers(runner: Runner) -> set[str]:
+    out = runner(["--format=json", "--columns=_uuid,is_connected", "list", "controller"])
+    return {str(ref[1]) for ref, up in json.loads(out)["data"] if up is True and isinstance(ref, list)}

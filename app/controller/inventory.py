@@ -132,7 +132,8 @@ class Inventory(app_manager.OSKenApp):
         real = {p.port_no: p for p in infos if p.port_no < ofp.OFPP_MAX}
         kind = classify(ofp.OFP_VERSION, [p.name for p in real.values()])
         name = SETTINGS.names.get(dp.id) or (local[0] if local else dpid_label(dp.id))
-        sw = SwitchInfo(dpid=dp.id, kind=kind, ofp_version=ofp.OFP_VERSION, name=name, ports=real)
+        sw = SwitchInfo(dpid=dp.id, kind=kind, ofp_version=ofp.OFP_VERSION, name=name, ports=real,
+                        local_port=local[0] if local else "")
         self.logger.info("switch %s (dpid %016x) entered as %s with %d ports", name, dp.id, kind, len(real))
         self.view.add_switch(sw)
         JOURNAL.add("switch_enter", dpid=dp.id, name=name, kind=kind)

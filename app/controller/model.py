@@ -34,6 +34,7 @@ class SwitchInfo:
     name: str
     ports: dict[int, PortInfo] = field(default_factory=dict)
     capabilities: dict = field(default_factory=dict)  # OTS VENDOR capabilities (JSON payload)
+    local_port: str = ""  # the LOCAL port's name: on Open vSwitch, the bridge's own name
 
     def to_json(self) -> dict:
         return {

@@ -654,7 +654,9 @@ class MonitorApp(app_manager.OSKenApp):
         if sw is None:
             return
         bridges = bridges_by_dpid()
-        bridge = bridges.get(sw.dpid)
+        # the switch names its bridge itself (LOCAL port): a stale bridge with the same datapath id
+        # left by a killed lab cannot take its place
+        bridge = sw.local_port if sw.local_port in bridges.values() else bridges.get(sw.dpid)
         if bridge is None:
             LOG.warning("no local OVS bridge for %s (dpid %x): fine monitoring not changed", sw.name, sw.dpid)
             return

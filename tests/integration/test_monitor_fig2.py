@@ -58,6 +58,14 @@ def monitor_events(lab, since: int, kind: str | None = None) -> list[dict]:
     return [e for e in evs if kind is None or e["event"] == kind]
 
 
+def fine_state(lab, since: int) -> str:
+    """What fine monitoring did (for a failure's message): actions, sFlow rows, datagrams received."""
+    rows = sh("ovs-vsctl", "--columns=name,datapath_id,sflow", "list", "bridge")
+    sflow = sh("ovs-vsctl", "--columns=_uuid,agent,targets", "list", "sflow")
+    return (f"fine: {lab.client.events(since, 'monitor_fine')}; cost: {lab.client.request('GET', '/monitor/cost')}; "
+            f"bridges: {' '.join(rows.split())}; sflow rows: {' '.join(sflow.split())}")
+
+
 def wait_all_sflow_off(lab, timeout: float = 30) -> None:
     wait_until(lambda: not any(sflow_on(b) for b in bridges(lab).values()), timeout, "sFlow off everywhere")
 
@@ -95,7 +103,7 @@ def test_elephant_next_to_small_flows_raises_unconstrained_imbalance(lab):
         th.join()
     watch()
     assert "ev" in seen, f"no imbalance; monitor events: {monitor_events(lab, since)}; " \
-                         f"load: {lab.client.events(since, 'monitor_load')[-5:]}"
+                         f"load: {lab.client.events(since, 'monitor_load')[-5:]}; {fine_state(lab, since)}"
     ev = seen["ev"]
     assert ev["circuit"] == "packet:A:3-B:1"
     assert ev["flows"] == [{"src": "10.0.0.1", "dst": "10.0.0.3", "proto": 17, "sport": 45000, "dport": 5201}]

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from monitor.drops import OvsShapedQueue, parse_tc_qdisc_json
-from monitor.ovsdb_sflow import OvsSflow
+from monitor.ovsdb_sflow import OvsSflow, bridges_by_dpid
 from monitor.sflow import FlowRateEstimator, SflowCollector
 from monitor.sflow.encoder import (
     EncCounters,
@@ -166,3 +166,22 @@ def test_sflow_rt_backend_against_fake_server():
     with pytest.raises(SflowRtError):
         SflowRtBackend(f"http://127.0.0.1:{srv.server_port}", timeout=0.5).flow_rates()
     assert parse_key("a,b,x,1,2") is None
+
+
+def test_bridges_by_dpid_prefers_the_connected_bridge_of_a_shared_datapath_id():
+    """A killed lab left e0A behind with A's datapath id: sFlow went to it, and no sample named the
+    elephant that crossed the live b1A (test_monitor_fig2 failed in CI that way)."""
+    bridges = {"data": [["e0A", "00000000000000a1", ["uuid", "c-stale"]],
+                        ["b1A", "00000000000000a1", ["set", [["uuid", "c-dead"], ["uuid", "c-live"]]]],
+                        ["b1B", "00000000000000b1", ["uuid", "c-b"]],
+                        ["a1B", "00000000000000b1", ["set", []]],
+                        ["x9", "", ["set", []]]]}
+    controllers = {"data": [[["uuid", "c-stale"], False], [["uuid", "c-dead"], False], [["uuid", "c-live"], True],
+                            [["uuid", "c-b"], False]]}
+
+    def fake(args):
+        return json.dumps(bridges if "bridge" in args else controllers)
+
+    assert bridges_by_dpid(fake) == {0xA1: "b1A", 0xB1: "a1B"}  # none connected: the first name
+    controllers["data"][3][1] = True
+    assert bridges_by_dpid(fake) == {0xA1: "b1A", 0xB1: "b1B"}
