@@ -5,6 +5,7 @@ never takes a circuit down under a live reservation."""
 from __future__ import annotations
 
 import threading
+import time
 
 from app.controller import groomed_circuits as gc
 from app.update.model import XconSpec
@@ -151,3 +152,78 @@ def test_the_probe_frame_of_a_vlan_reservation_carries_its_tag() -> None:
     plain, tagged = probe_frame(), probe_frame(0x1000 | 101)
     assert plain[12:14] == PROBE_ETHERTYPE.to_bytes(2, "big")
     assert tagged[12:16] == bytes([0x81, 0x00, 0x00, 101]) and tagged[16:18] == plain[12:14]
+
+
+def overlap(intervals: list[tuple[float, float]]) -> int:
+    """The most intervals open at one time."""
+    edges = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals], key=lambda e: (e[0], e[1]))
+    most = now = 0
+    for _, d in edges:
+        now += d
+        most = max(most, now)
+    return most
+
+
+def test_riders_on_a_lit_circuit_run_side_by_side_and_hold_it_lit(net) -> None:  # noqa: F811
+    """Riders (every circuit lit already) used to run one at a time under the circuit's lock (~0.35 s
+    each on the WAN lab); now their plans overlap, and while they run a sharer's release keeps the circuit."""
+    store = FakeStore()
+    m, _ = manager(net, store)
+    m.probes = vlan_probes(net)
+    orders = groomed_orders(5, bw=1.5)
+    assert m.provision(orders[0]).ok and lit(net) == CIRCUIT
+    run = m.runner.run
+    spans: list[tuple[float, float]] = []
+    inside = threading.Semaphore(0)
+
+    def slow_run(plan, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        t0 = time.monotonic()
+        inside.release()
+        time.sleep(0.3)  # a plan's real length on OVS, so that one at a time would show
+        out = run(plan, *a, **kw)
+        spans.append((t0, time.monotonic()))
+        return out
+
+    m.runner.run = slow_run  # type: ignore[method-assign]
+    outs: dict[int, object] = {}
+    threads = [threading.Thread(target=lambda o=o: outs.__setitem__(o.id, m.provision(o))) for o in orders[1:]]
+    for t in threads:
+        t.start()
+    for _ in threads:
+        assert inside.acquire(timeout=10)  # every rider is inside its plan ...
+    m.runner.run = run  # type: ignore[method-assign]
+    assert m.release(store.installed[1]).ok  # ... when the circuit's first user leaves: the circuit stays
+    assert lit(net) == CIRCUIT
+    for t in threads:
+        t.join(timeout=30)
+    assert all(outs[o.id].ok for o in orders[1:]), outs  # type: ignore[attr-defined]
+    assert overlap(spans) == 4 and not m.riding
+    assert lit(net) == CIRCUIT and all(reaches(net, 100 + i) == "h3" for i in range(1, 5))
+
+
+def test_a_rider_that_fails_after_the_last_user_left_takes_the_circuit_down(net) -> None:  # noqa: F811
+    store = FakeStore()
+    m, _ = manager(net, store)
+    m.probes = vlan_probes(net)
+    first, rider = groomed_orders(2)
+    assert m.provision(first).ok
+    m.probes = None  # the rider's verification sees no probe frame: its plan fails
+    run = m.runner.run
+    go, inside = threading.Event(), threading.Event()
+
+    def held_run(plan, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        inside.set()
+        assert go.wait(10)
+        return run(plan, *a, **kw)
+
+    m.runner.run = held_run  # type: ignore[method-assign]
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(m.provision(rider)))
+    t.start()
+    assert inside.wait(10)
+    m.runner.run = run  # type: ignore[method-assign]
+    assert m.release(store.installed[1]).ok and lit(net) == CIRCUIT  # the rider still claims it
+    go.set()
+    t.join(timeout=30)
+    assert not out[0].ok
+    assert lit(net) == set() and net.all_flows() == [] and not m.riding and not m.active
