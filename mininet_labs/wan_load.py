@@ -1,7 +1,8 @@
 """The WAN lab's loaded stage (issue 25, item 1): a lit backbone and reservations that start together,
-on the running lab of :mod:`mininet_labs.wan`. No data traffic yet: best-effort traffic does not ride
-reservation circuits, and a backbone lit through ``POST /circuit`` is not in the reservation service's
-calendar (it would book the backbone's ports again), so traffic needs tagged senders per reservation.
+on the running lab of :mod:`mininet_labs.wan`, then traffic on every reservation while the controller's
+cost is measured. Best-effort traffic does not ride reservation circuits, so each reservation carries
+tagged UDP at its booked rate from its source host to its destination host
+(:mod:`mininet_labs.tagged_udp`), and what arrived is compared with what was sent.
 
 What it books is chosen here from the lab's spec alone (pure, unit-tested); the lab drives it through
 the reservation service, as an operator would:
@@ -21,6 +22,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from mininet_labs import tagged_udp
 
 #: Each reservation's VLAN: the first, then one more per reservation; the backbone's from BACKBONE_VLAN.
 FIRST_VLAN = 101
@@ -206,6 +209,31 @@ def run_loaded(session: Any, spec: Any, db: Any, work: Any, *, quick: bool, ts: 
         progress(f"wan: {out['reservations']['active']} of {n} reservations ACTIVE, the last "
                  f"{out['reservations']['active_s']} s after their start "
                  f"({out['reservations']['uses']} on the backbone's circuits)")
-        out.update(window_cost(session, window, ts))
-        progress(f"wan: loaded: CPU {100 * out['cpu_share']:.1f} % of a core, RSS {out['rss_mb']} MB")
+        flows = traffic_flows(gravity_pairs(spec, n, seed=2), res_mbps)
+        cost: dict[str, Any] = {}
+        sent, got = tagged_udp.run(session.lab, work, flows, window + 1.0,
+                                   during=lambda: cost.update(window_cost(session, window, ts)))
+        out.update(cost)
+        out["traffic"] = traffic_summary(flows, sent, got)
+        progress(f"wan: loaded with traffic on every reservation ({out['traffic']['sent_mbps']} Mbit/s sent, "
+                 f"{out['traffic']['delivered']:.1%} delivered, worst {out['traffic']['worst']:.1%}): "
+                 f"CPU {100 * out['cpu_share']:.1f} % of a core, RSS {out['rss_mb']} MB")
     return out
+
+
+def traffic_flows(pairs: Sequence[tuple[Pop, Pop]], mbps: float, first_vlan: int = FIRST_VLAN) -> list[tagged_udp.Flow]:
+    """One tagged UDP flow per reservation of :func:`reservation_requests` (same pairs, same VLANs), at
+    its booked rate, to UDP port 20000 + VLAN."""
+    return [tagged_udp.Flow(a.host, b.host, first_vlan + i, 20000 + first_vlan + i, mbps)
+            for i, (a, b) in enumerate(pairs)]
+
+
+def traffic_summary(flows: Sequence[tagged_udp.Flow], sent: dict[tagged_udp.Flow, float],
+                    got: dict[tagged_udp.Flow, float]) -> dict[str, Any]:
+    """Totals and the worst flow's share of what it sent that arrived."""
+    share = {f: (got.get(f, 0.0) / sent[f]) if sent.get(f) else 0.0 for f in flows}
+    total_sent = sum(sent.values())
+    return {"flows": len(flows), "sent_mbps": round(total_sent, 3), "received_mbps": round(sum(got.values()), 3),
+            "delivered": round(sum(got.values()) / total_sent, 4) if total_sent else 0.0,
+            "worst": round(min(share.values(), default=0.0), 4),
+            "below_90pct": sorted(f.vlan for f, x in share.items() if x < 0.9)}

@@ -8,8 +8,6 @@ lit until the last one goes."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
@@ -20,76 +18,12 @@ from app.web.timeutil import to_iso
 from mininet_labs.lab_web import get as _get
 from mininet_labs.lab_web import lab_web
 from mininet_labs.reservation_lifecycle import _state
+from mininet_labs.tagged_udp import Flow
+from mininet_labs.tagged_udp import run as tagged_run
 
 pytestmark = pytest.mark.integration  # 33 s on a quiet machine (1.5-2.5 min with both cores busy)
 VLANS = (101, 102, 103)
 RATE = 3.0
-
-
-#: Tagged UDP frames from h1 at a paced rate per VLAN (the hosts' kernel has no 802.1Q module, so no VLAN
-#: interfaces and no iperf3 over them): ``iface src_mac dst_mac vlan:port:mbps,... seconds``; prints the
-#: frames sent per flow.
-SENDER = r"""
-import socket, struct, sys, time
-iface, src, dst, spec, seconds = sys.argv[1:6]
-mac = lambda t: bytes(int(b, 16) for b in t.split(":"))
-sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-sock.bind((iface, 0))
-flows = []
-for item in spec.split(","):
-    vlan, port, mbps = item.split(":")
-    payload = b"x" * 1172
-    udp = struct.pack("!HHHH", 40000, int(port), 8 + len(payload), 0) + payload
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
-                     socket.inet_aton("10.%s.0.1" % vlan), socket.inet_aton("10.%s.0.3" % vlan))
-    frame = mac(dst) + mac(src) + struct.pack("!HH", 0x8100, int(vlan)) + struct.pack("!H", 0x0800) + ip + udp
-    flows.append([frame, len(frame) * 8 / (float(mbps) * 1e6), 0.0, 0])
-t0 = time.monotonic()
-for f in flows:
-    f[2] = t0
-end = t0 + float(seconds)
-while True:
-    now = time.monotonic()
-    if now >= end:
-        break
-    for f in flows:
-        if now - f[2] > 0.02:  # starved (a busy machine): skip what is overdue instead of bursting it
-            f[2] = now
-        while f[2] <= now:
-            sock.send(f[0])
-            f[3] += 1
-            f[2] += f[1]
-    time.sleep(0.001)
-print(" ".join(str(f[3]) for f in flows))
-"""
-
-#: On h3: frame bytes (as sent, tag included) received per UDP destination port for ``seconds``, as JSON.
-RECEIVER = r"""
-import json, socket, sys, time
-iface, seconds = sys.argv[1], float(sys.argv[2])
-sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-sock.bind((iface, 0))
-sock.settimeout(0.2)
-got = {}
-end = time.monotonic() + seconds
-while time.monotonic() < end:
-    try:
-        frame, addr = sock.recvfrom(65535)
-    except socket.timeout:
-        continue
-    if addr[2] == socket.PACKET_OUTGOING:
-        continue
-    off = 12
-    tagged = frame[off:off + 2] == b"\x81\x00"
-    if tagged:
-        off += 4
-    if frame[off:off + 2] != b"\x08\x00" or frame[off + 11] != 17:
-        continue
-    ip = off + 2
-    port = int.from_bytes(frame[ip + (frame[ip] & 15) * 4 + 2: ip + (frame[ip] & 15) * 4 + 4], "big")
-    got[port] = got.get(port, 0) + len(frame) + (0 if tagged else 4)
-print(json.dumps(got))
-"""
 
 
 def tagged_udp(session, work, offers: dict[int, float],  # noqa: ANN001
@@ -97,30 +31,11 @@ def tagged_udp(session, work, offers: dict[int, float],  # noqa: ANN001
     """Tagged UDP h1 → h3 on each VLAN at the offered Mbit/s (frame bits), all at once: Mbit/s sent and
     received per VLAN over the sending time (a starved sender skips frames rather than bursting them, so
     on a busy machine it may send less than offered: compare what arrived with what was sent)."""
-    (work / "gsend.py").write_text(SENDER)
-    (work / "grecv.py").write_text(RECEIVER)
-    h1, h3 = session.lab.node("h1"), session.lab.node("h3")
-    recv = h3.popen([sys.executable, str(work / "grecv.py"), h3.defaultIntf().name, str(seconds + 2.0)],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        time.sleep(0.5)
-        spec = ",".join(f"{v}:{5200 + v}:{mbps}" for v, mbps in offers.items())
-        send = h1.popen([sys.executable, str(work / "gsend.py"), h1.defaultIntf().name, "00:00:00:00:00:01",
-                         "00:00:00:00:00:03",
-                         spec, str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        sent, err = send.communicate(timeout=seconds + 30)
-        assert send.returncode == 0, err
-        out, err = recv.communicate(timeout=seconds + 30)
-        assert recv.returncode == 0, err
-    finally:
-        if recv.poll() is None:
-            recv.kill()
-            recv.wait(timeout=10)
-    got = {int(k): v for k, v in json.loads(out).items()}
-    frame_bits = (14 + 4 + 20 + 8 + 1172) * 8
-    rates = {v: int(n) * frame_bits / seconds / 1e6 for v, n in zip(offers, sent.split(), strict=True)}
+    flows = [Flow("h1", "h3", v, 5200 + v, mbps) for v, mbps in offers.items()]
+    sent, got = tagged_run(session.lab, work, flows, seconds)
+    rates = {f.vlan: sent[f] for f in flows}
     print(f"\n  offered {offers}: sent Mbit/s { {v: round(m, 3) for v, m in rates.items()} }")
-    return rates, {v: got.get(5200 + v, 0) * 8 / seconds / 1e6 for v in offers}
+    return rates, {f.vlan: got[f] for f in flows}
 
 
 def test_three_reservations_share_one_circuit_and_keep_their_rates(tmp_path) -> None:  # noqa: ANN001

@@ -1,6 +1,7 @@
 """The WAN lab (issue 25) in its CI size on Abilene: the backbone is discovered and its control-plane
 cost recorded idle, then loaded: a backbone over a spanning tree of the fibres lit by reservations, then
-30 reservations that start together, all ACTIVE riding the backbone's circuits."""
+30 reservations that start together, all ACTIVE riding the backbone's circuits, and tagged traffic on
+each of them while the cost is measured again."""
 from __future__ import annotations
 
 import json
@@ -34,4 +35,11 @@ def test_wan_lab_discovers_abilene_loads_it_and_records_its_cost(tmp_path):
     assert loaded["reservations"]["active"] == loaded["reservations"]["n"] == 30, loaded["reservations"]
     assert loaded["reservations"]["states"] == {"ACTIVE": 30}
     assert 0 < loaded["cpu_share"] < 2.0 and loaded["monitor_cost"]["per_ts"]
+    # tagged UDP on every reservation at its booked rate while the cost was measured: it arrives
+    # (quiet machine: 100 % of 3.0 Mbit/s; the share of what was *sent*, so a starved sender does not count)
+    traffic = loaded["traffic"]
+    assert traffic["flows"] == 30 and traffic["sent_mbps"] > 0, traffic
+    assert traffic["delivered"] >= 0.9 and traffic["worst"] > 0.5, traffic
+    print(f"MEASURED wan lab abilene: 30 riders ACTIVE {loaded['reservations']['active_s']} s after their start; "
+          f"traffic {traffic}; CPU idle {res['cpu_share']:.3f} -> loaded {loaded['cpu_share']:.3f}")
     assert json.loads((tmp_path / "results.json").read_text())["discovery_s"] == res["discovery_s"]

@@ -67,3 +67,30 @@ def test_reservation_requests_each_on_a_vlan_of_its_own(spec) -> None:  # noqa: 
     assert all(b["src"].endswith(":1") and b["src"] != b["dst"] for b in body)
     with pytest.raises(ValueError, match="4094"):
         wan_load.reservation_requests(pairs, 0.1, "s", "e", first_vlan=4000)
+
+
+def test_traffic_is_one_tagged_flow_per_reservation_on_its_vlan(spec) -> None:  # noqa: ANN001
+    from mininet_labs import tagged_udp
+
+    pairs = wan_load.gravity_pairs(spec, 40, seed=2)
+    body = wan_load.reservation_requests(pairs, 0.1, "a", "b")
+    flows = wan_load.traffic_flows(pairs, 0.1)
+    hosts = {p.switch: p.host for p in wan_load.pops(spec)}
+    assert [(f.src, f.dst, f.vlan) for f in flows] == [(hosts[r["src"].split(":")[0]], hosts[r["dst"].split(":")[0]],
+                                                        r["src_vlan"]) for r in body]
+    by_src, receivers = tagged_udp.plan_hosts(flows)  # unique ports per receiver: accepted
+    assert sum(map(len, by_src.values())) == 40 and set(receivers) == {f.dst for f in flows}
+    sent = {f: 0.1 for f in flows}
+    got = {f: 0.1 for f in flows} | {flows[3]: 0.05}
+    summary = wan_load.traffic_summary(flows, sent, got)
+    assert summary["flows"] == 40 and summary["worst"] == 0.5 and summary["below_90pct"] == [flows[3].vlan]
+    assert summary["delivered"] == round(3.95 / 4.0, 4)
+
+
+def test_tagged_udp_refuses_flows_it_could_not_tell_apart() -> None:
+    from mininet_labs.tagged_udp import Flow, plan_hosts
+
+    with pytest.raises(ValueError, match="UDP port 5301"):
+        plan_hosts([Flow("h1", "h3", 101, 5301, 1.0), Flow("h2", "h3", 102, 5301, 1.0)])
+    with pytest.raises(ValueError, match="must be > 0"):
+        plan_hosts([Flow("h1", "h3", 101, 5301, 0.0)])
