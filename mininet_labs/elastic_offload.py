@@ -47,7 +47,8 @@ STATIC_CIRCUIT = "packet:A:3-B:1"
 MONITOR = 'interval = 1.0\nfine_backend = "flowstats"\nfine_first_window = 0.3\ndrop_watch_interval = 0.25\n'
 # min_gain_s: the move must win back at least about one more switch-over (0.185 s setup + 0.1 s
 # overhead); the default 1 s waits one or two more counts at Ts = 1 s (docs/te-loop.md)
-TE = "[te]\nenabled = {enabled}\nmin_gain_s = {gain:g}\nmin_hold_s = 5.0\npoll = 1.0\ngone_intervals = 3\n"
+TE = ("[te]\nenabled = {enabled}\nmin_gain_s = {gain:g}\nmin_hold_s = 5.0\npoll = 1.0\ngone_intervals = 3\n"
+      "young_horizon_s = {young:g}\n")
 MIN_GAIN_S = 0.3
 BIN_S = 0.25
 TS_S = 1.0
@@ -67,30 +68,35 @@ class Phases:
 
 def run(out: Path, *, quick: bool = False, progress: Callable[[str], None] = print, runs: int = 1,
         seed: int = 1, te: bool = True, demo: bool = False, counter_refresh_ms: int | None = None,
-        min_gain_s: float = MIN_GAIN_S) -> dict[str, Any]:
+        min_gain_s: float = MIN_GAIN_S, young_horizon_s: float = 0.0) -> dict[str, Any]:
     """Run the lab; write ``out/results.json`` and ``out/elastic_offload.png``; return the results.
 
     ``counter_refresh_ms``: OVS's ``other_config:max-revalidator`` while the lab runs (userspace OVS
     refreshes OpenFlow rule counters from its datapath flows only this often, 500 ms by default: the
     verification and the counting rules' first bytes wait for it); None = OVS's own setting.
-    ``min_gain_s``: the TE loop's ``[te] min_gain_s`` (how much sooner a move must finish the elephant)."""
+    ``min_gain_s``: the TE loop's ``[te] min_gain_s`` (how much sooner a move must finish the elephant);
+    ``young_horizon_s``: its ``[te] young_horizon_s`` (a young elephant the gain turns down on its bytes is
+    judged as sending this many seconds more; 0 = off, app/te/young.py)."""
     if runs < 1:
         raise ValueError(f"--runs must be >= 1, got {runs}")
     if counter_refresh_ms is not None and counter_refresh_ms < 10:
         raise ValueError(f"--counter-refresh-ms must be >= 10, got {counter_refresh_ms}")
     if not 0 <= min_gain_s < 60:
         raise ValueError(f"--min-gain-s must be in [0, 60), got {min_gain_s}")
+    if not 0 <= young_horizon_s < 600:
+        raise ValueError(f"--young-horizon-s must be in [0, 600), got {young_horizon_s}")
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     clock = _Clock(progress)
     phases = Phases(quick or demo)
     res: dict[str, Any] = {"lab": "elastic-offload", "quick": quick, "demo": demo, "seed": seed, "te": te,
                            "ts_s": 1.0, "small_flows": 16, "phases_s": vars(phases),
-                           "counter_refresh_ms": counter_refresh_ms, "min_gain_s": min_gain_s}
+                           "counter_refresh_ms": counter_refresh_ms, "min_gain_s": min_gain_s,
+                           "young_horizon_s": young_horizon_s}
     live = _Live(clock, verbose=demo)
     if te:
         with _session(out / "work", enabled=True, demo=demo, clock=clock, refresh=counter_refresh_ms,
-                      gain=min_gain_s) as (lab, web):
+                      gain=min_gain_s, young=young_horizon_s) as (lab, web):
             if web:
                 res["web"] = web
             runs_out = []
@@ -156,7 +162,8 @@ def _counter_refresh(ms: int | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock,
-             refresh: int | None = None, gain: float = MIN_GAIN_S) -> Iterator[tuple[Any, dict | None]]:
+             refresh: int | None = None, gain: float = MIN_GAIN_S,
+             young: float = 0.0) -> Iterator[tuple[Any, dict | None]]:
     """The Fig. 2 monitor lab with the TE loop on or off (and, for the demo, the web service)."""
     from mininet_labs.monitor_lab import fig2_monitor_lab
 
@@ -172,7 +179,7 @@ def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock,
     try:
         # the controller takes rates between counter refresh steps: tell it the refresh period set here
         monitor = MONITOR + (f"flowstats_refresh = {refresh / 1000:g}\n" if refresh else "")
-        with fig2_monitor_lab(work, monitor + TE.format(enabled=str(enabled).lower(), gain=gain), check_errors=False,
+        with fig2_monitor_lab(work, monitor + TE.format(enabled=str(enabled).lower(), gain=gain, young=young), check_errors=False,
                               controller_args=args) as lab, _counter_refresh(refresh):
             try:
                 clock.note(f"testbed up: circuit 'initial' lit (A-X-Y-B-Y-Z-C), A:3 behind a bounded 10 Mbit/s "

@@ -86,6 +86,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "userspace OVS refreshes rule counters (OVS default 500)")
     p.add_argument("--min-gain-s", type=non_negative_float,
                    help="with `run` (elastic-offload): the TE loop's [te] min_gain_s (the lab's default 0.3)")
+    p.add_argument("--young-horizon-s", type=non_negative_float,
+                   help="with `run` (elastic-offload): the TE loop's [te] young_horizon_s (default 0 = off: "
+                        "a young elephant is judged on its counted bytes alone)")
     p.add_argument("--te", choices=["on", "off"], help="with `run` (elastic-offload): `off` runs only the "
                                                         "baseline with the TE loop off")
     p.add_argument("--placement", choices=["otter", "joint", "cspf", "all"],
@@ -162,7 +165,8 @@ def _lab_options(args: argparse.Namespace, name: str, runner) -> dict:
     given = {"runs": args.runs, "seeds": args.seeds, "seed": args.seed, "te": None if args.te is None else args.te == "on",
              "demo": args.demo or None, "placement": args.placement, "paper_sizes": args.paper_sizes or None,
              "topology": args.topology, "counter_refresh_ms": getattr(args, "counter_refresh_ms", None),
-             "min_gain_s": getattr(args, "min_gain_s", None)}
+             "min_gain_s": getattr(args, "min_gain_s", None),
+             "young_horizon_s": getattr(args, "young_horizon_s", None)}
     given = {k: v for k, v in given.items() if v is not None}
     takes = inspect.signature(runner).parameters
     refused = [k for k in given if k not in takes]

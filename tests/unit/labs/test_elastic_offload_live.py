@@ -45,7 +45,12 @@ def test_the_counter_refresh_option_reaches_the_lab_and_is_checked(tmp_path) -> 
     assert _lab_options(args, "elastic-offload", elastic_offload.run)["min_gain_s"] == 0.0
     with pytest.raises(ValueError, match="min-gain-s must be in"):
         elastic_offload.run(tmp_path / "out", min_gain_s=-1.0)
-    assert "min_gain_s = 0\n" in elastic_offload.TE.format(enabled="true", gain=0.0)
+    assert "min_gain_s = 0\n" in elastic_offload.TE.format(enabled="true", gain=0.0, young=0.0)
+    args.young_horizon_s = 2.0
+    assert _lab_options(args, "elastic-offload", elastic_offload.run)["young_horizon_s"] == 2.0
+    with pytest.raises(ValueError, match="young-horizon-s must be in"):
+        elastic_offload.run(tmp_path / "out", young_horizon_s=-1.0)
+    assert "young_horizon_s = 2.5\n" in elastic_offload.TE.format(enabled="true", gain=0.3, young=2.5)
 
 
 def test_the_min_gain_option_is_a_number_at_least_0() -> None:
