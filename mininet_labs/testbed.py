@@ -330,6 +330,9 @@ class LabNet:
                 net.stop()
             except Exception:  # noqa: BLE001 - keep cleaning up below
                 pass
+            except BaseException:  # Ctrl-C while Mininet stops: sweep what is ours first, then stop
+                self._sweep()
+                raise
         self._sweep()
         if self._record is not None:
             lab_registry.forget(self._record)

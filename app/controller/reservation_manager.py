@@ -33,6 +33,7 @@ from typing import Any, NamedTuple, Protocol
 
 from app.controller import groomed_circuits, protected_circuits
 from app.controller.failures import Failures, path_fault
+from app.controller.probed_southbound import ProbedSouthbound
 from app.controller.reservation_circuits import (
     ReservationCircuit,
     ReservationPathError,
@@ -68,7 +69,8 @@ class PlanRunning(Protocol):
     """What the manager needs of :class:`app.controller.plan_runner.PlanRunner`."""
 
     def run(self, plan: Plan, owner: str, kind: str, *, ports: Sequence[Port] | None = None,
-            releases: bool = False, context: Mapping[str, Any] | None = None) -> PlanRecord: ...
+            releases: bool = False, context: Mapping[str, Any] | None = None,
+            southbound: Southbound | None = None) -> PlanRecord: ...
 
     def reserve(self, owner: str, ports: Iterable[Port]) -> bool: ...
 
@@ -392,14 +394,20 @@ class ReservationManager:
         """Run and record a plan that lights ``c`` (``opens``: its ports — ``ports`` if given — are
         reserved from before the plan, probe frames cross the new path while it runs, for verification)
         or takes it down (its ports are given back once it is done)."""
-        stop = self.probes(c) if self.probes is not None and opens else None
+        base = getattr(self.runner, "southbound", None)
+        probes = self.probes if opens else None
+        # the probes start at the verify step's first counter read (app/controller/probed_southbound.py)
+        probed = ProbedSouthbound(base, lambda: probes(c)) if probes is not None and base is not None else None
+        stop = probes(c) if probes is not None and probed is None else None
         held = (c.packet_ports if ports is None else tuple(ports)) if opens else ()
         try:
             record = self.runner.run(plan, f"{OWNER}{res_id}", "reservations", ports=held,
-                                     releases=not opens, context={"reservation_id": res_id})
+                                     releases=not opens, context={"reservation_id": res_id}, southbound=probed)
         finally:
             if stop is not None:
                 stop()
+            if probed is not None:
+                probed.stop()
         data = record.to_json()
         self.run_db("record_plan", {"kind": data["kind"], "mode": data["mode"], "reservation_id": res_id,
                                     "state": data["state"], "error": data.get("error") or None,
