@@ -94,3 +94,9 @@ def test_tagged_udp_refuses_flows_it_could_not_tell_apart() -> None:
         plan_hosts([Flow("h1", "h3", 101, 5301, 1.0), Flow("h2", "h3", 102, 5301, 1.0)])
     with pytest.raises(ValueError, match="must be > 0"):
         plan_hosts([Flow("h1", "h3", 101, 5301, 0.0)])
+
+
+def test_the_common_start_leaves_twice_the_timed_bookings() -> None:
+    assert wan_load.lead_for(0.07, 30) == pytest.approx(14.2)
+    assert wan_load.lead_for(1.25, 100) == pytest.approx(260.0)  # germany50's admission
+    assert wan_load.lead_for(0.0, 100, floor_s=5.0) == 5.0
