@@ -98,6 +98,11 @@ class ReservationsApp(app_manager.OSKenApp):
         ctl = SETTINGS.controller
         self.poll = float(ctl.get("reservation_poll", 1.0))
         self.busy: set[int] = set()
+        # when each reservation's last provision/release ended (a sequence number): a pass whose database
+        # read began before that works from a stale row and must not start it again (on germany50 a
+        # reservation lit at t was provisioned again from a read begun just before t, and ended FAILED)
+        self._ended_seq = 0
+        self._ended: dict[int, int] = {}
         self.outcomes: deque[dict[str, Any]] = deque(maxlen=200)
         self.writer: db_writer.DbWriter | None = None
         if SETTINGS.db_url:
@@ -326,14 +331,18 @@ class ReservationsApp(app_manager.OSKenApp):
                 self.manager.note_original(order)
             self.adopted = True
         now = time.time()
+        read_at = self._ended_seq
         for order in self._db("due", now):
-            if order.id not in self.busy:
+            if order.id not in self.busy and self._ended.get(order.id, 0) <= read_at:
                 self.busy.add(order.id)
                 hub.spawn(self._guarded, order.id, self.manager.provision, order)
+        read_at_release = self._ended_seq
         for inst in self._db("to_release"):
-            if inst.reservation_id not in self.busy:
-                self.busy.add(inst.reservation_id)
-                hub.spawn(self._guarded, inst.reservation_id, self.manager.release, inst)
+            rid = inst.reservation_id
+            if rid not in self.busy and self._ended.get(rid, 0) <= read_at_release:
+                self.busy.add(rid)
+                hub.spawn(self._guarded, rid, self.manager.release, inst)
+        self._ended = {k: v for k, v in self._ended.items() if v > read_at}  # later reads see those ends
         if self.restore_on and not self.frozen:
             self._retry_degraded(now)
             if self.revert_on:
@@ -348,6 +357,8 @@ class ReservationsApp(app_manager.OSKenApp):
             guard.failures.append(f"reservation {res_id}: {exc!r}")
             guard.ERROR_LOG.exception("reservation %s failed", res_id)
         finally:
+            self._ended_seq += 1
+            self._ended[res_id] = self._ended_seq
             self.busy.discard(res_id)
 
     # ---- control API -------------------------------------------------------------------------------
