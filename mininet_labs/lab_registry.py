@@ -124,12 +124,14 @@ def sweep_dead(directory: Path | None = None) -> list[str]:
     for path, entry in entries:
         if "child" in entry or owner_alive(entry):
             continue
-        removed += _remove(entry.get("bridges", []), entry.get("nodes", []))
+        removed += remove(entry.get("bridges", []), entry.get("nodes", []))
         forget(path)
     return removed
 
 
-def _remove(bridges: list[str], nodes: list[str]) -> list[str]:
+def remove(bridges: Iterable[str], nodes: Iterable[str]) -> list[str]:
+    """Delete these bridges and every ``<node>-ethN`` interface of these nodes (by exact name only):
+    the names removed."""
     removed = []
     present = set(subprocess.run(["ovs-vsctl", "--timeout=10", "list-br"], capture_output=True,
                                  text=True).stdout.split())

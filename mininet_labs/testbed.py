@@ -342,15 +342,8 @@ class LabNet:
 
     def _sweep(self) -> None:
         """Delete this lab's bridges and interfaces if anything is left (by exact name only)."""
-        for name in self.spec.dpid_names().values():
-            subprocess.run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", self.prefix + name],
-                           capture_output=True)
-        links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-        ours = {self.prefix + n for n in node_names(self.spec)}
-        for line in links.splitlines():
-            ifname = line.split(":", 2)[1].strip().split("@")[0]
-            if "-eth" in ifname and ifname.rsplit("-eth", 1)[0] in ours:
-                subprocess.run(["ip", "link", "del", ifname], capture_output=True)
+        lab_registry.remove([self.prefix + name for name in self.spec.dpid_names().values()],
+                            [self.prefix + n for n in node_names(self.spec)])
 
     def __enter__(self) -> LabNet:
         return self.start()

@@ -68,6 +68,9 @@ class Meters(Southbound, Protocol):
 class PlanRunning(Protocol):
     """What the manager needs of :class:`app.controller.plan_runner.PlanRunner`."""
 
+    #: the switches' southbound (None until bound): a reservation's probes wrap it per plan
+    southbound: Southbound | None
+
     def run(self, plan: Plan, owner: str, kind: str, *, ports: Sequence[Port] | None = None,
             releases: bool = False, context: Mapping[str, Any] | None = None,
             southbound: Southbound | None = None) -> PlanRecord: ...
@@ -394,18 +397,14 @@ class ReservationManager:
         """Run and record a plan that lights ``c`` (``opens``: its ports — ``ports`` if given — are
         reserved from before the plan, probe frames cross the new path while it runs, for verification)
         or takes it down (its ports are given back once it is done)."""
-        base = getattr(self.runner, "southbound", None)
-        probes = self.probes if opens else None
+        base, probes = self.runner.southbound, self.probes if opens else None
         # the probes start at the verify step's first counter read (app/controller/probed_southbound.py)
         probed = ProbedSouthbound(base, lambda: probes(c)) if probes is not None and base is not None else None
-        stop = probes(c) if probes is not None and probed is None else None
         held = (c.packet_ports if ports is None else tuple(ports)) if opens else ()
         try:
             record = self.runner.run(plan, f"{OWNER}{res_id}", "reservations", ports=held,
                                      releases=not opens, context={"reservation_id": res_id}, southbound=probed)
         finally:
-            if stop is not None:
-                stop()
             if probed is not None:
                 probed.stop()
         data = record.to_json()
