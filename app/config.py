@@ -116,6 +116,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "fine_everywhere": False,  # fine data on every packet switch all the time (the per-flow polling baseline of bench/monitor_detection.py)
         "fine_window": 1.0,  # seconds of sFlow samples per flow-rate estimate (= Ts: elephants named one interval after the hot spot)
         "probe_interval": 0.2,  # latency probes: seconds between probes per packet link (seed 001: 200 ms; 0 = no probes)
+        "probe_rate": 100.0,  # latency probes (and their echoes) per second in all at most: past it links take turns (0 = no limit)
         "path_change_tolerance_ms": 0.5,  # path-change detector: stable band and minimum shift (seed 001: 0.5 ms)
         "probe_timeout": 2.0,  # latency probes: a probe not back after this many seconds is lost
         "flowstats_idle_timeout": 10,  # fine_backend = "flowstats": a per-flow counting rule idles out after this many seconds
@@ -218,6 +219,8 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
     _check_growth_elastic(cfg["te"])
     if cfg["monitor"]["probe_interval"] < 0:
         raise ConfigError("[monitor] probe_interval must be >= 0 (0 = no latency probes)")
+    if not 0 <= cfg["monitor"]["probe_rate"] < float("inf"):
+        raise ConfigError("[monitor] probe_rate must be a number of probes per second >= 0 (0 = no limit)")
     if not 0 < cfg["ha"]["ttl"] < float("inf"):
         raise ConfigError("[ha] ttl must be a finite number of seconds > 0")
     if not all(isinstance(e, str) and e.startswith(("http://", "https://")) for e in cfg["ha"]["etcd"]):

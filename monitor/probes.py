@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from monitor.latency import ChangePoint, PathChangeDetector, ProbeBook, RollingMinBaseline
 from topology.graph import edge_key
+
+T = TypeVar("T")
 
 PROBE_ETHERTYPE = 0x88B5  # IEEE 802 local experimental ethertype 1
 PROBE_DST = "02:4d:4c:54:45:50"  # locally administered, no host has it
@@ -79,6 +81,19 @@ def probed_links(directed: Iterable[tuple[str, int, str, int]]) -> dict[str, Pro
         lid = link_id(src, dst)
         out[lid] = ProbedLink(lid, src, dst)
     return out
+
+
+def rotate(items: Sequence[T], start: int, limit: int | None) -> tuple[list[T], int]:
+    """At most ``limit`` of ``items`` from index ``start`` on, wrapping (all of them if ``limit`` is
+    None or not smaller), and where the next call starts: a round robin over a list that may change
+    between calls (``start`` is taken modulo its length)."""
+    if limit is None or limit >= len(items):
+        return list(items), 0
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    start %= len(items)
+    turn = [items[(start + i) % len(items)] for i in range(limit)]
+    return turn, (start + limit) % len(items)
 
 
 class ControlDelay:
@@ -135,6 +150,7 @@ class LatencyMonitor:
         self._expect: dict[int, tuple[str, tuple[str, int]]] = {}  # probe id -> (link, far end)
         self.misdelivered = 0
         self.retired: dict[str, int] = {}  # link -> probes received before it disappeared
+        self._cursor = 0  # where the next limited round starts (send)
 
     def set_links(self, links: dict[str, ProbedLink]) -> tuple[list[str], list[str]]:
         """The packet links to probe now; returns (added, removed) link ids. A link whose ends
@@ -152,11 +168,15 @@ class LatencyMonitor:
             added.append(lid)
         return added, removed
 
-    def send(self, now: float) -> list[tuple[ProbedLink, int]]:
-        """Probes to send now: (link, probe id) per probed link."""
+    def send(self, now: float, limit: int | None = None) -> list[tuple[ProbedLink, int]]:
+        """Probes to send now: (link, probe id) per probed link, or for at most ``limit`` links, the
+        next ones after those of the last call (round robin: each link's turn comes every
+        ⌈links / limit⌉ calls)."""
         self.book.expire(now)
         out = []
-        for lid, st in sorted(self.links.items()):
+        turn, self._cursor = rotate(sorted(self.links), self._cursor, limit)
+        for lid in turn:
+            st = self.links[lid]
             pid = self.book.sent(lid, now)
             self._expect[pid] = (lid, st.link.dst)
             out.append((st.link, pid))

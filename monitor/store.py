@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
 
-from sqlalchemy import Float, Index, Integer, String, Text, delete, select
+from sqlalchemy import Float, Index, Integer, String, Text, delete, insert, select
 from sqlalchemy.engine import CursorResult, Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
@@ -60,10 +60,14 @@ class MonitorStore:
 
     def add_samples(self, rows: Iterable[tuple[float, str, str, float]]) -> int:
         """Rows of (t, point, metric, value); returns how many were written."""
-        objs = [MonSample(t=t, point=p, metric=m, value=float(v)) for t, p, m, v in rows]
+        values = [{"t": t, "point": p, "metric": m, "value": float(v)} for t, p, m, v in rows]
+        if not values:
+            return 0
+        # one executemany, not ORM objects: on germany50 (49 lit circuits) the ORM unit of work was
+        # ~10 % of the controller's CPU, in its database writer thread
         with Session(self.engine) as s, s.begin():
-            s.add_all(objs)
-        return len(objs)
+            s.execute(insert(MonSample), values)
+        return len(values)
 
     def add_event(self, ev: Event) -> None:
         d = ev.as_dict()

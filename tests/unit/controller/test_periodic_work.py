@@ -453,3 +453,20 @@ def test_after_naming_the_early_windows_keep_reading_the_elephants_count_for_fin
 
 def test_without_fine_early_follow_naming_ends_the_early_windows(mon):
     assert _named_in_the_first_window(mon, follow=False) == []
+
+
+def test_echoes_go_only_to_the_probed_links_ends_within_the_budget(monkeypatch):
+    from monitor.probes import probed_links
+
+    assert monitor_app.probe_limit(0.2, 100.0) == 20 and monitor_app.probe_limit(0.2, 0.0) is None
+    assert monitor_app.probe_limit(0.2, 1.0) == 1  # at least one a round
+    app = MonitorApp(**{VIEW: NetworkView(), SOUTHBOUND: OpenFlowSouthbound(), ROUTES: ApiRoutes()})
+    echoed: list[list[str]] = []
+    monkeypatch.setattr(app, "_echo", lambda names: echoed.append(list(names)))
+    app._echo_round()
+    assert echoed == [[]]  # no packet link between switches (a WAN before its circuits): no echo at all
+    app.probe_limit = 2
+    app.latency.set_links(probed_links([("A", 3, "B", 1), ("B", 2, "C", 1)]))
+    app._echo_round()
+    app._echo_round()
+    assert echoed[1:] == [["A", "B"], ["C", "A"]]  # the three ends, two a round, in turn

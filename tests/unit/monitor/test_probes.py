@@ -112,3 +112,31 @@ def test_links_come_and_go_and_minima_are_taken_per_interval():
     assert link.dst == ("C", 1)
     assert lm.received(pid, ("C", 1), 1.001).link == "packet:A:3-C:1"
     assert lm.set_links(probed_links([("A", 3, "C", 1)])) == ([], [])  # unchanged: keeps its detector
+
+
+# ---- the probe budget (issue 25: germany50's backbone probed every 200 ms was 245 probes/s) -------
+def test_rotate_takes_turns_and_wraps_over_a_list_that_changes():
+    from monitor.probes import rotate
+
+    items = list("abcde")
+    assert rotate(items, 0, None) == (items, 0) and rotate(items, 3, 5) == (items, 0)  # all fit
+    turn, nxt = rotate(items, 0, 2)
+    assert (turn, nxt) == (["a", "b"], 2)
+    assert rotate(items, 4, 2) == (["e", "a"], 1)  # wraps
+    assert rotate(list("abc"), 4, 2) == (["b", "c"], 0)  # a shorter list: the start taken modulo its length
+    with pytest.raises(ValueError):
+        rotate(items, 0, 0)
+
+
+def test_a_limited_send_probes_every_link_in_turn():
+    lm = LatencyMonitor()
+    lm.set_links(probed_links([(f"S{i}", 1, f"T{i}", 1) for i in range(5)]))
+    seen: list[list[str]] = []
+    for k in range(5):
+        seen.append([link.id for link, _pid in lm.send(float(k), limit=2)])
+    assert all(len(s) == 2 for s in seen)
+    # every link within ceil(5 / 2) = 3 rounds, and equally often over 5 rounds (2 each, 10 probes)
+    assert set(seen[0] + seen[1] + seen[2]) == set(lm.links)
+    counts = {lid: sum(s.count(lid) for s in seen) for lid in lm.links}
+    assert sorted(counts.values()) == [2, 2, 2, 2, 2]
+    assert len(lm.send(5.0)) == 5  # no limit: all of them
