@@ -26,6 +26,11 @@ def _edges(g: MultiLayerGraph, kinds: set[str], ignore: set[str]) -> dict[str, d
             for _, _, k, d in g.g.edges(keys=True, data=True) if d["kind"] in kinds}
 
 
+#: what a switch reports of itself rather than the topology: the ports a live packet switch listed
+#: (a spec or vendor file names only the ports on its links); never a difference
+INVENTORY_ATTRS = ("packet.ports",)
+
+
 def graph_diff(a: MultiLayerGraph, b: MultiLayerGraph, node_kinds: Iterable[str] = NODE_KINDS,
                edge_kinds: Iterable[str] = EDGE_KINDS, ignore_attrs: Iterable[str] = ("source",)) -> list[str]:
     """Differences between ``a`` and ``b`` restricted to some kinds, one readable line each.
@@ -34,7 +39,7 @@ def graph_diff(a: MultiLayerGraph, b: MultiLayerGraph, node_kinds: Iterable[str]
     entry ``"<kind>.<attr>"`` ignores the attribute only on nodes/edges of that kind, e.g.
     ``"access.capacity"``: a discovered access edge is as wide as the port reports, not as shaped).
     """
-    nk, ek, ign = set(node_kinds), set(edge_kinds), set(ignore_attrs)
+    nk, ek, ign = set(node_kinds), set(edge_kinds), set(ignore_attrs) | set(INVENTORY_ATTRS)
     out: list[str] = []
     for label, ga, gb in (("node", _nodes(a, nk, ign), _nodes(b, nk, ign)),
                           ("edge", _edges(a, ek, ign), _edges(b, ek, ign))):

@@ -131,6 +131,8 @@ def merge(*graphs: MultiLayerGraph, names: Sequence[str] | None = None) -> Merge
     for n, d in sorted(nodes.items()):
         if d["kind"] == "packet":
             out.add_packet_switch(n, d.get("dpid"))
+            if d.get("ports"):  # every port the switch reported (the live source), edges or not
+                out.g.nodes[n]["ports"] = d["ports"]
         elif d["kind"] == "host":
             out.add_host(n, d.get("ip"), d.get("mac"))
         elif d["kind"] == "optical":

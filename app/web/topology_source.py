@@ -145,8 +145,9 @@ def node_kind(graph: MultiLayerGraph, node: str) -> str | None:
 
 
 def switch_ports(graph: MultiLayerGraph, switch: str) -> set[int]:
-    """Port numbers of ``switch`` that appear on some edge of the graph."""
-    ports: set[int] = set()
+    """Port numbers of ``switch``: those the switch reported (the live graph's node ``ports``) and
+    those on some edge of the graph."""
+    ports: set[int] = {int(p) for p in graph.g.nodes[switch].get("ports") or ()} if switch in graph.g else set()
     for _u, _v, data in graph.g.edges(switch, data=True):
         p = (data.get("ports") or {}).get(switch)
         if p is not None:

@@ -114,3 +114,19 @@ def test_split_names():
 def test_switch_json_reports_port_speed():
     sw = SwitchInfo(0xA1, PACKET, 4, "A", {1: PortInfo(1, "A-eth1", "00:00:00:00:00:01", True, TEN_G)})
     assert sw.to_json()["ports"][0]["speed_kbps"] == TEN_G
+
+
+def test_a_port_no_host_was_heard_from_is_still_a_port_of_its_switch():
+    """A controller just restarted has heard from no host: a reservation from A:1 must still find
+    the port (the WAN lab's restart: "src: switch s0 has no port 1 (ports: [2, 3, 4])")."""
+    from app.web.errors import ApiError
+    from app.web.topology_source import check_endpoint_in_graph, switch_ports
+
+    spec, live, problems = fig2_live([])  # no host learnt
+    merged = combined(live, strip(vendor_to_graph(spec_to_vendor_file(spec)), ["adaptation"])).graph
+    assert not merged.nodes_of_kind("host")
+    assert live.g.nodes["A"]["ports"] == [1, 2, 3, 4] and merged.g.nodes["A"]["ports"] == [1, 2, 3, 4]
+    assert switch_ports(merged, "A") == {1, 2, 3, 4}
+    check_endpoint_in_graph(merged, "A:1", "src")  # no error
+    with pytest.raises(ApiError, match="has no port 9"):
+        check_endpoint_in_graph(merged, "A:9", "src")
