@@ -141,7 +141,7 @@ def run(out: Path, *, quick: bool = False, topology: str | None = None, load: bo
                 res["loaded"] = run_loaded(session, spec, db, work, quick=quick, ts=ts, window=window,
                                            reservations=reservations, progress=progress)
             res["controller_errors"] = session.controller_errors()
-            # last: a restart loses what the controller learnt by listening (hosts), which the stages above need
+            # last: the stages above measure the controller of the lab's first start
             res["rediscovery"] = rediscover(session)
             progress(f"wan {key}: the controller restarted on the built network: every datapath connected "
                      f"{res['rediscovery']['connected_s']} s and every link seen {res['rediscovery']['discovery_s']} s "

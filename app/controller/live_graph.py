@@ -19,7 +19,6 @@ from topology.merge import MergeResult, merge
 LIVE_SOURCE = "openflow"
 HOST_SOURCE = "learning"  # hosts and access edges: learnt from their packets at edge ports
 DEFAULT_ACCESS_MBPS = 1000.0  # [controller] access_default_mbps: a port that reports no speed
-OFPP_MAX = 0xFF00  # port numbers from here on are reserved (LOCAL, CONTROLLER ...)
 DEFAULT_LINK_MBPS = 1000.0  # [controller] link_default_mbps: a copper link whose ports report no speed
 
 
@@ -71,9 +70,10 @@ def live_graph(
         names[sw.dpid] = sw.name
         if sw.kind == PACKET:
             g.add_packet_switch(sw.name, sw.dpid)
-            # every port the switch reported, not only those on an edge: a reservation may start at a
-            # port no host has been heard from yet (a controller just restarted has heard from none)
-            g.g.nodes[sw.name]["ports"] = sorted(no for no in sw.ports if no < OFPP_MAX)
+            # every port the switch reported (the inventory keeps physical ports only), not only those on
+            # an edge: a reservation may start at a port no host has been heard from yet (a controller
+            # just restarted has heard from none)
+            g.g.nodes[sw.name]["ports"] = sorted(sw.ports)
         elif sw.kind == OTS:
             caps = sw.capabilities
             setup = DEFAULT_SETUP_TIME

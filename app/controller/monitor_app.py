@@ -778,9 +778,14 @@ class MonitorApp(app_manager.OSKenApp):
     def _echo_round(self) -> None:
         """ECHO to the switches at the ends of the probed links (the control-channel delay subtracted
         from their probe times), at most ``probe_limit`` of them per round, in turn."""
-        ends = sorted({end[0] for st in self.latency.links.values() for end in (st.link.src, st.link.dst)})
+        ends = self._ends(self.latency.links)
         turn, self._echo_cursor = rotate(ends, self._echo_cursor, self.probe_limit)
         self._echo(turn)
+
+    def _ends(self, link_ids: Iterable[str]) -> list[str]:
+        """The switches at either end of these probed links, by name."""
+        return sorted({end[0] for lid in link_ids for end in (self.latency.links[lid].link.src,
+                                                               self.latency.links[lid].link.dst)})
 
     def _echo(self, names: Iterable[str]) -> None:
         by_name = {sw.name: sw for sw in self.view.switches.values() if sw.kind == PACKET}
@@ -802,8 +807,7 @@ class MonitorApp(app_manager.OSKenApp):
         if added or removed:
             JOURNAL.add("monitor_probe_links", added=added, removed=removed, links=sorted(self.latency.links))
         if added:  # their ends' control-channel delays before their first probes come back
-            self._echo(sorted({end[0] for lid in added for end in (self.latency.links[lid].link.src,
-                                                                    self.latency.links[lid].link.dst)}))
+            self._echo(self._ends(added))
         packet = [sw for sw in inv.switches.values() if sw.kind == PACKET]
         for sw in packet:
             dp = self.southbound.datapath(sw.dpid)
