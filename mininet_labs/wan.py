@@ -6,11 +6,16 @@ long it takes until every datapath is connected and every copper link is seen, t
 controller process from ``/proc`` (CPU share of one core, RSS) and the monitor's ``GET /monitor/cost``
 (OpenFlow messages and bytes, coarse and fine) over a window at the monitor interval Ts = 1 s.
 
+The elephant stage (:mod:`mininet_labs.wan_elephant`, with the loaded stage): on the unlit lab, a
+best-effort circuit between two PoPs, an elephant among small flows over it, and the TE loop (OTTER
+placement) moving the elephant onto a new circuit, verified and released; the stage's circuit goes after.
+
 The loaded stage (:mod:`mininet_labs.wan_load`, skipped with ``load=False``): a backbone of circuits
 over a spanning tree of the fibres is lit by reservations, the reservation service books ``n`` small
 reservations that start together and ride the backbone (grooming), and the lab records how long each
-took to be ACTIVE and the controller's CPU, RSS and monitor cost over a window with all of it lit (the
-TE loop on, OTTER placement; no data traffic yet).
+took to be ACTIVE; then tagged UDP on every reservation at its booked rate, reservations arriving one by
+one (a Poisson process), and the controller's CPU, RSS and monitor cost over a window with all of it lit
+and the TE loop on.
 
 Discovery is timed twice: with the lab (Mininet builds it while the controller runs, so the build
 dominates: ~40 s on germany50, most of it Mininet creating namespaces, links and bridges), and again on
@@ -21,9 +26,10 @@ copper link is seen (the switches' reconnection back-off included).
 ``results.json``: ``topology``, ``pops``, ``fibres``, ``uplinks``, ``discovery_s``, ``rediscovery``,
 ``window_s``, ``cpu_share``
 (of one core), ``rss_mb``, ``monitor_cost`` (first and last ``/monitor/cost`` and the per-Ts growth);
-``loaded``: ``backbone`` and ``reservations`` (each: ``n``, ``booked_s``, ``uses`` (circuits lit / ridden),
-``active``, ``active_s`` and ``active_median_s`` after their common start, ``states``), ``cpu_share``,
-``rss_mb``, ``monitor_cost``.
+``elephant`` (:mod:`mininet_labs.wan_elephant`); ``loaded``: ``backbone`` and ``reservations`` (each: ``n``,
+``booked_s``, ``uses`` (circuits lit / ridden), ``active``, ``active_s`` and ``active_median_s`` after their
+common start, ``states``), ``arrivals`` (:func:`mininet_labs.wan_load.book_arrivals`), ``traffic``,
+``cpu_share``, ``rss_mb``, ``monitor_cost``.
 """
 from __future__ import annotations
 
@@ -35,6 +41,11 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_TOPOLOGY = "sndlib/abilene"
+
+#: The lab's controller: the monitor at Ts, fine data by counting rules at hot spots, the TE loop on with
+#: OTTER's placement (a moved flow held 5 s, as in the Fig. 2 placement lab).
+WAN_CONFIG = ('[monitor]\ninterval = {ts}\nfine_backend = "flowstats"\n'
+              '[te]\nenabled = true\nplacement = "otter"\nmin_hold_s = 5.0\n')
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -108,7 +119,7 @@ def run(out: Path, *, quick: bool = False, topology: str | None = None, load: bo
     static = out / "wan-optical.json"
     write_vendor_file(spec_to_vendor_file(spec, setup_time=0.1), static)
     ts = 1.0
-    (work / "mlte.toml").write_text(f'[monitor]\ninterval = {ts}\n[te]\nplacement = "otter"\n')
+    (work / "mlte.toml").write_text(WAN_CONFIG.format(ts=ts))
     window = 10.0 if quick else 60.0
     res: dict[str, Any] = {"lab": "wan", "quick": quick, "topology": key, "ts_s": ts, "window_s": window}
     db = work / "mlte.db"
@@ -137,7 +148,9 @@ def run(out: Path, *, quick: bool = False, topology: str | None = None, load: bo
             res.update(window_cost(session, window, ts))
             progress(f"wan {key}: idle: CPU {100 * res['cpu_share']:.1f} % of a core, RSS {res['rss_mb']} MB")
             if load:
+                from mininet_labs.wan_elephant import run_elephant
                 from mininet_labs.wan_load import run_loaded
+                res["elephant"] = run_elephant(session, spec, work, progress=progress)
                 res["loaded"] = run_loaded(session, spec, db, work, quick=quick, ts=ts, window=window,
                                            reservations=reservations, progress=progress)
             res["controller_errors"] = session.controller_errors()

@@ -13,11 +13,16 @@ the reservation service, as an operator would:
   loop);
 - **reservations**: ``n`` small reservations between PoP pairs drawn with gravity weights (the product
   of the PoPs' fibre degrees), each on a VLAN of its own, all starting at the same instant, riding the backbone's circuits (grooming: their rules and
-  meters only).
+  meters only);
+- **arrivals**: while the traffic runs, reservations arrive one by one (a Poisson process of
+  :data:`ARRIVAL_RATE` a second, gravity pairs), each booked to start 2 s later and end 8 s after that:
+  admission, lighting and release under load, each one's time to ACTIVE after its start and to
+  FINISHED after its end.
 """
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +33,8 @@ from mininet_labs import tagged_udp
 #: Each reservation's VLAN: the first, then one more per reservation; the backbone's from BACKBONE_VLAN.
 FIRST_VLAN = 101
 BACKBONE_VLAN = 3001
+#: Reservations arriving over the loaded window (a Poisson process), each on a VLAN after the riders'.
+ARRIVAL_RATE = 1.0
 
 
 @dataclass(frozen=True)
@@ -191,6 +198,74 @@ def book_together(url: str, headers: dict[str, str], requests_: Callable[[float]
             "states": {s: sum(1 for x in states.values() if x == s) for s in sorted(set(states.values()))}}
 
 
+def arrival_offsets(rate_per_s: float, window_s: float, seed: int = 0) -> list[float]:
+    """Seconds from the window's start at which reservations arrive: a Poisson process of ``rate_per_s``
+    (exponential gaps, seeded), every arrival inside ``window_s``."""
+    if not rate_per_s > 0 or not window_s > 0:
+        raise ValueError(f"arrivals need a rate and a window > 0, got {rate_per_s}/s over {window_s} s")
+    rng, t, out = random.Random(seed), 0.0, []
+    while True:
+        t += rng.expovariate(rate_per_s)
+        if t >= window_s:
+            return out
+        out.append(round(t, 3))
+
+
+def book_arrivals(url: str, headers: dict[str, str], pairs: Sequence[tuple[Pop, Pop]], offsets: Sequence[float],
+                  mbps: float, first_vlan: int, *, lead_s: float = 2.0, hold_s: float = 8.0,
+                  timeout: float = 60.0) -> dict[str, Any]:
+    """Reservations arriving over time: the i-th booked (and committed) at ``offsets[i]`` s from now, to start
+    ``lead_s`` after its booking and end ``hold_s`` later, between ``pairs[i]`` on VLAN ``first_vlan + i``.
+    Polls the states meanwhile: when each was first seen ACTIVE after its start, and FINISHED after its end."""
+    from app.web.timeutil import to_iso
+
+    if len(pairs) < len(offsets):
+        raise ValueError(f"{len(offsets)} arrivals need as many PoP pairs, got {len(pairs)}")
+    t_base = time.time()
+    booked: dict[int, tuple[float, float]] = {}  # id -> (start, end), epoch s
+    book_s: list[float] = []
+    refused: list[str] = []
+    active: dict[int, float] = {}
+    finished: dict[int, float] = {}
+    states: dict[int, str] = {}
+    todo = list(enumerate(offsets))
+    deadline = t_base + (offsets[-1] if offsets else 0.0) + lead_s + hold_s + timeout
+    while time.time() < deadline and (todo or len(finished) < len(booked)):
+        while todo and time.time() >= t_base + todo[0][1]:
+            i, _off = todo.pop(0)
+            start = time.time() + lead_s
+            a, b = pairs[i]
+            body = reservation_requests([(a, b)], mbps, to_iso(start) or "", to_iso(start + hold_s) or "",
+                                        first_vlan=first_vlan + i)[0]
+            body["name"] = f"arrival {i}: {a.switch} to {b.switch}"
+            t = time.monotonic()
+            try:
+                made = _book(url, headers, body)
+            except RuntimeError as exc:
+                refused.append(str(exc)[:200])
+                continue
+            book_s.append(time.monotonic() - t)
+            booked[int(made["id"])] = (start, start + hold_s)
+        if booked:
+            states.update(_states(url, headers, list(booked)))
+            now = time.time()
+            for rid, state in states.items():
+                start, end = booked[rid]
+                if state == "ACTIVE" and rid not in active:
+                    active[rid] = max(0.0, now - start)
+                if state == "FINISHED" and rid not in finished:
+                    finished[rid] = max(0.0, now - end)
+        time.sleep(0.2)
+    ups = sorted(active.values())
+    downs = sorted(finished.values())
+    return {"n": len(offsets), "booked": len(booked), "refused": refused, "lead_s": lead_s, "hold_s": hold_s,
+            "book_median_s": round(sorted(book_s)[len(book_s) // 2], 3) if book_s else None,
+            "active": len(ups), "active_median_s": round(ups[len(ups) // 2], 2) if ups else None,
+            "active_max_s": round(ups[-1], 2) if ups else None,
+            "finished": len(downs), "finished_median_s": round(downs[len(downs) // 2], 2) if downs else None,
+            "states": {s: sum(1 for x in states.values() if x == s) for s in sorted(set(states.values()))}}
+
+
 def backbone_requests(spec: Any, start: str, end: str, mbps: float = 0.1,
                       first_vlan: int = BACKBONE_VLAN) -> list[dict[str, Any]]:
     """One reservation per edge of :func:`tree_pairs`, routed (``ero``) over its fibre: booked first, each
@@ -233,10 +308,32 @@ def run_loaded(session: Any, spec: Any, db: Any, work: Any, *, quick: bool, ts: 
                  f"({out['reservations']['uses']} on the backbone's circuits)")
         flows = traffic_flows(pairs, res_mbps)
         cost: dict[str, Any] = {}
-        sent, got = tagged_udp.run(session.lab, work, flows, window + 1.0,
-                                   during=lambda: cost.update(window_cost(session, window, ts)))
+        offsets = arrival_offsets(ARRIVAL_RATE, window, seed=3)[:BACKBONE_VLAN - FIRST_VLAN - n]  # VLANs left
+        arrivals: dict[str, Any] = {}
+
+        def arrive() -> None:
+            try:
+                arrivals.update(book_arrivals(web.url, web.headers, gravity_pairs(spec, len(offsets), seed=3),
+                                              offsets, res_mbps, FIRST_VLAN + n))
+            except Exception as exc:  # noqa: BLE001 - recorded: the stage's other figures still count
+                arrivals["error"] = f"{type(exc).__name__}: {exc}"
+
+        booker = threading.Thread(target=arrive, name="wan-arrivals", daemon=True)
+
+        def during() -> None:
+            booker.start()
+            cost.update(window_cost(session, window, ts))
+
+        sent, got = tagged_udp.run(session.lab, work, flows, window + 1.0, during=during)
+        booker.join(timeout=window + 120.0)
         out.update(cost)
         out["traffic"] = traffic_summary(flows, sent, got)
+        out["arrivals"] = arrivals
+        progress(f"wan: {arrivals.get('booked')} of {arrivals.get('n')} reservations arriving over the window "
+                 f"({ARRIVAL_RATE}/s, each {arrivals.get('hold_s')} s long): {arrivals.get('active')} ACTIVE "
+                 f"(median {arrivals.get('active_median_s')} s, max {arrivals.get('active_max_s')} s after their "
+                 f"start), {arrivals.get('finished')} FINISHED; states {arrivals.get('states')}"
+                 + (f"; {arrivals['error']}" if "error" in arrivals else ""))
         progress(f"wan: loaded with traffic on every reservation ({out['traffic']['sent_mbps']} Mbit/s sent, "
                  f"{out['traffic']['delivered']:.1%} delivered, worst {out['traffic']['worst']:.1%}): "
                  f"CPU {100 * out['cpu_share']:.1f} % of a core, RSS {out['rss_mb']} MB")

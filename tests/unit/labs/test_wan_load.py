@@ -2,6 +2,8 @@
 fibre per edge, gravity pairs, reservation requests on VLANs of their own."""
 from __future__ import annotations
 
+import itertools
+
 import networkx as nx
 import pytest
 
@@ -100,3 +102,17 @@ def test_the_common_start_leaves_twice_the_timed_bookings() -> None:
     assert wan_load.lead_for(0.07, 30) == pytest.approx(14.2)
     assert wan_load.lead_for(1.25, 100) == pytest.approx(260.0)  # germany50's admission
     assert wan_load.lead_for(0.0, 100, floor_s=5.0) == 5.0
+
+
+def test_arrivals_are_a_seeded_poisson_process_inside_the_window() -> None:
+    offsets = wan_load.arrival_offsets(1.0, 60.0, seed=3)
+    assert offsets == wan_load.arrival_offsets(1.0, 60.0, seed=3)  # the same run, the same arrivals
+    assert offsets != wan_load.arrival_offsets(1.0, 60.0, seed=4)
+    assert all(0 < a < b < 60.0 for a, b in itertools.pairwise(offsets))
+    many = wan_load.arrival_offsets(1.0, 10_000.0, seed=1)
+    assert 9_500 < len(many) < 10_500  # about rate x window
+    gaps = [b - a for a, b in itertools.pairwise(many)]
+    assert 0.95 < sum(gaps) / len(gaps) < 1.05  # exponential gaps of mean 1/rate
+    for bad in ((0.0, 10.0), (1.0, 0.0), (float("nan"), 10.0)):
+        with pytest.raises(ValueError, match="rate and a window"):
+            wan_load.arrival_offsets(*bad)
