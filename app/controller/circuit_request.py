@@ -158,6 +158,9 @@ class DriverXcons:
 
     flow_bytes = flow_packets
 
+    def flow_packets_many(self, rules: Sequence[FlowRule]) -> list[int | None]:
+        return [None] * len(rules)
+
     def set_meter(self, switch: str, meter_id: int, kbps: float) -> Outcome:
         return Outcome.refused("a circuit request sets no meters")
 

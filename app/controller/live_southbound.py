@@ -221,6 +221,24 @@ class LiveSouthbound:
         st = self._flow_stat(r)
         return None if st is None else st.bytes
 
+    def flow_packets_many(self, rules: Sequence[FlowRule]) -> list[int | None]:
+        """Every rule's packet counter from one FLOW_STATS request per switch and cookie, all sent together."""
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, r in enumerate(rules):
+            sw = self.view.by_name(r.switch)
+            if sw is not None:
+                groups.setdefault((sw.dpid, r.cookie), []).append(i)
+        out: list[int | None] = [None] * len(rules)
+        keys = list(groups)
+        answers = self.sb.flow_stats_many([(dpid, cookie, ALL_BITS) for dpid, cookie in keys])
+        for key, stats in zip(keys, answers, strict=True):
+            if isinstance(stats, DriverError):
+                continue
+            for i in groups[key]:
+                st = _exactly(rules[i], stats)
+                out[i] = None if st is None else st.packets
+        return out
+
     def _flow_stat(self, r: FlowRule) -> Any:
         """FLOW_STATS of exactly ``r`` (cookie, table, priority, match), None if absent."""
         sw = self.view.by_name(r.switch)
@@ -230,12 +248,17 @@ class LiveSouthbound:
             stats = self.sb.flow_stats(sw.dpid, r.cookie, ALL_BITS)
         except DriverError:
             return None
-        for st in stats:
-            if st.priority != r.priority or st.table != r.table:
-                continue
-            try:
-                if normalise_match(st.match) == r.match:
-                    return st
-            except ModelError:
-                continue
-        return None
+        return _exactly(r, stats)
+
+
+def _exactly(r: FlowRule, stats: Sequence[Any]) -> Any:
+    """The entry of ``stats`` that is exactly ``r`` (priority, table, match), None if none is."""
+    for st in stats:
+        if st.priority != r.priority or st.table != r.table:
+            continue
+        try:
+            if normalise_match(st.match) == r.match:
+                return st
+        except ModelError:
+            continue
+    return None

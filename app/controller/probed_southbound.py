@@ -43,6 +43,10 @@ class ProbedSouthbound:
         self._probe()
         return self.sb.flow_packets(r)
 
+    def flow_packets_many(self, rules: Sequence[FlowRule]) -> list[int | None]:
+        self._probe()
+        return self.sb.flow_packets_many(rules)
+
     def flow_bytes(self, r: FlowRule) -> int | None:
         return self.sb.flow_bytes(r)
 

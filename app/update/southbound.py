@@ -57,6 +57,11 @@ class Southbound(Protocol):
         """The packet counter of the rule with ``r``'s key now; None if the switch has no such rule."""
         ...
 
+    def flow_packets_many(self, rules: Sequence[FlowRule]) -> list[int | None]:
+        """:meth:`flow_packets` of each of ``rules``, read together (a verify or drain step reads every
+        rule of a path each poll: one round trip for all, not one per rule)."""
+        ...
+
     def flow_bytes(self, r: FlowRule) -> int | None:
         """The byte counter of the rule with ``r``'s key now (an elastic reservation's measured demand);
         None if the switch has no such rule."""

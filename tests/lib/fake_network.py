@@ -354,6 +354,9 @@ class FakeNetwork:
                 return None
             return self.counters[r.switch][r.key()]
 
+    def flow_packets_many(self, rules: Sequence[FlowRule]) -> list[int | None]:
+        return [self.flow_packets(r) for r in rules]
+
     def flow_bytes(self, r: FlowRule) -> int | None:
         """The rule's byte counter (FLOW_STATS byte_count), None if it is not in the table."""
         with self._lock:

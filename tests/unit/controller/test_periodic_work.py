@@ -248,7 +248,7 @@ def test_the_db_writer_pump_runs_every_period_until_the_writer_closed():
 
 
 # ---- the reservation probes -------------------------------------------------------------------------
-def test_the_reservation_probes_are_sent_every_period_until_the_plan_ended(monkeypatch):
+def test_the_reservation_probes_back_off_to_every_eighth_period_until_the_plan_ended(monkeypatch):
     view, sb = NetworkView(), OpenFlowSouthbound()
     view.add_switch(SwitchInfo(0xA1, PACKET, 4, "A", {1: PortInfo(1, "A-eth1", "00:00:00:00:00:0a", True)}))
     dp = FakeDp(0xA1)
@@ -260,10 +260,12 @@ def test_the_reservation_probes_are_sent_every_period_until_the_plan_ended(monke
     halt = app._probes(SimpleNamespace(ingress=[ingress]))
     (drive, args), = timers.spawned
     sched = services.RUNNING[-1]  # the plan's own scheduler
-    timers.after = {4: halt}  # the plan ended while the driver slept: nothing more is sent
+    timers.after = {40: halt}  # the plan ended while the driver slept: nothing more is sent
     drive(*args)
-    assert timers.slept == [reservations_app.PROBE_INTERVAL] * 4
-    assert len(dp.sent) == 3 and sched not in services.RUNNING
+    assert timers.slept == [reservations_app.PROBE_INTERVAL] * 40
+    # 39 periods ran: probes after gaps of 1, 2, 4, then every PROBE_MAX_GAP (8) periods: ticks 0 1 3 7 15 23 31
+    assert reservations_app.PROBE_MAX_GAP == 8
+    assert len(dp.sent) == 7 and sched not in services.RUNNING
 
 
 def _fresh_flowstats(mon) -> None:  # noqa: ANN001

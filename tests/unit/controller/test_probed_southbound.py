@@ -28,6 +28,17 @@ def test_the_probes_start_once_every_rule_is_in_and_stop_with_the_plan(net) -> N
     assert m.release(store.installed[1]).ok and seen == [(len(rules), seen[0][1])]  # no probes to take down
 
 
+def test_a_batched_counter_read_starts_the_probes_too() -> None:
+    starts: list[int] = []
+
+    class Sb:
+        def flow_packets_many(self, rules):  # noqa: ANN001, ANN202
+            return [3] * len(rules)
+
+    p = ProbedSouthbound(Sb(), lambda: (starts.append(1), lambda: None)[1])  # type: ignore[arg-type]
+    assert p.flow_packets_many(["a", "b"]) == [3, 3] and starts == [1]  # type: ignore[list-item]
+
+
 def test_the_proxy_passes_every_call_through_and_starts_once() -> None:
     calls: list[tuple] = []
 
@@ -42,7 +53,10 @@ def test_the_proxy_passes_every_call_through_and_starts_once() -> None:
     assert not p.probing and starts == []
     assert p.flow_packets("r") == 7 and p.flow_packets("r") == 7  # type: ignore[arg-type]
     assert p.probing and starts == [1]
+    p.flow_packets_many(["r"])  # type: ignore[list-item]  # the verify step's batched read
+    assert starts == [1]
     p.stop()
     p.stop()
     assert starts == [1, -1] and not p.probing
-    assert calls == [("install_flow", "r", False), ("flow_bytes", "r"), ("flow_packets", "r"), ("flow_packets", "r")]
+    assert calls == [("install_flow", "r", False), ("flow_bytes", "r"), ("flow_packets", "r"), ("flow_packets", "r"),
+                     ("flow_packets_many", ["r"])]

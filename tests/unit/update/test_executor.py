@@ -231,3 +231,25 @@ def test_verification_of_a_rule_that_never_appears_fails_at_its_timeout(fig2):
         rec = execute(plan, net)
     assert rec.state == ROLLED_BACK and time.time() - t0 >= 0.05  # nothing to undo: rolled back at once
     assert "not on their switch: B/reservation#9" in rec.error and "counted <" not in rec.error
+
+
+def test_verification_reads_every_rule_together_and_a_risen_rule_no_more(fig2):
+    from app.update.plan import Plan, VerifyStep
+    net, sc = fig2()
+    ghost = sc.old_rules[0].__class__("B", "reservation", 9, 30000, {"in_port": 1}, 2)
+    reads: list[list[str]] = []
+    batch = net.flow_packets_many
+
+    def counted(rules):  # noqa: ANN001, ANN202
+        reads.append([r.target() for r in rules])
+        return batch(rules)
+
+    net.flow_packets_many = counted  # type: ignore[method-assign]
+    live = sc.old_rules[0]
+    plan = Plan((VerifyStep(id="verify", rules=(live, ghost), timeout_s=0.2),), "custom")
+    with Traffic(net, [sc.forward]):
+        rec = execute(plan, net)
+    assert rec.state == ROLLED_BACK and "not on their switch: B/reservation#9" in rec.error
+    assert reads[0] == [live.target(), ghost.target()] == reads[1]  # the base, then the first poll: both
+    risen = next(i for i, r in enumerate(reads) if i > 0 and r == [ghost.target()])
+    assert all(r == [ghost.target()] for r in reads[risen:]), reads  # the counted rule is not read again
