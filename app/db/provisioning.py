@@ -129,6 +129,18 @@ def _text(value: Any, what: str, max_len: int) -> str:
     return value
 
 
+REASON_MAX = 500  # characters of a state reason (the column's width)
+
+
+def _reason(value: Any) -> str:
+    """A state reason, clipped to :data:`REASON_MAX` with an ellipsis: a failed plan's error lists every
+    rule it was waiting for (36 on an 18-switch path), and the whole of it is in the plan's record; a
+    reason too long to store left the reservation PROVISIONING with an error logged instead of FAILED."""
+    if not isinstance(value, str) or not value:
+        raise ProvisioningError(f"reason must be a non-empty string, got {value!r}")
+    return value if len(value) <= REASON_MAX else value[:REASON_MAX - 1] + "…"
+
+
 def _int(value: Any, what: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise ProvisioningError(f"{what} must be an integer in {lo}..{hi}, got {value!r}")
@@ -424,7 +436,7 @@ class ProvisioningStore:
         """Move ``res_id`` to FAILED with ``reason`` (from PROVISIONING, or a lit ACTIVE reservation that
         broke). True if it is FAILED afterwards (already FAILED: nothing written); False if it had
         already FINISHED or been CANCELLED."""
-        reason = _text(reason, "reason", 500)
+        reason = _reason(reason)
         now = _finite(now, "now")
         with self.db.locked() as s:
             res = self._get(s, res_id)
@@ -517,7 +529,7 @@ class ProvisioningStore:
         (the broken installation is recorded as removed) and the controller retries with back-off
         while the failure lasts. One ``restorations`` row (outcome "degraded"). False if it is no
         longer RESTORING."""
-        reason = _text(reason, "reason", 500)
+        reason = _reason(reason)
         row = _restoration({**restoration, "reason": reason})
         now = _finite(now, "now")
         with self.db.locked() as s:
@@ -561,7 +573,7 @@ class ProvisioningStore:
         """A revert that did not happen (the original path is taken, booked, or its plan failed and was
         rolled back): the reservation stays on its restoration path; a ``restorations`` row (outcome
         "revert_failed") and a warning in the events. False for an unknown-state (final) reservation."""
-        reason = _text(reason, "reason", 500)
+        reason = _reason(reason)
         row = _restoration({**restoration, "reason": reason})
         now = _finite(now, "now")
         with self.db.locked() as s:
