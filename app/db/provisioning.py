@@ -660,7 +660,10 @@ class ProvisioningStore:
             raise ProvisioningError("plan finished_at is before started_at")
         steps = _steps(d["steps"])
         res_id = d.get("reservation_id")
-        with self.db.session() as s, s.begin():
+        # the write lock first, as every other write here: a transaction that read and then writes fails at
+        # once with "database is locked" on SQLite when another process (the web service) wrote between
+        # (germany50 with reservations arriving: two plans' records lost, their reservations FAILED)
+        with self.db.locked() as s:
             if res_id is not None:
                 self._get(s, _int(res_id, "plan reservation_id", 1, MAX_ID))
             plan = Plan(kind=kind, mode=d["mode"], reservation_id=res_id, state=d["state"], error=error,

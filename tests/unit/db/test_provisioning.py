@@ -340,6 +340,37 @@ def _plan(**over: Any) -> dict[str, Any]:
     return plan
 
 
+def test_a_plan_is_recorded_while_another_process_writes(w: World) -> None:
+    """The web service (another process) holds the write lock while the controller records a plan: the
+    record waits for it. Begun as a read, its write found a newer commit and failed at once with
+    "database is locked" (germany50 with reservations arriving: two plans lost, their reservations FAILED)."""
+    import sqlite3
+    import threading
+
+    rid = w.reservation(PROVISIONING)
+    held, go = threading.Event(), threading.Event()
+
+    def other_process() -> None:
+        con = sqlite3.connect(w.url.removeprefix("sqlite:///"), timeout=10)
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("UPDATE reservations SET description = 'booked elsewhere' WHERE id = ?", (rid,))
+        held.set()
+        go.wait(10)
+        con.commit()
+        con.close()
+
+    th = threading.Thread(target=other_process)
+    th.start()
+    assert held.wait(10)
+    threading.Timer(0.3, go.set).start()  # the other writer commits while the record waits
+    try:
+        plan_id = w.store.record_plan(_plan(reservation_id=rid))
+    finally:
+        go.set()
+        th.join(10)
+    assert [p["id"] for p in w.store.plans(reservation_id=rid)] == [plan_id]
+
+
 def test_plans_are_recorded_and_listed(w: World) -> None:
     rid = w.reservation(PROVISIONING)
     first = w.store.record_plan(_plan(reservation_id=rid))
