@@ -44,24 +44,7 @@ ELEPHANT_PORT, SMALL_PORT, ELEPHANT_SPORT = 5201, 5202, 45000
 STATIC_CIRCUIT = "packet:A:3-B:1"
 # the first early window 0.3 s after the hot spot: the counting rules went in then; the drop watch
 # reads the circuit ends' queue drops every 0.25 s between polls (docs/te-loop.md "Timing")
-MONITOR = 'interval = 1.0\nfine_backend = "flowstats"\n'
-FIRST_WINDOW_S, DROP_WATCH_S = 0.3, 0.25
-
-
-def monitor_timing(refresh_ms: int | None) -> str:
-    """The ``[monitor]`` lines of the lab's detection timing. With OVS's counters refreshed every
-    ``refresh_ms`` (``--counter-refresh-ms``) the first early window comes 1.5 refreshes after the hot
-    spot (after the counting rules' first refresh step) and the drop watch reads the queues' drops (the
-    kernel's, always current) once a refresh, neither later than with OVS's default refresh; the
-    controller takes rates between refresh steps."""
-    first, watch = FIRST_WINDOW_S, DROP_WATCH_S
-    if refresh_ms:
-        first = min(first, max(0.1, 1.5 * refresh_ms / 1000))
-        watch = min(watch, max(0.05, refresh_ms / 1000))
-    return (MONITOR + f"fine_first_window = {first:g}\ndrop_watch_interval = {watch:g}\n"
-            + (f"flowstats_refresh = {refresh_ms / 1000:g}\n" if refresh_ms else ""))
-
-
+MONITOR = 'interval = 1.0\nfine_backend = "flowstats"\nfine_first_window = 0.3\ndrop_watch_interval = 0.25\n'
 # min_gain_s: the move must win back at least about one more switch-over (0.185 s setup + 0.1 s
 # overhead); the default 1 s waits one or two more counts at Ts = 1 s (docs/te-loop.md)
 TE = ("[te]\nenabled = {enabled}\nmin_gain_s = {gain:g}\nmin_hold_s = 5.0\npoll = 1.0\ngone_intervals = 3\n"
@@ -195,7 +178,7 @@ def _session(work: Path, *, enabled: bool, demo: bool, clock: _Clock,
     held: dict = {}
     try:
         # the controller takes rates between counter refresh steps: tell it the refresh period set here
-        monitor = monitor_timing(refresh)
+        monitor = MONITOR + (f"flowstats_refresh = {refresh / 1000:g}\n" if refresh else "")
         with fig2_monitor_lab(work, monitor + TE.format(enabled=str(enabled).lower(), gain=gain, young=young), check_errors=False,
                               controller_args=args) as lab, _counter_refresh(refresh):
             try:
