@@ -17,6 +17,7 @@ burst lost that way left a router bypass undiscovered for a whole round, dark fo
 """
 from __future__ import annotations
 
+import functools
 import struct
 import time
 
@@ -43,6 +44,9 @@ from app.controller.services import Service, app_scheduler
 from topology import rule_plan
 
 CHASSIS_PREFIX = b"mlte:"
+TLV_END, TLV_CHASSIS_ID, TLV_PORT_ID, TLV_TTL = 0, 1, 2, 3  # IEEE 802.1AB TLV types (an LLDPDU's first three, its last)
+TLV_ORG = 127  # organizationally specific (OUI + subtype: at least 4 bytes)
+TLV_KNOWN = frozenset((*range(9), TLV_ORG))  # the basic TLVs and the organizationally specific one
 FOLLOW_UP_S = (0.02, 0.1, 0.3)  # after an OTS-triggered burst (s): probe again, in case it raced the light
 LLDP_PRIORITY = rule_plan.LLDP.priority()
 COOKIE_LLDP = rule_plan.LLDP.cookie()
@@ -53,8 +57,10 @@ def lldp_trap():
     return ofmsg.flow_add(COOKIE_LLDP, LLDP_PRIORITY, {"eth_type": ETH_TYPE_LLDP}, [ofmsg.to_controller()])
 
 
+@functools.lru_cache(maxsize=16384)
 def lldp_frame(dpid: int, port_no: int, hw_addr: str) -> bytes:
-    """An LLDP frame naming (dpid, port_no) as its origin."""
+    """An LLDP frame naming (dpid, port_no) as its origin (the same bytes every round: built once, 36 µs
+    with os-ken's packet library, for each of germany50's ~600 up ports every second)."""
     pkt = packet.Packet()
     pkt.add_protocol(ethernet.ethernet(lldp.LLDP_MAC_NEAREST_BRIDGE, hw_addr, ETH_TYPE_LLDP))
     tlvs = (
@@ -69,17 +75,39 @@ def lldp_frame(dpid: int, port_no: int, hw_addr: str) -> bytes:
 
 
 def parse_lldp(data: bytes) -> PortRef | None:
-    """The origin of one of our LLDP frames, or None for anything else."""
-    pkt = packet.Packet(data)
-    lldp_pkt = pkt.get_protocol(lldp.lldp)
-    if lldp_pkt is None or len(lldp_pkt.tlvs) < 2:
+    """The origin of one of our LLDP frames, or None for anything else. Read straight from the bytes
+    (Ethernet, an optional 802.1Q tag, then the LLDPDU: Chassis ID, Port ID, TTL, ..., End, as IEEE
+    802.1AB orders them): os-ken's packet library took 52 µs a frame, every LLDP PACKET_IN of every round."""
+    off = 12
+    if data[off:off + 2] == b"\x81\x00":
+        off += 4
+    if data[off:off + 2] != b"\x88\xcc":
         return None
-    chassis, port_id = lldp_pkt.tlvs[0], lldp_pkt.tlvs[1]
-    cid = getattr(chassis, "chassis_id", b"")
-    pid = getattr(port_id, "port_id", b"")
+    off += 2
+    values: list[tuple[int, bytes]] = []
+    while True:
+        if off + 2 > len(data):
+            return None  # no End TLV
+        (head,) = struct.unpack_from("!H", data, off)
+        kind, length = head >> 9, head & 0x1FF
+        value = data[off + 2:off + 2 + length]
+        if len(value) != length or kind not in TLV_KNOWN or (kind == TLV_ORG and length < 4):
+            return None
+        off += 2 + length
+        if kind == TLV_END:
+            break
+        values.append((kind, value))
+    if len(values) < 3 or [k for k, _ in values[:3]] != [TLV_CHASSIS_ID, TLV_PORT_ID, TLV_TTL] \
+            or len(values[2][1]) < 2:
+        return None
+    cid, pid = values[0][1][1:], values[1][1][1:]  # after each TLV's subtype
     if not cid.startswith(CHASSIS_PREFIX) or len(pid) != 4:
         return None
-    return PortRef(int(cid[len(CHASSIS_PREFIX):], 16), struct.unpack("!I", pid)[0])
+    try:
+        dpid = int(cid[len(CHASSIS_PREFIX):], 16)
+    except ValueError:
+        return None
+    return PortRef(dpid, struct.unpack("!I", pid)[0])
 
 
 class EventLldpRound(osken_event.EventBase):

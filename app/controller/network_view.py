@@ -80,6 +80,7 @@ class NetworkView:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or SETTINGS
         self._switches: dict[int, SwitchInfo] = {}  # connected datapaths (inventory)
+        self._named: dict[str, int] = {}  # by_name's answers, checked again on each use
         self._links = LinkTable()  # directed LLDP packet links (lldp)
         self._hosts: dict[str, HostInfo] = {}  # MAC -> host learnt at an edge port (forwarding)
         # dpid -> {host MAC: output port}: the forwarding app's installed eth_dst rules (the monitor's
@@ -142,14 +143,24 @@ class NetworkView:
 
     # ---- lookups ---------------------------------------------------------------------------------
     def by_name(self, name: str) -> SwitchInfo | None:
-        """A switch by name, ``dp-…`` label or dpid number (``"0xa1"``, ``"161"``)."""
-        for sw in self._switches.values():
-            if sw.name == name or dpid_label(sw.dpid) == name:
+        """A switch by name, ``dp-…`` label or dpid number (``"0xa1"``, ``"161"``). Remembered answers go
+        first (a scan formats every switch's label: the plans, probes and counter reads of a 100-switch
+        WAN ask for names all the time), each checked again, so a rename or a leave is never missed."""
+        known = self._named.get(name)
+        if known is not None:
+            sw = self._switches.get(known)
+            if sw is not None and (sw.name == name or dpid_label(sw.dpid) == name or _number(name) == sw.dpid):
                 return sw
-        try:
-            return self._switches.get(int(name, 0))
-        except ValueError:
-            return None
+            del self._named[name]
+        found = next((sw for sw in self._switches.values() if sw.name == name or dpid_label(sw.dpid) == name), None)
+        if found is None:
+            number = _number(name)
+            found = self._switches.get(number) if number is not None else None
+        if found is not None:
+            if len(self._named) > 4 * len(self._switches) + 64:
+                self._named.clear()  # names of switches long gone
+            self._named[name] = found.dpid
+        return found
 
     def of_kind(self, kind: str) -> list[SwitchInfo]:
         return [sw for sw in self._switches.values() if sw.kind == kind]
@@ -475,3 +486,11 @@ class NetworkView:
             elif g.fibre_peer(node) is not None:
                 known[(odpid, attrs["port"])] = None
         return known
+
+
+def _number(name: str) -> int | None:
+    """``name`` as a dpid number (``"0xa1"``, ``"161"``), None if it is not one."""
+    try:
+        return int(name, 0)
+    except ValueError:
+        return None

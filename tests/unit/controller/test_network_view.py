@@ -226,3 +226,20 @@ def test_apps_subscribed_with_set_ev_cls_receive_the_views_changes():
     finally:
         for app in apps:
             app_manager.unregister_app(app)
+
+
+def test_by_name_remembers_its_answers_and_never_misses_a_rename_or_a_leave() -> None:
+    from app.controller.model import dpid_label
+
+    view = NetworkView()
+    view.add_switch(SwitchInfo(A, PACKET, 4, "A", {1: port(1)}))
+    view.add_switch(SwitchInfo(B, PACKET, 4, "B", {1: port(1)}))
+    assert view.by_name("A").dpid == A and view.by_name("A").dpid == A  # type: ignore[union-attr]
+    assert view.by_name(dpid_label(B)).dpid == B and view.by_name(hex(B)).dpid == B  # type: ignore[union-attr]
+    assert view.by_name(str(A)).dpid == A and view.by_name("nope") is None  # type: ignore[union-attr]
+    view.rename({A: "core-1"})
+    assert view.by_name("A") is None and view.by_name("core-1").dpid == A  # type: ignore[union-attr]
+    view.remove_switch(B)
+    assert view.by_name("B") is None and view.by_name(hex(B)) is None
+    view.add_switch(SwitchInfo(B, PACKET, 4, "B", {1: port(1)}))  # back again
+    assert view.by_name("B").dpid == B  # type: ignore[union-attr]

@@ -82,7 +82,9 @@ def test_ports_that_never_come_up_roll_back_at_the_circuit_barrier(fig2):
 def test_flapping_ports_never_pass_the_circuit_barrier(fig2):
     def flap(net, sc):
         net.flap(("A", 4), times=40, period_s=0.008)
-    net, sc, rec, _ = rollback_case(fig2, flap, circuit_timeout_s=0.2, stable_ms=20)
+    # stable 100 ms: a busy machine can hold the flapping thread back 20 ms (it failed so once), never
+    # 100 ms in all 40 flips; the port flaps for 320 ms, past the 200-ms timeout
+    net, sc, rec, _ = rollback_case(fig2, flap, circuit_timeout_s=0.2, stable_ms=100)
     assert rec.failed_step == "circuit-up" and "not up and stable" in rec.error
 
 
