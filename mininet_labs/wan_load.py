@@ -203,7 +203,8 @@ def arrival_offsets(rate_per_s: float, window_s: float, seed: int = 0) -> list[f
     (exponential gaps, seeded), every arrival inside ``window_s``."""
     if not rate_per_s > 0 or not window_s > 0:
         raise ValueError(f"arrivals need a rate and a window > 0, got {rate_per_s}/s over {window_s} s")
-    rng, t, out = random.Random(seed), 0.0, []
+    rng, t = random.Random(seed), 0.0
+    out: list[float] = []
     while True:
         t += rng.expovariate(rate_per_s)
         if t >= window_s:
