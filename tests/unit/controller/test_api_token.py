@@ -20,7 +20,7 @@ import pytest
 from app.cli.main import main
 from app.controller import api_token
 from app.controller.api_token import BearerCheck, TokenFileError, TokenPath
-from app.controller.client import ControlApiError, ControllerClient, CredentialError
+from app.controller.client import ControlApiError, ControllerClient, CredentialError, wait_until
 from tests.unit.controller.test_control_api import api, call  # noqa: F401  (the fixture)
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -196,19 +196,31 @@ class Controller:
     """``mlte controller`` without switches, stopped by PID whatever happens."""
 
     def __init__(self, work: Path, token_file: Path, *extra: str) -> None:
-        self.api = _free_port()
-        of = _free_port()
-        self.log = work / f"controller-{self.api}.log"
-        with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app.cli.main", *extra, "controller", "--of-port", str(of),
-                 "--api-port", str(self.api), "--db-url", "", "--api-token-file", str(token_file)],
-                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            ControllerClient(port=self.api, auth=False).wait_ready(60)
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(3):
+            # ports chosen free can be taken by another test's server before the controller binds them
+            # (the other xdist worker): a controller that exits at start is started again on new ones
+            self.api = _free_port()
+            of = _free_port()
+            self.log = work / f"controller-{self.api}.log"
+            with open(self.log, "w") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "app.cli.main", *extra, "controller", "--of-port", str(of),
+                     "--api-port", str(self.api), "--db-url", "", "--api-token-file", str(token_file)],
+                    cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            try:
+                wait_until(lambda: self.proc.poll() is not None or ControllerClient(port=self.api, auth=False)
+                           ._try_health(), 60, "controller API to answer")
+            except TimeoutError as exc:
+                self.stop()
+                raise AssertionError(f"the controller did not answer in 60 s; its log:\n{self.log.read_text()[-3000:]}"
+                                     ) from exc
+            except BaseException:
+                self.stop()
+                raise
+            if self.proc.poll() is None:
+                return
+            if attempt == 2:
+                raise AssertionError(f"the controller exited at start 3 times; its log:\n{self.log.read_text()[-3000:]}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
