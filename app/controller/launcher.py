@@ -67,6 +67,23 @@ def _select_hub() -> None:
     warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
 
 
+def real_log_locks() -> None:
+    """Give every logging handler (and logging's module lock) a real OS-thread lock. Monkey patching
+    turns the existing locks green, and a green lock is no lock between OS threads: the database writer's
+    thread logging while the hub's thread held a handler's lock ended in "greenlet.error: Cannot switch to
+    a different thread" and a controller that never answered (CI, a controller whose start-up logs a
+    warning). A real lock is held only for one record's write, which never yields to the hub."""
+    from eventlet import patcher
+
+    real = patcher.original("threading")
+    setattr(logging, "_lock", real.RLock())  # noqa: B010 - the module's private lock, taken by getLogger
+    loggers = [logging.getLogger(), *(x for x in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(x, logging.Logger))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            handler.lock = real.RLock()
+
+
 def _announce(line: str) -> None:
     """The start-up line: an INFO record when INFO is logged (``-v``), else a plain line on stderr —
     never a WARNING, which would read as a problem (default log level: WARNING)."""
@@ -154,6 +171,7 @@ def run(cfg: dict[str, dict[str, Any]], names: dict[int, str] | None = None,
     SETTINGS.host_names = {mac.lower(): n for mac, n in (host_names or {}).items()}
     if ctl["log_file"]:
         guard.add_log_file(ctl["log_file"])
+    real_log_locks()
     oscfg.CONF(
         args=[
             "--ofp-listen-host",

@@ -285,3 +285,24 @@ def test_a_real_controller_with_the_credential_off(tmp_path):
     finally:
         ctl.stop()
     assert "credential OFF" in ctl.log.read_text()
+
+
+def test_the_controllers_log_locks_work_between_os_threads() -> None:
+    """Monkey patching greens the logging locks; the launcher gives them real ones back (a green lock
+    taken by the database writer's OS thread while the hub's held it hung a controller at start)."""
+    import logging
+
+    from eventlet import patcher
+
+    from app.controller.launcher import real_log_locks
+
+    handler = logging.StreamHandler()
+    logger = logging.getLogger("mlte.test.locks")
+    logger.addHandler(handler)
+    try:
+        real_log_locks()
+        real = type(patcher.original("threading").RLock())
+        assert isinstance(handler.lock, real) and isinstance(logging._lock, real)  # type: ignore[attr-defined]
+        assert all(isinstance(h.lock, real) for h in logging.getLogger().handlers)
+    finally:
+        logger.removeHandler(handler)
