@@ -229,52 +229,40 @@ class OpenFlowSouthbound:
     def flow_stats(self, dpid: int, cookie: int = 0, cookie_mask: int = 0,
                    timeout: float | None = None, kind: str = "flow_stats") -> list[FlowStat]:
         """The rules of an OF1.3 switch whose cookie matches (every rule with mask 0); of an OF1.0 OTS
-        every rule (OF1.0 has no cookie filter)."""
-        dp = self._dp(dpid)
-        req = ofmsg.flow_stats_request(dp.ofproto.OFP_VERSION, cookie, cookie_mask)
-        dp.set_xid(req)
-        waiter = _Waiter(xids={req.xid}, stats_request=True)
-        self._waiters[(dpid, req.xid)] = waiter
-        limit = self.barrier_timeout if timeout is None else timeout
-        try:
-            self.send(dp, [req], kind)
-            if not waiter.done.wait(timeout=limit):
-                raise BarrierTimeout(f"no FLOW_STATS reply from {dpid:016x} within {limit}s")
-            if waiter.errors:
-                raise DriverError(f"{dpid:016x} refused the flow statistics request: {waiter.errors}", 422)
-            return waiter.stats
-        finally:
-            self._waiters.pop((dpid, req.xid), None)
+        every rule (OF1.0 has no cookie filter). Raises the DriverError the request met."""
+        (answer,) = self.flow_stats_many([(dpid, cookie, cookie_mask)], timeout, kind)
+        if isinstance(answer, DriverError):
+            raise answer
+        return answer
 
     def flow_stats_many(self, queries: Sequence[tuple[int, int, int]], timeout: float | None = None,
                         kind: str = "flow_stats") -> list[list[FlowStat] | DriverError]:
         """:meth:`flow_stats` of each ``(dpid, cookie, cookie_mask)``, the requests sent together and the
         replies awaited together: one round trip for all, where one after the other costs one each (a
         verify step reads every rule of a path that crosses 18 switches every poll). Each answer is its
-        stats or the DriverError that request met."""
+        stats or the DriverError that request met (not connected, refused, no reply in time)."""
         limit = self.barrier_timeout if timeout is None else timeout
         out: list[list[FlowStat] | DriverError] = []
-        sent: list[tuple[int, int, _Waiter] | None] = []
-        for dpid, cookie, mask in queries:
-            try:
-                dp = self._dp(dpid)
-            except DriverError as exc:
-                out.append(exc)
-                sent.append(None)
-                continue
-            req = ofmsg.flow_stats_request(dp.ofproto.OFP_VERSION, cookie, mask)
-            dp.set_xid(req)
-            waiter = _Waiter(xids={req.xid}, stats_request=True)
-            self._waiters[(dpid, req.xid)] = waiter
-            self.send(dp, [req], kind)
-            out.append([])
-            sent.append((dpid, req.xid, waiter))
-        deadline = time.monotonic() + limit
+        sent: dict[int, tuple[int, int, _Waiter]] = {}  # index in queries -> (dpid, xid, waiter)
         try:
-            for i, item in enumerate(sent):
-                if item is None:
+            for dpid, cookie, mask in queries:
+                try:
+                    dp = self._dp(dpid)
+                    req = ofmsg.flow_stats_request(dp.ofproto.OFP_VERSION, cookie, mask)
+                    dp.set_xid(req)
+                    waiter = _Waiter(xids={req.xid}, stats_request=True)
+                    self._waiters[(dpid, req.xid)] = waiter
+                    sent[len(out)] = (dpid, req.xid, waiter)
+                    self.send(dp, [req], kind)
+                except DriverError as exc:
+                    unsent = sent.pop(len(out), None)
+                    if unsent is not None:
+                        self._waiters.pop((unsent[0], unsent[1]), None)
+                    out.append(exc)
                     continue
-                dpid, _xid, waiter = item
+                out.append([])
+            deadline = time.monotonic() + limit
+            for i, (dpid, _xid, waiter) in sent.items():
                 if not waiter.done.wait(timeout=max(0.0, deadline - time.monotonic())):
                     out[i] = BarrierTimeout(f"no FLOW_STATS reply from {dpid:016x} within {limit}s")
                 elif waiter.errors:
@@ -282,9 +270,8 @@ class OpenFlowSouthbound:
                 else:
                     out[i] = waiter.stats
         finally:
-            for item in sent:
-                if item is not None:
-                    self._waiters.pop((item[0], item[1]), None)
+            for dpid, xid, _waiter in sent.values():
+                self._waiters.pop((dpid, xid), None)
         return out
 
     # ---- replies (handlers of SouthboundApp) --------------------------------------------------

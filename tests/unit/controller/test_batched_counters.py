@@ -57,3 +57,28 @@ def test_a_switch_that_is_not_connected_costs_its_own_rules_only() -> None:
     sb.disconnected(dps["B"])
     assert live.flow_packets_many([a, b]) == [0, None]
     assert not sb._waiters  # every waiter taken down
+
+
+def test_a_send_that_fails_mid_batch_leaves_no_waiter_behind() -> None:
+    live, sb, dps = _net()
+    a, b = _rule("A", 7, 1, 2), _rule("B", 7, 1, 3)
+    assert live.install_flow(a).ok and live.install_flow(b).ok
+    real_send = sb.send
+
+    def send(dp, msgs, kind="other"):  # type: ignore[no-untyped-def]
+        if dp.id == 0xB1:
+            raise DriverError("B's channel closed under the write")
+        return real_send(dp, msgs, kind)
+
+    sb.send = send  # type: ignore[method-assign]
+    answers = sb.flow_stats_many([(0xA1, a.cookie, 0), (0xB1, b.cookie, 0)])
+    assert [st.match for st in answers[0]] == [{"in_port": 1}]  # type: ignore[union-attr]
+    assert isinstance(answers[1], DriverError) and "closed under the write" in str(answers[1])
+    assert not sb._waiters
+    try:
+        sb.flow_stats(0xB1, b.cookie)
+    except DriverError as exc:
+        assert "closed under the write" in str(exc)
+    else:
+        raise AssertionError("flow_stats raised nothing for a failed send")
+    assert not sb._waiters
