@@ -31,9 +31,9 @@ def xcon_id(x: XconSpec | tuple[str, int, int]) -> XconId:
     return str(x[0]), frozenset((int(x[1]), int(x[2])))
 
 
-def segment_ids(c: ReservationCircuit) -> list[frozenset[XconId]]:
+def segment_ids(c: ReservationCircuit) -> tuple[frozenset[XconId], ...]:
     """Each segment of ``c`` as the set of its XCONs (the identity of a circuit in the network)."""
-    return [frozenset(xcon_id(x) for x in xs) for xs in c.segment_xcons]
+    return c.segment_keys
 
 
 def lit_segments(c: ReservationCircuit, others: Iterable[ReservationCircuit]) -> set[int]:

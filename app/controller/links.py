@@ -19,6 +19,9 @@ class LinkReader(Protocol):
 
     def ports_in_links(self) -> Set[PortRef]: ...
 
+    @property
+    def generation(self) -> int: ...
+
 
 class LinkTable:
     """Directed packet links with the time each was last seen.
@@ -32,9 +35,25 @@ class LinkTable:
         self._from: dict[PortRef, PacketLink] = {}  # each link by its source port, and by its destination
         self._into: dict[PortRef, PacketLink] = {}
         self._ports: frozenset[PortRef] | None = None  # ports_in_links until the set of links changes
+        self._sorted: list[PacketLink] | None = None  # links() until the set of links changes
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        """Counts the changes to the set of links: what a reader derives from :meth:`links` holds while
+        it stays the same (the monitor's probed links, asked every probe round)."""
+        return self._generation
+
+    def _changed(self) -> None:
+        self._ports = self._sorted = None
+        self._generation += 1
 
     def links(self) -> list[PacketLink]:
-        return sorted(self._seen)
+        """Every link, sorted (sorted again only when a link comes or goes: the monitor asks each probe
+        round, LLDP each round, and sorting ~340 links on germany50 compared dataclasses field by field)."""
+        if self._sorted is None:
+            self._sorted = sorted(self._seen)
+        return list(self._sorted)
 
     def last_seen(self, link: PacketLink) -> float | None:
         return self._seen.get(link)
@@ -43,7 +62,7 @@ class LinkTable:
         del self._seen[link]
         self._from.pop(link.src, None)
         self._into.pop(link.dst, None)
-        self._ports = None
+        self._changed()
 
     def seen(self, link: PacketLink, now: float) -> tuple[bool, list[PacketLink]]:
         """Record an LLDP sighting; return (is_new, links it replaced)."""
@@ -55,7 +74,7 @@ class LinkTable:
         self._seen[link] = now
         if is_new:
             self._from[link.src], self._into[link.dst] = link, link
-            self._ports = None
+            self._changed()
         return is_new, replaced
 
     def expire(self, now: float, timeout: float) -> list[PacketLink]:

@@ -89,6 +89,12 @@ class NetworkCollector:
         yield reserved
         yield CounterMetricFamily("mlte_view_changes", "Changes of the network view's graph inputs (its version)",
                                   value=view.version)
+        announced = CounterMetricFamily("mlte_view_announcements", "Changes the network view announced, by kind "
+                                        "(SwitchEntered, PortChanged, LinkAdded, XconsChanged, ...): its churn",
+                                        labels=["kind"])
+        for kind, n in sorted(view.announced.items()):
+            announced.add_metric([kind], n)
+        yield announced
 
         xcons = GaugeMetricFamily("mlte_xcons", "OTS cross-connects, one per direction, by state (applied; "
                                   "unknown: the barrier timed out)", labels=["state"])
@@ -111,6 +117,8 @@ class NetworkCollector:
         for layer in LINK_LAYERS:
             links.add_metric([layer], by_kind.get(layer, 0))
         yield links
+        yield CounterMetricFamily("mlte_graph_builds", "Merged multi-layer graphs built (each version of the "
+                                  "view asked for, per set of sources)", value=view.graph_builds)
         yield GaugeMetricFamily("mlte_graph_problems", "Merge conflicts of the graph (GET /topology problems)",
                                 value=n_problems)
         yield GaugeMetricFamily("mlte_circuits_lit", "Lit circuits: light paths joining two packet ports",

@@ -262,6 +262,7 @@ class MonitorApp(app_manager.OSKenApp):
         self.latency = LatencyMonitor(float(self.cfg["path_change_tolerance_ms"]), timeout=float(self.cfg["probe_timeout"]))
         self.probe_limit = probe_limit(self.probe_interval, float(self.cfg["probe_rate"]))
         self._echo_cursor = 0
+        self._probed_key: tuple[int, tuple[tuple[int, str], ...]] | None = None  # what the probed links follow
         self._trapped: set[int] = set()
         self.services = app_scheduler(self, services(self.interval, self.probe_interval, self.drop_watch))
         self._replies_due = Deadline(lambda ev: self.send_event(self.name, ev), EventRepliesDue,
@@ -798,10 +799,15 @@ class MonitorApp(app_manager.OSKenApp):
 
     def _probe_round(self) -> None:
         inv = self.view
-        names = {dpid: sw.name for dpid, sw in inv.switches.items()}
-        directed = [(names[x.src.dpid], x.src.port_no, names[x.dst.dpid], x.dst.port_no)
-                    for x in self.view.links.links() if x.src.dpid in names and x.dst.dpid in names]
-        added, removed = self.latency.set_links(probed_links(directed))
+        key = (inv.links.generation, tuple(sorted((dpid, sw.name) for dpid, sw in inv.switches.items())))
+        if key != self._probed_key:  # the links to probe follow the link table, not the clock
+            names = dict(key[1])
+            directed = [(names[x.src.dpid], x.src.port_no, names[x.dst.dpid], x.dst.port_no)
+                        for x in inv.links.links() if x.src.dpid in names and x.dst.dpid in names]
+            self._probed_key = key
+            added, removed = self.latency.set_links(probed_links(directed))
+        else:
+            added, removed = [], []
         if removed:
             self.path_memory.forget_except(self.latency.links)
         if added or removed:

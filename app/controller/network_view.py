@@ -102,6 +102,8 @@ class NetworkView:
         # traffic off them (:meth:`reserve`)
         self._reserved: dict[str, frozenset[tuple[str, int]]] = {}
         self._version = 0
+        self.announced: dict[str, int] = {}  # changes announced, by kind (their class): the view's churn
+        self.graph_builds = 0  # merged graphs built (one per version asked for, per source set)
         self._listeners: list[Listener] = []
         self._cache: dict[tuple[str, ...], tuple[int, MultiLayerGraph, list[str]]] = {}
         self._adaptation_cache: tuple[int, set[PortRef]] | None = None
@@ -218,6 +220,8 @@ class NetworkView:
     def _emit(self, change: ViewChange) -> None:
         if change.graph:
             self._version += 1
+        kind = type(change).__name__
+        self.announced[kind] = self.announced.get(kind, 0) + 1
         for listener in self._listeners:
             listener(change)
 
@@ -436,6 +440,7 @@ class NetworkView:
         if hit is not None and hit[0] == key:
             return hit[1], hit[2]
         graph, problems = self._build(sources)
+        self.graph_builds += 1
         self._cache[sources] = (key, graph, problems)
         return graph, problems
 

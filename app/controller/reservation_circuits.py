@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from app.update.model import FlowRule, Port, XconSpec
 from topology import rule_plan
@@ -43,6 +44,13 @@ class ReservationCircuit:
     @property
     def rules(self) -> tuple[FlowRule, ...]:
         return self.transit + self.ingress
+
+    @cached_property
+    def segment_keys(self) -> tuple[frozenset[tuple[str, frozenset[int]]], ...]:
+        """Each segment as the set of its XCONs, each ``(OTS, its two ports)`` whatever its direction:
+        the identity of a circuit in the network (grooming compares them against every lit
+        reservation's for each new one; computed once per circuit, not per comparison)."""
+        return tuple(frozenset((x.ots, x.ports) for x in xs) for xs in self.segment_xcons)
 
     @property
     def packet_ports(self) -> tuple[Port, ...]:

@@ -351,7 +351,7 @@ class ReservationsApp(app_manager.OSKenApp):
                 self.busy.add(order.id)
                 hub.spawn(self._guarded, order.id, self.manager.provision, order)
         read_at_release = self._ended_seq
-        for inst in self._db("to_release"):
+        for inst in self._db("to_release", sorted(self.busy)):
             rid = inst.reservation_id
             if rid not in self.busy and self._ended.get(rid, 0) <= read_at_release:
                 self.busy.add(rid)

@@ -72,6 +72,11 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
+                # WAL + NORMAL: a commit is safe from a process crash (SIGKILL) and the file never corrupts;
+                # only an OS crash or power loss may roll back the last commits. FULL's fsync per commit
+                # took 4.4 ms of the controller's single writer thread here (0.34 ms with NORMAL): 100
+                # reservations starting together commit ~300 times.
+                cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
             cur.close()
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -368,10 +368,14 @@ class ProvisioningStore:
         with self.db.session() as s:
             return self._installations(s, final_only=False)
 
-    def to_release(self) -> list[Installation]:
-        """Installations of reservations that are FINISHED, CANCELLED or FAILED: to be removed."""
+    def to_release(self, but: Iterable[int] = ()) -> list[Installation]:
+        """Installations of reservations that are FINISHED, CANCELLED or FAILED: to be removed. ``but``: the
+        reservations not to load (those being released already: the controller asks every second, and
+        loading a long path's circuits and rules again each time while its release runs was 4 % of its
+        CPU on germany50 with reservations arriving)."""
+        skip = {_int(r, "reservation id", 1, MAX_ID) for r in but}
         with self.db.session() as s:
-            return self._installations(s, final_only=True)
+            return self._installations(s, final_only=True, but=skip)
 
     def xcons_in_use(self, res_id: int, *also: int) -> list[tuple[str, int, int]]:
         """The XCONs of the circuits recorded as installed for any reservation but ``res_id`` (and ``also``:
@@ -729,7 +733,7 @@ class ProvisioningStore:
             r.installed, r.removed_ts = False, now
         return circuits, rules
 
-    def _installations(self, s: Session, *, final_only: bool) -> list[Installation]:
+    def _installations(self, s: Session, *, final_only: bool, but: Set[int] = frozenset()) -> list[Installation]:
         with_circuit = select(Circuit.reservation_id).where(Circuit.reservation_id.is_not(None),
                                                             Circuit.state == INSTALLED)
         with_rule = select(ReservationRule.reservation_id).where(ReservationRule.installed.is_(True))
@@ -737,6 +741,8 @@ class ProvisioningStore:
         if final_only:
             stmt = stmt.where(Reservation.state.in_(FINAL_STATES))
         out = []
+        if but:
+            stmt = stmt.where(Reservation.id.not_in(sorted(but)))
         for res in s.execute(stmt.order_by(Reservation.id)).scalars():
             circuits = tuple(InstalledCircuit(c.id, c.name, c.a_end, c.z_end, c.capacity,
                                               tuple((x.ots, x.in_port, x.out_port) for x in c.xcons))

@@ -143,6 +143,10 @@ def test_pure_helpers() -> None:
     assert set(gc.to_release(ca, [])) == set(ca.xcons)
     assert gc.to_release(ca, [], [gc.xcon_id(("X", 3, 1))]) == tuple(x for x in ca.xcons if x.ots == "Z")
     assert gc.xcon_id(XconSpec("X", 1, 3)) == gc.xcon_id(("X", 3, 1))
+    # a circuit's segment keys are computed once and are the xcon ids of each segment
+    assert gc.segment_ids(ca) is gc.segment_ids(ca)
+    assert gc.segment_ids(ca) == tuple(frozenset(gc.xcon_id(x) for x in xs) for xs in ca.segment_xcons)
+    assert gc.segment_ids(ca) == gc.segment_ids(cb)  # the same circuit, either direction
 
 
 def test_the_probe_frame_of_a_vlan_reservation_carries_its_tag() -> None:

@@ -57,3 +57,22 @@ def test_a_link_replaced_at_both_ends_and_the_ports_follow_every_change():
     assert t.links() == [ad] and t.ports_in_links() == {PortRef(1, 2), PortRef(4, 1)}
     assert t.seen(AB, 3.0) == (True, [ad])  # and back
     assert t.expire(9.0, timeout=5.0) == [AB] and t.ports_in_links() == frozenset()
+
+
+def test_the_sorted_links_and_the_generation_follow_the_set_of_links_not_its_sightings():
+    t = LinkTable()
+    g0 = t.generation
+    t.seen(BA, 0.0)
+    t.seen(AB, 0.0)
+    g1 = t.generation
+    assert g1 > g0 and t.links() == sorted([AB, BA])
+    t.links().clear()  # a caller's copy: the table's own list is not touched
+    assert t.links() == sorted([AB, BA])
+    t.seen(AB, 1.0)  # a refresh: the same links
+    assert t.generation == g1
+    t.expire(5.5, timeout=5.0)  # BA, not seen since 0.0
+    assert t.generation > g1 and t.links() == [AB]
+    t.seen(AB, 6.0)
+    g2 = t.generation
+    t.drop_port(PortRef(1, 2))
+    assert t.generation > g2 and t.links() == [] and t.ports_in_links() == frozenset()

@@ -111,6 +111,12 @@ def test_switches_ports_hosts_and_links_come_from_the_view(ctl):
     assert value(m, "mlte_ports", kind="packet", state="down") == 1
     assert value(m, "mlte_hosts") == 1 and value(m, "mlte_links", layer="access") == 1
     assert value(m, "mlte_view_changes_total") == ctl.view.version
+    assert value(m, "mlte_view_announcements_total", kind="SwitchEntered") == ctl.view.announced["SwitchEntered"] >= 1
+    assert value(m, "mlte_view_announcements_total", kind="HostAdded") == 1
+    assert value(m, "mlte_graph_builds_total") == ctl.view.graph_builds >= 1  # this scrape built the graph
+    built = ctl.view.graph_builds
+    m = ctl.scrape()  # nothing changed: the cached graph
+    assert value(m, "mlte_graph_builds_total") == built
 
 
 def test_a_circuit_plan_is_counted_and_timed_and_its_xcons_and_ports_show(ctl):

@@ -267,6 +267,10 @@ def test_release_after_the_end(w: World) -> None:
     w.store.due(T + 100)  # the end time: ACTIVE → FINISHED
     (inst,) = w.store.to_release()
     assert inst.state == FINISHED and inst.circuits[0].xcons == (("X", 1, 3), ("Z", 3, 2))
+    assert w.store.to_release(but=[rid]) == []  # being released already: not loaded again
+    assert w.store.to_release(but=[rid + 1]) == [inst]
+    with pytest.raises(ProvisioningError, match="reservation id"):
+        w.store.to_release(but=["x"])  # type: ignore[list-item]
     assert w.store.mark_released(rid, T + 101) is True
     assert w.store.to_release() == [] and w.store.installed() == []
     with w.db.session() as s:
