@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import struct
 import time
+from collections.abc import Set
 
 from os_ken.base import app_manager
 from os_ken.controller import event as osken_event
@@ -158,16 +159,16 @@ class LldpDiscovery(app_manager.OSKenApp):
         self.services.run("round", self._round)
 
     def _round(self) -> None:
-        self._probe_all()
+        self._probe_all(skip=self.view.dark_adaptation_ports())
         for link in self.view.expire_links(time.time(), self.timeout):
             self._deleted(link, "expired")
 
-    def _probe_all(self) -> int:
-        """Send an LLDP frame out of every up packet port; return how many were sent."""
+    def _probe_all(self, skip: Set[PortRef] = frozenset()) -> int:
+        """Send an LLDP frame out of every up packet port but ``skip``; return how many were sent."""
         n = 0
         for sw in self.view.of_kind(PACKET):
             for port in sw.ports.values():
-                if port.up:
+                if port.up and (not skip or PortRef(sw.dpid, port.port_no) not in skip):
                     self._send(sw.dpid, port.port_no, port.hw_addr)
                     n += 1
         return n

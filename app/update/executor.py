@@ -43,6 +43,10 @@ Event = dict[str, Any]
 
 DONE, FAILED, ROLLED_BACK = "done", "failed", "rolled_back"
 DEFAULT_POLL_S = 0.005
+#: a verify step's reads start ``poll_s`` apart and the gap grows by half each read up to this many
+#: ``poll_s``: a rule's counter moves only when the switch refreshes it (OVS: every 0.1-0.5 s), and on a
+#: long path each read is a request per switch (an arrival over 18 switches on germany50)
+VERIFY_GAP_MAX = 4.0
 
 
 def sequential(thunks: list[Callable[[], T]]) -> list[T]:
@@ -177,6 +181,7 @@ class _Run:
         deadline = self.clock() + s.timeout_s
         rise: dict[str, int | None] = {r.target(): None for r in s.rules}
         todo = list(range(len(s.rules)))
+        gap = self.poll_s
         while True:
             now = self._counts([s.rules[i] for i in todo])
             for i, c in zip(todo, now, strict=True):
@@ -194,7 +199,8 @@ class _Run:
                 why += [f"not on their switch: {'; '.join(missing)}"] if missing else []
                 return Outcome.refused(f"no traffic on the new path within {s.timeout_s} s: {' / '.join(why)}",
                                        packets=rise)
-            self.sleep(self.poll_s)
+            self.sleep(min(gap, max(0.0, deadline - self.clock())))
+            gap = min(1.5 * gap, VERIFY_GAP_MAX * self.poll_s)
 
     def drain(self, s: DrainStep) -> Outcome:
         start = self.clock()

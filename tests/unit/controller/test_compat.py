@@ -73,3 +73,70 @@ def test_the_send_loop_is_patched_once_and_writes_a_burst_with_one_sendall():
     dp._send_loop()
     assert dp.socket.writes == [b"m1m2bye"]
     assert dp.send_q is None
+
+
+def test_split_messages_finds_whole_messages_and_where_the_incomplete_one_starts():
+    import struct
+
+    from app.controller.compat import split_messages
+
+    def m(t: int, body: bytes, xid: int) -> bytes:
+        return struct.pack("!BBHI", 4, t, 8 + len(body), xid) + body
+
+    data = bytearray(m(2, b"abc", 1) + m(21, b"", 2) + m(10, b"0123456789", 3))
+    found, used = split_messages(data[:-4])  # the third cut short
+    assert [(o, t, n, x) for o, _v, t, n, x in found] == [(0, 2, 11, 1), (11, 21, 8, 2)] and used == 19
+    assert split_messages(data)[1] == len(data)
+    assert split_messages(bytearray(data[:5])) == ([], 0)  # not even a header
+    bad = bytearray(struct.pack("!BBHI", 4, 2, 3, 9))  # a length below the header's: read as the header
+    assert split_messages(bad) == ([(0, 4, 2, 8, 9)], 8)
+
+
+def test_the_receive_loop_reads_by_the_chunk_and_dispatches_every_message_in_order():
+    """Messages cut anywhere across reads come out whole, in order, each dispatched once; the loop ends at
+    the end of the stream and closes the socket (os-ken's _deactivate)."""
+    from os_ken.controller import controller as osc
+    from os_ken.controller.handler import MAIN_DISPATCHER
+    from os_ken.ofproto import ofproto_v1_3_parser as p13
+    from os_ken.ofproto.ofproto_protocol import ProtocolDesc
+
+    from app.controller.compat import RECV_CHUNK, patch_os_ken
+
+    patch_os_ken()
+    assert getattr(osc.Datapath._recv_loop, "mlte_batching", False)
+    desc = ProtocolDesc(version=4)
+    wire = b""
+    for i, msg in enumerate([p13.OFPEchoRequest(desc, data=b"ping"), p13.OFPBarrierReply(desc),
+                             p13.OFPEchoReply(desc, data=b"x" * 3000)]):
+        msg.set_xid(100 + i)
+        msg.serialize()
+        wire += bytes(msg.buf)
+    cuts = [0, 3, 9, 30, 31, len(wire)]
+    reads = [wire[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)] + [b""]
+
+    class Sock:
+        asked: list[int] = []
+        closed = False
+
+        def recv(self, n: int) -> bytes:
+            self.asked.append(n)
+            return reads.pop(0)
+
+        def close(self) -> None:
+            self.closed = True
+
+    seen: list[tuple[str, int]] = []
+
+    class Brick:
+        def send_event_to_observers(self, ev, state):  # noqa: ANN001
+            seen.append((type(ev.msg).__name__, ev.msg.xid))
+
+        def get_handlers(self, ev):  # noqa: ANN001
+            return []
+
+    dp = osc.Datapath.__new__(osc.Datapath)
+    dp.socket, dp.ofp_brick, dp.state = Sock(), Brick(), MAIN_DISPATCHER
+    dp.set_version(4)
+    dp._recv_loop()
+    assert seen == [("OFPEchoRequest", 100), ("OFPBarrierReply", 101), ("OFPEchoReply", 102)]
+    assert set(Sock.asked) == {RECV_CHUNK} and dp.socket.closed

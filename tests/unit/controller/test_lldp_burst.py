@@ -110,7 +110,7 @@ def test_the_periodic_round_probes_and_expires_and_a_failing_round_is_counted(mo
     fakes.run_all()
     assert probed(dp) == [PortRef(0xA1, 1), PortRef(0xA1, 3)]
     before = len(guard.failures)
-    monkeypatch.setattr(app, "_probe_all", lambda: 1 / 0)
+    monkeypatch.setattr(app, "_probe_all", lambda **kw: 1 / 0)
     fakes.posted.append(lldp.EventLldpRound())
     fakes.run_all()  # swallowed: the next round comes all the same
     st = app.services.status()["mlte_lldp.round"]
@@ -124,3 +124,26 @@ def test_the_round_is_a_service_posted_at_start_and_every_interval():
     rows = {s.name: s for s in lldp.services(1.5)}
     assert rows["round"].event is lldp.EventLldpRound and rows["round"].interval == 1.5 and rows["round"].first == 0.0
     assert rows["burst"].interval is None  # posted by the app itself (later)
+
+
+def test_periodic_rounds_skip_packet_ports_whose_ots_port_is_in_no_xcon_and_bursts_do_not(monkeypatch):
+    """A:1 and A:3 are attached to Y:1 and Y:4 (the scan found them). Y read back: no XCON on Y:1 -> A:1 is
+    dark, skipped by the periodic round; A:3's Y:4 maybe applied (a barrier timed out) -> probed."""
+    app, dp, y, spawned = make(monkeypatch)
+    view = app.view
+    view.set_scan({(y.dpid, 1): PortRef(0xA1, 1), (y.dpid, 4): PortRef(0xA1, 3)})
+    app._round()
+    assert probed(dp) == [PortRef(0xA1, 1), PortRef(0xA1, 3)]  # Y's XCONs not read back: anything may be lit
+    view.set_xcons(y.dpid, {})
+    view.mark_unknown(y.dpid, [(4, 7)])
+    assert view.dark_adaptation_ports() == {PortRef(0xA1, 1)}
+    dp.sent.clear()
+    app._round()
+    assert probed(dp) == [PortRef(0xA1, 3)]
+    dp.sent.clear()
+    app._burst_step(lldp.EventLldpBurst())  # a burst (an OTS port came up) probes every up port
+    assert probed(dp) == [PortRef(0xA1, 1), PortRef(0xA1, 3)]
+    view.set_xcons(y.dpid, {1: 4})  # Y:1 in an XCON now
+    assert view.dark_adaptation_ports() == set()
+    view.remove_switch(y.dpid)  # Y gone: nothing is known dark
+    assert view.dark_adaptation_ports() == set()

@@ -255,3 +255,25 @@ def test_verification_reads_every_rule_together_and_a_risen_rule_no_more(fig2):
     assert reads[0] == [live.target(), ghost.target()] == reads[1]  # the base, then the first poll: both
     risen = next(i for i, r in enumerate(reads) if i > 0 and r == [ghost.target()])
     assert all(r == [ghost.target()] for r in reads[risen:]), reads  # the counted rule is not read again
+
+
+def test_verification_reads_further_apart_up_to_a_cap_and_still_ends_at_its_timeout(fig2):
+    """A counter moves only when the switch refreshes it: the gaps between reads grow by half, to 4 polls."""
+    from app.update.executor import VERIFY_GAP_MAX
+    from app.update.plan import Plan, VerifyStep
+    net, sc = fig2()
+    ghost = sc.old_rules[0].__class__("B", "reservation", 9, 30000, {"in_port": 1}, 2)
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    plan = Plan((VerifyStep(id="verify", rules=(ghost,), timeout_s=1.0),), "custom")
+    rec = execute(plan, net, clock=lambda: now[0], sleep=sleep, poll_s=0.02)
+    assert rec.state == ROLLED_BACK and "not on their switch" in (rec.error or "")
+    assert slept[:4] == pytest.approx([0.02, 0.03, 0.045, 0.0675])
+    assert max(slept) == pytest.approx(VERIFY_GAP_MAX * 0.02)
+    assert sum(slept) == pytest.approx(1.0)  # the last read at the deadline, not after it
+    assert len(slept) < 1.0 / 0.02 / 2  # fewer than half the reads of a fixed 20-ms poll
