@@ -172,7 +172,6 @@ def patch_recv_batching() -> None:
             if used:
                 del buf[:used]
 
-    _recv_loop.mlte_batching = True  # type: ignore[attr-defined]
     osc.Datapath._recv_loop = osc._deactivate(_recv_loop)
     osc.Datapath._recv_loop.mlte_batching = True
 

@@ -19,16 +19,10 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
-from app.controller.reservation_circuits import ReservationCircuit
+from app.controller.reservation_circuits import ReservationCircuit, XconId, xcon_id
 from app.update.model import Port, XconSpec
 
-XconId = tuple[str, frozenset[int]]  # (OTS, its two ports): the same XCON whatever its direction
-
-
-def xcon_id(x: XconSpec | tuple[str, int, int]) -> XconId:
-    if isinstance(x, XconSpec):
-        return x.ots, x.ports
-    return str(x[0]), frozenset((int(x[1]), int(x[2])))
+__all__ = ["XconId", "xcon_id"]  # kept here for the modules that name them through grooming
 
 
 def segment_ids(c: ReservationCircuit) -> tuple[frozenset[XconId], ...]:

@@ -25,6 +25,15 @@ from topology.graph import MultiLayerGraph
 OFPVID_PRESENT = 0x1000
 
 
+XconId = tuple[str, frozenset[int]]  # (OTS, its two ports): the same XCON whatever its direction
+
+
+def xcon_id(x: XconSpec | tuple[str, int, int]) -> XconId:
+    if isinstance(x, XconSpec):
+        return x.ots, x.ports
+    return str(x[0]), frozenset((int(x[1]), int(x[2])))
+
+
 class ReservationPathError(ValueError):
     """The stored path cannot be turned into network state (the message says why)."""
 
@@ -46,11 +55,11 @@ class ReservationCircuit:
         return self.transit + self.ingress
 
     @cached_property
-    def segment_keys(self) -> tuple[frozenset[tuple[str, frozenset[int]]], ...]:
-        """Each segment as the set of its XCONs, each ``(OTS, its two ports)`` whatever its direction:
-        the identity of a circuit in the network (grooming compares them against every lit
-        reservation's for each new one; computed once per circuit, not per comparison)."""
-        return tuple(frozenset((x.ots, x.ports) for x in xs) for xs in self.segment_xcons)
+    def segment_keys(self) -> tuple[frozenset[XconId], ...]:
+        """Each segment as the set of its XCONs (:func:`xcon_id`): the identity of a circuit in the network
+        (grooming compares them against every lit reservation's for each new one; computed once per
+        circuit, not per comparison)."""
+        return tuple(frozenset(xcon_id(x) for x in xs) for xs in self.segment_xcons)
 
     @property
     def packet_ports(self) -> tuple[Port, ...]:

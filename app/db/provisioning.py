@@ -740,9 +740,9 @@ class ProvisioningStore:
         stmt = select(Reservation).where(or_(Reservation.id.in_(with_circuit), Reservation.id.in_(with_rule)))
         if final_only:
             stmt = stmt.where(Reservation.state.in_(FINAL_STATES))
-        out = []
         if but:
             stmt = stmt.where(Reservation.id.not_in(sorted(but)))
+        out = []
         for res in s.execute(stmt.order_by(Reservation.id)).scalars():
             circuits = tuple(InstalledCircuit(c.id, c.name, c.a_end, c.z_end, c.capacity,
                                               tuple((x.ots, x.in_port, x.out_port) for x in c.xcons))
