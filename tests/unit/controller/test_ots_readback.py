@@ -183,3 +183,42 @@ def test_an_ots_that_left_keeps_its_ports_busy_until_the_read_back_settles_them(
     assert driver.busy_ports(X) == {1, 2, 3, 4} and driver.reconciling(X)
     read_back(driver, posted)
     assert driver.xcons[X] == {1: 2, 2: 1} and driver.busy_ports(X) == {1, 2}
+
+
+def test_the_orphan_check_waits_for_every_read_back():
+    """Seen in CI on a loaded machine: the read-backs took longer than the settle time, and an XCON whose
+    chain ran through an OTS not read back yet was journalled an orphan. The check now waits for the
+    last read-back to answer; only then are orphans decided (and the lit circuit's XCONs are none)."""
+    driver, dp, sw, posted = make_driver({1: 2, 2: 1, 4: 5, 5: 4})
+    driver._switch_enter(events.EventSwitchEnter(sw))
+    g = spec_to_graph(fig2_testbed())
+    for ots, a, b in FIG2_CIRCUITS["initial"] + [("X", 4, 5)]:
+        g.set_xcon_active(oport_id(ots, a), oport_id(ots, b))
+    driver._graph = lambda: g
+    since = JOURNAL.last_seq
+    driver._orphan_due = 0.0  # the settle time is over, the read-back has not answered
+    driver._orphan_check(None)
+    assert not driver.orphans_decided and JOURNAL.since(since, "xcon_orphan") == []
+    read_back(driver, posted)  # its answer runs the deferred check
+    assert driver.orphans_decided
+    assert [(e["in_port"], e["out_port"]) for e in JOURNAL.since(since, "xcon_orphan")] == [(4, 5), (5, 4)]
+
+
+def test_an_ots_leaving_during_its_read_back_lets_the_deferred_orphan_check_run():
+    driver, dp, sw, posted = make_driver({1: 2})
+    driver._switch_enter(events.EventSwitchEnter(sw))
+    driver._orphan_due = 0.0
+    driver._orphan_check(None)
+    assert not driver.orphans_decided
+    driver._switch_leave(events.EventSwitchLeave(sw))
+    assert driver.orphans_decided
+
+
+def test_a_failed_read_back_does_not_hold_the_orphan_check():
+    driver, dp, sw, posted = make_driver({1: 2}, refuse=True)
+    driver._switch_enter(events.EventSwitchEnter(sw))
+    driver._orphan_due = 0.0
+    driver._orphan_check(None)
+    assert not driver.orphans_decided
+    read_back(driver, posted)
+    assert driver.orphans_decided and driver.reconciling(X)
