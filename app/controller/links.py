@@ -19,6 +19,8 @@ class LinkReader(Protocol):
 
     def ports_in_links(self) -> Set[PortRef]: ...
 
+    def confirmed_since(self, since: float) -> set[PortRef]: ...
+
     @property
     def generation(self) -> int: ...
 
@@ -37,6 +39,7 @@ class LinkTable:
         self._ports: frozenset[PortRef] | None = None  # ports_in_links until the set of links changes
         self._sorted: list[PacketLink] | None = None  # links() until the set of links changes
         self._generation = 0
+        self._confirmed: dict[PortRef, float] = {}  # a link's source port -> when a latency probe crossed it
 
     @property
     def generation(self) -> int:
@@ -60,6 +63,7 @@ class LinkTable:
 
     def _drop(self, link: PacketLink) -> None:
         del self._seen[link]
+        self._confirmed.pop(link.src, None)
         self._from.pop(link.src, None)
         self._into.pop(link.dst, None)
         self._changed()
@@ -76,6 +80,20 @@ class LinkTable:
             self._from[link.src], self._into[link.dst] = link, link
             self._changed()
         return is_new, replaced
+
+    def confirm(self, link: PacketLink, now: float) -> bool:
+        """A frame sent out of ``link.src`` arrived at ``link.dst`` (a latency probe): the link is seen as
+        by LLDP. Only a known link; never a new or replacing one (LLDP decides what a port is cabled
+        to). True if it was known."""
+        if link not in self._seen:
+            return False
+        self._seen[link] = max(self._seen[link], now)
+        self._confirmed[link.src] = now
+        return True
+
+    def confirmed_since(self, since: float) -> set[PortRef]:
+        """Source ports of the links a probe confirmed after ``since``."""
+        return {port for port, at in self._confirmed.items() if at > since}
 
     def expire(self, now: float, timeout: float) -> list[PacketLink]:
         """Drop and return links not seen for longer than ``timeout`` seconds."""

@@ -52,7 +52,7 @@ from app.controller.mastership import CONTEXT as MASTERSHIP
 from app.controller.mastership import Mastership
 from app.controller.metrics import CONTEXT as METRICS
 from app.controller.metrics import ControllerMetrics
-from app.controller.model import PACKET
+from app.controller.model import PACKET, PacketLink
 from app.controller.network_view import CONTEXT as VIEW
 from app.controller.network_view import NetworkView
 from app.controller.openflow_southbound import CONTEXT as SOUTHBOUND
@@ -263,6 +263,8 @@ class MonitorApp(app_manager.OSKenApp):
         self.probe_limit = probe_limit(self.probe_interval, float(self.cfg["probe_rate"]))
         self._echo_cursor = 0
         self._probed_key: tuple[int, tuple[tuple[int, str], ...]] | None = None  # what the probed links follow
+        # (src name, port, dst name, port) -> the view's link: a probe back where it was sent confirms it
+        self._probe_links: dict[tuple[str, int, str, int], PacketLink] = {}
         self._trapped: set[int] = set()
         self.services = app_scheduler(self, services(self.interval, self.probe_interval, self.drop_watch))
         self._replies_due = Deadline(lambda ev: self.send_event(self.name, ev), EventRepliesDue,
@@ -752,6 +754,10 @@ class MonitorApp(app_manager.OSKenApp):
                 return
             res = self.latency.received(probe[0], (sw.name, msg.match["in_port"]), now)
             if res is not None:
+                probed = self.latency.links[res.link].link
+                seen = self._probe_links.get((*probed.src, *probed.dst))
+                if seen is not None:  # as good as an LLDP frame: LLDP's next round skips its port
+                    self.view.confirm_link(seen, time.time())
                 route = self._light_paths().get(res.link)
                 self.path_memory.seen(res.link, route)
                 for change in res.changes:
@@ -802,8 +808,9 @@ class MonitorApp(app_manager.OSKenApp):
         key = (inv.links.generation, tuple(sorted((dpid, sw.name) for dpid, sw in inv.switches.items())))
         if key != self._probed_key:  # the links to probe follow the link table, not the clock
             names = dict(key[1])
-            directed = [(names[x.src.dpid], x.src.port_no, names[x.dst.dpid], x.dst.port_no)
-                        for x in inv.links.links() if x.src.dpid in names and x.dst.dpid in names]
+            self._probe_links = {(names[x.src.dpid], x.src.port_no, names[x.dst.dpid], x.dst.port_no): x
+                                 for x in inv.links.links() if x.src.dpid in names and x.dst.dpid in names}
+            directed = list(self._probe_links)
             self._probed_key = key
             added, removed = self.latency.set_links(probed_links(directed))
         else:

@@ -163,6 +163,12 @@ def echo_request(data: bytes) -> Any:
     return parser13.OFPEchoRequest(None, data)
 
 
+def keepalive_echo(datapath: Any) -> Any:
+    """The keep-alive ECHO_REQUEST (no data) in the datapath's own version: OF1.3 switch or OF1.0 OTS
+    (os-ken's echo loop, as patched by :func:`app.controller.compat.patch_idle_keepalive`, sends it)."""
+    return datapath.ofproto_parser.OFPEchoRequest(datapath)
+
+
 def port_desc_request() -> Any:
     """PORT_DESC multipart request (an OF1.3 switch's ports)."""
     return parser13.OFPPortDescStatsRequest(None, 0)

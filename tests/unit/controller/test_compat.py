@@ -140,3 +140,56 @@ def test_the_receive_loop_reads_by_the_chunk_and_dispatches_every_message_in_ord
     dp._recv_loop()
     assert seen == [("OFPEchoRequest", 100), ("OFPBarrierReply", 101), ("OFPEchoReply", 102)]
     assert set(Sock.asked) == {RECV_CHUNK} and dp.socket.closed
+
+
+def test_keepalive_echoes_go_only_to_a_quiet_switch_and_a_silent_one_is_still_dropped(monkeypatch):
+    """A switch that sent something since the last tick gets no echo; one that goes silent gets an echo
+    every tick and is closed after max_unreplied + 1 of them, as with os-ken's own loop."""
+    from os_ken.controller import controller as osc
+    from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+
+    from app.controller.compat import keepalive_echo_due, patch_os_ken
+
+    assert keepalive_echo_due(5, 4, 0) is False and keepalive_echo_due(5, 5, 0) is True
+    assert keepalive_echo_due(6, 5, 1) is True  # an echo outstanding: counted down whatever else came
+    patch_os_ken()
+    assert getattr(osc.Datapath._echo_request_loop, "mlte_idle", False)
+
+    class Dp:
+        ofproto, ofproto_parser = ofproto_v1_3, ofproto_v1_3_parser
+        max_unreplied_echo_requests, echo_request_interval = 3, 2.0
+
+        def __init__(self):
+            self.send_q, self.unreplied_echo_requests, self.sent, self.closed = [1], [], [], False
+            self.mlte_reads, self.xid = 0, 0
+
+        def set_xid(self, msg):
+            self.xid += 1
+            return self.xid
+
+        def send_msg(self, msg):
+            self.sent.append(msg)
+
+        def close(self):
+            self.closed = True
+
+    dp = Dp()
+    ticks = []
+
+    def tick(seconds):  # the switch's life between two ticks
+        ticks.append(seconds)
+        n = len(ticks)
+        if n <= 5 and dp.unreplied_echo_requests:  # alive: it answers the echo (the reply is read)
+            dp.unreplied_echo_requests.clear()
+            dp.mlte_reads += 1
+        if n <= 3:
+            dp.mlte_reads += 1  # busy: port stats every Ts; tick 4 quiet; silent from tick 6 on
+        if n > 20:
+            raise AssertionError("never dropped")
+
+    monkeypatch.setattr(osc.hub, "sleep", tick)
+    osc.Datapath._echo_request_loop(dp)
+    # ticks 1-4 skip (it had just connected, then busy), 5 sends (quiet before it), 6 skips (the reply
+    # came), 7-10 send and stay unanswered: closed before an 11th
+    assert (len(dp.sent), dp.closed, len(ticks)) == (1 + 4, True, 10)
+    assert all(isinstance(m, ofproto_v1_3_parser.OFPEchoRequest) for m in dp.sent)

@@ -126,3 +126,37 @@ def test_lldp_probe_and_runt_frames_are_not_for_forwarding():
     assert not_for_forwarding(b"\xff" * 13)
     assert not not_for_forwarding(b"\xff" * 6 + b"\x02" * 6 + b"\x08\x06" + b"\x00" * 28)  # ARP
     assert not not_for_forwarding(b"\xff" * 6 + b"\x02" * 6 + b"\x81\x00\x00\x65\x88\xb5" + b"\x00" * 40)  # tagged
+
+
+def test_the_ethernet_header_read_from_the_bytes_agrees_with_os_kens_parse():
+    """Forwarding reads addresses (and ARP only) from the raw frame instead of parsing every header."""
+    from os_ken.lib.packet import ipv4, tcp, vlan
+
+    from app.controller.forwarding import EthHeader
+
+    def frame(*protos) -> bytes:
+        pkt = packet.Packet()
+        for p in protos:
+            pkt.add_protocol(p)
+        pkt.serialize()
+        return bytes(pkt.data)
+
+    req = arp.arp(opcode=arp.ARP_REQUEST, src_mac="02:AB:00:00:00:01", src_ip="10.0.0.1",
+                  dst_mac="00:00:00:00:00:00", dst_ip="10.0.0.2")
+    frames = [
+        frame(ethernet.ethernet("ff:ff:ff:ff:ff:ff", "02:ab:00:00:00:01", ETH_TYPE_ARP), req),
+        frame(ethernet.ethernet(H2, H1, 0x0800), ipv4.ipv4(src="10.0.0.1", dst="10.0.0.2", proto=6),
+              tcp.tcp(src_port=1, dst_port=2)),
+        frame(ethernet.ethernet(H2, H1, 0x8100), vlan.vlan(vid=7, ethertype=ETH_TYPE_ARP), req),
+    ]
+    for data in frames + [frames[0][:30]]:  # and an ARP cut short
+        pkt = packet.Packet(data)
+        eth, ours = pkt.get_protocol(ethernet.ethernet), EthHeader.of(data)
+        assert (ours.dst, ours.src, ours.ethertype) == (eth.dst, eth.src, eth.ethertype)
+        theirs = pkt.get_protocol(arp.arp) if eth.ethertype == ETH_TYPE_ARP else None
+        mine = ours.arp_body(data)
+        assert (mine is None) == (theirs is None)
+        if mine is not None:
+            assert (mine.opcode, mine.src_mac, mine.src_ip, mine.dst_ip) == (
+                theirs.opcode, theirs.src_mac, theirs.src_ip, theirs.dst_ip)
+    assert EthHeader.of(frames[0]).arp_body(frames[0]).src_ip == "10.0.0.1"

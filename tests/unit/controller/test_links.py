@@ -76,3 +76,16 @@ def test_the_sorted_links_and_the_generation_follow_the_set_of_links_not_its_sig
     g2 = t.generation
     t.drop_port(PortRef(1, 2))
     assert t.generation > g2 and t.links() == [] and t.ports_in_links() == frozenset()
+
+
+def test_a_probe_confirms_a_known_link_only_and_says_which_ports_since_when():
+    t = LinkTable()
+    assert t.confirm(AB, 1.0) is False and t.links() == []  # never a new link: LLDP decides what is cabled
+    t.seen(AB, 0.0)
+    t.seen(BA, 0.0)
+    assert t.confirm(AB, 2.0) is True and t.last_seen(AB) == 2.0
+    assert t.confirm(AB, 1.5) and t.last_seen(AB) == 2.0  # never back in time
+    assert t.confirmed_since(1.0) == {AB.src} and t.confirmed_since(1.5) == set()
+    assert t.expire(6.5, timeout=5.0) == [BA]  # the confirmation kept AB
+    t.drop_port(AB.src)
+    assert t.confirmed_since(0.0) == set()

@@ -3,6 +3,8 @@ re-joins A:3 to C:1 while neither packet port changes state, so without this the
 the next periodic round (up to ``lldp_interval``) and the traffic stayed dark that long."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from os_ken.ofproto import ofproto_v1_3_parser
 
@@ -147,3 +149,24 @@ def test_periodic_rounds_skip_packet_ports_whose_ots_port_is_in_no_xcon_and_burs
     assert view.dark_adaptation_ports() == set()
     view.remove_switch(y.dpid)  # Y gone: nothing is known dark
     assert view.dark_adaptation_ports() == set()
+
+
+def test_a_round_skips_the_ports_whose_link_a_probe_confirmed_since_the_previous_round(monkeypatch):
+    """A:1 -> Y's neighbour is a known link; a latency probe crossed it after the last round began: this
+    round sends no LLDP frame there, the next one does again (no newer probe)."""
+    from app.controller.model import PacketLink
+
+    app, dp, y, spawned = make(monkeypatch)
+    view = app.view
+    link = PacketLink(PortRef(0xA1, 1), PortRef(0xA1, 3))
+    view.add_link(link, time.time())
+    app._round()  # the first round: nothing skipped
+    assert probed(dp) == [PortRef(0xA1, 1), PortRef(0xA1, 3)]
+    assert view.confirm_link(link, app._round_at + 1e-6)
+    time.sleep(0.01)  # the next round begins after the confirmation
+    dp.sent.clear()
+    app._round()
+    assert probed(dp) == [PortRef(0xA1, 3)]
+    dp.sent.clear()
+    app._round()
+    assert probed(dp) == [PortRef(0xA1, 1), PortRef(0xA1, 3)]

@@ -243,3 +243,33 @@ def test_by_name_remembers_its_answers_and_never_misses_a_rename_or_a_leave() ->
     assert view.by_name("B") is None and view.by_name(hex(B)) is None
     view.add_switch(SwitchInfo(B, PACKET, 4, "B", {1: port(1)}))  # back again
     assert view.by_name("B").dpid == B  # type: ignore[union-attr]
+
+
+def test_known_far_ends_are_kept_until_the_version_moves(tmp_path):
+    """LLDP asks for them every round: the static file's ports are walked once per view version, and a
+    rename (which moves it) is seen at once. Callers get their own copy."""
+    from topology.spec import fig2_testbed, spec_to_vendor_file
+    from topology.vendor_file import write_vendor_file
+
+    view = NetworkView(Settings())
+    doc = spec_to_vendor_file(fig2_testbed())
+    write_vendor_file(doc, tmp_path / "optical.json")
+    view.load_static(str(tmp_path / "optical.json"))
+    x = next(o for o in doc["ots"] if o["name"] == "X")
+    a = next(s for s in doc["packet_switches"] if s["name"] == "A")
+    view.add_switch(SwitchInfo(int(x["dpid"], 0), OTS, 1, "X", {}))
+    view.add_switch(SwitchInfo(int(a["dpid"], 0), PACKET, 4, "A", {}))
+    adapt = next(d for d in doc["adaptations"] if d["switch"] == "A" and d["oport"].startswith("X:"))
+    key = (int(x["dpid"], 0), int(adapt["oport"].split(":")[1]))
+    first = view.known_far_ends()
+    assert first[key] == PortRef(int(a["dpid"], 0), adapt["port"])
+    first.clear()  # the caller's copy
+    assert view.known_far_ends()[key] == PortRef(int(a["dpid"], 0), adapt["port"])
+    walks = []
+    real = view._walk_far_ends
+    view._walk_far_ends = lambda: walks.append(1) or real()  # type: ignore[method-assign]
+    view.known_far_ends()
+    view.dark_adaptation_ports()
+    assert walks == []  # nothing changed: no walk
+    view.rename({int(a["dpid"], 0): "A2"})  # A is not the file's "A" any more: its adaptations are unknown
+    assert key not in view.known_far_ends() and walks == [1]

@@ -472,3 +472,42 @@ def test_echoes_go_only_to_the_probed_links_ends_within_the_budget(monkeypatch):
     app._echo_round()
     app._echo_round()
     assert echoed[1:] == [["A", "B"], ["C", "A"]]  # the three ends, two a round, in turn
+
+
+def test_a_probe_back_where_it_was_sent_confirms_its_link_for_lldp():
+    """The monitor's latency probe crossed A:3 -> B:1: the view's link is seen as by LLDP, and LLDP's next
+    round may skip A:3 (a probe that arrives elsewhere confirms nothing)."""
+    from os_ken.ofproto import ofproto_v1_3_parser
+
+    from app.controller.model import PacketLink, PortRef
+    from app.controller.monitor_app import COOKIE_PROBE
+    from monitor.probes import parse_probe
+
+    view, southbound = NetworkView(), OpenFlowSouthbound()
+    dps = {}
+    for dpid, name in ((0xA1, "A"), (0xB1, "B")):
+        view.add_switch(SwitchInfo(dpid, PACKET, 4, name, {p: PortInfo(p, f"{name}-eth{p}", "00:00:00:00:00:0a", True)
+                                                           for p in (1, 2, 3)}))
+        dps[dpid] = southbound.datapaths[dpid] = FakeDp(dpid)
+    ab = PacketLink(PortRef(0xA1, 3), PortRef(0xB1, 1))
+    view.add_link(ab, 100.0)
+    view.add_link(ab.reverse(), 100.0)
+    app = MonitorApp(**{VIEW: view, SOUTHBOUND: southbound, ROUTES: ApiRoutes()})
+    app._probe_round()
+    outs = [m for m in dps[0xA1].sent if isinstance(m, ofproto_v1_3_parser.OFPPacketOut)]
+    assert len(outs) == 1 and outs[0].actions[0].port == 3  # one direction per link: A:3 -> B:1
+    frame = outs[0].data
+
+    def arrive(dpid: int, in_port: int):
+        msg = SimpleNamespace(datapath=dps[dpid], cookie=COOKIE_PROBE, data=frame, match={"in_port": in_port})
+        app._packet_in(SimpleNamespace(msg=msg))
+
+    assert parse_probe(frame) is not None
+    arrive(0xB1, 2)  # at the wrong port: misdelivered, no confirmation
+    assert view.links.confirmed_since(0.0) == set() and view.links.last_seen(ab) == 100.0
+    app._probe_round()
+    frame = [m for m in dps[0xA1].sent if isinstance(m, ofproto_v1_3_parser.OFPPacketOut)][-1].data
+    before = time.time()
+    arrive(0xB1, 1)
+    assert view.links.confirmed_since(before - 1) == {ab.src} and view.links.last_seen(ab) >= before
+    assert view.links.last_seen(ab.reverse()) == 100.0  # the other direction still needs LLDP
