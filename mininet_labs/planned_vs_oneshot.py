@@ -26,11 +26,13 @@ from app.update.model import FlowRule, XconSpec
 from topology import rule_plan
 
 SENDER = r'''
-import socket, sys, time
+import signal, socket, sys, time
 dst, port, seconds, period = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))  # SIGTERM ends the probe early, count still printed
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 t0 = time.monotonic(); n = 0
-while True:
+while not stop:
     due = t0 + n * period
     now = time.monotonic()
     if due - t0 > seconds:
@@ -42,11 +44,13 @@ while True:
 print(n)
 '''
 RECEIVER = r'''
-import json, socket, sys, time
+import json, signal, socket, sys, time
 port, seconds, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))  # SIGTERM ends it early, arrivals still written
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", port)); s.settimeout(0.2)
 got = {}; t_end = time.monotonic() + seconds
-while time.monotonic() < t_end:
+while not stop and time.monotonic() < t_end:
     try:
         data, _ = s.recvfrom(2048)
     except socket.timeout:

@@ -2,6 +2,7 @@
 OTS agent logged and the break-down (the Mininet run itself is tests/integration/test_labs_issue13.py)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def test_each_change_gets_the_longest_run_that_began_after_it() -> None:
     out = xd.downtimes([100.195, 100.9], 1000, arrivals)
     assert out[0]["lost"] == 200 and out[0]["downtime_ms"] == pytest.approx(200.0)
     assert out[0]["dark_from"] == pytest.approx(100.199) and out[0]["dark_to"] == pytest.approx(100.4)
-    assert out[1] == {"at": 100.9, "lost": 0, "downtime_ms": 0.0}  # the 700-709 run began before it
+    assert out[1] == {"at": 100.9, "lost": 0, "downtime_ms": 0.0, "dark_at_request": False}  # 700-709 began before
 
 
 def test_a_change_never_takes_the_next_changes_loss_run() -> None:
@@ -29,6 +30,47 @@ def test_a_change_never_takes_the_next_changes_loss_run() -> None:
     arrivals = {n: 100.0 + n / 1000 for n in range(1000) if not 600 <= n < 800}
     a, b = xd.downtimes([100.1, 100.5], 1000, arrivals)
     assert a["lost"] == 0 and b["lost"] == 200
+
+
+def test_a_change_requested_while_the_last_one_is_still_dark_says_so() -> None:
+    # the first change's run (200..899) outlasted the second change's request at 100.5: it has no run of its own
+    arrivals = {n: 100.0 + n / 1000 for n in range(1000) if not 200 <= n < 900}
+    a, b = xd.downtimes([100.15, 100.5], 1000, arrivals)
+    assert a["lost"] == 700 and b["lost"] == 0 and b["dark_at_request"] is True
+
+
+def test_the_probe_stops_on_sigterm_with_its_count_and_arrivals(tmp_path: Path) -> None:
+    """The lab stops the 1-ms probe after its last change instead of guessing its length up front."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from mininet_labs.planned_vs_oneshot import RECEIVER, SENDER
+    from tests.unit.labs.test_udp_probe_script import _free_port, _wait_bound
+
+    (tmp_path / "send.py").write_text(SENDER)
+    (tmp_path / "recv.py").write_text(RECEIVER)
+    port, got = _free_port(), tmp_path / "got.json"
+    recv = subprocess.Popen([sys.executable, str(tmp_path / "recv.py"), str(port), "600", str(got)])
+    send = None
+    try:
+        _wait_bound(port, recv)
+        send = subprocess.Popen([sys.executable, str(tmp_path / "send.py"), "127.0.0.1", str(port), "600", "0.001"],
+                                stdout=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        send.send_signal(signal.SIGTERM)
+        out, _ = send.communicate(timeout=10)
+        time.sleep(0.2)
+        recv.send_signal(signal.SIGTERM)
+        assert recv.wait(timeout=10) == 0 and send.returncode == 0
+    finally:
+        for proc in (send, recv):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+    sent = int(out.split()[0])
+    arrivals = json.loads(got.read_text())
+    assert 50 <= sent < 600_000 and 0 < len(arrivals) <= sent  # stopped early, and said how many it sent
 
 
 def test_a_slow_api_call_widens_the_changes_window() -> None:
