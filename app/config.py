@@ -16,6 +16,8 @@ from app.errors import ConfigError
 
 #: ``[te] placement``: joint = the offload decider (app/te/decisions.py); otter, cspf = app/te/placement.py
 PLACEMENTS = ("joint", "otter", "cspf")
+#: ``[te] placement_scope``: the flows an imbalance event re-places (app/te/placement.py, ``scope_to_hop``)
+PLACEMENT_SCOPES = ("named", "congested", "all")
 
 DEFAULTS: dict[str, dict[str, Any]] = {
     "controller": {
@@ -93,6 +95,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "mapping_interval": 1.0,  # seconds between measurements (and weight updates) of the mapped paths
         "placement": "joint",  # joint (offload elephants by the joint circuit model) | otter | cspf (place every monitored flow, app/te/placement.py)
         "placement_period": 30.0,  # otter | cspf: seconds between periodic re-solves (PER) besides the imbalance events
+        "placement_scope": "congested",  # otter | cspf: what an imbalance event re-places: named | congested | all (the PER re-solve: all)
     },
     "monitor": {
         "enabled": True,  # load the monitor app (coarse/fine monitoring, latency probes) in the controller
@@ -273,6 +276,9 @@ def _check_placement(te: dict[str, Any]) -> None:
         raise ConfigError(f'[te] placement must be one of {", ".join(PLACEMENTS)}, got {te["placement"]!r}')
     if not 0 < te["placement_period"] < float("inf"):
         raise ConfigError("[te] placement_period must be a finite number of seconds > 0")
+    if te["placement_scope"] not in PLACEMENT_SCOPES:
+        raise ConfigError(f'[te] placement_scope must be one of {", ".join(PLACEMENT_SCOPES)}, '
+                          f'got {te["placement_scope"]!r}')
 
 
 def _check_growth_elastic(te: dict[str, Any]) -> None:

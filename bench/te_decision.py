@@ -34,7 +34,11 @@ changes, so a decision does not pay it).
 ``--wavelengths N``: N ODU2 wavelengths per fibre instead of the WAN lab's one (the backbone on the
 first, the others free: candidate circuits between most PoP pairs).
 
+``--scope named|congested|all``: the ``otter``/``cspf`` decider's ``[te] placement_scope`` (default
+``congested``: the flows crossing the event's link are re-placed, the rest held as background).
+
 Usage: bench/te_decision.py --json PATH [--quick] [--repeat N] [--policies joint otter cspf] [--wavelengths N]
+       [--scope named|congested|all]
 """
 from __future__ import annotations
 
@@ -380,15 +384,17 @@ def instrumented(split: Split) -> Iterator[None]:
             setattr(mod, name, fn)
 
 
-def make_decider(policy: str, inst: TeInstance) -> Any:
-    """The decider the TE app builds for ``[te] placement = policy`` (its defaults), fed from ``inst``."""
+def make_decider(policy: str, inst: TeInstance, scope: str = "congested") -> Any:
+    """The decider the TE app builds for ``[te] placement = policy`` (its defaults; ``scope``: its
+    ``placement_scope``), fed from ``inst``."""
     from app.te.decisions import OffloadDecider
     from app.te.placement import PlacementDecider, PlacementPolicy
 
     if policy == "joint":
         return OffloadDecider()
     return PlacementDecider(PlacementPolicy(policy), monitored=lambda: inst.flows,
-                            forwarding=lambda: inst.forwarding, link_loads=lambda: inst.link_loads)
+                            forwarding=lambda: inst.forwarding, link_loads=lambda: inst.link_loads,
+                            event_scope=scope)
 
 
 def earlier(inst: TeInstance, every: int = NEW_PAIR_EVERY) -> TeInstance:
@@ -400,7 +406,8 @@ def earlier(inst: TeInstance, every: int = NEW_PAIR_EVERY) -> TeInstance:
     return replace(inst, flows={f: c for f, c in inst.flows.items() if (f.src, f.dst) not in late})
 
 
-def decide(policy: str, inst: TeInstance, *, cold: bool, before: TeInstance | None = None) -> dict[str, Any]:
+def decide(policy: str, inst: TeInstance, *, cold: bool, before: TeInstance | None = None,
+           scope: str = "congested") -> dict[str, Any]:
     """One decision as ``TeApp._monitor`` makes it; its wall time, split and outcome. ``before``
     (with ``cold``): the caches are cleared, then filled by an untimed decision on that instance."""
     from app.te.decisions import link_capacity
@@ -409,8 +416,8 @@ def decide(policy: str, inst: TeInstance, *, cold: bool, before: TeInstance | No
     if cold:
         otter_graph.clear_caches()
         if before is not None:
-            decide(policy, before, cold=False)
-    decider = make_decider(policy, inst)
+            decide(policy, before, cold=False, scope=scope)
+    decider = make_decider(policy, inst, scope)
     split = Split()
     e = inst.event
     if policy != "joint":  # the placement's own phases: its stats say which part was the LP
@@ -473,6 +480,8 @@ def main() -> int:
     ap.add_argument("--policies", nargs="+", choices=POLICIES, default=list(POLICIES))
     ap.add_argument("--sizes", nargs="+", help="TOPOLOGY:FLOWS, e.g. sndlib/germany50:1000 (default: the four sizes)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scope", choices=("named", "congested", "all"), default="congested",
+                    help="otter/cspf: [te] placement_scope, the flows the event re-places (default congested)")
     ap.add_argument("--wavelengths", type=int, default=1,
                     help="ODU2 wavelengths per fibre of the topohub sizes (default 1, as the WAN lab)")
     a = ap.parse_args()
@@ -507,7 +516,8 @@ def main() -> int:
                     if state == "new-pairs" and policy == "joint":
                         continue  # it reads no cache
                     runs.setdefault((policy, state), []).append(
-                        decide(policy, inst, cold=state != "warm", before=prev if state == "new-pairs" else None))
+                        decide(policy, inst, cold=state != "warm", before=prev if state == "new-pairs" else None,
+                               scope=a.scope))
         for (policy, state), rs in runs.items():
             row["policies"].setdefault(policy, {})[state] = summarise(rs)
         rows.append(row)
@@ -525,6 +535,7 @@ def main() -> int:
         ratios = {p: round(g50["policies"][p]["cold"]["seconds"]["median"] /
                            max(base["policies"][p]["cold"]["seconds"]["median"], 1e-9), 1) for p in g50["policies"]}
     out = {"bench": "te_decision", "quick": a.quick, "repeat": repeat, "seed": a.seed, "wavelengths": a.wavelengths,
+           "scope": a.scope,
            "target_s": TARGET_S,
            "rows": rows, "germany50_1000": verdict, "ratio_to_fig2_cold": ratios}
     Path(a.json).write_text(json.dumps(out, indent=2))

@@ -41,6 +41,7 @@ import pulp
 
 from pce.cspf import Constraints, RoutingView, nx_graph
 from pce.errors import InvalidInputError, SolverError, UnknownTopologyError
+from pce.highs import quiet_banner
 from pce.ksp import IndexedView, yen_indexed
 
 METHODS = ("integer", "relax")
@@ -117,6 +118,7 @@ MIP_GAP_ABS = 1e-4
 
 def _solver(name: str, time_limit: float | None = None) -> Any:
     if name == "highs":
+        quiet_banner()  # msg=False does not cover the banner HiGHS prints at its first construction
         return pulp.HiGHS(msg=False, gapAbs=MIP_GAP_ABS, gapRel=0.0, timeLimit=time_limit)
     if name == "cbc":
         import warnings

@@ -221,7 +221,7 @@ class TeApp(app_manager.OSKenApp):
             link_loads=lambda: self.view.link_loads,
             forwarding=lambda: {self.view.name_of(d): r for d, r in self.view.forwarding_rules.items()},
             stable_ms=float(cfg["stable_ms"]), verify_timeout_s=float(cfg["verify_timeout"]),
-            **self._gain_settings(cfg))
+            event_scope=str(cfg["placement_scope"]), **self._gain_settings(cfg))
 
     @staticmethod
     def _gain_settings(cfg: dict[str, Any]) -> GainSettings:

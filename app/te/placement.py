@@ -63,6 +63,7 @@ from topology import rule_plan
 from topology.flow import FiveTuple
 
 DEFAULT_PERIOD_S = 30.0
+EVENT_SCOPES = ("named", "congested", "all")
 
 
 def flows_from_monitor(graph: Any, rates: Iterable[FlowLike], rules: ClassRules
@@ -306,6 +307,22 @@ def hop_loads(placement: GraphPlacement) -> dict[str, float]:
     return load
 
 
+def scope_to_hop(flows: Sequence[GraphFlow], hop: str | None, named: set[str]
+                 ) -> tuple[list[GraphFlow], list[GraphFlow]]:
+    """(flows an event re-places, flows it leaves where they are). Why: an unconstrained imbalance is
+    about one link, and placing every monitored flow to relieve it cost ~1 s on germany50 with 1,000
+    flows; the periodic re-solve (PER) still places them all. Re-placed: the named elephants, the
+    flows whose path crosses ``hop`` (the congested link's hop id), the held ones (reservations:
+    they only take room) and flows with no known path (nothing to hold them to); the rest are
+    returned apart, to be counted as background load on their paths."""
+    free: list[GraphFlow] = []
+    fixed: list[GraphFlow] = []
+    for f in flows:
+        crosses = f.path is None or (hop is not None and any(_ends_of(h) == hop for h in f.path))
+        (free if crosses or f.hold or f.id in named else fixed).append(f)
+    return free, fixed
+
+
 @dataclass
 class _Rate:
     key: FiveTuple
@@ -331,8 +348,13 @@ class PlacementDecider(OffloadDecider):
                  reservations: Callable[[float], Iterable[Any]] = lambda _now: (),
                  link_loads: Callable[[], Mapping[str, float]] = dict,
                  stable_ms: float = planner.DEFAULT_STABLE_MS, verify_timeout_s: float = 3.0,
-                 first_ident: int = 1, **gain: Any) -> None:
-        """``gain``: the offload gain's ``overhead_s``, ``min_gain_s`` and ``alpha`` (as the joint decider)."""
+                 first_ident: int = 1, event_scope: str = "congested", **gain: Any) -> None:
+        """``gain``: the offload gain's ``overhead_s``, ``min_gain_s`` and ``alpha`` (as the joint decider).
+        ``event_scope``: what an imbalance event re-places — ``congested`` (the flows crossing the
+        congested link, the rest held as background on their paths) or ``all`` (every known flow, as
+        the periodic re-solve always does)."""
+        if event_scope not in EVENT_SCOPES:
+            raise ValueError(f"unknown event scope {event_scope!r} (choose from {', '.join(EVENT_SCOPES)})")
         super().__init__(damper, stable_ms=stable_ms, verify_timeout_s=verify_timeout_s, first_ident=first_ident,
                          **gain)
         self.policy = policy
@@ -341,6 +363,7 @@ class PlacementDecider(OffloadDecider):
         self.reservations = reservations  # now -> reservation records (flows_from_reservations)
         self.link_loads = link_loads  # edge key -> Mbit/s the monitor's port counters measure (every link)
         self.threshold_mbps = 0.0  # the monitor's elephant threshold, from its last event
+        self.event_scope = event_scope
         self.last: GraphPlacement | None = None
 
     # ---- triggers ------------------------------------------------------------------------------
@@ -424,6 +447,14 @@ class PlacementDecider(OffloadDecider):
         ready += [replace(r, hold=True) for r in flows_from_reservations(graph, self.reservations(now), now,
                                                                           self.policy.rules)]
         background = unmonitored_load(graph, self.link_loads(), ready, {f.id: rates[keys[f.id]] for f in flows})
+        fixed = 0
+        if self.event_scope != "all" and avoid is not None:
+            ready, held_back = scope_to_hop(ready, None if self.event_scope == "named" else avoid,
+                                            {str(k) for k in named})
+            fixed = len(held_back)
+            for f in held_back:
+                for hop in f.path or ():
+                    background[_ends_of(hop)] = background.get(_ends_of(hop), 0.0) + rates[keys[f.id]]
         try:
             placement = self.policy.place(graph, ready, now, background)
         except Exception as exc:  # noqa: BLE001 - a PCE error is a skip with its reason, the loop goes on
@@ -450,7 +481,7 @@ class PlacementDecider(OffloadDecider):
             groups.setdefault((circuit, p.flow.src), []).append(p)
         kept = {p.flow.id: p.flow.cls for p in placement.flows if p.flow.match is not None
                 and p.flow.path is not None and not p.moved}
-        summary = {"policy": self.policy.name, "kept": kept, "congested": congested,
+        summary = {"policy": self.policy.name, "kept": kept, "congested": congested, "fixed": fixed,
                    "background": {h: round(v, 3) for h, v in sorted(background.items())},
                    "placed_mbps": round(sum(p.allocated for p in placement.flows), 3),
                    "seconds": round(float(placement.stats.get("total_seconds", 0.0)), 4)}

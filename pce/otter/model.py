@@ -16,6 +16,7 @@ import numpy as np
 import pulp
 
 from pce.errors import InfeasibleError, InvalidInputError, SolverError
+from pce.highs import quiet_banner
 from pce.otter.problem import LpSolution, OtterProblem
 
 SOLVERS = ("highs", "cbc")
@@ -24,6 +25,7 @@ SOLVERS = ("highs", "cbc")
 def pulp_solver(name: str):
     """The PuLP solver object for ``highs`` or ``cbc`` (quiet)."""
     if name == "highs":
+        quiet_banner()  # msg=False does not cover the banner HiGHS prints at its first construction
         solver = pulp.HiGHS(msg=False, simplex_strategy=4)  # primal simplex: see matrix.py
     elif name == "cbc":
         with warnings.catch_warnings():  # PuLP 3 deprecates the bundled CBC it still ships

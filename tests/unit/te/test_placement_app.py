@@ -19,7 +19,7 @@ from app.controller.plan_runner import PlanRunner
 from app.controller.runtime import SETTINGS
 from app.errors import ConfigError
 from app.te.decisions import OffloadDecider, five_tuple_match
-from app.te.placement import PlacementDecider
+from app.te.placement import PlacementDecider, PlacementPolicy
 from app.update.model import FlowRule, XconSpec
 from mininet_labs.circuits import FIG2_CIRCUITS
 from monitor.events import ELEPHANT_GONE, UNCONSTRAINED_IMBALANCE, Event
@@ -282,3 +282,12 @@ def test_placement_reads_the_lit_reservations_from_the_shared_context(monkeypatc
     lit[7] = circuit_for(g, 7, "A:1", "C:3", compute_path(g, PathRequest("A:1", "C:3", 5, 0, 3600)).edges)
     (held,) = app.decider.reservations(0.0)
     assert held["id"] == 7 and held["src"] == "A:1" and held["dst"] == "C:3" and held["path"]
+
+
+def test_a_bad_placement_scope_is_refused_by_the_config() -> None:
+    assert merge_config({})["te"]["placement_scope"] == "congested"
+    assert merge_config({"te": {"placement_scope": "all"}})["te"]["placement_scope"] == "all"
+    with pytest.raises(ConfigError, match=r"\[te\] placement_scope must be one of named, congested, all, got 'x'"):
+        merge_config({"te": {"placement_scope": "x"}})
+    with pytest.raises(ValueError, match="unknown event scope"):
+        PlacementDecider(PlacementPolicy("otter"), event_scope="x")

@@ -119,3 +119,51 @@ def test_more_wavelengths_leave_a_free_one_on_every_fibre():
     pairs = [(a, b) for a in switches for b in switches if a < b]
     chains = candidate_circuits_by_pair(two.graph, pairs, per_pair=1)
     assert all(chains[p] for p in pairs)  # every PoP pair can light a circuit (one wavelength: 5 of 66)
+
+
+def test_an_event_re_places_the_congested_links_flows_and_holds_the_rest_as_background(abilene, monkeypatch):
+    """``[te] placement_scope``: ``congested`` hands OTTER the flows that cross the event's link (the
+    rest is counted as background on their paths) and takes the decision ``all`` takes here;
+    ``named`` hands it the elephants alone."""
+    from app.te import placement as pl
+
+    seen: dict[str, tuple[int, int]] = {}
+    split = pl.scope_to_hop
+
+    def spy(flows, hop, named):
+        free, fixed = split(flows, hop, named)
+        seen[scope] = (len(free), len(fixed))
+        return free, fixed
+
+    monkeypatch.setattr(pl, "scope_to_hop", spy)
+    got = {}
+    for scope in ("all", "congested", "named"):
+        got[scope] = decide("otter", abilene, cold=True, scope=scope)
+    hop = pl.edge_hop(abilene.graph, abilene.event.circuit)
+    crossing = [f for f in abilene.flows if hop in _hop_ids(abilene, f)]
+    assert "all" not in seen  # no split: every flow placed
+    assert seen["congested"] == (len(crossing), len(abilene.flows) - len(crossing))
+    assert 0 < len(crossing) < len(abilene.flows)
+    assert seen["named"] == (len(abilene.event.flows), len(abilene.flows) - len(abilene.event.flows))
+    assert got["congested"]["decisions"] == got["all"]["decisions"]
+    assert got["congested"]["moved_flows"] == got["all"]["moved_flows"]
+
+
+def _hop_ids(inst, f: FiveTuple) -> list[str]:
+    return [hop_id(*_ends(inst.graph, k)) for k in _hops(inst, inst.paths[f])]
+
+
+def test_scope_to_hop_keeps_named_held_and_pathless_flows_free():
+    from app.te.placement import scope_to_hop
+    from pce.otter.graph_flows import GraphFlow
+
+    def flow(fid: str, path, hold: bool = False) -> GraphFlow:
+        return GraphFlow(fid, "A", "C", 1.0, "bulk", path=path, hold=hold)
+
+    hot, cold = "A:3-B:1", "B:2-C:1"
+    flows = [flow("on", (hot, cold)), flow("off", (cold,)), flow("named", (cold,)), flow("resv", (cold,), True),
+             flow("new", None), flow("chain", (f"{hot}[X:1-X:3]",))]
+    free, fixed = scope_to_hop(flows, hot, {"named"})
+    assert [f.id for f in free] == ["on", "named", "resv", "new", "chain"] and [f.id for f in fixed] == ["off"]
+    free, fixed = scope_to_hop(flows, None, {"named"})
+    assert [f.id for f in free] == ["named", "resv", "new"] and [f.id for f in fixed] == ["on", "off", "chain"]
