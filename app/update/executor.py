@@ -47,6 +47,10 @@ DEFAULT_POLL_S = 0.005
 #: ``poll_s``: a rule's counter moves only when the switch refreshes it (OVS: every 0.1-0.5 s), and on a
 #: long path each read is a request per switch (an arrival over 18 switches on germany50)
 VERIFY_GAP_MAX = 4.0
+#: a verify step whose rules keep beginning to count waits ``timeout_s`` from the last one that began, up
+#: to this many ``timeout_s`` in all: on a long, slow path the probes reach the far rules last (germany50
+#: on a loaded machine: links of ~140 ms one way, a 22-link arrival's far end 3 s and more away)
+VERIFY_PROGRESS_MAX = 4.0
 
 
 def sequential(thunks: list[Callable[[], T]]) -> list[T]:
@@ -176,9 +180,12 @@ class _Run:
     def verify(self, s: VerifyStep) -> Outcome:
         """Each rule's counter must rise by ``min_packets`` from its value now; a rule not on its switch
         yet (one-shot: still in flight) counts from 0 once it appears. A rule that has risen is not read
-        again: on a long path most polls then ask a few switches, not every one."""
+        again: on a long path most polls then ask a few switches, not every one. The step fails once no
+        rule has begun to count for ``timeout_s`` (at most ``VERIFY_PROGRESS_MAX`` × ``timeout_s`` in
+        all): traffic that is still advancing along a slow path is not a broken path."""
+        start = self.clock()
         base = self._counts(s.rules)
-        deadline = self.clock() + s.timeout_s
+        progress, cap = start, start + VERIFY_PROGRESS_MAX * s.timeout_s
         rise: dict[str, int | None] = {r.target(): None for r in s.rules}
         todo = list(range(len(s.rules)))
         gap = self.poll_s
@@ -189,16 +196,22 @@ class _Run:
                     base[i] = 0
                 b = base[i]
                 rise[s.rules[i].target()] = None if c is None or b is None else c - b
-            todo = [i for i in todo if (d := rise[s.rules[i].target()]) is None or d < s.min_packets]
-            if not todo:
+            left = [i for i in todo if (d := rise[s.rules[i].target()]) is None or d < s.min_packets]
+            if not left:
                 return Outcome.done(self.clock(), packets=rise)
+            if len(left) < len(todo):
+                progress = self.clock()
+            todo = left
+            deadline = min(progress + s.timeout_s, cap)
             if self.clock() >= deadline:
                 missing = [t for t, d in rise.items() if d is None]
                 idle = [t for t, d in rise.items() if d is not None and d < s.min_packets]
                 why = [f"{len(idle)} rule(s) counted < {s.min_packets} packet(s): {'; '.join(idle)}"] if idle else []
                 why += [f"not on their switch: {'; '.join(missing)}"] if missing else []
-                return Outcome.refused(f"no traffic on the new path within {s.timeout_s} s: {' / '.join(why)}",
-                                       packets=rise)
+                waited = self.clock() - start
+                since = f"; the last rule began to count {progress - start:.2f} s in" if progress > start else ""
+                return Outcome.refused(f"no traffic on the new path within {s.timeout_s} s{since} "
+                                       f"({waited:.2f} s in all): {' / '.join(why)}", packets=rise)
             self.sleep(min(gap, max(0.0, deadline - self.clock())))
             gap = min(1.5 * gap, VERIFY_GAP_MAX * self.poll_s)
 

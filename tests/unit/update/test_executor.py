@@ -277,3 +277,63 @@ def test_verification_reads_further_apart_up_to_a_cap_and_still_ends_at_its_time
     assert max(slept) == pytest.approx(VERIFY_GAP_MAX * 0.02)
     assert sum(slept) == pytest.approx(1.0)  # the last read at the deadline, not after it
     assert len(slept) < 1.0 / 0.02 / 2  # fewer than half the reads of a fixed 20-ms poll
+
+
+class _SlowPath:
+    """A path whose rules begin to count one after another, ``hop_s`` of (fake) time apart, the first
+    ones only (``reach``): probes advancing along a long, slow path — or stopping where it is broken."""
+
+    def __init__(self, rules, hop_s: float, reach: int) -> None:
+        self.t, self.hop_s, self.reach = 0.0, hop_s, reach
+        self.index = {r.target(): i for i, r in enumerate(rules)}
+
+    def clock(self) -> float:
+        return self.t
+
+    def sleep(self, s: float) -> None:
+        self.t += max(s, 0.01)
+
+    def flow_packets_many(self, rules):  # noqa: ANN001, ANN201
+        return [5 if (i := self.index[r.target()]) < self.reach and self.t >= (i + 1) * self.hop_s else 0
+                for r in rules]
+
+
+def _verify_on(path: _SlowPath, rules, timeout_s: float = 3.0) -> PlanRecord:
+    from app.update.plan import Plan, VerifyStep
+
+    plan = Plan((VerifyStep(id="verify", rules=tuple(rules), timeout_s=timeout_s),), "custom")
+    return execute(plan, path, clock=path.clock, sleep=path.sleep, poll_s=0.05)
+
+
+def _path_rules(n: int):
+    from app.update.model import FlowRule
+
+    return [FlowRule(f"s{i}", "reservation", 7, 30001, {"in_port": 3, "vlan_vid": 4345}, 2) for i in range(n)]
+
+
+def test_verification_waits_while_the_probes_still_advance_along_a_slow_path():
+    """22 hops, one more counting every 0.3 s: the far end counts after 6.6 s, past the 3-s timeout,
+    but no 3 s ever passed without a new rule counting (the germany50 arrivals that failed so)."""
+    rules = _path_rules(22)
+    path = _SlowPath(rules, hop_s=0.3, reach=22)
+    rec = _verify_on(path, rules)
+    assert rec.state == DONE, rec.error
+    assert 6.6 <= path.t < 7.5
+
+
+def test_verification_fails_timeout_s_after_the_last_rule_began_to_count():
+    rules = _path_rules(22)
+    path = _SlowPath(rules, hop_s=0.3, reach=10)  # broken after the 10th hop (3.0 s in)
+    rec = _verify_on(path, rules)
+    assert rec.state == ROLLED_BACK and rec.failed_step == "verify"
+    assert "12 rule(s) counted < 1 packet(s)" in rec.error and "s10/reservation#7" in rec.error
+    assert "the last rule began to count 3.0" in rec.error, rec.error
+    assert 6.0 <= path.t < 6.5
+
+
+def test_verification_of_a_path_that_advances_too_slowly_stops_at_four_timeouts():
+    rules = _path_rules(30)
+    path = _SlowPath(rules, hop_s=1.0, reach=30)  # would need 30 s
+    rec = _verify_on(path, rules)
+    assert rec.state == ROLLED_BACK and "(12.0" in rec.error, rec.error
+    assert 12.0 <= path.t < 12.5
