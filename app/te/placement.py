@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.config import PLACEMENT_SCOPES
 from app.te.damping import Damper
 from app.te.decisions import (
     OFFLOAD,
@@ -63,7 +64,7 @@ from topology import rule_plan
 from topology.flow import FiveTuple
 
 DEFAULT_PERIOD_S = 30.0
-EVENT_SCOPES = ("named", "congested", "all")
+EVENT_SCOPES = PLACEMENT_SCOPES  # ``[te] placement_scope``: one list, checked by the config and here
 
 
 def flows_from_monitor(graph: Any, rates: Iterable[FlowLike], rules: ClassRules
@@ -351,8 +352,8 @@ class PlacementDecider(OffloadDecider):
                  first_ident: int = 1, event_scope: str = "congested", **gain: Any) -> None:
         """``gain``: the offload gain's ``overhead_s``, ``min_gain_s`` and ``alpha`` (as the joint decider).
         ``event_scope``: what an imbalance event re-places — ``congested`` (the flows crossing the
-        congested link, the rest held as background on their paths) or ``all`` (every known flow, as
-        the periodic re-solve always does)."""
+        congested link, the rest held as background on their paths), ``named`` (the named elephants
+        alone) or ``all`` (every known flow, as the periodic re-solve always does)."""
         if event_scope not in EVENT_SCOPES:
             raise ValueError(f"unknown event scope {event_scope!r} (choose from {', '.join(EVENT_SCOPES)})")
         super().__init__(damper, stable_ms=stable_ms, verify_timeout_s=verify_timeout_s, first_ident=first_ident,
@@ -453,8 +454,8 @@ class PlacementDecider(OffloadDecider):
                                             {str(k) for k in named})
             fixed = len(held_back)
             for f in held_back:
-                for hop in f.path or ():
-                    background[_ends_of(hop)] = background.get(_ends_of(hop), 0.0) + rates[keys[f.id]]
+                for hop in map(_ends_of, f.path or ()):
+                    background[hop] = background.get(hop, 0.0) + rates[keys[f.id]]
         try:
             placement = self.policy.place(graph, ready, now, background)
         except Exception as exc:  # noqa: BLE001 - a PCE error is a skip with its reason, the loop goes on
