@@ -44,18 +44,25 @@ while not stop:
 print(n)
 '''
 RECEIVER = r'''
-import json, signal, socket, sys, time
+import json, os, signal, socket, sys, time
 port, seconds, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+beat = sys.argv[4] if len(sys.argv) > 4 else None  # optional: "<packets> <last arrival>" rewritten every 20 ms
 stop = []
 signal.signal(signal.SIGTERM, lambda *_: stop.append(1))  # SIGTERM ends it early, arrivals still written
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", port)); s.settimeout(0.2)
-got = {}; t_end = time.monotonic() + seconds
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", port)); s.settimeout(0.02)
+got = {}; t_end = time.monotonic() + seconds; last = 0.0; written = 0.0
 while not stop and time.monotonic() < t_end:
     try:
         data, _ = s.recvfrom(2048)
+        last = time.time()
+        got[int.from_bytes(data[:4], "big")] = last
     except socket.timeout:
-        continue
-    got[int.from_bytes(data[:4], "big")] = time.time()
+        pass
+    if beat and time.monotonic() - written >= 0.02:
+        written = time.monotonic()
+        with open(beat + ".tmp", "w") as f:
+            f.write(f"{len(got)} {last!r}")
+        os.replace(beat + ".tmp", beat)
 json.dump(got, open(out, "w"))
 '''
 PROBE_PORT = 6001

@@ -109,6 +109,25 @@ def wait_for_links(session: Any, want: set[tuple[str, int, str, int]], t: float,
     return round((time.time() - t) * 1000, 1)
 
 
+def wait_for_traffic(beat: Path, since: float, t: float, note: Callable[[str], None]) -> float | None:
+    """Wait until the probe's receiver has had a packet after ``since`` (when the change's links showed,
+    so after it went dark); ms after the change was requested, or None (noted) when none came within
+    ``LINK_WAIT_S``. Why: links in the controller's view do not prove the data plane switched. On a
+    loaded CI machine a bypass's traffic was still dark when its restore began 0.7 s after its links
+    showed: one loss run for both, and the restore measured at 0 ms."""
+    end = time.monotonic() + LINK_WAIT_S
+    while time.monotonic() < end:
+        try:
+            last = float(beat.read_text().split()[1])
+        except (OSError, IndexError, ValueError):  # not written yet
+            last = 0.0
+        if last > since:
+            return round((last - t) * 1000, 1)
+        time.sleep(0.01)
+    note(f"no probe packet came through within {LINK_WAIT_S:g} s of the change's links: going on")
+    return None
+
+
 def provisioning_delays(agent_log: Path) -> list[tuple[float, float]]:
     """(wall-clock time the batch was applied, provisioning delay s) of every batch that set something up."""
     out = []
@@ -183,11 +202,11 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
         raise ValueError(f"reps must be >= 1, got {reps}")
     dirs = fig2_dirs(out, {"send.py": SENDER, "recv.py": RECEIVER})
     out, work, spec, static, delay = dirs.out, dirs.work, dirs.spec, dirs.static, dirs.delay
-    settle = 0.7  # after a change's links show: traffic through again, so two changes never share a loss run
-    # the probe's longest life: per change the API call, the longest wait for its links and the settle, with
-    # room to spare. It is stopped a settle after the last change, so a slow machine never leaves the last
-    # changes unprobed (a CI run's fixed-length probe ended before its last change: measured as no loss).
-    seconds = 2.0 + reps * 2 * (settle + LINK_WAIT_S + 5.0)
+    settle = 0.3  # after the probe is through again: two changes' loss runs are apart
+    # the probe's longest life: per change the API call, the longest waits for its links and its traffic and
+    # the settle, with room to spare. It is stopped a settle after the last change, so a slow machine never
+    # leaves the last changes unprobed (a CI run's fixed-length probe ended before its last change).
+    seconds = 2.0 + reps * 2 * (settle + 2 * LINK_WAIT_S + 5.0)
     clock = LabClock(progress)
     note = clock.note
 
@@ -202,9 +221,9 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
             session.lab.node(h).cmd(f"ping -c2 -W1 {ip} >/dev/null 2>&1")
         note(f"Fig. 2 testbed up, circuit 'initial' lit; probe h1 -> h3 every 1 ms for {seconds:.0f} s")
         h1, h3 = session.lab.node("h1"), session.lab.node("h3")
-        got_file = work / "got.json"
-        recv = h3.popen([sys.executable, str(work / "recv.py"), str(PROBE_PORT), str(seconds + 3), str(got_file)],
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        got_file, beat = work / "got.json", work / "probe-beat"
+        recv = h3.popen([sys.executable, str(work / "recv.py"), str(PROBE_PORT), str(seconds + 3), str(got_file),
+                         str(beat)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
         send = h1.popen([sys.executable, str(work / "send.py"), "10.0.0.3", str(PROBE_PORT), str(seconds),
                          str(PERIOD_S)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -220,6 +239,7 @@ def run(out: Path, *, quick: bool = False, reps: int | None = None,
                     change = {"kind": kind, "at": t, "api_ms": round((time.time() - t) * 1000, 1)}
                     changes.append(change)
                     change["links_ms"] = wait_for_links(session, directed(FIG2_CIRCUIT_LINKS[links]), t, note)
+                    change["traffic_ms"] = wait_for_traffic(beat, time.time(), t, note)
                     time.sleep(settle)
                 note(f"repetition {i + 1}/{reps}: bypass {changes[-2]['api_ms']:.0f} ms, "
                      f"restore {changes[-1]['api_ms']:.0f} ms in the API")

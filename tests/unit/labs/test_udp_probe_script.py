@@ -10,34 +10,15 @@ import sys
 import time
 
 from mininet_labs import traffic, udp_probe
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_bound(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
-    """Until ``proc`` has bound UDP ``port`` (read from /proc/net/udp: binding it ourselves to find out
-    could take it from under the process). A fixed sleep was too short on a loaded machine: the
-    first datagrams went to a port nobody listened on yet."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        with open("/proc/net/udp") as f:
-            if any(line.split()[1].endswith(f":{port:04X}") for line in list(f)[1:]):
-                return
-        assert proc.poll() is None, "the receiver exited before binding its port"
-        time.sleep(0.02)
-    raise AssertionError(f"UDP port {port} not bound within {timeout} s")
+from tests.lib.udp import free_port, wait_bound
 
 
 def test_echo_and_send_measure_every_probe(tmp_path):
-    port, out = _free_port(), tmp_path / "probe.json"
+    port, out = free_port(), tmp_path / "probe.json"
     echo = subprocess.Popen([sys.executable, udp_probe.SCRIPT, "echo", str(port), "--duration", "3"], cwd=tmp_path)
     try:
-        _wait_bound(port, echo)
-        subprocess.run([sys.executable, udp_probe.SCRIPT, "send", "127.0.0.1", str(port), "--sport", str(_free_port()),
+        wait_bound(port, echo)
+        subprocess.run([sys.executable, udp_probe.SCRIPT, "send", "127.0.0.1", str(port), "--sport", str(free_port()),
                         "--interval", "0.01", "--duration", "0.5", "--out", str(out)], cwd=tmp_path, check=True,
                        timeout=10)
     finally:
@@ -48,12 +29,12 @@ def test_echo_and_send_measure_every_probe(tmp_path):
 
 
 def test_sink_counts_bins_and_acknowledges(tmp_path):
-    port, out = _free_port(), tmp_path / "sink.json"
+    port, out = free_port(), tmp_path / "sink.json"
     t0 = time.time()
     sink = subprocess.Popen([sys.executable, udp_probe.SCRIPT, "sink", str(port), "--duration", "2.5",
                              "--t0", str(t0), "--bin", "0.25", "--out", str(out)], cwd=tmp_path)
     try:
-        _wait_bound(port, sink)
+        wait_bound(port, sink)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.settimeout(1.0)
             for seq in range(20):

@@ -47,15 +47,15 @@ def test_the_probe_stops_on_sigterm_with_its_count_and_arrivals(tmp_path: Path) 
     import time
 
     from mininet_labs.planned_vs_oneshot import RECEIVER, SENDER
-    from tests.unit.labs.test_udp_probe_script import _free_port, _wait_bound
+    from tests.lib.udp import free_port, wait_bound
 
     (tmp_path / "send.py").write_text(SENDER)
     (tmp_path / "recv.py").write_text(RECEIVER)
-    port, got = _free_port(), tmp_path / "got.json"
+    port, got = free_port(), tmp_path / "got.json"
     recv = subprocess.Popen([sys.executable, str(tmp_path / "recv.py"), str(port), "600", str(got)])
     send = None
     try:
-        _wait_bound(port, recv)
+        wait_bound(port, recv)
         send = subprocess.Popen([sys.executable, str(tmp_path / "send.py"), "127.0.0.1", str(port), "600", "0.001"],
                                 stdout=subprocess.PIPE, text=True)
         time.sleep(0.5)
@@ -71,6 +71,38 @@ def test_the_probe_stops_on_sigterm_with_its_count_and_arrivals(tmp_path: Path) 
     sent = int(out.split()[0])
     arrivals = json.loads(got.read_text())
     assert 50 <= sent < 600_000 and 0 < len(arrivals) <= sent  # stopped early, and said how many it sent
+
+
+def test_the_receiver_beats_and_the_lab_waits_for_the_probe_to_come_through(tmp_path: Path, monkeypatch) -> None:
+    """The next change starts only once a probe packet has arrived after this one's links showed: links in
+    the view do not prove the data plane switched."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from mininet_labs.planned_vs_oneshot import RECEIVER
+    from tests.lib.udp import free_port, wait_bound
+
+    (tmp_path / "recv.py").write_text(RECEIVER)
+    port, got, beat = free_port(), tmp_path / "got.json", tmp_path / "beat"
+    recv = subprocess.Popen([sys.executable, str(tmp_path / "recv.py"), str(port), "600", str(got), str(beat)])
+    notes: list[str] = []
+    monkeypatch.setattr(xd, "LINK_WAIT_S", 0.5)
+    try:
+        wait_bound(port, recv)
+        since = time.time()
+        assert xd.wait_for_traffic(beat, since, since - 0.2, notes.append) is None  # nothing sent: waits, gives up
+        assert notes and "no probe packet" in notes[0]
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto((7).to_bytes(4, "big") + b"p" * 60, ("127.0.0.1", port))
+        ms = xd.wait_for_traffic(beat, since, since - 0.2, notes.append)
+        assert ms is not None and ms > 200.0  # after `since`, which was 0.2 s after the request
+        assert xd.wait_for_traffic(beat, time.time(), 0.0, notes.append) is None  # an old packet is not traffic
+    finally:
+        recv.terminate()
+        recv.wait(timeout=10)
+    assert json.loads(got.read_text()).keys() == {"7"}
 
 
 def test_a_slow_api_call_widens_the_changes_window() -> None:
