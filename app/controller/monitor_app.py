@@ -502,7 +502,9 @@ class MonitorApp(app_manager.OSKenApp):
         self.cost["polls"] += 1
         self._awaiting = set()
         for sw in list(inv.switches.values()):
-            dp = self.southbound.datapath(sw.dpid)
+            # packet switches only: the monitor's circuits are packet links, whose ends are packet ports;
+            # an OTS's port counters fed nothing (on germany50 50 requests and replies a second)
+            dp = self.southbound.datapath(sw.dpid) if sw.kind == PACKET else None
             if dp is None:
                 continue
             version = dp.ofproto.OFP_VERSION

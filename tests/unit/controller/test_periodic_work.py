@@ -20,7 +20,7 @@ from app.controller import (
 from app.controller.api_routes import CONTEXT as ROUTES
 from app.controller.api_routes import ApiRoutes
 from app.controller.forwarding import EventSettled, Forwarding
-from app.controller.model import PACKET, PortInfo, SwitchInfo
+from app.controller.model import OTS, PACKET, PortInfo, SwitchInfo
 from app.controller.monitor_app import (
     EventEarlyWindow,
     EventEchoRound,
@@ -92,6 +92,15 @@ def test_the_poll_asks_every_switch_and_ticks_on_its_last_reply(mon):
     mon.drain()  # the reply deadline fires later and finds the poll done
     assert mon.ticks == [0.0] and mon.app.cost["replies_late"] == 0
     assert mon.app.services.status()["mlte_monitor.poll"]["runs"] == 1
+
+
+def test_an_ots_is_not_polled(mon):
+    """The monitor's circuits are packet links: an OTS's port counters fed nothing."""
+    ots = FakeDp(0xF1)
+    mon.app.view.add_switch(SwitchInfo(0xF1, OTS, 4, "X", {1: PortInfo(1, "X-1", "00:00:00:00:00:f1", True)}))
+    mon.app.southbound.datapaths[0xF1] = ots
+    mon.app._poll(EventMonitorPoll())
+    assert ots.sent == [] and len(mon.dp.sent) == 2
 
 
 def test_a_poll_whose_replies_are_late_ticks_at_the_reply_deadline(mon):
