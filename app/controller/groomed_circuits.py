@@ -62,6 +62,11 @@ def to_release(c: ReservationCircuit, others: Iterable[ReservationCircuit],
     return tuple(x for x in c.xcons if xcon_id(x) not in used)
 
 
+def xcon_tuples(c: ReservationCircuit) -> list[tuple[str, int, int]]:
+    """The XCONs of ``c`` as (ots, in_port, out_port): what a release asks the store about."""
+    return [(x.ots, x.in_port, x.out_port) for x in c.xcons]
+
+
 def others_of(active: Mapping[int, ReservationCircuit], res_id: int) -> list[ReservationCircuit]:
     return [c for k, c in active.items() if k != res_id]
 

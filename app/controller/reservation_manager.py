@@ -376,7 +376,7 @@ class ReservationManager:
         """Take down the XCONs of ``c`` nobody uses any more (a rider failed after the circuit's last
         other user left); called with the circuit's locks held."""
         orphans = groomed_circuits.to_release(c, self._sharers(res_id),
-                                              map(groomed_circuits.xcon_id, self.run_db("xcons_in_use", res_id)))
+                                              map(groomed_circuits.xcon_id, self.run_db("xcons_in_use", groomed_circuits.xcon_tuples(c), res_id)))
         if orphans:
             self._run(planner.release(orphans, [], [], drain=False,
                                       plan_id=f"res{res_id}-orphans-{int(self.clock() * 1000)}"), res_id, c,
@@ -431,7 +431,7 @@ class ReservationManager:
     def release_circuit(self, res_id: int, c: ReservationCircuit, mark: bool = False) -> Outcome:
         with self.sharing.holding(c):  # grooming: a circuit another reservation still uses stays lit
             xcons = groomed_circuits.to_release(c, self._sharers(res_id),
-                                                map(groomed_circuits.xcon_id, self.run_db("xcons_in_use", res_id)))
+                                                map(groomed_circuits.xcon_id, self.run_db("xcons_in_use", groomed_circuits.xcon_tuples(c), res_id)))
             plan = planner.release(xcons, list(c.transit), list(c.ingress), drain=False,
                                    groups=protected_circuits.groups_of(c),
                                    plan_id=f"res{res_id}-release-{int(self.clock() * 1000)}")

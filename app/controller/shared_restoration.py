@@ -231,8 +231,8 @@ def restore_together(m: ReservationManager, orders: Sequence[Any], cause: str, d
     if broken:
         first = min(broken)
         others = [c for k, c in m.active.items() if k not in broken]
-        elsewhere = map(groomed_circuits.xcon_id, m.run_db("xcons_in_use", first, *ids))
         down_c = combined(first, list(broken.values()))
+        elsewhere = map(groomed_circuits.xcon_id, m.run_db("xcons_in_use", groomed_circuits.xcon_tuples(down_c), first, *ids))
         with m.sharing.holding(down_c):
             down = m._run(release_plan(broken, others, elsewhere,
                                        plan_id=f"res{first}-unit-release-{int(m.clock() * 1000)}"),

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, or_, select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
 from app.db import lifecycle
@@ -377,14 +377,21 @@ class ProvisioningStore:
         with self.db.session() as s:
             return self._installations(s, final_only=True, but=skip)
 
-    def xcons_in_use(self, res_id: int, *also: int) -> list[tuple[str, int, int]]:
-        """The XCONs of the circuits recorded as installed for any reservation but ``res_id`` (and ``also``:
-        the riders of a shared circuit restored together) (grooming: several reservations record the same
-        shared circuit; it goes only with the last of them)."""
+    def xcons_in_use(self, xcons: Iterable[tuple[str, int, int]], res_id: int, *also: int) -> list[tuple[str, int, int]]:
+        """Which of ``xcons`` (ots, in_port, out_port; in either direction) a circuit recorded as installed for any reservation
+        but ``res_id`` (and ``also``: the riders of a shared circuit restored together) holds (grooming:
+        several reservations record the same shared circuit; it goes only with the last of them). Asked
+        about the circuit to release only: reading every installed XCON for each release was 2.4 % of the
+        controller's CPU on germany50 with reservations arriving."""
         but = {_int(r, "res_id", 1, MAX_ID) for r in (res_id, *also)}
+        asked = sorted({x for o, i, p in xcons for x in ((str(o), int(i), int(p)), (str(o), int(p), int(i)))})  # either way
+        if not asked:
+            return []
         with self.db.session() as s:
-            rows = s.execute(select(Xcon.ots, Xcon.in_port, Xcon.out_port).join(Circuit, Xcon.circuit_id == Circuit.id)
-                             .where(Circuit.state == INSTALLED, Circuit.reservation_id.is_not(None),
+            rows = s.execute(select(Xcon.ots, Xcon.in_port, Xcon.out_port).distinct()
+                             .join(Circuit, Xcon.circuit_id == Circuit.id)
+                             .where(tuple_(Xcon.ots, Xcon.in_port, Xcon.out_port).in_(asked),
+                                    Circuit.state == INSTALLED, Circuit.reservation_id.is_not(None),
                                     Circuit.reservation_id.not_in(but)))
             return sorted({(str(o), int(i), int(p)) for o, i, p in rows})
 

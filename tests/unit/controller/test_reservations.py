@@ -10,7 +10,7 @@ import pytest
 from app.controller import reservation_manager as rv
 from app.controller.network_view import NetworkView
 from app.controller.plan_runner import PlanRunner
-from app.controller.reservation_circuits import ReservationPathError, circuit_for
+from app.controller.reservation_circuits import ReservationPathError, circuit_for, xcon_id
 from app.controller.view_changes import ReservedPortsChanged
 from app.update.executor import threaded
 from app.update.model import XconSpec
@@ -97,9 +97,10 @@ class FakeStore:
         self.plans.append(record)
         return len(self.plans)
 
-    def xcons_in_use(self, res_id, *also):
+    def xcons_in_use(self, asked, res_id, *also):
+        ids = {xcon_id(x) for x in asked}
         return [x for k, inst in self.installed.items() if k not in (res_id, *also) for c in inst.circuits
-                for x in c.xcons]
+                for x in c.xcons if xcon_id(x) in ids]
 
 
 @pytest.fixture
