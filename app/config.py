@@ -41,6 +41,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "circuit_stable_ms": 50.0,  # a new circuit's packet ports must stay up this long before rules go in (D)
         "circuit_timeout": 10.0,  # seconds for a new circuit's ports to come up and its packet link to be seen
         "verify_timeout": 3.0,  # seconds for probe traffic to show on a new path's rule counters
+        "provision_retries": 2,  # a reservation whose lighting failed and rolled back is tried again this often ...
+        "provision_retry": 1.0,  # ... after this many seconds, doubling (0 retries: FAILED at the first)
         "state_file": "",  # JSON file keeping the optical scan's adaptations across restarts ("" = not kept)
         "echo_interval": 2.0,  # seconds between ECHO_REQUESTs to every switch (a silent switch is dead ...)
         "echo_misses": 3,  # ... after this many unanswered in a row; 0 = never (os-ken's default)
@@ -198,6 +200,10 @@ def merge_config(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError("[controller] echo_misses must be >= 0 (0 = a silent switch is never dropped)")
     if not 0 <= cfg["controller"]["restore_holdoff"] < float("inf"):
         raise ConfigError("[controller] restore_holdoff must be a finite number of seconds >= 0")
+    if not 0 <= cfg["controller"]["provision_retries"] <= 10:
+        raise ConfigError("[controller] provision_retries must be an integer from 0 to 10")
+    if not 0 < cfg["controller"]["provision_retry"] < float("inf"):
+        raise ConfigError("[controller] provision_retry must be a finite number of seconds > 0")
     if not 0 < cfg["controller"]["restore_retry"] < float("inf"):
         raise ConfigError("[controller] restore_retry must be a finite number of seconds > 0")
     if not 0 <= cfg["controller"]["revert_hold_s"] < float("inf"):

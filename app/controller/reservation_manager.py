@@ -172,7 +172,7 @@ class ReservationManager:
                  stable_ms: float = planner.DEFAULT_STABLE_MS, circuit_timeout_s: float = 10.0,
                  verify_timeout_s: float = 3.0, elastic: Mapping[str, float] | None = None,
                  active: dict[int, ReservationCircuit] | None = None, revertive: bool = False,
-                 meter_static: bool = False) -> None:
+                 meter_static: bool = False, provision_retries: int = 0, provision_retry_s: float = 1.0) -> None:
         self.store = store
         self.southbound = southbound
         self.graph = graph
@@ -187,6 +187,10 @@ class ReservationManager:
         self.verify = verify
         self.timing = {"stable_ms": stable_ms, "circuit_timeout_s": circuit_timeout_s,
                        "verify_timeout_s": verify_timeout_s}
+        # a lighting that failed and rolled back cleanly (a barrier or a verify step timed out on a busy
+        # network) is tried again, up to provision_retries times, after provision_retry_s doubling
+        self.provision_retries, self.provision_retry_s = provision_retries, provision_retry_s
+        self.tries: dict[int, tuple[float, int]] = {}  # reservation -> (not before, retries used)
         # lit by us (or re-adopted after a restart); the app passes the shared LitReservations context
         self.active: dict[int, ReservationCircuit] = {} if active is None else active
         # elastic reservations: settings (ElasticState's fields; unit_mbps 0 = ODU0 at the lab scale),
@@ -316,7 +320,14 @@ class ReservationManager:
             where = failed_step(record)
             if any(r.meter is not None for r in c.ingress):
                 self._remove_meters(c)
-            return self._failed(order.id, f"provisioning failed at {where}; rolled back", record.to_json())
+            _at, used = self.tries.get(order.id, (0.0, 0))
+            if record.state == "rolled_back" and used < self.provision_retries:
+                return self._retry_later(order.id, used + 1, f"provisioning failed at {where}; rolled back",
+                                         record.to_json())
+            self.tries.pop(order.id, None)
+            tried = f" (after {used} retr{'y' if used == 1 else 'ies'})" if used else ""
+            return self._failed(order.id, f"provisioning failed at {where}; rolled back{tried}", record.to_json())
+        self.tries.pop(order.id, None)
         lit = self.run_db("mark_active", order.id, circuit_records(c), [rule_record(r) for r in c.rules],
                           self.clock(), new_path)
         self.active[order.id] = c
@@ -413,6 +424,27 @@ class ReservationManager:
                                     "started_at": data["started_at"], "finished_at": data["finished_at"],
                                     "steps": [step_record(st) for st in data["steps"]]})
         return record
+
+    def _retry_later(self, res_id: int, attempt: int, reason: str, plan: dict[str, Any]) -> Outcome:
+        """Leave the reservation PROVISIONING, to be lit again once the back-off is over (:meth:`may_try`):
+        nothing of it is installed (the plan rolled back), and what failed is most often a switch that
+        answered late (germany50's backbone: 7 of 49 barriers unanswered in 5 s while 49 circuits lit)."""
+        wait = self.provision_retry_s * 2 ** (attempt - 1)
+        self.tries[res_id] = (self.clock() + wait, attempt)
+        why = f"{reason}; retry {attempt} of {self.provision_retries} in {wait:g} s"
+        out = Outcome(res_id, "provision", False, "PROVISIONING", why, plan)
+        self.on_event("reservation_retry", out.to_json())
+        return out
+
+    def may_try(self, res_id: int, now: float) -> bool:
+        """Whether a due reservation may be lit now (not within the back-off of a failed try)."""
+        return self.tries.get(res_id, (0.0, 0))[0] <= now
+
+    def forget_tries(self, keep: Iterable[int]) -> None:
+        """Drop the retry state of reservations no longer due (ended or cancelled while backing off)."""
+        keep = set(keep)
+        for res_id in [r for r in self.tries if r not in keep]:
+            del self.tries[res_id]
 
     def _failed(self, res_id: int, reason: str, plan: dict[str, Any]) -> Outcome:
         self.run_db("mark_failed", res_id, reason, self.clock())

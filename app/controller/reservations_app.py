@@ -123,7 +123,9 @@ class ReservationsApp(app_manager.OSKenApp):
             elastic={field: float(v) for key, field in ELASTIC_KEYS.items()
                      if (v := SETTINGS.te.get(key)) is not None},
             active=kwargs.get(LIT_CONTEXT), revertive=bool(ctl.get("revert", False)),
-            meter_static=bool(ctl.get("meter_reservations", False)))
+            meter_static=bool(ctl.get("meter_reservations", False)),
+            provision_retries=int(ctl.get("provision_retries", 2)),
+            provision_retry_s=float(ctl.get("provision_retry", 1.0)))
         self.routes[("GET", "/reservations")] = self.r_reservations
         self.routes[("POST", "/restoration")] = self.r_restoration
         self.frozen = ""  # an operator froze restoration (why): failures are still read, nothing is re-routed
@@ -329,6 +331,7 @@ class ReservationsApp(app_manager.OSKenApp):
         pass adopts the lit reservations first, then follows the database."""
         if not ev.master:
             self.manager.active.clear()
+            self.manager.tries.clear()
             self.retry.clear()
         self.adopted = False
 
@@ -346,10 +349,13 @@ class ReservationsApp(app_manager.OSKenApp):
             self.adopted = True
         now = time.time()
         read_at = self._ended_seq
-        for order in self._db("due", now):
-            if order.id not in self.busy and self._ended.get(order.id, 0) <= read_at:
+        due = self._db("due", now)
+        for order in due:
+            if order.id not in self.busy and self._ended.get(order.id, 0) <= read_at \
+                    and self.manager.may_try(order.id, now):
                 self.busy.add(order.id)
                 hub.spawn(self._guarded, order.id, self.manager.provision, order)
+        self.manager.forget_tries([o.id for o in due] + sorted(self.busy))
         read_at_release = self._ended_seq
         for inst in self._db("to_release", sorted(self.busy)):
             rid = inst.reservation_id
@@ -418,6 +424,7 @@ class ReservationsApp(app_manager.OSKenApp):
                 "busy": sorted(self.busy), "events": list(self.outcomes)[-50:],
                 "failures": {f"{sw}:{p}": why for (sw, p), why in sorted(self.failures().ports.items())},
                 "retry": {str(k): {"at": at, "attempt": a} for k, (at, a) in sorted(self.retry.items())},
+                "provision_retry": {str(k): {"at": at, "retries": n} for k, (at, n) in sorted(self.manager.tries.items())},
                 "restoration": {"enabled": self.restore_on, "frozen": bool(self.frozen), "reason": self.frozen},
                 "revert": {"enabled": self.revert_on, "hold_s": self.reverts.hold_s, "waiting": self.reverts.to_json()},
                 "shared": shared_circuits(self.manager.active),  # grooming: failure units of several

@@ -178,6 +178,38 @@ def test_a_refused_xcon_fails_the_reservation_and_leaves_nothing(net):
     assert any(k == "reservation_failed" for k, _ in events)
 
 
+def test_a_lighting_that_rolled_back_is_tried_again_after_a_back_off_then_fails(net):
+    """A failed try that rolled back leaves the reservation PROVISIONING for ``provision_retries`` more
+    tries, ``provision_retry_s`` apart and doubling; the last one fails it, saying how often it tried."""
+    store, clock = FakeStore(), [100.0]
+    net.refuse_xcon("Z")
+    m, events = manager(net, store, provision_retries=2, provision_retry_s=1.0, clock=lambda: clock[0])
+    out = m.provision(stored_path(Order(8)))
+    assert (out.ok, out.state) == (False, "PROVISIONING") and "retry 1 of 2 in 1 s" in out.reason
+    assert 8 not in store.states and net.all_xcons() == set() and net.all_flows() == []  # nothing left, not FAILED
+    assert not m.may_try(8, 100.5) and m.may_try(8, 101.0)
+    clock[0] = 101.0
+    assert "retry 2 of 2 in 2 s" in m.provision(stored_path(Order(8))).reason and not m.may_try(8, 102.9)
+    clock[0] = 103.0
+    out = m.provision(stored_path(Order(8)))
+    assert out.state == "FAILED" and store.states[8] == "FAILED" and "(after 2 retries)" in store.reasons[8]
+    assert [k for k, _ in events if k.startswith("reservation_")] == ["reservation_retry"] * 2 + ["reservation_failed"]
+    assert m.tries == {} and m.may_try(8, 0.0)
+
+
+def test_a_retry_that_lights_it_clears_its_back_off_and_ended_ones_are_forgotten(net):
+    store = FakeStore()
+    net.refuse_xcon("Z")
+    m, _ = manager(net, store, provision_retries=1)
+    assert m.provision(stored_path(Order(8))).state == "PROVISIONING" and 8 in m.tries
+    net._refuse_xcon.clear()  # the switch answers again
+    m.tries[8] = (0.0, 1)  # the back-off is over
+    assert m.provision(stored_path(Order(8))).ok and store.states[8] == "ACTIVE" and m.tries == {}
+    m.tries[9] = (1e12, 1)  # backing off when its window ended: no longer due
+    m.forget_tries([8])
+    assert m.tries == {}
+
+
 def test_no_traffic_through_the_rules_fails_verification_and_rolls_back(net):
     store = FakeStore()
     m, _ = manager(net, store)
