@@ -116,3 +116,23 @@ def test_arrivals_are_a_seeded_poisson_process_inside_the_window() -> None:
     for bad in ((0.0, 10.0), (1.0, 0.0), (float("nan"), 10.0)):
         with pytest.raises(ValueError, match="rate and a window"):
             wan_load.arrival_offsets(*bad)
+
+
+def test_booking_together_stops_waiting_once_every_reservation_settled(monkeypatch) -> None:  # noqa: ANN001
+    """One reservation FAILED for good (its retries spent): the stage goes on at once instead of polling out
+    its 120-s timeout, and says how many went ACTIVE."""
+    import time
+
+    import requests
+
+    booked = itertools.count(1)
+    monkeypatch.setattr(wan_load, "_book", lambda _url, _headers, _body: {"id": next(booked)})
+    monkeypatch.setattr(requests, "post", lambda *_a, **_k: type("R", (), {"raise_for_status": lambda self: None})())
+    monkeypatch.setattr(wan_load, "lead_for", lambda _one, _n: 0.05)
+    polls = iter([{2: "PROVISIONING", 3: "PROVISIONING"}, {2: "ACTIVE", 3: "PROVISIONING"}])
+    monkeypatch.setattr(wan_load, "_states", lambda *_a: next(polls, {2: "ACTIVE", 3: "FAILED"}))
+    t = time.monotonic()
+    out = wan_load.book_together("http://x", {}, lambda _start: [{"name": "a"}, {"name": "b"}], timeout=120.0,
+                                 progress=lambda _line: None)
+    assert time.monotonic() - t < 10.0
+    assert (out["n"], out["active"], out["active_s"], out["states"]) == (2, 1, None, {"ACTIVE": 1, "FAILED": 1})
