@@ -28,6 +28,7 @@ def test_wan_lab_discovers_abilene_loads_it_and_records_its_cost(tmp_path):
     assert res["monitor_cost"]["per_ts"], res["monitor_cost"]  # the monitor polled during the window
     # the controller learns the datapaths and links while Mininet builds the lab: 0.0-0.8 s are left after it
     assert 0 <= res["controller_discovery_s"] <= res["discovery_s"]
+    assert res["graph_problems"] == [], res["graph_problems"]  # the vendor file agrees with what the switches say
     # a restarted controller rediscovers the built network: every datapath and link again
     redo = res["rediscovery"]
     assert 0 < redo["api_s"] <= redo["connected_s"] <= redo["discovery_s"], redo
