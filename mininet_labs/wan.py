@@ -105,6 +105,7 @@ def run(out: Path, *, quick: bool = False, topology: str | None = None, load: bo
     from mininet_labs.netlock import net_lock
     from mininet_labs.session import LabSession
     from mininet_labs.wan_load import uplinks_needed
+    from mininet_labs.workdir import FIG2_DELAY
     from topology.spec import from_topohub, spec_to_vendor_file
     from topology.vendor_file import write_vendor_file
 
@@ -117,7 +118,7 @@ def run(out: Path, *, quick: bool = False, topology: str | None = None, load: bo
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     static = out / "wan-optical.json"
-    delay = (0.150, 0.220)  # the OTS agents' provisioning delay; the file says its mean, as the agents do
+    delay = FIG2_DELAY  # the OTS agents' provisioning delay (as the Fig. 2 labs); the file says its mean, as they do
     write_vendor_file(spec_to_vendor_file(spec, setup_time=sum(delay) / 2), static)  # (else one merge problem per OTS)
     ts = 1.0
     (work / "mlte.toml").write_text(WAN_CONFIG.format(ts=ts))
