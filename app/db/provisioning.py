@@ -32,9 +32,10 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import func, or_, select, tuple_
+from sqlalchemy import func, insert, or_, select, tuple_, update
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session, selectinload
 
 from app.db import lifecycle
@@ -336,17 +337,21 @@ class ProvisioningStore:
 
         Time-driven transitions due at ``now`` are applied first (the lock is taken only when one is
         due), so a window that has just started is listed even if no web service runs."""
-        with self.db.session() as s:
-            pending = s.execute(select(func.count()).select_from(Reservation)
-                                .where(lifecycle.due_condition(now))).scalar_one()
-        if pending:
-            with self.db.locked() as s:
-                lifecycle.advance(s, now)
-        with self.db.session() as s:
+        def running(s: Session) -> list[ReservationOrder]:
             rows = s.execute(select(Reservation).where(Reservation.state == PROVISIONING, Reservation.end_ts > now,
                                                        Reservation.start_ts <= now)
                              .order_by(Reservation.start_ts, Reservation.id)).scalars()
             return [_order(r) for r in rows]
+
+        with self.db.session() as s:  # asked every second: one session when nothing is due
+            pending = s.execute(select(func.count()).select_from(Reservation)
+                                .where(lifecycle.due_condition(now))).scalar_one()
+            if not pending:
+                return running(s)
+        with self.db.locked() as s:
+            lifecycle.advance(s, now)
+        with self.db.session() as s:
+            return running(s)
 
     def orders(self, ids: Iterable[int]) -> list[ReservationOrder]:
         """The reservations ``ids`` (those that exist), by id: what a restoration needs to re-route one."""
@@ -471,10 +476,10 @@ class ProvisioningStore:
             circuits, rules = self._release_rows(s, res_id, now)
             if not circuits and not rules:
                 return True
-            detail = {"circuits": [c.name for c in circuits], "rules": len(rules), **BY_CONTROLLER}
+            detail = {"circuits": [c.name for c in circuits], "rules": rules, **BY_CONTROLLER}
             lifecycle.audit(s, None, "release", res, **detail)
             s.add(Event(ts=now, kind="reservation.released", severity="info",
-                        message=f"reservation {res.id} ({res.name}): {len(circuits)} circuit(s) and {len(rules)} "
+                        message=f"reservation {res.id} ({res.name}): {len(circuits)} circuit(s) and {rules} "
                                 "rule(s) removed from the network", detail={"reservation": res.id, **detail}))
             return True
 
@@ -705,56 +710,62 @@ class ProvisioningStore:
                               .order_by(Circuit.id)).scalars())
 
     @staticmethod
-    def _rule_rows(s: Session, res_id: int) -> list[ReservationRule]:
-        return list(s.execute(select(ReservationRule).where(ReservationRule.reservation_id == res_id,
-                                                            ReservationRule.installed.is_(True))
-                              .order_by(ReservationRule.id)).scalars())
+    def _installed_rules(s: Session, res_id: int) -> list[InstalledRule]:
+        """The rules installed for ``res_id``, read as plain rows: loading them as ORM objects (and
+        adding and updating them one object at a time) made recording an arrival's ~24 rules and
+        releasing them ~18 ms of the controller's database thread on germany50."""
+        rr = ReservationRule
+        return [InstalledRule(i, sw, t, p, int(c, 16), m, a) for i, sw, t, p, c, m, a in s.execute(
+            select(rr.id, rr.switch, rr.table_id, rr.priority, rr.cookie, rr.match, rr.actions)
+            .where(rr.reservation_id == res_id, rr.installed.is_(True)).order_by(rr.id))]
 
     def _record_installation(self, s: Session, res: Reservation, cs: list[_CheckedCircuit], rs: list[_CheckedRule],
                              now: float) -> tuple[list[_CheckedCircuit], list[_CheckedRule]]:
         """Add the circuits and rules not yet recorded as installed for ``res``; returns those added."""
         have_c = {circuit_key(c.a_end, c.z_end, [(x.ots, x.in_port, x.out_port) for x in c.xcons])
                   for c in self._circuit_rows(s, res.id)}
-        have_r = {_rule_key(r.switch, r.table_id, r.priority, int(r.cookie, 16), r.match)
-                  for r in self._rule_rows(s, res.id)}
+        have_r = {_rule_key(r.switch, r.table, r.priority, r.cookie, r.match) for r in self._installed_rules(s, res.id)}
         new_c = _unseen(cs, lambda c: circuit_key(c[1], c[2], c[4]), have_c)
         new_r = _unseen(rs, lambda r: _rule_key(*r[:5]), have_r)
         for name, a_end, z_end, capacity, xcons in new_c:
             s.add(Circuit(reservation_id=res.id, name=name, a_end=a_end, z_end=z_end, capacity=capacity,
                           state=INSTALLED, created_ts=now, updated_ts=now,
                           xcons=[Xcon(ots=o, in_port=i, out_port=p, active=True) for o, i, p in xcons]))
-        for switch, table, priority, cookie, match, actions in new_r:
-            s.add(ReservationRule(reservation_id=res.id, switch=switch, table_id=table, priority=priority,
-                                  cookie=f"{cookie:016x}", match=match, actions=actions, installed=True,
-                                  installed_ts=now))
+        if new_r:  # one executemany (the ORM's bulk insert), not an object per rule
+            s.execute(insert(ReservationRule), [
+                {"reservation_id": res.id, "switch": switch, "table_id": table, "priority": priority,
+                 "cookie": f"{cookie:016x}", "match": match, "actions": actions, "installed": True,
+                 "installed_ts": now} for switch, table, priority, cookie, match, actions in new_r])
         return new_c, new_r
 
-    def _release_rows(self, s: Session, res_id: int, now: float) -> tuple[list[Circuit], list[ReservationRule]]:
-        """Record every installed circuit and rule of ``res_id`` as removed; returns them."""
-        circuits, rules = self._circuit_rows(s, res_id), self._rule_rows(s, res_id)
+    def _release_rows(self, s: Session, res_id: int, now: float) -> tuple[list[Circuit], int]:
+        """Record every installed circuit and rule of ``res_id`` as removed; returns the circuits and
+        how many rules (one UPDATE for the rules)."""
+        circuits = self._circuit_rows(s, res_id)
         for c in circuits:
             c.state, c.updated_ts = RELEASED, now
             for x in c.xcons:
                 x.active = False
-        for r in rules:
-            r.installed, r.removed_ts = False, now
-        return circuits, rules
+        rr = ReservationRule
+        rules = cast(CursorResult, s.execute(
+            update(rr).where(rr.reservation_id == res_id, rr.installed.is_(True))
+            .values(installed=False, removed_ts=now).execution_options(synchronize_session=False))).rowcount
+        return circuits, int(rules or 0)
 
     def _installations(self, s: Session, *, final_only: bool, but: Set[int] = frozenset()) -> list[Installation]:
         with_circuit = select(Circuit.reservation_id).where(Circuit.reservation_id.is_not(None),
                                                             Circuit.state == INSTALLED)
         with_rule = select(ReservationRule.reservation_id).where(ReservationRule.installed.is_(True))
-        stmt = select(Reservation).where(or_(Reservation.id.in_(with_circuit), Reservation.id.in_(with_rule)))
+        stmt = select(Reservation.id, Reservation.state).where(or_(Reservation.id.in_(with_circuit),
+                                                                   Reservation.id.in_(with_rule)))
         if final_only:
             stmt = stmt.where(Reservation.state.in_(FINAL_STATES))
         if but:
             stmt = stmt.where(Reservation.id.not_in(sorted(but)))
         out = []
-        for res in s.execute(stmt.order_by(Reservation.id)).scalars():
+        for res_id, state in s.execute(stmt.order_by(Reservation.id)).all():
             circuits = tuple(InstalledCircuit(c.id, c.name, c.a_end, c.z_end, c.capacity,
                                               tuple((x.ots, x.in_port, x.out_port) for x in c.xcons))
-                             for c in self._circuit_rows(s, res.id))
-            rules = tuple(InstalledRule(r.id, r.switch, r.table_id, r.priority, int(r.cookie, 16), r.match,
-                                        r.actions) for r in self._rule_rows(s, res.id))
-            out.append(Installation(res.id, res.state, circuits, rules))
+                             for c in self._circuit_rows(s, res_id))
+            out.append(Installation(res_id, state, circuits, tuple(self._installed_rules(s, res_id))))
         return out
